@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Stop adaptalloc's local testbed: exactly the processes that up.sh started, found
+# through the pid files under the state directory (each pid's command line is
+# checked first, so a recycled pid is never killed). Nothing else is touched.
+# State (configs, MariaDB data, Slurm state, Redis dump) stays for the next up.sh.
+
+SCRIPT_NAME=down.sh
+# shellcheck source=deploy/local/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+    cat <<USAGE
+usage: deploy/local/down.sh [--state-dir DIR]
+
+Stops the testbed started by up.sh under DIR (default: \$ADAPTALLOC_STATE_DIR or
+<project>/.local). Running jobs are cancelled first so no job step outlives its
+slurmd; pending jobs stay in Slurm's saved state.
+USAGE
+}
+
+parse_common_args "$@"
+((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
+[[ -d "$RUN_DIR" ]] || { log "nothing to stop: no $RUN_DIR"; exit 0; }
+
+# stop COMPONENT: SIGTERM, wait, then SIGKILL if it would not go.
+stop() {
+    local comp="$1" pid pf
+    pf="$(pid_file_of "$comp")"
+    if ! pid="$(running_pid "$comp")"; then
+        [[ -e "$pf" ]] && { log "$comp: not running (removing stale $pf)"; rm -f "$pf"; }
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 30))
+    while pid_matches "$pid" "$comp"; do
+        if ((SECONDS >= deadline)); then
+            warn "$comp (pid $pid) ignored SIGTERM for 30s; sending SIGKILL"
+            kill -KILL "$pid" 2>/dev/null || true
+            sleep 0.5
+            break
+        fi
+        sleep 0.2
+    done
+    rm -f "$pf"
+    log "$comp: stopped (pid $pid)"
+}
+
+# Cancel running jobs while slurmctld still answers, so their slurmstepd
+# processes end with them instead of outliving the slurmd that started them.
+if running_pid slurmctld >/dev/null && timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; then
+    running_jobs="$(timeout 10 squeue -h -t RUNNING,COMPLETING -o '%i' 2>/dev/null || true)"
+    if [[ -n "$running_jobs" ]]; then
+        log "cancelling running jobs: $(tr '\n' ' ' <<<"$running_jobs")"
+        # shellcheck disable=SC2086  # one job id per word
+        timeout 10 scancel $running_jobs 2>/dev/null || true
+        deadline=$((SECONDS + 40))
+        while [[ -n "$(timeout 10 squeue -h -t RUNNING,COMPLETING -o '%i' 2>/dev/null || true)" ]] && ((SECONDS < deadline)); do
+            sleep 0.5
+        done
+    fi
+fi
+
+for node in $(node_names); do stop "slurmd:$node"; done
+# slurmd pid files of nodes beyond the current ADAPTALLOC_NODES (an earlier, larger testbed)
+for pf in "$RUN_DIR"/slurmd.node*.pid; do
+    [[ -e "$pf" ]] || continue
+    node="${pf##*/slurmd.}"; node="${node%.pid}"
+    stop "slurmd:$node"
+done
+stop slurmctld
+stop slurmdbd
+stop mariadb
+stop redis
+stop munged
+log "down (state kept in $STATE_DIR)"

@@ -1,0 +1,225 @@
+# shellcheck shell=bash
+# Shared by up.sh, down.sh, status.sh and capture-fixtures.sh: where things live
+# under the state directory, the port plan, and pid-file helpers.
+#
+# Everything the testbed starts lives under STATE_DIR (default: <project>/.local,
+# override with ADAPTALLOC_STATE_DIR or --state-dir DIR): configs, the munge key
+# and socket, the MariaDB datadir and socket, spool dirs, logs and pid files.
+
+set -o errexit -o nounset -o pipefail
+
+DEPLOY_LOCAL_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PROJECT_ROOT="$(cd "$DEPLOY_LOCAL_DIR/../.." && pwd)"
+
+# --- settings (environment overrides) ------------------------------------------
+CLUSTER_NAME="${ADAPTALLOC_CLUSTER_NAME:-adaptalloc}"
+NODE_COUNT="${ADAPTALLOC_NODES:-8}"
+NODE_CPUS="${ADAPTALLOC_NODE_CPUS:-4}"
+NODE_MEMORY_MB="${ADAPTALLOC_NODE_MEMORY_MB:-1000}"
+SLURMCTLD_PORT="${ADAPTALLOC_SLURMCTLD_PORT:-16817}"
+SLURMDBD_PORT="${ADAPTALLOC_SLURMDBD_PORT:-16819}"
+SLURMD_BASE_PORT="${ADAPTALLOC_SLURMD_BASE_PORT:-17000}" # nodeK listens on BASE+K
+MARIADB_PORT="${ADAPTALLOC_MARIADB_PORT:-13306}"
+REDIS_PORT="${ADAPTALLOC_REDIS_PORT:-16379}"
+WAIT_TIMEOUT="${ADAPTALLOC_WAIT_TIMEOUT:-180}" # seconds per readiness wait
+
+# parse_common_args "$@": accepts --state-dir DIR / --state-dir=DIR and -h/--help;
+# anything else is left in REST_ARGS for the caller.
+REST_ARGS=()
+parse_common_args() {
+    local state_dir="${ADAPTALLOC_STATE_DIR:-}"
+    while (($#)); do
+        case "$1" in
+            --state-dir) state_dir="${2:?--state-dir needs a directory}"; shift 2 ;;
+            --state-dir=*) state_dir="${1#--state-dir=}"; shift ;;
+            -h|--help) usage; exit 0 ;;
+            *) REST_ARGS+=("$1"); shift ;;
+        esac
+    done
+    [[ -n "$state_dir" ]] || state_dir="$PROJECT_ROOT/.local"
+    mkdir -p "$state_dir" 2>/dev/null || true
+    STATE_DIR="$(cd "$state_dir" 2>/dev/null && pwd)" || die "cannot use state directory '$state_dir'"
+    set_paths
+}
+
+set_paths() {
+    ETC_DIR="$STATE_DIR/etc"
+    RUN_DIR="$STATE_DIR/run"
+    LOG_DIR="$STATE_DIR/log"
+    SECRET_DIR="$STATE_DIR/secrets"
+    MUNGE_DIR="$STATE_DIR/munge"
+    MARIADB_DIR="$STATE_DIR/mariadb"
+    REDIS_DIR="$STATE_DIR/redis"
+    SLURM_STATE_DIR="$STATE_DIR/slurm/state"
+    SLURM_SPOOL_DIR="$STATE_DIR/slurm/spool"
+
+    SLURM_CONF_FILE="$ETC_DIR/slurm.conf"
+    SLURMDBD_CONF_FILE="$ETC_DIR/slurmdbd.conf"
+    REDIS_CONF_FILE="$ETC_DIR/redis.conf"
+    MUNGE_KEY="$MUNGE_DIR/munge.key"
+    MUNGE_SOCKET="$MUNGE_DIR/munge.socket.2"
+    MARIADB_SOCKET="$MARIADB_DIR/mariadb.sock"
+    MARIADB_DATADIR="$MARIADB_DIR/data"
+    ENV_FILE="$STATE_DIR/env"
+
+    export SLURM_CONF="$SLURM_CONF_FILE"
+}
+
+# --- messages -----------------------------------------------------------------
+log() { printf '[%s] %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*"; }
+warn() { printf '[%s] WARNING: %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*" >&2; }
+die() { printf '[%s] ERROR: %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*" >&2; exit 1; }
+
+# --- components and their pid files ------------------------------------------
+# Each component: a name, a pid file, the program name its /proc/PID/comm or
+# argv[0] must show, and a string its command line must contain.
+node_names() {
+    local k
+    for ((k = 1; k <= NODE_COUNT; k++)); do printf 'node%d\n' "$k"; done
+}
+
+components() {
+    printf '%s\n' munged mariadb slurmdbd slurmctld
+    node_names | sed 's/^/slurmd:/'
+    printf '%s\n' redis
+}
+
+pid_file_of() {
+    case "$1" in
+        munged) echo "$RUN_DIR/munged.pid" ;;
+        mariadb) echo "$RUN_DIR/mariadb.pid" ;;
+        slurmdbd) echo "$RUN_DIR/slurmdbd.pid" ;;
+        slurmctld) echo "$RUN_DIR/slurmctld.pid" ;;
+        slurmd:*) echo "$RUN_DIR/slurmd.${1#slurmd:}.pid" ;;
+        redis) echo "$RUN_DIR/redis.pid" ;;
+        *) die "unknown component $1" ;;
+    esac
+}
+
+log_file_of() {
+    case "$1" in
+        munged) echo "$LOG_DIR/munged.log" ;;
+        mariadb) echo "$LOG_DIR/mariadb.log" ;;
+        slurmdbd) echo "$LOG_DIR/slurmdbd.log" ;;
+        slurmctld) echo "$LOG_DIR/slurmctld.log" ;;
+        slurmd:*) echo "$LOG_DIR/slurmd.${1#slurmd:}.log" ;;
+        redis) echo "$LOG_DIR/redis.log" ;;
+        *) die "unknown component $1" ;;
+    esac
+}
+
+# program name and a command-line fragment that identify the process we started
+expected_cmd_of() {
+    case "$1" in
+        munged) echo "munged|$MUNGE_SOCKET" ;;
+        mariadb) echo "mariadbd|$MARIADB_DATADIR" ;;
+        slurmdbd) echo "slurmdbd|slurmdbd" ;;
+        slurmctld) echo "slurmctld|$SLURM_CONF_FILE" ;;
+        slurmd:*) echo "slurmd|-N ${1#slurmd:} " ;;
+        redis) echo "redis-server|127.0.0.1:$REDIS_PORT" ;;
+        *) die "unknown component $1" ;;
+    esac
+}
+
+# pid_matches PID COMPONENT: true when PID is alive and its command line is the
+# one we started for COMPONENT (guards against a recycled pid).
+pid_matches() {
+    local pid="$1" comp="$2" spec prog fragment cmdline argv0
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r "/proc/$pid/cmdline" ]] || return 1
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+    [[ -n "$cmdline" ]] || return 1
+    spec="$(expected_cmd_of "$comp")"
+    prog="${spec%%|*}"
+    fragment="${spec#*|}"
+    argv0="${cmdline%% *}"
+    [[ "$(basename -- "$argv0")" == "$prog" ]] || return 1
+    [[ "$cmdline " == *"$fragment"* ]] || return 1
+    # slurmdbd is started without arguments: tie it to this state dir through
+    # its environment instead (SLURM_CONF points into STATE_DIR).
+    if [[ "$comp" == slurmdbd ]]; then
+        { tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null | grep -qxF "SLURM_CONF=$SLURM_CONF_FILE" || return 1
+    fi
+    return 0
+}
+
+# running_pid COMPONENT: prints the pid and succeeds when the component's pid
+# file names a live process of ours.
+running_pid() {
+    local comp="$1" pf pid
+    pf="$(pid_file_of "$comp")"
+    [[ -s "$pf" ]] || return 1
+    pid="$(tr -dc '0-9' <"$pf")"
+    pid_matches "$pid" "$comp" || return 1
+    echo "$pid"
+}
+
+# --- readiness checks ---------------------------------------------------------
+redis_password() { cat "$SECRET_DIR/redis.password"; }
+
+redis_ping() {
+    [[ -s "$SECRET_DIR/redis.password" ]] || return 1
+    local out
+    out="$(REDISCLI_AUTH="$(redis_password)" timeout 5 redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" || return 1
+    [[ "$out" == PONG ]]
+}
+
+mariadb_ping() {
+    timeout 5 mariadb-admin --no-defaults --socket="$MARIADB_SOCKET" -u root ping >/dev/null 2>&1
+}
+
+munge_ok() {
+    timeout 5 munge --socket="$MUNGE_SOCKET" -n 2>/dev/null |
+        timeout 5 unmunge --socket="$MUNGE_SOCKET" >/dev/null 2>&1
+}
+
+sacctmgr_ok() {
+    timeout 10 sacctmgr -n -P list cluster format=cluster >/dev/null 2>&1
+}
+
+# prints "<idle> <total>" for the nodes of this testbed (partition debug holds all)
+node_idle_counts() {
+    local lines idle total
+    lines="$(timeout 10 sinfo -h -N -p debug -o '%N %T' 2>/dev/null)" || { echo "0 0"; return 1; }
+    total="$(grep -c . <<<"$lines" || true)"
+    idle="$(grep -cE ' idle$' <<<"$lines" || true)"
+    echo "$idle $total"
+}
+
+nodes_all_idle() {
+    local counts
+    counts="$(node_idle_counts)" || return 1
+    [[ "$counts" == "$NODE_COUNT $NODE_COUNT" ]]
+}
+
+# every node registered and usable: idle, or running jobs (not down, drained,
+# not responding "*" or unknown)
+nodes_all_ready() {
+    local lines total ready
+    lines="$(timeout 10 sinfo -h -N -p debug -o '%N %T' 2>/dev/null)" || return 1
+    total="$(grep -c . <<<"$lines" || true)"
+    ready="$(grep -cE ' (idle|mixed|allocated|completing|planned)$' <<<"$lines" || true)"
+    [[ "$total" == "$NODE_COUNT" && "$ready" == "$NODE_COUNT" ]]
+}
+
+# wait_for DESCRIPTION LOGFILE COMMAND...: polls COMMAND until it succeeds or
+# WAIT_TIMEOUT passes; on timeout dies pointing at LOGFILE.
+wait_for() {
+    local what="$1" logfile="$2"
+    shift 2
+    local deadline=$((SECONDS + WAIT_TIMEOUT))
+    until "$@"; do
+        if ((SECONDS >= deadline)); then
+            {
+                echo "[${SCRIPT_NAME:-adaptalloc}] ERROR: timed out after ${WAIT_TIMEOUT}s waiting for $what."
+                echo "  Look at: $logfile"
+                if [[ -r "$logfile" ]]; then
+                    echo "  Last lines of it:"
+                    tail -n 15 "$logfile" | sed 's/^/    /'
+                fi
+            } >&2
+            exit 1
+        fi
+        sleep 0.5
+    done
+}

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Bring up adaptalloc's local testbed: munge, MariaDB + slurmdbd, slurmctld,
+# N slurmd (virtual nodes on localhost) and a password-protected Redis, all under
+# one state directory. Installs missing Debian packages first.
+#
+# Idempotent: when everything is already up and healthy it says so and exits 0;
+# when only some of it is up it starts the rest. See deploy/local/README.md.
+
+SCRIPT_NAME=up.sh
+# shellcheck source=deploy/local/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+    cat <<USAGE
+usage: deploy/local/up.sh [--state-dir DIR]
+
+Installs what is missing (slurm-wlm, slurmctld, slurmd, slurmdbd, munge,
+mariadb-server, redis-server) from Debian's packages, then starts the testbed under
+DIR (default: \$ADAPTALLOC_STATE_DIR or <project>/.local) and writes DIR/env.
+
+Environment: ADAPTALLOC_STATE_DIR, ADAPTALLOC_NODES (8), ADAPTALLOC_NODE_CPUS (4),
+ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_SKIP_INSTALL=1.
+USAGE
+}
+
+parse_common_args "$@"
+((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
+
+T_START=$SECONDS
+STARTED=()
+
+# --- 1. packages --------------------------------------------------------------
+PACKAGES=(slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client redis-server redis-tools)
+
+missing_packages() {
+    local p status
+    for p in "${PACKAGES[@]}"; do
+        status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)"
+        [[ "$status" == ii* ]] || echo "$p"
+    done
+}
+
+install_packages() {
+    command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 ||
+        die "this is not a Debian-like system (no dpkg/apt-get); install ${PACKAGES[*]} yourself, or use Debian 12."
+    local missing
+    mapfile -t missing < <(missing_packages)
+    ((${#missing[@]} == 0)) && return 0
+    [[ "${ADAPTALLOC_SKIP_INSTALL:-0}" == 1 ]] && die "packages missing (${missing[*]}) and ADAPTALLOC_SKIP_INSTALL=1"
+
+    local -a as_root=()
+    if ((EUID != 0)); then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            as_root=(sudo -n)
+        else
+            die "packages missing: ${missing[*]}. Installing them needs root: run as root, or give this user passwordless sudo, or run: sudo apt-get install ${missing[*]}"
+        fi
+    fi
+    log "installing ${missing[*]} (apt-get, services not auto-started)"
+    # Keep the packages' own init scripts from starting system-wide daemons
+    # (mariadb on 3306, redis on 6379, munge, slurm): this testbed starts its own.
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e "$policy" ]]; then
+        "${as_root[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+        made_policy=1
+    fi
+    local rc=0
+    {
+        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+                --no-install-recommends "${missing[@]}"
+    } >"$STATE_DIR/apt.log" 2>&1 || rc=$?
+    ((made_policy)) && "${as_root[@]}" rm -f "$policy"
+    ((rc == 0)) || { tail -n 20 "$STATE_DIR/apt.log" >&2; die "apt-get failed (exit $rc); full log: $STATE_DIR/apt.log"; }
+    log "packages installed in $((SECONDS - T_START))s"
+}
+
+install_packages
+T_INSTALLED=$SECONDS
+
+# --- 2. directories, secrets, configs ------------------------------------------
+umask 077
+mkdir -p "$ETC_DIR" "$RUN_DIR" "$LOG_DIR" "$SECRET_DIR" "$MUNGE_DIR" "$MARIADB_DIR" \
+    "$REDIS_DIR" "$SLURM_STATE_DIR" "$SLURM_SPOOL_DIR"
+chmod 700 "$SECRET_DIR"
+# munged wants its socket directory searchable by all (the key inside stays 600)
+chmod 755 "$MUNGE_DIR"
+# The munge and MariaDB sockets must fit in sockaddr_un (108 bytes).
+((${#MUNGE_SOCKET} < 100)) || die "state dir path too long for a unix socket: $MUNGE_SOCKET (use --state-dir with a shorter path)"
+
+new_secret() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+[[ -s "$SECRET_DIR/redis.password" ]] || new_secret >"$SECRET_DIR/redis.password"
+[[ -s "$SECRET_DIR/mariadb-slurm.password" ]] || new_secret >"$SECRET_DIR/mariadb-slurm.password"
+if [[ ! -s "$MUNGE_KEY" ]]; then
+    head -c 1024 /dev/urandom >"$MUNGE_KEY.tmp" && mv "$MUNGE_KEY.tmp" "$MUNGE_KEY"
+fi
+chmod 600 "$MUNGE_KEY" "$SECRET_DIR"/*.password
+
+declare -A VARS=(
+    [STATE_DIR]="$STATE_DIR"
+    [CLUSTER_NAME]="$CLUSTER_NAME"
+    [SLURM_USER]="$(id -un)"
+    [SLURMCTLD_PORT]="$SLURMCTLD_PORT"
+    [SLURMDBD_PORT]="$SLURMDBD_PORT"
+    [SLURMD_PORTS]="$((SLURMD_BASE_PORT + 1))-$((SLURMD_BASE_PORT + NODE_COUNT))"
+    [NODE_COUNT]="$NODE_COUNT"
+    [NODE_CPUS]="$NODE_CPUS"
+    [NODE_MEMORY_MB]="$NODE_MEMORY_MB"
+    [MUNGE_SOCKET]="$MUNGE_SOCKET"
+    [MARIADB_PORT]="$MARIADB_PORT"
+    [MARIADB_SLURM_PASSWORD]="$(cat "$SECRET_DIR/mariadb-slurm.password")"
+    [REDIS_PORT]="$REDIS_PORT"
+    [REDIS_PASSWORD]="$(redis_password)"
+)
+
+# Which daemons were already running before configs are (re)written: a config
+# change only needs a restart for those.
+PRE_RUNNING=()
+for comp in $(components); do
+    running_pid "$comp" >/dev/null && PRE_RUNNING+=("$comp")
+done
+
+CONFIG_CHANGED=()
+# render TEMPLATE OUTPUT: fills @KEY@ from VARS; rewrites OUTPUT only when it changes.
+render() {
+    local template="$1" out="$2" text key
+    text="$(<"$template")"
+    for key in "${!VARS[@]}"; do text="${text//@$key@/${VARS[$key]}}"; done
+    ! [[ "$text" =~ @[A-Z_]+@ ]] || die "unfilled placeholder left in $template"
+    if [[ ! -f "$out" ]] || [[ "$(<"$out")" != "$text" ]]; then
+        [[ -f "$out" ]] && CONFIG_CHANGED+=("$(basename "$out")")
+        printf '%s\n' "$text" >"$out.tmp"
+        chmod 600 "$out.tmp"
+        mv "$out.tmp" "$out"
+    fi
+}
+render "$DEPLOY_LOCAL_DIR/slurm.conf.in" "$SLURM_CONF_FILE"
+chmod 644 "$SLURM_CONF_FILE"
+render "$DEPLOY_LOCAL_DIR/slurmdbd.conf.in" "$SLURMDBD_CONF_FILE"
+render "$DEPLOY_LOCAL_DIR/redis.conf.in" "$REDIS_CONF_FILE"
+# Slurm loads job_submit.lua from the directory of slurm.conf; link the repo's copy
+# so edits take effect (slurmctld re-reads it when its mtime changes).
+ln -sfn "$PROJECT_ROOT/deploy/slurm/job_submit.lua" "$ETC_DIR/job_submit.lua"
+chmod 755 "$STATE_DIR" "$ETC_DIR"
+
+# start_daemon COMPONENT COMMAND...: starts COMMAND (which daemonizes itself or is
+# put in the background here) unless COMPONENT is already running from our pid file.
+already_running() {
+    local comp="$1" pid
+    if pid="$(running_pid "$comp")"; then
+        return 0
+    fi
+    rm -f "$(pid_file_of "$comp")"
+    return 1
+}
+
+# --- 3. munge -----------------------------------------------------------------
+if ! already_running munged; then
+    log "starting munged"
+    munged --force --socket="$MUNGE_SOCKET" --key-file="$MUNGE_KEY" \
+        --pid-file="$(pid_file_of munged)" --log-file="$(log_file_of munged)" \
+        --seed-file="$MUNGE_DIR/munged.seed" </dev/null >>"$LOG_DIR/munged.stdout" 2>&1 ||
+        die "munged failed to start; see $(log_file_of munged) and $LOG_DIR/munged.stdout"
+    STARTED+=(munged)
+fi
+wait_for "munge to encode/decode a credential" "$(log_file_of munged)" munge_ok
+
+# --- 4. MariaDB with the Slurm accounting database -----------------------------
+if ! already_running mariadb; then
+    if [[ ! -d "$MARIADB_DATADIR/mysql" ]]; then
+        log "initialising MariaDB datadir"
+        rm -rf "$MARIADB_DATADIR"
+        mariadb-install-db --no-defaults --datadir="$MARIADB_DATADIR" --user="$(id -un)" \
+            --auth-root-authentication-method=socket --skip-test-db \
+            >>"$LOG_DIR/mariadb-install.log" 2>&1 ||
+            die "mariadb-install-db failed; see $LOG_DIR/mariadb-install.log"
+    fi
+    log "starting mariadbd (127.0.0.1:$MARIADB_PORT, socket $MARIADB_SOCKET)"
+    setsid -f mariadbd --no-defaults --datadir="$MARIADB_DATADIR" --socket="$MARIADB_SOCKET" \
+        --port="$MARIADB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
+        --pid-file="$(pid_file_of mariadb)" --log-error="$(log_file_of mariadb)" \
+        --user="$(id -un)" --innodb-buffer-pool-size=128M --innodb-log-file-size=64M \
+        --innodb-lock-wait-timeout=900 --max-allowed-packet=16M \
+        </dev/null >>"$LOG_DIR/mariadb.stdout" 2>&1
+    STARTED+=(mariadb)
+fi
+wait_for "MariaDB to answer on $MARIADB_SOCKET" "$(log_file_of mariadb)" mariadb_ping
+DB_PW="${VARS[MARIADB_SLURM_PASSWORD]}"
+mariadb --no-defaults --socket="$MARIADB_SOCKET" -u root <<SQL >>"$LOG_DIR/mariadb-setup.log" 2>&1 || die "creating the Slurm database user failed; see $LOG_DIR/mariadb-setup.log"
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PW';
+CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PW';
+ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PW';
+ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PW';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+SQL
+
+# --- 5. slurmdbd, and the cluster registered in it ----------------------------
+if ! already_running slurmdbd; then
+    log "starting slurmdbd (port $SLURMDBD_PORT)"
+    slurmdbd </dev/null >>"$LOG_DIR/slurmdbd.stdout" 2>&1 ||
+        die "slurmdbd failed to start; see $(log_file_of slurmdbd)"
+    STARTED+=(slurmdbd)
+fi
+wait_for "slurmdbd to answer sacctmgr" "$(log_file_of slurmdbd)" sacctmgr_ok
+if ! sacctmgr -n -P list cluster format=cluster | grep -qxF "$CLUSTER_NAME"; then
+    log "registering cluster '$CLUSTER_NAME' in the accounting database"
+    sacctmgr -i add cluster "$CLUSTER_NAME" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
+        die "sacctmgr add cluster failed; see $LOG_DIR/sacctmgr.log and $(log_file_of slurmdbd)"
+fi
+
+# --- 6. slurmctld and the slurmd of every virtual node --------------------------
+if ! already_running slurmctld; then
+    log "starting slurmctld (port $SLURMCTLD_PORT)"
+    slurmctld -f "$SLURM_CONF_FILE" </dev/null >>"$LOG_DIR/slurmctld.stdout" 2>&1 ||
+        die "slurmctld failed to start; see $(log_file_of slurmctld)"
+    STARTED+=(slurmctld)
+fi
+slurmctld_up() { timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; }
+wait_for "slurmctld to answer scontrol ping" "$(log_file_of slurmctld)" slurmctld_up
+
+for node in $(node_names); do
+    if ! already_running "slurmd:$node"; then
+        mkdir -p "$SLURM_SPOOL_DIR/slurmd.$node"
+        slurmd -N "$node" -f "$SLURM_CONF_FILE" </dev/null >>"$LOG_DIR/slurmd.$node.stdout" 2>&1 ||
+            die "slurmd -N $node failed to start; see $(log_file_of "slurmd:$node")"
+        STARTED+=("slurmd:$node")
+    fi
+done
+((${#STARTED[@]} == 0)) || [[ " ${STARTED[*]} " != *" slurmd:"* ]] || log "started slurmd for ${NODE_COUNT} nodes"
+
+# --- 7. Redis -------------------------------------------------------------------
+if ! already_running redis; then
+    log "starting redis-server (127.0.0.1:$REDIS_PORT)"
+    redis-server "$REDIS_CONF_FILE" </dev/null >>"$LOG_DIR/redis.stdout" 2>&1 ||
+        die "redis-server failed to start; see $(log_file_of redis)"
+    STARTED+=(redis)
+fi
+wait_for "Redis to answer PING with the password" "$(log_file_of redis)" redis_ping
+
+# --- 8. every node up ------------------------------------------------------------
+# Idle on a fresh start; a running testbed may have jobs on its nodes, which is fine.
+wait_for "all $NODE_COUNT nodes to be idle (or busy with jobs) in 'sinfo -N -p debug'" \
+    "$LOG_DIR/slurmctld.log and $LOG_DIR/slurmd.node*.log" nodes_all_ready
+
+# --- 9. the env file ----------------------------------------------------------
+shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
+{
+    echo "# Written by deploy/local/up.sh. Use: source $(shq "$ENV_FILE")"
+    echo "# adaptalloc's CLI reads this file by default when it is present."
+    printf 'export SLURM_CONF=%s\n' "$(shq "$SLURM_CONF_FILE")"
+    printf 'export REDIS_URL=%s\n' "$(shq "redis://:$(redis_password)@127.0.0.1:$REDIS_PORT/0")"
+    printf 'export ADAPTALLOC_STATE_DIR=%s\n' "$(shq "$STATE_DIR")"
+    printf 'export ADAPTALLOC_CLUSTER_NAME=%s\n' "$(shq "$CLUSTER_NAME")"
+    printf 'export ADAPTALLOC_NODES=%s\n' "$(shq "$NODE_COUNT")"
+    printf 'export ADAPTALLOC_REDIS_HOST=%s\n' "$(shq 127.0.0.1)"
+    printf 'export ADAPTALLOC_REDIS_PORT=%s\n' "$(shq "$REDIS_PORT")"
+    printf 'export ADAPTALLOC_REDIS_PASSWORD=%s\n' "$(shq "$(redis_password)")"
+    printf 'export ADAPTALLOC_MUNGE_SOCKET=%s\n' "$(shq "$MUNGE_SOCKET")"
+    printf 'export ADAPTALLOC_LOG_DIR=%s\n' "$(shq "$LOG_DIR")"
+} >"$ENV_FILE.tmp"
+chmod 600 "$ENV_FILE.tmp"
+mv "$ENV_FILE.tmp" "$ENV_FILE"
+
+if ((${#CONFIG_CHANGED[@]})) && ((${#PRE_RUNNING[@]})); then
+    warn "configuration changed (${CONFIG_CHANGED[*]}) while some daemons were running; run deploy/local/down.sh && deploy/local/up.sh to apply it"
+fi
+
+T_END=$SECONDS
+if ((${#STARTED[@]} == 0)); then
+    log "already up and healthy: nothing started ($NODE_COUNT nodes idle, Redis and slurmdbd answer; $((T_END - T_START))s)"
+else
+    log "up: started ${#STARTED[@]} component(s) in $((T_END - T_INSTALLED))s (package install: $((T_INSTALLED - T_START))s); $NODE_COUNT nodes idle"
+fi
+log "env: source $ENV_FILE"
