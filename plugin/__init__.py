@@ -1,0 +1,1 @@
+"""adaptalloc plugin: everything that touches the world (Slurm, Redis, the CLI)."""
