@@ -1,0 +1,1 @@
+"""Integration tests: against the real local testbed started by deploy/local/up.sh."""

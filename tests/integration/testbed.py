@@ -1,0 +1,175 @@
+"""What the integration tests know about the local testbed, for fixtures and tests.
+
+``LocalCluster`` describes the running testbed; ``SlurmCLI`` runs Slurm's commands
+against it (argument lists, never a shell) and waits for Slurm's asynchronous state
+changes with bounded polls that fail with a pointer to the logs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+UP_SH = PROJECT_ROOT / "deploy" / "local" / "up.sh"
+STATUS_SH = PROJECT_ROOT / "deploy" / "local" / "status.sh"
+
+#: Redis database the tests use; FLUSHDB'd before and after each test.
+REDIS_SCRATCH_DB = 15
+#: Upper bound for up.sh, which may have to install Debian packages first.
+UP_SH_TIMEOUT_S = 1800
+#: Upper bound for one Slurm command.
+SLURM_CMD_TIMEOUT_S = 60
+#: Upper bound for waiting on Slurm state changes (a job finishing, sacct catching up).
+#: A readiness bound that turns a hang into a clear failure, not a speed check.
+WAIT_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    """The running testbed as ``deploy/local/up.sh`` left it."""
+
+    state_dir: Path
+    env: Mapping[str, str]
+    up_output: str
+
+    @property
+    def slurm_conf(self) -> Path:
+        """The generated slurm.conf."""
+        return Path(self.env["SLURM_CONF"])
+
+    @property
+    def redis_url(self) -> str:
+        """``redis://:PASSWORD@127.0.0.1:PORT/0``."""
+        return self.env["REDIS_URL"]
+
+    @property
+    def node_count(self) -> int:
+        """Number of virtual nodes (ADAPTALLOC_NODES when up.sh ran)."""
+        return int(self.env["ADAPTALLOC_NODES"])
+
+    @property
+    def log_dir(self) -> Path:
+        """Where every daemon of the testbed logs."""
+        return Path(self.env["ADAPTALLOC_LOG_DIR"])
+
+
+class SlurmCLI:
+    """Runs Slurm's commands against the testbed: argument lists, never a shell.
+
+    Every method fails the test with Slurm's own stderr when a command fails.
+    """
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run one Slurm command, e.g. ``run("scontrol", "release", "12")``."""
+        proc = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            list(args),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=SLURM_CMD_TIMEOUT_S,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            pytest.fail(
+                f"{' '.join(args)} failed (exit {proc.returncode}): {proc.stderr.strip()}",
+                pytrace=False,
+            )
+        return proc
+
+    def json(self, *args: str) -> dict[str, Any]:
+        """Run a command with ``--json`` and parse its output."""
+        out = self.run(*args, "--json").stdout
+        data: dict[str, Any] = json.loads(out)
+        return data
+
+    def show_job(self, job_id: int) -> dict[str, str]:
+        """``scontrol show job -o ID`` as a dict of its ``Key=Value`` fields.
+
+        Values containing spaces (Command=, WorkDir= with spaces) are not split
+        reliably by this simple parser; the fields tests use have none.
+        """
+        line = self.run("scontrol", "show", "job", "-o", str(job_id)).stdout.strip()
+        fields: dict[str, str] = {}
+        for word in line.split():
+            key, sep, value = word.partition("=")
+            if sep:
+                fields[key] = value
+        return fields
+
+    def sacct_job(self, job_id: int) -> dict[str, Any] | None:
+        """The job's record from ``sacct --json``, or None while sacct lacks it."""
+        data = self.json("sacct", f"--jobs={job_id}")
+        for job in data.get("jobs", []):
+            if job.get("job_id") == job_id:
+                record: dict[str, Any] = job
+                return record
+        return None
+
+    def wait_for(
+        self, what: str, predicate: Callable[[], bool], timeout: float = WAIT_TIMEOUT_S
+    ) -> None:
+        """Poll ``predicate`` until true; fail naming ``what`` and the logs if it never is."""
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"gave up after {timeout:.0f}s waiting for {what}; "
+                    f"see the logs in {self.cluster.log_dir}",
+                    pytrace=False,
+                )
+            time.sleep(0.5)
+
+    def wait_job_state(self, job_id: int, states: set[str]) -> dict[str, str]:
+        """Wait until ``scontrol show job`` reports one of ``states``; return its fields."""
+        fields: dict[str, str] = {}
+
+        def reached() -> bool:
+            fields.update(self.show_job(job_id))
+            return fields.get("JobState") in states
+
+        self.wait_for(f"job {job_id} to reach {sorted(states)}", reached)
+        return fields
+
+    def wait_sacct_job(
+        self,
+        job_id: int,
+        states: set[str],
+        where: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict[str, Any]:
+        """Wait until sacct has the job in one of ``states`` (and ``where`` holds).
+
+        slurmdbd lags slurmctld a little, and right after a job ends its record can
+        already say COMPLETED while ``allocation_nodes`` is still 0: pass e.g.
+        ``where=lambda r: r["allocation_nodes"] > 0`` to wait for the full record.
+        """
+        found: dict[str, Any] = {}
+
+        def recorded() -> bool:
+            record = self.sacct_job(job_id)
+            if record is None or record["state"]["current"] not in states:
+                return False
+            if where is not None and not where(record):
+                return False
+            found.update(record)
+            return True
+
+        self.wait_for(f"sacct to show job {job_id} in {sorted(states)}", recorded)
+        return found
+
+    def node_states(self) -> dict[str, str]:
+        """Node name -> state (``idle``, ``allocated``, …) from ``sinfo --json``."""
+        return {node["name"]: node["state"] for node in self.json("sinfo")["nodes"]}
+
+
+SubmitJob = Callable[..., int]
