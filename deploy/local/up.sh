@@ -228,7 +228,8 @@ for node in $(node_names); do
         STARTED+=("slurmd:$node")
     fi
 done
-((${#STARTED[@]} == 0)) || [[ " ${STARTED[*]} " != *" slurmd:"* ]] || log "started slurmd for ${NODE_COUNT} nodes"
+started_nodes="$(printf '%s\n' "${STARTED[@]+"${STARTED[@]}"}" | sed -n 's/^slurmd://p' | tr '\n' ' ')"
+[[ -z "$started_nodes" ]] || log "started slurmd for: ${started_nodes% }"
 
 # --- 7. Redis -------------------------------------------------------------------
 if ! already_running redis; then
