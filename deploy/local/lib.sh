@@ -16,11 +16,15 @@ CLUSTER_NAME="${ADAPTALLOC_CLUSTER_NAME:-adaptalloc}"
 NODE_COUNT="${ADAPTALLOC_NODES:-8}"
 NODE_CPUS="${ADAPTALLOC_NODE_CPUS:-4}"
 NODE_MEMORY_MB="${ADAPTALLOC_NODE_MEMORY_MB:-1000}"
-SLURMCTLD_PORT="${ADAPTALLOC_SLURMCTLD_PORT:-16817}"
-SLURMDBD_PORT="${ADAPTALLOC_SLURMDBD_PORT:-16819}"
-SLURMD_BASE_PORT="${ADAPTALLOC_SLURMD_BASE_PORT:-17000}" # nodeK listens on BASE+K
-MARIADB_PORT="${ADAPTALLOC_MARIADB_PORT:-13306}"
-REDIS_PORT="${ADAPTALLOC_REDIS_PORT:-16379}"
+# Ports: these defaults plus PORT_OFFSET. The offset is 0 unless the defaults were
+# taken (e.g. by a testbed of another checkout) when this state dir was first
+# brought up; up.sh then picks 100, 200, … and keeps it in STATE_DIR/ports.
+# ADAPTALLOC_PORT_OFFSET=N forces one.
+DEFAULT_SLURMCTLD_PORT=16817
+DEFAULT_SLURMDBD_PORT=16819
+DEFAULT_SLURMD_BASE_PORT=17000 # nodeK listens on BASE+K
+DEFAULT_MARIADB_PORT=13306
+DEFAULT_REDIS_PORT=16379
 WAIT_TIMEOUT="${ADAPTALLOC_WAIT_TIMEOUT:-180}" # seconds per readiness wait
 
 # parse_common_args "$@": accepts --state-dir DIR / --state-dir=DIR and -h/--help;
@@ -63,7 +67,33 @@ set_paths() {
     ENV_FILE="$STATE_DIR/env"
 
     export SLURM_CONF="$SLURM_CONF_FILE"
+
+    local offset="${ADAPTALLOC_PORT_OFFSET:-}"
+    if [[ -z "$offset" && -s "$STATE_DIR/ports" ]]; then
+        offset="$(sed -n 's/^PORT_OFFSET=\([0-9][0-9]*\)$/\1/p' "$STATE_DIR/ports")"
+    fi
+    set_ports "${offset:-0}"
 }
+
+# set_ports OFFSET: every port of the testbed, shifted by OFFSET.
+set_ports() {
+    [[ "$1" =~ ^[0-9]+$ ]] || die "port offset must be a number, got '$1'"
+    PORT_OFFSET="$1"
+    SLURMCTLD_PORT=$((DEFAULT_SLURMCTLD_PORT + PORT_OFFSET))
+    SLURMDBD_PORT=$((DEFAULT_SLURMDBD_PORT + PORT_OFFSET))
+    SLURMD_BASE_PORT=$((DEFAULT_SLURMD_BASE_PORT + PORT_OFFSET))
+    MARIADB_PORT=$((DEFAULT_MARIADB_PORT + PORT_OFFSET))
+    REDIS_PORT=$((DEFAULT_REDIS_PORT + PORT_OFFSET))
+}
+
+testbed_ports() {
+    local k
+    echo "$SLURMCTLD_PORT" "$SLURMDBD_PORT" "$MARIADB_PORT" "$REDIS_PORT"
+    for ((k = 1; k <= NODE_COUNT; k++)); do echo $((SLURMD_BASE_PORT + k)); done
+}
+
+# port_in_use PORT: something accepts TCP connections on 127.0.0.1:PORT
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # --- messages -----------------------------------------------------------------
 log() { printf '[%s] %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*"; }

@@ -49,7 +49,7 @@ for comp in $(components); do
     [[ "$state" == up ]] || down=1
     row "$comp" "$state" "$pid" "$detail"
 done
-echo "state dir: $STATE_DIR"
+echo "state dir: $STATE_DIR (ports: slurmctld $SLURMCTLD_PORT, slurmdbd $SLURMDBD_PORT, mariadb $MARIADB_PORT, redis $REDIS_PORT, slurmd $((SLURMD_BASE_PORT + 1))-$((SLURMD_BASE_PORT + NODE_COUNT)))"
 if ((down)); then
     echo "something is down: deploy/local/up.sh starts what is missing"
     exit 1

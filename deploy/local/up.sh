@@ -19,7 +19,8 @@ mariadb-server, redis-server) from Debian's packages, then starts the testbed un
 DIR (default: \$ADAPTALLOC_STATE_DIR or <project>/.local) and writes DIR/env.
 
 Environment: ADAPTALLOC_STATE_DIR, ADAPTALLOC_NODES (8), ADAPTALLOC_NODE_CPUS (4),
-ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_SKIP_INSTALL=1.
+ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_PORT_OFFSET (chosen
+on first start: 0 unless the default ports are taken), ADAPTALLOC_SKIP_INSTALL=1.
 USAGE
 }
 
@@ -88,6 +89,29 @@ chmod 755 "$MUNGE_DIR"
 # The munge and MariaDB sockets must fit in sockaddr_un (108 bytes).
 ((${#MUNGE_SOCKET} < 100)) || die "state dir path too long for a unix socket: $MUNGE_SOCKET (use --state-dir with a shorter path)"
 
+# Which daemons were already running before configs are (re)written: a config
+# change only needs a restart for those.
+PRE_RUNNING=()
+for comp in $(components); do
+    running_pid "$comp" >/dev/null && PRE_RUNNING+=("$comp")
+done
+
+# Ports: on the first start of this state dir, move every port by 100, 200, … when
+# something else (a testbed of another checkout, say) already holds the defaults.
+if [[ ! -s "$STATE_DIR/ports" && -z "${ADAPTALLOC_PORT_OFFSET:-}" ]] && ((${#PRE_RUNNING[@]} == 0)); then
+    for offset in 0 100 200 300 400 500 600 700 800 900 ""; do
+        [[ -n "$offset" ]] || die "the testbed's ports (16817, 16819, 13306, 16379, 17001…, and the same +100 … +900) are all in use"
+        set_ports "$offset"
+        busy=0
+        for port in $(testbed_ports); do
+            if port_in_use "$port"; then busy=1; break; fi
+        done
+        ((busy)) || break
+    done
+    ((PORT_OFFSET == 0)) || log "default ports are in use (another testbed?): this one uses them +$PORT_OFFSET (Redis on $REDIS_PORT)"
+fi
+echo "PORT_OFFSET=$PORT_OFFSET" >"$STATE_DIR/ports"
+
 new_secret() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 [[ -s "$SECRET_DIR/redis.password" ]] || new_secret >"$SECRET_DIR/redis.password"
 [[ -s "$SECRET_DIR/mariadb-slurm.password" ]] || new_secret >"$SECRET_DIR/mariadb-slurm.password"
@@ -113,12 +137,12 @@ declare -A VARS=(
     [REDIS_PASSWORD]="$(redis_password)"
 )
 
-# Which daemons were already running before configs are (re)written: a config
-# change only needs a restart for those.
-PRE_RUNNING=()
-for comp in $(components); do
-    running_pid "$comp" >/dev/null && PRE_RUNNING+=("$comp")
-done
+# ensure_port_free PORT COMPONENT: fail fast, naming the port, rather than waiting
+# for a daemon that cannot bind.
+ensure_port_free() {
+    port_in_use "$1" || return 0
+    die "cannot start $2: port $1 on 127.0.0.1 is already taken by another process; stop it, or use another state dir and ADAPTALLOC_PORT_OFFSET=N (see deploy/local/README.md)"
+}
 
 CONFIG_CHANGED=()
 # render TEMPLATE OUTPUT: fills @KEY@ from VARS; rewrites OUTPUT only when it changes.
@@ -175,6 +199,7 @@ if ! already_running mariadb; then
             >>"$LOG_DIR/mariadb-install.log" 2>&1 ||
             die "mariadb-install-db failed; see $LOG_DIR/mariadb-install.log"
     fi
+    ensure_port_free "$MARIADB_PORT" mariadbd
     log "starting mariadbd (127.0.0.1:$MARIADB_PORT, socket $MARIADB_SOCKET)"
     setsid -f mariadbd --no-defaults --datadir="$MARIADB_DATADIR" --socket="$MARIADB_SOCKET" \
         --port="$MARIADB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
@@ -198,6 +223,7 @@ SQL
 
 # --- 5. slurmdbd, and the cluster registered in it ----------------------------
 if ! already_running slurmdbd; then
+    ensure_port_free "$SLURMDBD_PORT" slurmdbd
     log "starting slurmdbd (port $SLURMDBD_PORT)"
     slurmdbd </dev/null >>"$LOG_DIR/slurmdbd.stdout" 2>&1 ||
         die "slurmdbd failed to start; see $(log_file_of slurmdbd)"
@@ -212,6 +238,7 @@ fi
 
 # --- 6. slurmctld and the slurmd of every virtual node --------------------------
 if ! already_running slurmctld; then
+    ensure_port_free "$SLURMCTLD_PORT" slurmctld
     log "starting slurmctld (port $SLURMCTLD_PORT)"
     slurmctld -f "$SLURM_CONF_FILE" </dev/null >>"$LOG_DIR/slurmctld.stdout" 2>&1 ||
         die "slurmctld failed to start; see $(log_file_of slurmctld)"
@@ -222,6 +249,7 @@ wait_for "slurmctld to answer scontrol ping" "$(log_file_of slurmctld)" slurmctl
 
 for node in $(node_names); do
     if ! already_running "slurmd:$node"; then
+        ensure_port_free "$((SLURMD_BASE_PORT + ${node#node}))" "slurmd -N $node"
         mkdir -p "$SLURM_SPOOL_DIR/slurmd.$node"
         slurmd -N "$node" -f "$SLURM_CONF_FILE" </dev/null >>"$LOG_DIR/slurmd.$node.stdout" 2>&1 ||
             die "slurmd -N $node failed to start; see $(log_file_of "slurmd:$node")"
@@ -233,6 +261,7 @@ started_nodes="$(printf '%s\n' "${STARTED[@]+"${STARTED[@]}"}" | sed -n 's/^slur
 
 # --- 7. Redis -------------------------------------------------------------------
 if ! already_running redis; then
+    ensure_port_free "$REDIS_PORT" redis-server
     log "starting redis-server (127.0.0.1:$REDIS_PORT)"
     redis-server "$REDIS_CONF_FILE" </dev/null >>"$LOG_DIR/redis.stdout" 2>&1 ||
         die "redis-server failed to start; see $(log_file_of redis)"
@@ -260,6 +289,7 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export ADAPTALLOC_REDIS_PASSWORD=%s\n' "$(shq "$(redis_password)")"
     printf 'export ADAPTALLOC_MUNGE_SOCKET=%s\n' "$(shq "$MUNGE_SOCKET")"
     printf 'export ADAPTALLOC_LOG_DIR=%s\n' "$(shq "$LOG_DIR")"
+    printf 'export ADAPTALLOC_PORT_OFFSET=%s\n' "$(shq "$PORT_OFFSET")"
 } >"$ENV_FILE.tmp"
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"

@@ -9,7 +9,8 @@ skipped, so a machine that silently lacks the testbed cannot pass the suite.
 
 Fixtures:
 
-``local_cluster``  (session) the running testbed, its env applied to os.environ
+``local_cluster``  (session) the running testbed, its env applied to os.environ;
+                   in CI, stopped again at the end if this session started it
 ``slurm``          (session) small helper around the Slurm commands
 ``redis_client``   (function) redis-py client on a scratch database, flushed
                    before and after each test
@@ -30,6 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from .testbed import (
+    DOWN_SH,
     PROJECT_ROOT,
     REDIS_SCRATCH_DB,
     UP_SH,
@@ -107,6 +109,30 @@ def local_cluster() -> Iterator[LocalCluster]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if _should_tear_down(output):
+            subprocess.run(  # noqa: S603 - fixed argument list, no shell
+                [str(DOWN_SH)],
+                cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=600,
+                check=False,
+            )
+
+
+def _should_tear_down(up_output: str) -> bool:
+    """Stop the testbed at the end of the session?
+
+    Only a testbed this session started, and only in CI (``CI`` set) or when
+    ``ADAPTALLOC_TESTBED_TEARDOWN=1``: a developer's running testbed is reused and
+    left running. ``ADAPTALLOC_TESTBED_TEARDOWN=0`` keeps it in CI too.
+    """
+    choice = os.environ.get("ADAPTALLOC_TESTBED_TEARDOWN", "")
+    if choice in {"0", "1"}:
+        wanted = choice == "1"
+    else:
+        wanted = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+    return wanted and "already up and healthy" not in up_output
 
 
 @pytest.fixture(scope="session")

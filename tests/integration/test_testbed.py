@@ -233,7 +233,8 @@ def test_env_file_points_at_this_testbed(local_cluster: LocalCluster) -> None:
     assert env_file.stat().st_mode & 0o077 == 0  # it holds the Redis password
     assert local_cluster.slurm_conf.is_file()
     assert local_cluster.redis_url.startswith("redis://:")
-    assert local_cluster.redis_url.endswith("@127.0.0.1:16379/0")
+    port = local_cluster.env["ADAPTALLOC_REDIS_PORT"]  # 16379 unless that was taken
+    assert local_cluster.redis_url.endswith(f"@127.0.0.1:{port}/0")
     conf = json.dumps(dict(local_cluster.env))
     assert str(local_cluster.state_dir) in conf
     assert Path(local_cluster.env["ADAPTALLOC_STATE_DIR"]) == local_cluster.state_dir

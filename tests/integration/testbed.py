@@ -20,6 +20,7 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 UP_SH = PROJECT_ROOT / "deploy" / "local" / "up.sh"
 STATUS_SH = PROJECT_ROOT / "deploy" / "local" / "status.sh"
+DOWN_SH = PROJECT_ROOT / "deploy" / "local" / "down.sh"
 
 #: Redis database the tests use; FLUSHDB'd before and after each test.
 REDIS_SCRATCH_DB = 15
