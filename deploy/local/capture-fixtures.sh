@@ -5,7 +5,7 @@
 # See tests/data/slurm/README.md for what each file shows.
 
 SCRIPT_NAME=capture-fixtures.sh
-# shellcheck source=deploy/local/lib.sh
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
@@ -33,7 +33,7 @@ mkdir -p "$OUT_DIR"
 # shellcheck disable=SC1090,SC1091
 source "$ENV_FILE"
 umask 022
-cd /tmp
+cd /tmp || exit 1
 
 JOBS=()
 cleanup() { ((${#JOBS[@]} == 0)) || scancel "${JOBS[@]}" 2>/dev/null || true; }
@@ -124,4 +124,4 @@ squeue --json | keep_jobs "$pending" "$completed" "$failed" "$cancelled" "$runni
 JOBS=()
 
 log "captured into $OUT_DIR (jobs $ids):"
-ls -1 "$OUT_DIR" | sed 's/^/  /'
+for f in "$OUT_DIR"/*; do printf '  %s\n' "${f##*/}"; done

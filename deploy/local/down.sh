@@ -5,7 +5,7 @@
 # State (configs, MariaDB data, Slurm state, Redis dump) stays for the next up.sh.
 
 SCRIPT_NAME=down.sh
-# shellcheck source=deploy/local/lib.sh
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # the variables here are used by the scripts that source this
 # Shared by up.sh, down.sh, status.sh and capture-fixtures.sh: where things live
 # under the state directory, the port plan, and pid-file helpers.
 #

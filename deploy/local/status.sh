@@ -3,7 +3,7 @@
 # non-zero when anything is down.
 
 SCRIPT_NAME=status.sh
-# shellcheck source=deploy/local/lib.sh
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {

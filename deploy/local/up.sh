@@ -7,7 +7,7 @@
 # when only some of it is up it starts the rest. See deploy/local/README.md.
 
 SCRIPT_NAME=up.sh
-# shellcheck source=deploy/local/lib.sh
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
@@ -42,8 +42,9 @@ missing_packages() {
 }
 
 install_packages() {
-    command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 ||
+    if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
         die "this is not a Debian-like system (no dpkg/apt-get); install ${PACKAGES[*]} yourself, or use Debian 12."
+    fi
     local missing
     mapfile -t missing < <(missing_packages)
     ((${#missing[@]} == 0)) && return 0
@@ -167,11 +168,11 @@ render "$DEPLOY_LOCAL_DIR/redis.conf.in" "$REDIS_CONF_FILE"
 ln -sfn "$PROJECT_ROOT/deploy/slurm/job_submit.lua" "$ETC_DIR/job_submit.lua"
 chmod 755 "$STATE_DIR" "$ETC_DIR"
 
-# start_daemon COMPONENT COMMAND...: starts COMMAND (which daemonizes itself or is
-# put in the background here) unless COMPONENT is already running from our pid file.
+# already_running COMPONENT: true when our pid file names a live process of ours;
+# otherwise removes a stale pid file so the component can be started afresh.
 already_running() {
-    local comp="$1" pid
-    if pid="$(running_pid "$comp")"; then
+    local comp="$1"
+    if running_pid "$comp" >/dev/null; then
         return 0
     fi
     rm -f "$(pid_file_of "$comp")"
