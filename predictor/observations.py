@@ -1,0 +1,124 @@
+"""Observations: validated (n, runtime) pairs, repeated sizes reduced to one value each.
+
+ADEPT section V.B: "Multiple inputs per job size are handled by dropping obvious outliers and
+otherwise averaging inputs to avoid an overly high weight for the repeated job size."
+
+An obvious outlier is a run, at a size with at least three runs, whose runtime lies further from
+the size's median than max(k·1.4826·MAD, r·median): the Iglewicz-Hoaglin modified z-score with
+k = 3.5, floored at a relative deviation r (default 10%) so that sizes whose runs are nearly
+identical do not flag ordinary jitter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from predictor.downey import FloatArray, IntArray
+
+MAD_TO_SIGMA = 1.4826
+OUTLIER_Z = 3.5
+OUTLIER_MIN_REL = 0.10
+
+
+@dataclass(frozen=True)
+class Observations:
+    """One value per distinct size, ascending.
+
+    Attributes
+    ----------
+    n : (M,) int array of distinct sizes, ascending.
+    runtime : (M,) float array, the mean runtime at each size after outliers are dropped.
+    runs : (M,) int array, how many runs were averaged at each size.
+    dropped : tuple of (n, runtime) runs dropped as obvious outliers.
+    """
+
+    n: IntArray
+    runtime: FloatArray
+    runs: IntArray
+    dropped: tuple[tuple[int, float], ...]
+
+    @property
+    def t1_known(self) -> bool:
+        """Whether a run on one node was observed, i.e. the serial runtime T(1) is known."""
+        return bool(self.n[0] == 1)
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+
+def _as_vector(values: ArrayLike, name: str) -> FloatArray:
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numbers") from exc
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
+    """Check raw observations; raise ValueError naming the offending argument."""
+    nv = _as_vector(n, "n")
+    tv = _as_vector(runtime, "runtime")
+    if nv.shape != tv.shape:
+        raise ValueError(f"n and runtime differ in length ({nv.size} vs {tv.size})")
+    if nv.size == 0:
+        raise ValueError("no observations")
+    if np.any(nv != np.round(nv)):
+        raise ValueError("n must be whole numbers of nodes")
+    if np.any(nv < 1):
+        raise ValueError("n must be at least 1")
+    if np.any(tv <= 0):
+        raise ValueError("runtime must be positive")
+    sizes = np.unique(nv)
+    if sizes.size < 2:
+        raise ValueError("need runs at two or more distinct sizes to fit a speedup curve")
+    return nv.astype(np.int64), tv
+
+
+def outlier_mask(runtime: FloatArray, group: IntArray) -> np.ndarray:
+    """True for runs that are obvious outliers within their group (see the module docstring).
+
+    `group` holds, per run, the index of its size; groups with fewer than three runs keep all.
+    """
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    t = runtime[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    counts = np.diff(np.r_[starts, g.size])
+    med = _group_median(t, starts, counts)
+    mad = _group_median(np.abs(t - np.repeat(med, counts)), starts, counts)
+    limit = np.maximum(OUTLIER_Z * MAD_TO_SIGMA * mad, OUTLIER_MIN_REL * med)
+    far = np.abs(t - np.repeat(med, counts)) > np.repeat(limit, counts)
+    far &= np.repeat(counts >= 3, counts)
+    mask = np.empty_like(far)
+    mask[order] = far
+    return mask
+
+
+def _group_median(sorted_by_group: FloatArray, starts: IntArray, counts: IntArray) -> FloatArray:
+    """Median of each contiguous group, vectorized: sort within groups by a lexsort."""
+    gid = np.repeat(np.arange(starts.size), counts)
+    within = np.lexsort((sorted_by_group, gid))
+    vals = sorted_by_group[within]
+    lo = starts + (counts - 1) // 2
+    hi = starts + counts // 2
+    out: FloatArray = 0.5 * (vals[lo] + vals[hi])
+    return out
+
+
+def prepare(n: ArrayLike, runtime: ArrayLike) -> Observations:
+    """Validate runs, drop obvious outliers at repeated sizes, average the rest per size."""
+    nv, tv = validate(n, runtime)
+    sizes, group = np.unique(nv, return_inverse=True)
+    drop = outlier_mask(tv, group)
+    keep = ~drop
+    sums = np.bincount(group[keep], weights=tv[keep], minlength=sizes.size)
+    runs = np.bincount(group[keep], minlength=sizes.size)
+    dropped = tuple((int(a), float(b)) for a, b in zip(nv[drop], tv[drop], strict=True))
+    return Observations(n=sizes, runtime=sums / runs, runs=runs.astype(np.int64), dropped=dropped)
