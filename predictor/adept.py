@@ -1,0 +1,415 @@
+"""ADEPT curve fitting: one Downey instance per prediction target (section V.B).
+
+For each target n_t the search minimises the WSSRE with distance weights
+W_i = q·max_j|n_t - n_j| - |n_t - n_i| inside the envelope, in two passes:
+
+1. One-dimensional pass: instances that pass exactly through the observation closest to the
+   target. The scale T(1) is a free parameter here unless n = 1 was observed, so "passing
+   through" takes two anchors: the closest observation and T(1) when it is known, otherwise the
+   second closest observation. For a given A each piece is affine in s at a fixed n
+   (τ = c0 + c1·s), so the σ through both anchors is, per hypothesis about the anchors' pieces,
+   s = (ρ c0b - c0a)/(c1a - ρ c1b) with ρ = t_a/t_b. In low mode A alone decides the pieces; in
+   high mode the anchors are on the first piece or the larger one is past the knee: three
+   hypotheses per A, each kept only if its solution agrees with it. The A values are spread
+   over the envelope's A range, evenly in log A (uniform relative resolution; the paper spreads
+   them linearly), and zoomed in a few rounds.
+2. Two-dimensional pass: A and σ varied by up to ±v around the best 1-D instance (and around
+   the best pair-curve instance of the envelope derivation, a second seed), restricted to the
+   envelope. The paper's granularity evaluates 500 × 500 instances once; the default instead
+   runs a pattern search of 11 × 11 grids that recentre and shrink (see `_refine`), which a
+   test shows lands on the same optimum or a better one.
+
+The scale is profiled out in closed form for every instance (objective.py) unless T(1) was
+observed, in which case it is T(1); either way the search is two-dimensional. Everything is
+evaluated as array operations over targets × instances × observations.
+
+The unidentified valley. When every observation lies in the first piece of the best instance,
+only the serial fraction f = s/(2A) is determined: every instance on the line s = 2fA that keeps
+the observations in its first piece has exactly the same WSSRE, and they differ only beyond the
+largest observation. The argmin along that line would be decided by rounding, so the search
+returns a fixed representative instead (`valley` in SearchSettings), and reports that A and σ
+were not identified separately:
+
+* "far": the end with σ = σ_max, i.e. Amdahl's law with limit ≈ 1/f continues past the data;
+* "sigma1": σ = 1, A = 1/(2f): Amdahl's law up to its half-efficiency point 1/f - 1, then flat;
+* "near": the smallest A that keeps the observations in the first piece (a knee right after
+  the data): A = n_max if 2f·n_max ≤ 1, else the high-variance instance whose knee
+  A + (A-1)σ is n_max, s = 2f·n_max/(1 - f + f·n_max).
+With f = 0 (perfect scaling) the line is σ = 0, A ≥ n_max: "near" takes A = n_max, the others
+the domain's a_max. A representative beyond a_max is moved back along the line to A = a_max.
+
+Parsimony. With as few points as parameters (three sizes, T(1) unknown) the full model fits
+every point exactly, typically with a knee placed just after the data, which is fitting noise.
+So the search also fits the first piece alone (Amdahl's law, closed form, amdahl.py) and
+prefers it, as the valley representative, when it explains every observation within
+`parsimony_tol`: ADEPT's own "deviates by at most δ" with δ set to a measurement-noise floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from predictor.amdahl import fit_amdahl
+from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma
+from predictor.envelope import Domain, Envelope, derive_envelope
+from predictor.objective import distance_weights, wssre
+
+
+VALLEY_RULES = ("far", "sigma1", "near")
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """Granularity and weighting of the ADEPT search.
+
+    q: distance-weight factor (paper: 2; q = inf gives uniform weights).
+    v: half-width of the local 2-D pass, relative (paper: 0.15).
+    grid_1d: A values in the 1-D pass (paper: 5000).
+    rounds_1d: zoom rounds of the 1-D pass (paper: none); each evaluates 17 values of A within
+        ±2 steps of the previous round's best.
+    grid_2d: values per axis in the 2-D pass (paper: 500).
+    rounds_2d: rounds of the 2-D pass; see `_refine`.
+    valley: representative of an unidentified valley: "far", "sigma1" or "near".
+    parsimony_tol: largest relative error at which Amdahl's law (the first piece alone) is
+        preferred to a Downey instance with a knee; 0 disables the preference.
+    """
+
+    q: float = 2.0
+    v: float = 0.15
+    grid_1d: int = 128
+    rounds_1d: int = 3
+    grid_2d: int = 11
+    rounds_2d: int = 8
+    valley: str = "far"
+    parsimony_tol: float = 0.02
+
+    def __post_init__(self) -> None:
+        if not self.q >= 1.0:
+            raise ValueError(f"q must be at least 1, got {self.q}")
+        if not 0.0 < self.v < 1.0:
+            raise ValueError(f"v must lie in (0, 1), got {self.v}")
+        if self.grid_1d < 2 or self.grid_2d < 3 or self.rounds_1d < 0 or self.rounds_2d < 1:
+            raise ValueError("grid_1d ≥ 2, grid_2d ≥ 3, rounds_1d ≥ 0 and rounds_2d ≥ 1 are required")
+        if not 0.0 <= self.parsimony_tol < 1.0:
+            raise ValueError(f"parsimony_tol must lie in [0, 1), got {self.parsimony_tol}")
+        if self.valley not in VALLEY_RULES:
+            raise ValueError(f"valley must be one of {', '.join(VALLEY_RULES)}, got {self.valley!r}")
+
+
+FAST = SearchSettings()
+PAPER = SearchSettings(grid_1d=5000, rounds_1d=0, grid_2d=500, rounds_2d=1)
+
+# Below this s the ±v window is widened to an absolute half-width, so σ = 0 can still move.
+MIN_S_HALF_WIDTH = 0.01
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Best instance per target, each field shaped like the targets."""
+
+    A: FloatArray
+    s: FloatArray
+    scale: FloatArray
+    wssre: FloatArray
+    identified: np.ndarray
+    envelope: Envelope
+
+
+def anchors(n: FloatArray, targets: FloatArray, t1_known: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (a, b) of the 1-D pass anchors per target (see the module docstring).
+
+    a is the observation closest to the target (the larger one on ties); b is n = 1 when T(1) is
+    known and a is not n = 1, otherwise the closest observation other than a.
+    """
+    dist = np.abs(targets[:, None] - n[None, :])
+    # Ties go to the larger size: scaling information lives there.
+    order = np.lexsort((-np.broadcast_to(n, dist.shape), dist), axis=-1)
+    a, second = order[:, 0], order[:, 1]
+    b = np.where(t1_known & (a != 0), 0, second) if t1_known else second
+    return a, b
+
+
+def knee(A: FloatArray, s: FloatArray) -> FloatArray:
+    """End of the first piece in high mode, A + (A-1)σ with σ = s/(2-s) (s ≥ 1)."""
+    out: FloatArray = A + (A - 1.0) * s / (2.0 - s)
+    return out
+
+
+def _low_coefficients(nv: FloatArray, A: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """(c0, c1) with τ = c0 + c1·s at size nv in low mode, whose piece depends on A only.
+
+    First piece (n ≤ A): 1/n + (1-1/n)·s/(2A). Second (A < n ≤ 2A-1): 1/A + ((2A-1)/n - 1)·s/(2A).
+    Flat (n > 2A-1): 1/A.
+    """
+    first = nv <= A
+    flat = nv > 2.0 * A - 1.0
+    c0 = np.where(first, 1.0 / nv, 1.0 / A)
+    c1 = np.where(first, 1.0 - 1.0 / nv, np.where(flat, 0.0, (2.0 * A - 1.0) / nv - 1.0)) / (2.0 * A)
+    return c0, c1
+
+
+def one_dimensional_pass(
+    n: FloatArray, t: FloatArray, a: np.ndarray, b: np.ndarray, A: FloatArray, s_max: float
+) -> tuple[FloatArray, FloatArray]:
+    """Instances through anchors a and b for every A: returns (A, s) of shape (T, G, 3).
+
+    A is (G,) shared by all targets or (T, G). Candidates, each a closed form:
+    0. low mode, each anchor on the piece A puts it on;
+    1. high mode, both anchors on the first piece;
+    2. high mode, the smaller anchor on the first piece and the larger on the flat one.
+    A candidate whose solution contradicts its assumption (mode, knee position) is NaN.
+    """
+    na, nb = n[a][:, None], n[b][:, None]  # (T, 1)
+    rho = (t[a] / t[b])[:, None]
+    Ag = np.atleast_2d(A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c0a, c1a = _low_coefficients(na, Ag)
+        c0b, c1b = _low_coefficients(nb, Ag)
+        s_low = (rho * c0b - c0a) / (c1a - rho * c1b)
+        s_low = np.where((s_low >= 0.0) & (s_low <= 1.0), s_low, np.nan)
+
+        # High mode, both first piece: (1/n_a + k_a s) = ρ (1/n_b + k_b s), k = (1-1/n)/(2A).
+        ka, kb = (1.0 - 1.0 / na) / (2.0 * Ag), (1.0 - 1.0 / nb) / (2.0 * Ag)
+        s_first = (rho / nb - 1.0 / na) / (ka - rho * kb)
+        ok = (s_first > 1.0) & (s_first <= s_max)
+        ok &= knee(Ag, np.where(ok, s_first, 1.0)) >= np.maximum(na, nb)
+        s_first = np.where(ok, s_first, np.nan)
+
+        # High mode, the smaller anchor first piece, the larger flat (τ = 1/A).
+        a_small = na < nb
+        n_small = np.where(a_small, na, nb)
+        tau_small = np.where(a_small, rho, 1.0 / rho) / Ag
+        s_split = (tau_small - 1.0 / n_small) * 2.0 * Ag / (1.0 - 1.0 / n_small)
+        ok = (s_split > 1.0) & (s_split <= s_max)
+        k_split = knee(Ag, np.where(ok, s_split, 1.0))
+        ok &= (k_split >= n_small) & (k_split <= np.maximum(na, nb))
+        s_split = np.where(ok, s_split, np.nan)
+    s_all = np.stack(np.broadcast_arrays(s_low, s_first, s_split), axis=-1)
+    return np.broadcast_to(Ag[..., None], s_all.shape), s_all
+
+
+ZOOM_1D = 17
+LATTICE = 16
+
+
+def envelope_lattice(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
+    """A size × size lattice in each range pair (log-spaced A, even s), flattened: (A, s)."""
+    u = np.linspace(0.0, 1.0, size)
+    A = env.a_lo[:, None] * (env.a_hi / env.a_lo)[:, None] ** u[None, :]
+    s = env.s_lo[:, None] + (env.s_hi - env.s_lo)[:, None] * u[None, :]
+    A_grid = np.repeat(A, size, axis=1).ravel()
+    s_grid = np.tile(s, (1, size)).ravel()
+    return A_grid, s_grid
+
+
+def _search_1d(
+    n: FloatArray,
+    t: FloatArray,
+    w: FloatArray,
+    targets: FloatArray,
+    env: Envelope,
+    settings: SearchSettings,
+    domain: Domain,
+    scale: float | None,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The 1-D pass with its zoom rounds: best (wssre, A, s) per target."""
+    a, b = anchors(n, targets, scale is not None)
+    lo, hi = env.a_range
+    step = np.log(hi / lo) / (settings.grid_1d - 1)
+    grid: FloatArray = np.exp(np.linspace(np.log(lo), np.log(hi), settings.grid_1d))
+    best = (np.full(targets.size, np.inf), np.full(targets.size, lo), np.zeros(targets.size))
+    for _ in range(settings.rounds_1d + 1):
+        A1, s1 = one_dimensional_pass(n, t, a, b, grid, domain.s_max)
+        err, _ = _evaluate(n, t, w, A1, s1, env, scale)
+        e, A, sv = _take_best(err, A1, np.nan_to_num(s1))
+        better = e < best[0]
+        best = (np.where(better, e, best[0]), np.where(better, A, best[1]), np.where(better, sv, best[2]))
+        grid = best[1][:, None] * np.exp(np.linspace(-2 * step, 2 * step, ZOOM_1D))[None, :]
+        grid = np.clip(grid, lo, hi)
+        step = 4 * step / (ZOOM_1D - 1)
+    return best
+
+
+def _evaluate(
+    n: FloatArray,
+    t: FloatArray,
+    w: FloatArray,
+    A: FloatArray,
+    s: FloatArray,
+    env: Envelope,
+    scale: float | None,
+) -> tuple[FloatArray, FloatArray]:
+    """WSSRE and profiled scale of instances (T, ...) for weights w (T, M); inf outside E.
+
+    s may hold NaN for "no instance" (the 1-D pass); those come back as inf too.
+    """
+    extra = A.ndim - 1
+    wb = w.reshape(w.shape[:1] + (1,) * extra + w.shape[1:])
+    s_safe = np.fmax(s, 0.0)  # NaN becomes 0 here; such entries are marked invalid below
+    valid = env.contains(A, s_safe) & (s_safe == s)
+    tau = relative_runtime_s(n, A[..., None], s_safe[..., None])
+    err, c = wssre(tau, t, wb, scale)
+    return np.where(valid, err, np.inf), c
+
+
+def _take_best(values: FloatArray, *arrays: FloatArray) -> tuple[FloatArray, ...]:
+    """Per target (axis 0), the entries of `arrays` where `values` is smallest."""
+    flat = values.reshape(values.shape[0], -1)
+    idx = np.argmin(flat, axis=1)
+    rows = np.arange(values.shape[0])
+    return tuple(arr.reshape(arr.shape[0], -1)[rows, idx] for arr in (values, *arrays))
+
+
+def _refine(
+    n: FloatArray,
+    t: FloatArray,
+    w: FloatArray,
+    seed_A: FloatArray,
+    seed_s: FloatArray,
+    env: Envelope,
+    settings: SearchSettings,
+    domain: Domain,
+    scale: float | None,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Local 2-D pass around seeds (T, S): returns best (wssre, A, s, scale) per target.
+
+    Every seed starts with the window ±v (A relative, σ relative with an absolute floor). With
+    one round this is the paper's pass. With more, each round recentres the window on the
+    seed's best instance so far and shrinks it to ±2 grid steps only when that instance is
+    interior; one on the window's edge keeps the window size, so the search walks on instead
+    of stopping at the edge the way a fixed window does.
+    """
+    g = settings.grid_2d
+    u = np.linspace(-1.0, 1.0, g)
+    half_A = settings.v * seed_A
+    half_s = np.maximum(settings.v * seed_s, MIN_S_HALF_WIDTH)
+    best_err = np.full(seed_A.shape, np.inf)
+    best_A, best_s, best_c = np.array(seed_A), np.array(seed_s), np.ones(seed_A.shape)
+    rows = np.arange(seed_A.size)
+    shrink_interior = 4.0 / (g - 1)
+    for _ in range(settings.rounds_2d):
+        A = np.clip(best_A[..., None, None] + half_A[..., None, None] * u[:, None], 1.0, domain.a_max)
+        s = np.clip(best_s[..., None, None] + half_s[..., None, None] * u[None, :], 0.0, domain.s_max)
+        A, s = np.broadcast_arrays(A, s)
+        err, c = _evaluate(n, t, w, A, s, env, scale)
+        flat = err.reshape(rows.size, -1)
+        idx = np.argmin(flat, axis=1)
+        better = (flat[rows, idx] < best_err.ravel()).reshape(best_err.shape)
+        best_err = np.where(better, flat[rows, idx].reshape(best_err.shape), best_err)
+        best_A = np.where(better, A.reshape(rows.size, -1)[rows, idx].reshape(best_A.shape), best_A)
+        best_s = np.where(better, s.reshape(rows.size, -1)[rows, idx].reshape(best_s.shape), best_s)
+        best_c = np.where(better, c.reshape(rows.size, -1)[rows, idx].reshape(best_c.shape), best_c)
+        i, j = (idx // g).reshape(best_err.shape), (idx % g).reshape(best_err.shape)
+        on_edge = better & ((i == 0) | (i == g - 1) | (j == 0) | (j == g - 1))
+        shrink = np.where(on_edge, 1.0, shrink_interior)
+        half_A, half_s = half_A * shrink, half_s * shrink
+    winner = np.argmin(best_err, axis=1)
+    pick = np.arange(winner.size)
+    return best_err[pick, winner], best_A[pick, winner], best_s[pick, winner], best_c[pick, winner]
+
+
+def first_piece_end(A: FloatArray, s: FloatArray) -> FloatArray:
+    """Largest n still on the first (Amdahl) piece: A in low mode, A + (A-1)σ in high mode.
+
+    At σ = 1 exactly the two low-variance pieces coincide, so the Amdahl form holds to 2A-1.
+    """
+    sigma = s_to_sigma(np.minimum(s, 2.0 - 1e-12))
+    out: FloatArray = np.where(s < 1.0, A, A + (A - 1.0) * sigma)
+    return out
+
+
+def valley_representative(
+    f: FloatArray, n_max: float, rule: str, domain: Domain
+) -> tuple[FloatArray, FloatArray]:
+    """(A, s) on the line s = 2fA chosen by `rule`; see "the unidentified valley" above."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if rule == "far":
+            s = np.where(f > 0, domain.s_max, 0.0)
+        elif rule == "sigma1":
+            s = np.where(f > 0, 1.0, 0.0)
+        else:
+            s = np.where(2 * f * n_max <= 1.0, 2 * f * n_max, 2 * f * n_max / (1 - f + f * n_max))
+        A = np.where(f > 0, s / (2.0 * f), domain.a_max if rule != "near" else n_max)
+    too_far = A > domain.a_max
+    return np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
+
+
+def resolve_valley(
+    A: FloatArray, s: FloatArray, n_max: float, rule: str, env: Envelope, domain: Domain
+) -> tuple[FloatArray, FloatArray, np.ndarray]:
+    """Replace instances in an unidentified valley by the rule's representative.
+
+    Returns (A, s, identified): identified is False where the valley was found. A
+    representative outside the envelope is not used.
+    """
+    in_valley = first_piece_end(A, s) >= n_max * (1 - 1e-9)
+    new_A, new_s = valley_representative(s / (2.0 * A), n_max, rule, domain)
+    usable = in_valley & (first_piece_end(new_A, new_s) >= n_max * (1 - 1e-9))
+    usable &= env.contains(new_A, new_s)
+    return np.where(usable, new_A, A), np.where(usable, new_s, s), ~in_valley
+
+
+def search(
+    n: FloatArray,
+    t: FloatArray,
+    targets: FloatArray | None,
+    settings: SearchSettings = FAST,
+    domain: Domain | None = None,
+) -> SearchResult:
+    """Best Downey instance per target (or one instance with uniform weights if targets is None).
+
+    n, t: averaged observations, n ascending and distinct.
+    """
+    domain = domain or Domain()
+    scale = float(t[0]) if n[0] == 1 else None
+    env, cands, cand_tau = derive_envelope(n, t, domain, scale=scale)
+    if targets is None:
+        tg = np.array([np.nan])
+        w = distance_weights(n, tg, np.inf)
+    else:
+        tg = np.asarray(targets, dtype=float)
+        w = distance_weights(n, tg, settings.q)
+
+    # Seed 1: the best pair-curve instance inside the envelope.
+    in_env = (cands.delta_enter <= env.delta) | (not env.bounded)
+    err_c, _ = wssre(cand_tau[None, :, :], t, w[:, None, :], scale)
+    err_c = np.where(in_env[None, :], err_c, np.inf)
+    seeds_A = [np.broadcast_to(cands.A, err_c.shape)]
+    seeds_s = [np.broadcast_to(cands.s, err_c.shape)]
+    seed_err = [err_c]
+
+    # Seed 2: the one-dimensional pass through the anchors nearest each target.
+    if targets is not None:
+        err_1, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale)
+        seeds_A.append(A_1[:, None])
+        seeds_s.append(s_1[:, None])
+        seed_err.append(err_1[:, None])
+
+    # Seed 3: the best point of a coarse lattice over every range pair of the envelope.
+    lat_A, lat_s = envelope_lattice(env, LATTICE)
+    lat_A, lat_s = np.broadcast_to(lat_A, (len(tg), lat_A.size)), np.broadcast_to(lat_s, (len(tg), lat_s.size))
+    err_l, _ = _evaluate(n, t, w, lat_A, lat_s, env, scale)
+    seeds_A.append(lat_A)
+    seeds_s.append(lat_s)
+    seed_err.append(err_l)
+
+    picks = [_take_best(e, A, s) for e, A, s in zip(seed_err, seeds_A, seeds_s, strict=True)]
+    sA = np.stack([p[1] for p in picks], axis=1)
+    ss = np.stack([p[2] for p in picks], axis=1)
+    best_err, best_A, best_s, best_c = _refine(n, t, w, sA, ss, env, settings, domain, scale)
+    n_max = float(n[-1])
+    best_A, best_s, identified = resolve_valley(best_A, best_s, n_max, settings.valley, env, domain)
+
+    simple = fit_amdahl(n, t, w, scale)
+    prefer = simple.max_error <= settings.parsimony_tol
+    simple_A, simple_s = valley_representative(simple.f, n_max, settings.valley, domain)
+    best_A = np.where(prefer, simple_A, best_A)
+    best_s = np.where(prefer, simple_s, best_s)
+    best_c = np.where(prefer, simple.c, best_c)
+    best_err = np.where(prefer, simple.wssre, best_err)
+    identified &= ~prefer
+    return SearchResult(
+        A=best_A, s=best_s, scale=best_c, wssre=best_err, identified=identified, envelope=env
+    )
