@@ -40,9 +40,17 @@ the domain's a_max. A representative beyond a_max is moved back along the line t
 
 Parsimony. With as few points as parameters (three sizes, T(1) unknown) the full model fits
 every point exactly, typically with a knee placed just after the data, which is fitting noise.
-So the search also fits the first piece alone (Amdahl's law, closed form, amdahl.py) and
-prefers it, as the valley representative, when it explains every observation within
-`parsimony_tol`: ADEPT's own "deviates by at most δ" with δ set to a measurement-noise floor.
+So the search also fits the first piece alone (Amdahl's law, closed form, amdahl.py; it is the
+valley, a special case of the model) and prefers it, as the valley representative, when both
+
+* it explains every observation within `parsimony_tol` (ADEPT's "deviates by at most δ" with
+  δ a measurement-noise floor), and
+* the knee is not significant: the F-test for nested least-squares models,
+  F = ((RSS_amdahl - RSS_downey)/(k_d - k_a)) / (RSS_downey/(M - k_d)) with k_d = 3, k_a = 2
+  parameters (one fewer each when T(1) is known) and M sizes, has p ≥ `parsimony_alpha`.
+  With M ≤ k_d no residual is left to test against and the knee cannot be shown.
+
+Exact data past a knee gives an enormous F and keeps the knee; noise does not.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import fdtrc
 
 from predictor.amdahl import fit_amdahl
 from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma
@@ -72,8 +81,9 @@ class SearchSettings:
     grid_2d: values per axis in the 2-D pass (paper: 500).
     rounds_2d: rounds of the 2-D pass; see `_refine`.
     valley: representative of an unidentified valley: "far", "sigma1" or "near".
-    parsimony_tol: largest relative error at which Amdahl's law (the first piece alone) is
+    parsimony_tol: largest relative error at which Amdahl's law (the first piece alone) may be
         preferred to a Downey instance with a knee; 0 disables the preference.
+    parsimony_alpha: significance level at which a knee counts as shown by the data.
     """
 
     q: float = 2.0
@@ -84,6 +94,7 @@ class SearchSettings:
     rounds_2d: int = 8
     valley: str = "far"
     parsimony_tol: float = 0.02
+    parsimony_alpha: float = 0.05
 
     def __post_init__(self) -> None:
         if not self.q >= 1.0:
@@ -94,6 +105,8 @@ class SearchSettings:
             raise ValueError("grid_1d ≥ 2, grid_2d ≥ 3, rounds_1d ≥ 0 and rounds_2d ≥ 1 are required")
         if not 0.0 <= self.parsimony_tol < 1.0:
             raise ValueError(f"parsimony_tol must lie in [0, 1), got {self.parsimony_tol}")
+        if not 0.0 < self.parsimony_alpha < 1.0:
+            raise ValueError(f"parsimony_alpha must lie in (0, 1), got {self.parsimony_alpha}")
         if self.valley not in VALLEY_RULES:
             raise ValueError(f"valley must be one of {', '.join(VALLEY_RULES)}, got {self.valley!r}")
 
@@ -351,6 +364,25 @@ def resolve_valley(
     return np.where(usable, new_A, A), np.where(usable, new_s, s), ~in_valley
 
 
+def knee_significant(
+    rss_amdahl: FloatArray, rss_downey: FloatArray, sizes: int, t1_known: bool, alpha: float
+) -> np.ndarray:
+    """Whether the Downey instance fits significantly better than Amdahl's law (F-test).
+
+    See "Parsimony" above. Returns False where there are no residual degrees of freedom.
+    """
+    k_downey = 2 if t1_known else 3
+    dof = sizes - k_downey
+    if dof <= 0:
+        return np.zeros(np.shape(rss_downey), dtype=bool)
+    gain = np.maximum(rss_amdahl - rss_downey, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        F = gain / (rss_downey / dof)
+    F = np.where(rss_downey > 0, F, np.where(gain > 0, np.inf, 0.0))
+    out: np.ndarray = fdtrc(1, dof, F) < alpha  # F-distribution survival function
+    return out
+
+
 def search(
     n: FloatArray,
     t: FloatArray,
@@ -404,6 +436,7 @@ def search(
 
     simple = fit_amdahl(n, t, w, scale)
     prefer = simple.max_error <= settings.parsimony_tol
+    prefer &= ~knee_significant(simple.wssre, best_err, n.size, scale is not None, settings.parsimony_alpha)
     simple_A, simple_s = valley_representative(simple.f, n_max, settings.valley, domain)
     best_A = np.where(prefer, simple_A, best_A)
     best_s = np.where(prefer, simple_s, best_s)
