@@ -34,7 +34,8 @@ noise pushes it outside) lie in that pair's range pair for every δ at which the
 and that δ has a closed form (the δ at which the clamped x comes within reach). So the smallest
 feasible δ is min over sampled curve instances c of max(err(c), δ_enter(c)), where err is the
 minimax relative error; it is then rounded up the geometric ladder δ0·growth^k, which is what
-growing δ step by step until the test passes would return.
+growing δ step by step until the test passes would return. The curves are sampled every ~10%
+in A and then resampled, three times, around the most promising samples.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from predictor.downey import FloatArray, IntArray, relative_runtime_s, s_to_sigm
 from predictor.objective import minimax_relative_error
 
 PIECES = ("low-1", "low-2", "low-flat", "high-1", "high-flat")
+ZOOM_ROUNDS, ZOOM_CURVES, ZOOM_SAMPLES = 3, 8, 17
 LOW1, LOW2, LOWFLAT, HIGH1, HIGHFLAT = range(5)
 
 
@@ -261,13 +263,65 @@ def whole_domain(domain: Domain, delta: float) -> Envelope:
     )
 
 
+FIRST, SECOND, FLAT = 0, 1, 2
+
+
 @dataclass(frozen=True)
 class CurveInstances:
-    """Instances on the pairs' exact curves: A, s, the δ at which each enters the envelope."""
+    """Instances on the pairs' exact curves and what is needed to move along each curve.
+
+    A, s: the instances. delta_enter: the δ from which each lies in the envelope. kind: FIRST
+    (s = κA), SECOND (σ = 2g/(2A-1+g)) or FLAT (s fixed); param: κ, g or s accordingly;
+    ni, nj: the pair's sizes, which bound the curve's valid A range.
+    """
 
     A: FloatArray
     s: FloatArray
     delta_enter: FloatArray
+    kind: IntArray
+    param: FloatArray
+    ni: FloatArray
+    nj: FloatArray
+
+    def moved_to(self, A: FloatArray, domain: Domain) -> CurveInstances:
+        """The same curves at new A values (broadcast against the candidates); invalid ones dropped."""
+        kind, param, ni, nj, enter, A = np.broadcast_arrays(
+            self.kind[:, None], self.param[:, None], self.ni[:, None], self.nj[:, None],
+            self.delta_enter[:, None], A,
+        )
+        s, ok = curve_shape(kind, param, A, ni, nj, domain)
+        return CurveInstances(
+            A=A[ok], s=s[ok], delta_enter=enter[ok], kind=kind[ok], param=param[ok], ni=ni[ok], nj=nj[ok]
+        )
+
+    def concat(self, other: CurveInstances) -> CurveInstances:
+        return CurveInstances(*(np.concatenate([a, b]) for a, b in zip(
+            (self.A, self.s, self.delta_enter, self.kind, self.param, self.ni, self.nj),
+            (other.A, other.s, other.delta_enter, other.kind, other.param, other.ni, other.nj),
+            strict=True,
+        )))
+
+
+def curve_shape(
+    kind: IntArray, param: FloatArray, A: FloatArray, ni: FloatArray, nj: FloatArray, domain: Domain
+) -> tuple[FloatArray, np.ndarray]:
+    """s on each pair curve at A, and whether the instance really has the pair on that piece.
+
+    FIRST: s = κA, valid while s ≤ s_max and n_j is still on the first piece (n_j ≤ A in low
+    mode, n_j ≤ A + (A-1)σ in high mode). SECOND: σ = 2g/(2A-1+g) (2 for g = ∞), valid for
+    (n_j+1)/2 ≤ A ≤ n_i and σ ≤ 1. FLAT: s as given, valid for A ≤ (n_i+1)/2.
+    """
+    finite_g = np.where(np.isinf(param), 0.0, param)
+    s_second = np.where(np.isinf(param), 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
+    s = np.where(kind == FIRST, param * A, np.where(kind == SECOND, s_second, param))
+    sigma = s_to_sigma(np.minimum(s, domain.s_max))
+    end_first = np.where(s <= 1.0, A, A + (A - 1.0) * sigma)
+    ok_first = (s <= domain.s_max) & (end_first >= nj)
+    ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & (s <= 1.0)
+    ok_flat = A <= (ni + 1.0) / 2.0
+    ok = np.where(kind == FIRST, ok_first, np.where(kind == SECOND, ok_second, ok_flat))
+    ok &= (A >= 1.0) & (A <= domain.a_max)
+    return s, ok
 
 
 def pair_curve_instances(n: FloatArray, t: FloatArray, domain: Domain, samples: int) -> CurveInstances:
@@ -279,48 +333,38 @@ def pair_curve_instances(n: FloatArray, t: FloatArray, domain: Domain, samples: 
     [1, (n_i+1)/2] with σ = 0, 1 and σ_max. Samples outside their piece's validity are dropped.
     """
     ni, nj, x = pairs_of(n, t)
-    lo_ratio, hi_ratio = ni / nj, 1.0
-    xc = np.clip(x, lo_ratio, hi_ratio)
+    xc = np.clip(x, ni / nj, 1.0)
     # A pair whose runtime rose (x > 1) has sloped range pairs only once x(1-δ)/(1+δ) ≤ 1.
     # A superlinear pair (x < n_i/n_j) always has them: its g range reaches ∞ (κ_lo = 0).
     enter = np.where(x > 1.0, (x - 1.0) / (x + 1.0), 0.0)
     flat_enter = np.abs(x - 1.0) / (x + 1.0)
     g = ratio_to_g(ni, nj, xc)
-    kappa = np.where(np.isinf(g), 0.0, 2.0 / (np.where(np.isinf(g), 0.0, g) + 1.0))
+    kappa = 2.0 / (np.where(np.isinf(g), np.inf, g) + 1.0)
 
     u = np.linspace(0.0, 1.0, samples)
-    a_first = np.concatenate(
-        [np.exp(u[None, :] * np.log(2.0 * n.max())) * np.ones_like(ni)[:, None],
-         np.full((ni.size, 1), domain.a_max)], axis=1,
-    )
-    s_first = kappa[:, None] * a_first
-    sig_first = s_to_sigma(np.minimum(s_first, domain.s_max))
-    knee = np.where(s_first <= 1.0, a_first, a_first + (a_first - 1.0) * sig_first)
-    ok_first = (s_first <= domain.s_max) & (knee >= nj[:, None])
-
+    a_first = np.r_[np.exp(u * np.log(2.0 * n.max())), domain.a_max]
     a2_lo, a2_hi = np.maximum((nj + 1.0) / 2.0, 1.0), ni
-    a_second = a2_lo[:, None] + u[None, :] * (a2_hi - a2_lo)[:, None]
-    with np.errstate(invalid="ignore"):
-        s_second = np.where(
-            np.isinf(g)[:, None], 2.0,
-            2.0 * g[:, None] / (2.0 * a_second - 1.0 + np.where(np.isinf(g), 0.0, g)[:, None]),
-        )
-    ok_second = (a2_lo <= a2_hi)[:, None] & (s_second <= 1.0)
-
+    a_second = a2_lo[:, None] + u[None, :] * np.maximum(a2_hi - a2_lo, 0.0)[:, None]
     few = max(samples // 8, 2)
     a_flat = np.exp(np.linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
     s_levels = np.array([0.0, 1.0, domain.s_max])
-    a_flat3 = np.repeat(a_flat, s_levels.size, axis=1)
-    s_flat3 = np.tile(s_levels, (ni.size, few))
 
-    A = np.concatenate([a_first[ok_first], a_second[ok_second], a_flat3.ravel()])
-    s = np.concatenate([s_first[ok_first], s_second[ok_second], s_flat3.ravel()])
-    d = np.concatenate([
-        np.broadcast_to(enter[:, None], ok_first.shape)[ok_first],
-        np.broadcast_to(enter[:, None], ok_second.shape)[ok_second],
-        np.repeat(flat_enter, few * s_levels.size),
-    ])
-    return CurveInstances(A=np.maximum(A, 1.0), s=s, delta_enter=d)
+    def curves(kind: int, param: FloatArray, entering: FloatArray) -> CurveInstances:
+        none = np.zeros(0)
+        base = CurveInstances(none, none, entering, np.full(param.size, kind), param, ni, nj)
+        return base
+
+    first = curves(FIRST, kappa, enter).moved_to(a_first[None, :], domain)
+    second = curves(SECOND, g, enter).moved_to(a_second, domain)
+    flats = [
+        CurveInstances(np.zeros(0), np.zeros(0), flat_enter, np.full(ni.size, FLAT),
+                       np.full(ni.size, level), ni, nj).moved_to(a_flat, domain)
+        for level in s_levels
+    ]
+    out = first.concat(second)
+    for part in flats:
+        out = out.concat(part)
+    return out
 
 
 def delta_ladder(delta0: float, growth: float, delta_max: float) -> FloatArray:
@@ -349,6 +393,21 @@ def derive_envelope(
     cands = pair_curve_instances(n, t, domain, samples)
     tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     needed = np.maximum(minimax_relative_error(tau, t, scale), cands.delta_enter)
+    # Zoom along the most promising curves: the first sampling steps ~10% in A.
+    half = np.log(2.0 * n.max()) / (samples - 1)
+    for _ in range(ZOOM_ROUNDS):
+        top = np.argsort(needed)[:ZOOM_CURVES]
+        best = CurveInstances(*(arr[top] for arr in (
+            cands.A, cands.s, cands.delta_enter, cands.kind, cands.param, cands.ni, cands.nj)))
+        near = best.A[:, None] * np.exp(np.linspace(-half, half, ZOOM_SAMPLES))[None, :]
+        more = best.moved_to(near, domain)
+        more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])
+        cands = cands.concat(more)
+        tau = np.concatenate([tau, more_tau])
+        needed = np.concatenate(
+            [needed, np.maximum(minimax_relative_error(more_tau, t, scale), more.delta_enter)]
+        )
+        half *= 2.0 / (ZOOM_SAMPLES - 1)
     ladder = delta_ladder(delta0, growth, delta_max)
     feasible = ladder >= needed.min()
     if not feasible.any():
