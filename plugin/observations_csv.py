@@ -1,0 +1,272 @@
+"""Read observation CSVs: header ``n,runtime`` (seconds), one row per run.
+
+The contract (DESIGN.md, "Contracts other tools rely on"): repeated ``n`` are repetitions,
+``n = 1`` is optional, extra columns are ignored and the columns may come in any order.
+Header names are matched exactly after stripping whitespace; a UTF-8 byte-order mark is
+accepted.
+
+The file is streamed row by row with the :mod:`csv` module, never loaded whole: values go
+into compact ``array('d')`` buffers, the row limit is checked as rows arrive (a file with
+ten million rows fails after limit + 1 rows), and physical lines are read with a length
+cap, so that a file without newlines cannot be pulled into memory either. Lines are
+decoded one at a time, so that a byte that is not UTF-8 is reported on its own line.
+
+Each row is checked here, so that a bad value is reported with its line and column; the
+checks that need the whole data set (at least two distinct sizes, outliers, averaging)
+are the predictor's (:func:`predictor.prepare`), whose ``ValueError`` is re-raised by
+:func:`load_observations` as an :class:`~plugin.errors.ObservationsError` naming the file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import math
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+import predictor
+from plugin.errors import ObservationsError, TooManyRowsError, printable, quote_value
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_MAX_ROWS",
+    "MAX_LINE_BYTES",
+    "MAX_SIZE",
+    "RawObservations",
+    "load_observations",
+    "read_observations",
+    "read_observations_stream",
+]
+
+#: The columns the contract requires, in the order they are reported when missing.
+COLUMNS = ("n", "runtime")
+#: Default row limit; the CLI's ``--max-rows`` changes it.
+DEFAULT_MAX_ROWS = 1_000_000
+#: Longest physical line accepted, in bytes; no observation row comes close.
+MAX_LINE_BYTES = 1 << 20
+#: Largest size accepted: above any cluster, far below where floats lose whole numbers.
+MAX_SIZE = 1_000_000_000
+
+_EXPECTED = "expected a CSV file with a header n,runtime and one row per run"
+
+
+@dataclass(frozen=True)
+class RawObservations:
+    """The runs of one observation file, in file order, before any averaging.
+
+    Attributes
+    ----------
+    n : (R,) float array of sizes, whole numbers in [1, MAX_SIZE].
+    runtime : (R,) float array of runtimes in seconds, finite and > 0.
+    source : the file's name as shown in messages (escaped).
+    """
+
+    n: npt.NDArray[np.float64]
+    runtime: npt.NDArray[np.float64]
+    source: str
+
+    def __len__(self) -> int:
+        return int(self.n.size)
+
+
+def _decoded_lines(stream: BinaryIO, source: str) -> Iterator[str]:
+    """Physical lines of `stream`, each decoded on its own as strict UTF-8.
+
+    A leading byte-order mark is dropped. A line longer than MAX_LINE_BYTES, a byte that
+    is not UTF-8 or a read error raises ObservationsError naming the line.
+    """
+    lineno = 0
+    while True:
+        lineno += 1
+        try:
+            raw = stream.readline(MAX_LINE_BYTES + 1)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ObservationsError(f"{source} line {lineno}: cannot read: {reason}") from exc
+        if not raw:
+            return
+        if len(raw) > MAX_LINE_BYTES:
+            raise ObservationsError(
+                f"{source} line {lineno}: longer than {MAX_LINE_BYTES:,} bytes; {_EXPECTED}"
+            )
+        if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = raw[exc.start : exc.start + 1].hex()
+            raise ObservationsError(
+                f"{source} line {lineno}: not UTF-8 text (byte 0x{bad}); {_EXPECTED}"
+            ) from None
+
+
+def _csv_records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of every CSV record that is not blank; csv errors name the line."""
+    reader = csv.reader(lines, strict=True)
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ObservationsError(
+                f"{source} line {reader.line_num}: not valid CSV: {_csv_problem(exc)}"
+            ) from None
+        if any(field.strip() for field in fields):
+            yield reader.line_num, fields
+
+
+def _csv_problem(exc: csv.Error) -> str:
+    """The csv module's complaint, reworded where it would puzzle a non-programmer."""
+    text = str(exc)
+    if text.startswith("new-line character seen in unquoted field"):
+        return "a carriage return inside a row; save the file with Unix (\\n) or DOS line endings"
+    return printable(text)
+
+
+def _is_number(text: str) -> bool:
+    """Whether `text` reads as a float (used to recognise a missing header)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _column_positions(header: list[str], where: str) -> tuple[int, int]:
+    """Positions of the n and runtime columns in `header`, or a message saying what is wrong."""
+    names = [name.strip() for name in header]
+    if all(_is_number(name) for name in names if name):
+        raise ObservationsError(
+            f"{where}: no header; the first line must name the columns n,runtime"
+        )
+    for name in COLUMNS:
+        if names.count(name) > 1:
+            raise ObservationsError(f"{where}: column {name!r} appears more than once")
+    missing = [name for name in COLUMNS if name not in names]
+    if missing:
+        raise ObservationsError(f"{where}: {_missing_columns(missing, names)}")
+    return names.index("n"), names.index("runtime")
+
+
+def _missing_columns(missing: list[str], names: list[str]) -> str:
+    """Explain which required columns are absent, pointing out names that differ in case."""
+    wanted = " and ".join(repr(name) for name in missing)
+    plural = "s" if len(missing) > 1 else ""
+    message = f"missing column{plural} {wanted}"
+    near = [name for name in names if name.lower() in missing]
+    if near:
+        found = ", ".join(quote_value(name) for name in near)
+        return f"{message}; found {found}, but column names are case-sensitive"
+    shown = ", ".join(quote_value(name) for name in names[:8])
+    more = f" and {len(names) - 8:,} more" if len(names) > 8 else ""
+    return f"{message}; the header has {shown}{more}"
+
+
+def _parse_number(fields: list[str], index: int, column: str, where: str) -> tuple[float, str]:
+    """The finite number in one cell, and the cell's text as messages show it."""
+    if index >= len(fields) or not fields[index].strip():
+        raise ObservationsError(f"{where}: missing value for {column}")
+    text = fields[index].strip()
+    try:
+        number = float(text)
+    except ValueError:
+        raise ObservationsError(f"{where}: {column} is not a number: {quote_value(text)}") from None
+    if not math.isfinite(number):
+        raise ObservationsError(
+            f"{where}: {column} must be a finite number, got {quote_value(text)}"
+        )
+    return number, quote_value(text, quotes=False)
+
+
+def _parse_row(fields: list[str], cols: tuple[int, int], where: str) -> tuple[float, float]:
+    """Check one data row and return its (n, runtime)."""
+    n, n_text = _parse_number(fields, cols[0], "n", where)
+    if n != math.floor(n):
+        raise ObservationsError(f"{where}: n must be a whole number of nodes, got {n_text}")
+    if n < 1:
+        raise ObservationsError(f"{where}: n must be at least 1, got {n_text}")
+    if n > MAX_SIZE:
+        raise ObservationsError(f"{where}: n must be at most {MAX_SIZE:,}, got {n_text}")
+    runtime, t_text = _parse_number(fields, cols[1], "runtime", where)
+    if runtime <= 0:
+        raise ObservationsError(f"{where}: runtime must be positive, got {t_text}")
+    return n, runtime
+
+
+def read_observations_stream(
+    stream: BinaryIO, source: str, max_rows: int = DEFAULT_MAX_ROWS
+) -> RawObservations:
+    """Read runs from an open binary stream (see the module docstring for the format).
+
+    Parameters
+    ----------
+    stream : BinaryIO
+        Opened for reading in binary mode; it is decoded here, line by line.
+    source : str
+        Name of the stream in messages, e.g. the path as the user typed it.
+    max_rows : int
+        Most data rows accepted; the row after them raises TooManyRowsError at once.
+
+    Raises
+    ------
+    ObservationsError
+        One line naming `source`, and the line and column where there is one.
+    ValueError
+        When max_rows is below 1.
+    """
+    if max_rows < 1:
+        raise ValueError(f"max_rows must be at least 1, got {max_rows}")
+    name = printable(source)
+    records = _csv_records(_decoded_lines(stream, name), name)
+    first = next(records, None)
+    if first is None:
+        raise ObservationsError(f"{name} is empty; {_EXPECTED}")
+    cols = _column_positions(first[1], f"{name} line {first[0]}")
+    n_values, t_values = array("d"), array("d")
+    for lineno, fields in records:
+        if len(n_values) >= max_rows:
+            raise TooManyRowsError(f"{name} has more than {max_rows:,} rows", max_rows)
+        n, runtime = _parse_row(fields, cols, f"{name} line {lineno}")
+        n_values.append(n)
+        t_values.append(runtime)
+    if not n_values:
+        raise ObservationsError(f"{name} has a header but no rows; {_EXPECTED}")
+    return RawObservations(
+        n=np.frombuffer(n_values, dtype=np.float64),
+        runtime=np.frombuffer(t_values, dtype=np.float64),
+        source=name,
+    )
+
+
+def read_observations(path: str | Path, max_rows: int = DEFAULT_MAX_ROWS) -> RawObservations:
+    """Read runs from the observation CSV at `path` (see `read_observations_stream`)."""
+    source = str(path)
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 (closed by the with below)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ObservationsError(f"{printable(source)}: cannot open: {reason}") from exc
+    with stream:
+        return read_observations_stream(stream, source, max_rows)
+
+
+def load_observations(raw: RawObservations) -> predictor.Observations:
+    """Prepare runs for fitting with :func:`predictor.prepare` (averaging, outliers).
+
+    Raises
+    ------
+    ObservationsError
+        When the predictor refuses the data set as a whole (e.g. one distinct size).
+    """
+    try:
+        return predictor.prepare(raw.n, raw.runtime)
+    except ValueError as exc:
+        raise ObservationsError(f"{raw.source}: {printable(str(exc))}") from exc
