@@ -1,0 +1,304 @@
+"""Render fits and predictions: JSON documents for tools, tables and sentences for people.
+
+The JSON documents follow DESIGN.md, "Contracts other tools rely on". Their numbers are
+finite or null: the predictor guarantees finite values for fits with status "ok", and
+anything non-finite that slips through becomes null, since NaN and Infinity are not JSON.
+
+The text output is meant for an administrator deciding how many nodes an application
+should get: a short table of the parameters, the same facts as plain sentences, and a
+table comparing the fitted curve with the observations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+import predictor
+from plugin.errors import printable
+
+__all__ = [
+    "diagnostics",
+    "finite",
+    "fit_document",
+    "fit_sentences",
+    "format_number",
+    "format_percent",
+    "format_runtime",
+    "predictions_document",
+    "render_fit",
+    "render_predictions",
+    "to_json",
+]
+
+METHOD_NAMES = {"adept": "ADEPT", "lm": "Levenberg-Marquardt"}
+_DROPPED_SHOWN = 5
+
+
+# --- JSON -----------------------------------------------------------------------------
+
+
+def finite(value: float | np.floating[Any]) -> float | None:
+    """`value` as a float when it is finite, else None (JSON has no NaN or Infinity)."""
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _sizes(fit: predictor.Fit) -> tuple[int | None, int | None]:
+    """(max_useful_n, pws_n), or None for both when A or σ is not finite (nothing to derive)."""
+    if not (math.isfinite(fit.A) and math.isfinite(fit.sigma)):
+        return None, None
+    return int(fit.max_useful_n), int(fit.pws_n)
+
+
+def diagnostics(fit: predictor.Fit) -> dict[str, list[dict[str, Any]]]:
+    """The fit document's "anomalies", "patterns" and "reliability" lists.
+
+    The anomaly detection, pattern classification and reliability judgment of ADEPT
+    (sections VIII-IX) are tracked in issue 4, which fills these keys (reliability entries
+    are ``{"problem": ..., "action": ..., "suggest_n": ...}``). Until then all three lists
+    are empty, so consumers can already rely on the keys being present.
+    """
+    del fit  # used once issue 4 lands
+    return {"anomalies": [], "patterns": [], "reliability": []}
+
+
+def fit_document(fit: predictor.Fit) -> dict[str, Any]:
+    """The ``adaptalloc fit --format json`` document (contract keys first, then extras)."""
+    obs = fit.observations
+    doc: dict[str, Any] = {
+        "model": fit.model,
+        "method": fit.method,
+        "A": finite(fit.A),
+        "sigma": finite(fit.sigma),
+        "mode": fit.mode,
+        "t1": finite(fit.t1),
+        "t1_known": bool(fit.t1_known),
+        "fit_error": finite(fit.fit_error),
+    }
+    doc["max_useful_n"], doc["pws_n"] = _sizes(fit)
+    doc.update(diagnostics(fit))
+    doc.update(
+        {
+            "status": fit.status,
+            "message": fit.message,
+            "identified": bool(fit.identified),
+            "n_observations": len(obs),
+            "runs": int(obs.runs.sum()),
+            "dropped": [{"n": int(n), "runtime": finite(t)} for n, t in obs.dropped],
+            "delta": None if fit.envelope is None else finite(fit.envelope.delta),
+        }
+    )
+    return doc
+
+
+def predictions_document(preds: predictor.Predictions) -> dict[str, Any]:
+    """The ``adaptalloc predict --format json`` document, targets in the order given."""
+    rows = zip(preds.n, preds.runtime, preds.speedup, preds.efficiency, strict=True)
+    return {
+        "predictions": [
+            {"n": int(n), "runtime": finite(t), "speedup": finite(s), "efficiency": finite(e)}
+            for n, t, s, e in rows
+        ]
+    }
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    """Serialise a document as strict JSON (raises ValueError on NaN rather than emit it)."""
+    return json.dumps(doc, allow_nan=False, ensure_ascii=False)
+
+
+# --- numbers for people ---------------------------------------------------------------
+
+
+def format_number(value: float, digits: int = 4) -> str:
+    """`value` with `digits` significant digits, in plain notation from 0.001 to 999999.
+
+    >>> format_number(24.250897), format_number(0.0765229), format_number(12345.6)
+    ('24.25', '0.07652', '12346')
+    """
+    if not math.isfinite(value):
+        return "n/a"
+    if value == 0:
+        return "0"
+    magnitude = math.floor(math.log10(abs(value)))
+    if -3 <= magnitude < 6:
+        return f"{value:.{max(0, digits - 1 - magnitude)}f}"
+    return f"{value:.{digits - 1}e}"
+
+
+def format_runtime(seconds: float) -> str:
+    """A runtime in seconds (the observation CSV's unit), 4 significant digits."""
+    return f"{format_number(seconds)} s"
+
+
+def format_percent(fraction: float, digits: int = 2, signed: bool = False) -> str:
+    """A fraction as a percentage with `digits` significant digits (0.0212 -> '2.1%')."""
+    if not math.isfinite(fraction):
+        return "n/a"
+    text = format_number(100.0 * fraction, digits)
+    if signed and fraction > 0:
+        text = "+" + text
+    return f"{text}%"
+
+
+# --- fit as text ----------------------------------------------------------------------
+
+
+def _mode_words(fit: predictor.Fit) -> str:
+    return "low-variance" if fit.mode == "low" else "high-variance"
+
+
+def _nodes(count: int | None) -> str:
+    if count is None:
+        return "an unknown number of nodes"
+    return f"{count:,} node" if count == 1 else f"{count:,} nodes"
+
+
+def fit_sentences(fit: predictor.Fit) -> list[str]:
+    """The fit's facts as plain sentences, most important first."""
+    obs = fit.observations
+    sentences: list[str] = []
+    if fit.status != "ok":
+        reason = printable(fit.message) or "no reason given"
+        sentences.append(
+            f"The fit did not converge ({reason}); the parameters are the last ones tried "
+            "and should not be relied on."
+        )
+    sentences.append(
+        f"Average parallelism A = {format_number(fit.A)}, variance σ = "
+        f"{format_number(fit.sigma)} ({_mode_words(fit)} mode)."
+    )
+    max_useful_n, pws_n = _sizes(fit)
+    sentences.append(
+        f"Runs scale usefully up to {_nodes(max_useful_n)}; "
+        f"the processor working set is {_nodes(pws_n)}."
+    )
+    sentences.append(
+        f"Largest fitting error {format_percent(fit.fit_error)} at the observed sizes."
+    )
+    if fit.t1_known:
+        sentences.append(f"T(1) was observed: {format_runtime(fit.t1)}.")
+    else:
+        sentences.append(f"T(1) was not observed; it is estimated at {format_runtime(fit.t1)}.")
+    if not fit.identified:
+        sentences.append(
+            "The observations only show the first (Amdahl) part of the curve: A and σ are "
+            "not determined separately; predictions past "
+            f"{_nodes(int(obs.n[-1]))} are an extrapolation."
+        )
+    if obs.dropped:
+        sentences.append(_dropped_sentence(obs.dropped))
+    return sentences
+
+
+def _dropped_sentence(dropped: Sequence[tuple[int, float]]) -> str:
+    """Name the runs the predictor dropped as obvious outliers."""
+    shown = ", ".join(f"n = {n}: {format_runtime(t)}" for n, t in dropped[:_DROPPED_SHOWN])
+    more = f" and {len(dropped) - _DROPPED_SHOWN} more" if len(dropped) > _DROPPED_SHOWN else ""
+    runs = "run" if len(dropped) == 1 else "runs"
+    return (
+        f"Ignored {len(dropped)} {runs} as obvious outliers among repeated sizes ({shown}{more})."
+    )
+
+
+def _parameter_table(fit: predictor.Fit) -> Table:
+    """Two columns: parameter, value."""
+    table = Table(box=box.SIMPLE, show_header=True, title=None)
+    table.add_column("parameter")
+    table.add_column("value", justify="right")
+    max_useful_n, pws_n = _sizes(fit)
+    rows = [
+        ("method", METHOD_NAMES.get(fit.method, fit.method)),
+        ("A (average parallelism)", format_number(fit.A)),
+        ("σ (variance)", format_number(fit.sigma)),
+        ("mode", fit.mode),
+        ("T(1)", format_runtime(fit.t1) + ("" if fit.t1_known else " (estimated)")),
+        ("max useful n", _count(max_useful_n)),
+        ("processor working set", _count(pws_n)),
+        ("fit error (max)", format_percent(fit.fit_error)),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def _count(value: int | None) -> str:
+    return "n/a" if value is None else f"{value:,}"
+
+
+def _observation_table(fit: predictor.Fit) -> Table:
+    """Per observed size: runs averaged, measured and fitted runtime, relative error."""
+    obs = fit.observations
+    fitted = fit.runtime(obs.n)
+    table = Table(box=box.SIMPLE, show_header=True)
+    for name in ("n", "runs", "measured", "fitted", "error"):
+        table.add_column(name, justify="right")
+    for n, runs, measured, model in zip(obs.n, obs.runs, obs.runtime, fitted, strict=True):
+        error = (float(model) - float(measured)) / float(measured)
+        table.add_row(
+            f"{int(n):,}",
+            f"{int(runs):,}",
+            format_runtime(float(measured)),
+            format_runtime(float(model)),
+            format_percent(error, signed=True),
+        )
+    return table
+
+
+def _say(console: Console, text: str) -> None:
+    """Print a sentence as plain text: no markup, no highlighting, wrapped by the terminal."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_fit(fit: predictor.Fit, console: Console, source: str) -> None:
+    """Print a fit for people: heading, parameter table, sentences, observation table."""
+    obs = fit.observations
+    _say(
+        console,
+        f"Downey model fitted with {METHOD_NAMES.get(fit.method, fit.method)} to "
+        f"{len(obs)} sizes ({int(obs.runs.sum()):,} runs) from {printable(source)}.",
+    )
+    console.print(_parameter_table(fit))
+    for sentence in fit_sentences(fit):
+        _say(console, sentence)
+    console.print(_observation_table(fit))
+
+
+# --- predictions as text --------------------------------------------------------------
+
+
+def render_predictions(
+    preds: predictor.Predictions, console: Console, method: str, largest_observed: int
+) -> None:
+    """Print predictions for people: one table row per target, in the order given."""
+    if method == "adept":
+        _say(console, "Predicted with ADEPT: one Downey model instance per target size.")
+    else:
+        _say(
+            console,
+            f"Predicted with one Downey model instance ({METHOD_NAMES.get(method, method)}).",
+        )
+    table = Table(box=box.SIMPLE, show_header=True)
+    for name in ("n", "runtime", "speedup", "efficiency"):
+        table.add_column(name, justify="right")
+    for n, t, s, e in zip(preds.n, preds.runtime, preds.speedup, preds.efficiency, strict=True):
+        table.add_row(
+            f"{int(n):,}",
+            format_runtime(float(t)),
+            format_number(float(s)),
+            format_percent(float(e), 3),
+        )
+    console.print(table)
+    if int(np.max(preds.n)) > largest_observed:
+        _say(
+            console,
+            f"Sizes above {largest_observed:,} nodes, the largest observed, are extrapolations.",
+        )
