@@ -47,6 +47,7 @@ from plugin.observations_csv import (
     read_observations_stream,
 )
 from plugin.output import (
+    finite,
     fit_document,
     predictions_document,
     render_fit,
@@ -268,11 +269,11 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
         sizes=len(obs),
         runs=int(obs.runs.sum()),
         dropped=len(obs.dropped),
-        A=result.A,
-        sigma=result.sigma,
+        A=finite(result.A),
+        sigma=finite(result.sigma),
         identified=result.identified,
         status=result.status,
-        fit_error=result.fit_error,
+        fit_error=finite(result.fit_error),
         elapsed_ms=_elapsed_ms(started),
     )
 

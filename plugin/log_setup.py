@@ -6,12 +6,17 @@ structlog's console renderer for people; anywhere else (a pipe, a file, journald
 JSON lines, one event per line, for machines.
 
 Levels: INFO by default, DEBUG with ``--debug``, WARNING with ``--quiet``.
+
+Python warnings (numpy's RuntimeWarning on overflow, deprecations) are logged as
+``python_warning`` events instead of being printed raw, so that standard error stays one
+event per line for whatever collects it.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from typing import Any, TextIO
 
 import structlog
@@ -39,11 +44,31 @@ def _renderer(stream: TextIO) -> Any:
     return structlog.processors.JSONRenderer()
 
 
-def configure_logging(level: int = logging.INFO, stream: TextIO | None = None) -> None:
+def _log_warning(  # noqa: PLR0917 (the signature warnings.showwarning has)
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A ``warnings.showwarning`` replacement: one structlog event per warning."""
+    structlog.get_logger("py.warnings").warning(
+        "python_warning",
+        category=category.__name__,
+        message=str(message),
+        location=f"{filename}:{lineno}",
+    )
+
+
+def configure_logging(
+    level: int = logging.INFO, stream: TextIO | None = None, capture_warnings: bool = True
+) -> None:
     """Configure structlog globally: events at `level` and above go to `stream` (stderr).
 
     May be called again (the CLI does, once it has parsed --debug/--quiet); the last call
-    wins. Loggers are not cached, so loggers created before a call follow it too.
+    wins. Loggers are not cached, so loggers created before a call follow it too. With
+    `capture_warnings`, Python warnings are logged as ``python_warning`` events.
     """
     out = sys.stderr if stream is None else stream
     renderer = _renderer(out)
@@ -63,3 +88,5 @@ def configure_logging(level: int = logging.INFO, stream: TextIO | None = None) -
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+    if capture_warnings:
+        warnings.showwarning = _log_warning

@@ -342,3 +342,17 @@ def test_a_malformed_local_env_file_is_a_warning(run_cli: RunCli, state_dir: Pat
     events = log_events(result)
     assert [event["event"] for event in events] == ["local_env_ignored", "fit"]
     assert events[0]["level"] == "warning"
+
+
+def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # Runtimes near the float limits make numpy warn inside the predictor; the warnings
+    # must arrive as log events (JSON lines), and the document must stay valid JSON.
+    path = write_file("extreme.csv", "n,runtime\n1,1e308\n2,6e307\n4,4e307\n4,1.7e308\n4,1.7e308\n")
+    result = run_cli("fit", path, "--format", "json")
+    doc = json_document(result)
+    assert doc["fit_error"] is None or doc["fit_error"] >= 0
+    events = log_events(result)
+    assert events[-1]["event"] == "fit"
+    assert all(event["event"] in ("python_warning", "fit") for event in events)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -142,3 +143,17 @@ def test_console_renderer_on_a_terminal() -> None:
     assert "hidden" not in text
     with pytest.raises(json.JSONDecodeError):
         json.loads(text.splitlines()[0])
+
+
+def test_python_warnings_become_events() -> None:
+    stream = io.StringIO()
+    with warnings.catch_warnings():  # restores warnings.showwarning afterwards
+        warnings.simplefilter("always")
+        configure_logging(logging.INFO, stream)
+        warnings.warn("careful \x1b[2J", UserWarning, stacklevel=1)
+    event = json.loads(stream.getvalue())
+    assert event["event"] == "python_warning"
+    assert event["level"] == "warning"
+    assert event["category"] == "UserWarning"
+    assert event["message"] == "careful \x1b[2J"  # JSON escapes it: \u001b on the wire
+    assert "\x1b" not in stream.getvalue()
