@@ -34,8 +34,8 @@ noise pushes it outside) lie in that pair's range pair for every δ at which the
 and that δ has a closed form (the δ at which the clamped x comes within reach). So the smallest
 feasible δ is min over sampled curve instances c of max(err(c), δ_enter(c)), where err is the
 minimax relative error; it is then rounded up the geometric ladder δ0·growth^k, which is what
-growing δ step by step until the test passes would return. The curves are sampled every ~10%
-in A and then resampled, three times, around the most promising samples.
+growing δ step by step until the test passes would return. The curves are sampled every ~20%
+in A and then resampled, twice, around the most promising samples.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from predictor.downey import FloatArray, IntArray, relative_runtime_s, s_to_sigm
 from predictor.objective import minimax_relative_error
 
 PIECES = ("low-1", "low-2", "low-flat", "high-1", "high-flat")
-ZOOM_ROUNDS, ZOOM_CURVES, ZOOM_SAMPLES = 3, 8, 17
+ZOOM_ROUNDS, ZOOM_CURVES, ZOOM_SAMPLES = 2, 8, 17
 LOW1, LOW2, LOWFLAT, HIGH1, HIGHFLAT = range(5)
 
 
@@ -349,22 +349,19 @@ def pair_curve_instances(n: FloatArray, t: FloatArray, domain: Domain, samples: 
     a_flat = np.exp(np.linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
     s_levels = np.array([0.0, 1.0, domain.s_max])
 
-    def curves(kind: int, param: FloatArray, entering: FloatArray) -> CurveInstances:
-        none = np.zeros(0)
-        base = CurveInstances(none, none, entering, np.full(param.size, kind), param, ni, nj)
-        return base
+    P, L = ni.size, s_levels.size
 
-    first = curves(FIRST, kappa, enter).moved_to(a_first[None, :], domain)
-    second = curves(SECOND, g, enter).moved_to(a_second, domain)
-    flats = [
-        CurveInstances(np.zeros(0), np.zeros(0), flat_enter, np.full(ni.size, FLAT),
-                       np.full(ni.size, level), ni, nj).moved_to(a_flat, domain)
-        for level in s_levels
-    ]
-    out = first.concat(second)
-    for part in flats:
-        out = out.concat(part)
-    return out
+    def curves(kind: int, param: FloatArray, entering: FloatArray, sizes: FloatArray) -> CurveInstances:
+        times = param.size // P
+        return CurveInstances(
+            A=np.zeros(0), s=np.zeros(0), delta_enter=entering, kind=np.full(param.size, kind),
+            param=param, ni=np.repeat(ni, times), nj=np.repeat(nj, times),
+        ).moved_to(sizes, domain)
+
+    first = curves(FIRST, kappa, enter, a_first[None, :])
+    second = curves(SECOND, g, enter, a_second)
+    flat = curves(FLAT, np.tile(s_levels, P), np.repeat(flat_enter, L), np.repeat(a_flat, L, axis=0))
+    return first.concat(second).concat(flat)
 
 
 def delta_ladder(delta0: float, growth: float, delta_max: float) -> FloatArray:
@@ -382,7 +379,7 @@ def derive_envelope(
     delta0: float = 0.005,
     growth: float = 1.25,
     delta_max: float = 0.9,
-    samples: int = 64,
+    samples: int = 32,
     scale: float | None = None,
 ) -> tuple[Envelope, CurveInstances, FloatArray]:
     """Grow δ along the ladder until some envelope instance explains all observations within δ.
