@@ -1,0 +1,53 @@
+"""The predictor's peers in the benchmarks: the LM baseline and Extra-P, behind one signature.
+
+Each peer takes training runs (n, runtime) and target sizes and returns predicted runtimes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+import predictor
+
+Predict = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def adept(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return predictor.predict(n, t, at, method="adept")
+
+
+def lm(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+    return predictor.predict(n, t, at, method="lm")
+
+
+def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Extra-P's basic single-parameter modeler (PMNF) on cost = runtime × n, as its authors
+    suggest for strong scaling; runtime = cost(n)/n.
+
+    Extra-P asks for five sizes by default; the interpolation protocol gives three, so the
+    minimum is lowered to what each protocol provides. Repeated sizes are averaged first, as
+    for the other methods.
+    """
+    from extrap.entities.callpath import Callpath
+    from extrap.entities.coordinate import Coordinate
+    from extrap.entities.measurement import Measurement
+    from extrap.entities.metric import Metric
+    from extrap.modelers.single_parameter.basic import SingleParameterModeler
+
+    obs = predictor.prepare(n, t)
+    modeler = SingleParameterModeler()
+    modeler.min_measurement_points = min(5, len(obs))
+    measurements = [
+        Measurement(Coordinate(float(k)), Callpath("app"), Metric("time"), float(k * r))
+        for k, r in zip(obs.n, obs.runtime, strict=True)
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        function = modeler.model([measurements])[0].hypothesis.function
+    return np.array([function.evaluate(float(k)) / k for k in at])
+
+
+PEERS: dict[str, Predict] = {"ADEPT": adept, "LM": lm, "Extra-P": extrap}
