@@ -104,6 +104,52 @@ die() { printf '[%s] ERROR: %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*" >&2; exit 1;
 # --- components and their pid files ------------------------------------------
 # Each component: a name, a pid file, the program name its /proc/PID/comm or
 # argv[0] must show, and a string its command line must contain.
+# ensure_debian_packages LOG PKG...: install whichever of the packages are missing, with
+# apt-get, as root or through passwordless sudo (a clear message otherwise). Their init
+# scripts are kept from starting system-wide daemons (mariadb on 3306, redis on 6379,
+# munge, slurm): the testbed starts its own. apt's output goes to LOG.
+ensure_debian_packages() {
+    local apt_log="$1"
+    shift
+    if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+        die "this is not a Debian-like system (no dpkg/apt-get); install $* yourself, or use Debian 12."
+    fi
+    local p status
+    local -a missing=()
+    for p in "$@"; do
+        status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)"
+        [[ "$status" == ii* ]] || missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    [[ "${ADAPTALLOC_SKIP_INSTALL:-0}" == 1 ]] && die "packages missing (${missing[*]}) and ADAPTALLOC_SKIP_INSTALL=1"
+
+    local -a as_root=()
+    if ((EUID != 0)); then
+        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+            as_root=(sudo -n)
+        else
+            die "packages missing: ${missing[*]}. Installing them needs root: run as root, or give this user passwordless sudo, or run: sudo apt-get install ${missing[*]}"
+        fi
+    fi
+    local started=$SECONDS
+    log "installing ${missing[*]} (apt-get, services not auto-started)"
+    local policy=/usr/sbin/policy-rc.d made_policy=0
+    if [[ ! -e "$policy" ]]; then
+        "${as_root[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+        made_policy=1
+    fi
+    mkdir -p "$(dirname "$apt_log")"
+    local rc=0
+    {
+        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
+            "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+                --no-install-recommends "${missing[@]}"
+    } >"$apt_log" 2>&1 || rc=$?
+    ((made_policy)) && "${as_root[@]}" rm -f "$policy"
+    ((rc == 0)) || { tail -n 20 "$apt_log" >&2; die "apt-get failed (exit $rc); full log: $apt_log"; }
+    log "packages installed in $((SECONDS - started))s"
+}
+
 node_names() {
     local k
     for ((k = 1; k <= NODE_COUNT; k++)); do printf 'node%d\n' "$k"; done

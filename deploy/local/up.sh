@@ -33,51 +33,7 @@ STARTED=()
 # --- 1. packages --------------------------------------------------------------
 PACKAGES=(slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server mariadb-client redis-server redis-tools)
 
-missing_packages() {
-    local p status
-    for p in "${PACKAGES[@]}"; do
-        status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)"
-        [[ "$status" == ii* ]] || echo "$p"
-    done
-}
-
-install_packages() {
-    if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
-        die "this is not a Debian-like system (no dpkg/apt-get); install ${PACKAGES[*]} yourself, or use Debian 12."
-    fi
-    local missing
-    mapfile -t missing < <(missing_packages)
-    ((${#missing[@]} == 0)) && return 0
-    [[ "${ADAPTALLOC_SKIP_INSTALL:-0}" == 1 ]] && die "packages missing (${missing[*]}) and ADAPTALLOC_SKIP_INSTALL=1"
-
-    local -a as_root=()
-    if ((EUID != 0)); then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            as_root=(sudo -n)
-        else
-            die "packages missing: ${missing[*]}. Installing them needs root: run as root, or give this user passwordless sudo, or run: sudo apt-get install ${missing[*]}"
-        fi
-    fi
-    log "installing ${missing[*]} (apt-get, services not auto-started)"
-    # Keep the packages' own init scripts from starting system-wide daemons
-    # (mariadb on 3306, redis on 6379, munge, slurm): this testbed starts its own.
-    local policy=/usr/sbin/policy-rc.d made_policy=0
-    if [[ ! -e "$policy" ]]; then
-        "${as_root[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
-        made_policy=1
-    fi
-    local rc=0
-    {
-        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-            "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-                --no-install-recommends "${missing[@]}"
-    } >"$STATE_DIR/apt.log" 2>&1 || rc=$?
-    ((made_policy)) && "${as_root[@]}" rm -f "$policy"
-    ((rc == 0)) || { tail -n 20 "$STATE_DIR/apt.log" >&2; die "apt-get failed (exit $rc); full log: $STATE_DIR/apt.log"; }
-    log "packages installed in $((SECONDS - T_START))s"
-}
-
-install_packages
+ensure_debian_packages "$STATE_DIR/apt.log" "${PACKAGES[@]}"
 T_INSTALLED=$SECONDS
 
 # --- 2. directories, secrets, configs ------------------------------------------
