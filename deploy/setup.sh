@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up adaptalloc's Python side on a Debian machine: the Debian packages Python needs,
+# a virtualenv (.venv in the project root, or $ADAPTALLOC_VENV) and adaptalloc installed
+# in it, editable, with its dev extra. Idempotent: a second run only checks.
+
+SCRIPT_NAME=setup.sh
+# shellcheck source=local/lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/local/lib.sh"
+
+VENV="${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}"
+STAMP="$VENV/.adaptalloc-installed"
+
+ensure_debian_packages "$PROJECT_ROOT/.local/apt-python.log" python3 python3-venv python3-pip
+
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    die "adaptalloc needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"
+
+if [[ ! -x "$VENV/bin/python" ]]; then
+    log "creating virtualenv $VENV"
+    python3 -m venv "$VENV"
+fi
+
+# Reinstall only when pyproject.toml changed since the last successful install.
+wanted="$(sha256sum "$PROJECT_ROOT/pyproject.toml" | cut -d' ' -f1)"
+if [[ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]]; then
+    log "installing adaptalloc and its dev tools into $VENV (pip)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$PROJECT_ROOT[dev]" ||
+        die "pip install failed"
+    echo "$wanted" >"$STAMP"
+fi
+log "ready: $VENV/bin/adaptalloc"
