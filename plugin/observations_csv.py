@@ -119,7 +119,7 @@ def _csv_records(lines: Iterable[str], source: str) -> Iterator[tuple[int, list[
             raise ObservationsError(
                 f"{source} line {reader.line_num}: not valid CSV: {_csv_problem(exc)}"
             ) from None
-        if any(field.strip() for field in fields):
+        if "".join(fields).strip():  # skip blank lines (and rows of empty cells)
             yield reader.line_num, fields
 
 
@@ -170,34 +170,40 @@ def _missing_columns(missing: list[str], names: list[str]) -> str:
     return f"{message}; the header has {shown}{more}"
 
 
-def _parse_number(fields: list[str], index: int, column: str, where: str) -> tuple[float, str]:
-    """The finite number in one cell, and the cell's text as messages show it."""
-    if index >= len(fields) or not fields[index].strip():
-        raise ObservationsError(f"{where}: missing value for {column}")
-    text = fields[index].strip()
+class _CellError(ValueError):
+    """A data row's problem, without the file and line (added by the caller)."""
+
+
+def _parse_number(fields: list[str], index: int, column: str) -> float:
+    """The finite number in one cell (this runs once per cell: keep it lean)."""
+    text = fields[index].strip() if index < len(fields) else ""
+    if not text:
+        raise _CellError(f"missing value for {column}")
     try:
         number = float(text)
     except ValueError:
-        raise ObservationsError(f"{where}: {column} is not a number: {quote_value(text)}") from None
+        raise _CellError(f"{column} is not a number: {quote_value(text)}") from None
     if not math.isfinite(number):
-        raise ObservationsError(
-            f"{where}: {column} must be a finite number, got {quote_value(text)}"
-        )
-    return number, quote_value(text, quotes=False)
+        raise _CellError(f"{column} must be a finite number, got {quote_value(text)}")
+    return number
 
 
-def _parse_row(fields: list[str], cols: tuple[int, int], where: str) -> tuple[float, float]:
+def _parse_row(fields: list[str], cols: tuple[int, int]) -> tuple[float, float]:
     """Check one data row and return its (n, runtime)."""
-    n, n_text = _parse_number(fields, cols[0], "n", where)
-    if n != math.floor(n):
-        raise ObservationsError(f"{where}: n must be a whole number of nodes, got {n_text}")
-    if n < 1:
-        raise ObservationsError(f"{where}: n must be at least 1, got {n_text}")
-    if n > MAX_SIZE:
-        raise ObservationsError(f"{where}: n must be at most {MAX_SIZE:,}, got {n_text}")
-    runtime, t_text = _parse_number(fields, cols[1], "runtime", where)
+    n = _parse_number(fields, cols[0], "n")
+    if n != math.floor(n) or not 1 <= n <= MAX_SIZE:
+        shown = quote_value(fields[cols[0]].strip(), quotes=False)
+        if n != math.floor(n):
+            problem = "must be a whole number of nodes"
+        elif n < 1:
+            problem = "must be at least 1"
+        else:
+            problem = f"must be at most {MAX_SIZE:,}"
+        raise _CellError(f"n {problem}, got {shown}")
+    runtime = _parse_number(fields, cols[1], "runtime")
     if runtime <= 0:
-        raise ObservationsError(f"{where}: runtime must be positive, got {t_text}")
+        shown = quote_value(fields[cols[1]].strip(), quotes=False)
+        raise _CellError(f"runtime must be positive, got {shown}")
     return n, runtime
 
 
@@ -234,7 +240,10 @@ def read_observations_stream(
     for lineno, fields in records:
         if len(n_values) >= max_rows:
             raise TooManyRowsError(f"{name} has more than {max_rows:,} rows", max_rows)
-        n, runtime = _parse_row(fields, cols, f"{name} line {lineno}")
+        try:
+            n, runtime = _parse_row(fields, cols)
+        except _CellError as exc:
+            raise ObservationsError(f"{name} line {lineno}: {exc}") from None
         n_values.append(n)
         t_values.append(runtime)
     if not n_values:
