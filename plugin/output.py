@@ -122,15 +122,16 @@ def format_number(value: float, digits: int = 4) -> str:
     """`value` with `digits` significant digits, in plain notation from 0.001 to 999999.
 
     >>> format_number(24.250897), format_number(0.0765229), format_number(12345.6)
-    ('24.25', '0.07652', '12346')
+    ('24.25', '0.07652', '12350')
     """
     if not math.isfinite(value):
         return "n/a"
     if value == 0:
         return "0"
-    magnitude = math.floor(math.log10(abs(value)))
+    rounded = float(f"{value:.{digits - 1}e}")  # so that 0.09999 counts as 0.1000
+    magnitude = math.floor(math.log10(abs(rounded)))
     if -3 <= magnitude < 6:
-        return f"{value:.{max(0, digits - 1 - magnitude)}f}"
+        return f"{rounded:.{max(0, digits - 1 - magnitude)}f}"
     return f"{value:.{digits - 1}e}"
 
 
@@ -177,10 +178,11 @@ def fit_sentences(fit: predictor.Fit) -> list[str]:
         f"{format_number(fit.sigma)} ({_mode_words(fit)} mode)."
     )
     max_useful_n, pws_n = _sizes(fit)
-    sentences.append(
-        f"Runs scale usefully up to {_nodes(max_useful_n)}; "
-        f"the processor working set is {_nodes(pws_n)}."
-    )
+    if max_useful_n is not None and max_useful_n <= 1:
+        scaling = "Runs do not get faster on more than one node"
+    else:
+        scaling = f"Runs scale usefully up to {_nodes(max_useful_n)}"
+    sentences.append(f"{scaling}; the processor working set is {_nodes(pws_n)}.")
     sentences.append(
         f"Largest fitting error {format_percent(fit.fit_error)} at the observed sizes."
     )

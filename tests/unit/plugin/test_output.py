@@ -136,8 +136,11 @@ def test_predictions_document_in_order_with_repeats(lu_obs: predictor.Observatio
         (0.0765229, "0.07652"),
         (0.97826, "0.9783"),
         (7910.0, "7910"),
-        (12345.6, "12346"),
+        (12345.6, "12350"),
         (1.0, "1.000"),
+        (0.09999999, "0.1000"),
+        (9.99996, "10.00"),
+        (999999.7, "1.000e+06"),
         (0.0, "0"),
         (-0.00512, "-0.005120"),
         (1.23456e-5, "1.235e-05"),
@@ -185,6 +188,13 @@ def test_fit_sentences_when_not_identified_and_t1_observed() -> None:
     assert sentences[-1] == (
         "The observations only show the first (Amdahl) part of the curve: A and σ are not "
         "determined separately; predictions past 8 nodes are an extrapolation."
+    )
+
+
+def test_no_speedup_is_said_plainly(lu_fit: predictor.Fit) -> None:
+    flat = dataclasses.replace(lu_fit, A=1.0, sigma=0.5)
+    assert fit_sentences(flat)[1] == (
+        "Runs do not get faster on more than one node; the processor working set is 1 node."
     )
 
 
