@@ -129,6 +129,7 @@ def _common_options(func: Callable[..., T]) -> Callable[..., T]:
     func = click.option(
         "--max-rows",
         type=click.IntRange(min=1),
+        metavar="ROWS",
         default=DEFAULT_MAX_ROWS,
         show_default=True,
         help="Refuse observation files with more data rows than this.",

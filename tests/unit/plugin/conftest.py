@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "scaling"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DATA_DIR = REPO_ROOT / "tests" / "data" / "scaling"
 LU_CSV = DATA_DIR / "lan_thesis_npb_lu_W.csv"
 CLI_TIMEOUT_S = 300
 
@@ -51,7 +52,14 @@ def run_cli(state_dir: Path, tmp_path: Path) -> RunCli:
     """Run ``adaptalloc`` with the given arguments; stdout/stderr are pipes (not terminals)."""
 
     def run(*args: str | Path, stdin: bytes = b"") -> CliResult:
-        env = dict(os.environ, ADAPTALLOC_STATE_DIR=str(state_dir), PYTHONIOENCODING="utf-8")
+        # The working tree's plugin/, whether or not (or however) the package is installed.
+        pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+        env = dict(
+            os.environ,
+            ADAPTALLOC_STATE_DIR=str(state_dir),
+            PYTHONIOENCODING="utf-8",
+            PYTHONPATH=pythonpath,
+        )
         proc = subprocess.run(  # noqa: S603 (our own interpreter and module, no shell)
             [sys.executable, "-m", "plugin", *map(str, args)],
             input=stdin,
