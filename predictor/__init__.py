@@ -1,8 +1,8 @@
 """Speedup curves for adaptalloc: the Downey model fitted the ADEPT way. Pure numpy/scipy.
 
-    import predictor
-    f = predictor.fit(n, runtime)              # one instance: f.A, f.sigma, f.pws_n, ...
-    predictor.predict(n, runtime, at=[16, 32])  # ADEPT: one instance per target size
+import predictor
+f = predictor.fit(n, runtime)              # one instance: f.A, f.sigma, f.pws_n, ...
+predictor.predict(n, runtime, at=[16, 32])  # ADEPT: one instance per target size
 """
 
 from predictor.adept import FAST, PAPER, SearchSettings

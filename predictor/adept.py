@@ -62,10 +62,9 @@ import numpy as np
 from scipy.special import fdtrc
 
 from predictor.amdahl import fit_amdahl
-from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma
+from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope, derive_envelope
 from predictor.objective import distance_weights, wssre
-
 
 VALLEY_RULES = ("far", "sigma1", "near")
 
@@ -110,8 +109,17 @@ class SearchSettings:
             raise ValueError(f"q must be at least 1, got {self.q}")
         if not 0.0 < self.v < 1.0:
             raise ValueError(f"v must lie in (0, 1), got {self.v}")
-        if min(self.grid_1d - 2, self.grid_2d - 3, self.grid_zoom - 3, self.rounds_1d,
-               self.rounds_2d - 1, self.branches - 1) < 0:
+        if (
+            min(
+                self.grid_1d - 2,
+                self.grid_2d - 3,
+                self.grid_zoom - 3,
+                self.rounds_1d,
+                self.rounds_2d - 1,
+                self.branches - 1,
+            )
+            < 0
+        ):
             raise ValueError(
                 "grid_1d ≥ 2, grid_2d ≥ 3, grid_zoom ≥ 3, rounds_1d ≥ 0, rounds_2d ≥ 1 and "
                 "branches ≥ 1 are required"
@@ -121,7 +129,9 @@ class SearchSettings:
         if not 0.0 < self.parsimony_alpha < 1.0:
             raise ValueError(f"parsimony_alpha must lie in (0, 1), got {self.parsimony_alpha}")
         if self.valley not in VALLEY_RULES:
-            raise ValueError(f"valley must be one of {', '.join(VALLEY_RULES)}, got {self.valley!r}")
+            raise ValueError(
+                f"valley must be one of {', '.join(VALLEY_RULES)}, got {self.valley!r}"
+            )
 
 
 FAST = SearchSettings()
@@ -139,11 +149,11 @@ class SearchResult:
     s: FloatArray
     scale: FloatArray
     wssre: FloatArray
-    identified: np.ndarray
+    identified: BoolArray
     envelope: Envelope
 
 
-def anchors(n: FloatArray, targets: FloatArray, t1_known: bool) -> tuple[np.ndarray, np.ndarray]:
+def anchors(n: FloatArray, targets: FloatArray, t1_known: bool) -> tuple[IntArray, IntArray]:
     """Indices (a, b) of the 1-D pass anchors per target (see the module docstring).
 
     a is the observation closest to the target (the larger one on ties); b is n = 1 when T(1) is
@@ -172,12 +182,14 @@ def _low_coefficients(nv: FloatArray, A: FloatArray) -> tuple[FloatArray, FloatA
     first = nv <= A
     flat = nv > 2.0 * A - 1.0
     c0 = np.where(first, 1.0 / nv, 1.0 / A)
-    c1 = np.where(first, 1.0 - 1.0 / nv, np.where(flat, 0.0, (2.0 * A - 1.0) / nv - 1.0)) / (2.0 * A)
+    c1 = np.where(first, 1.0 - 1.0 / nv, np.where(flat, 0.0, (2.0 * A - 1.0) / nv - 1.0)) / (
+        2.0 * A
+    )
     return c0, c1
 
 
 def one_dimensional_pass(
-    n: FloatArray, t: FloatArray, a: np.ndarray, b: np.ndarray, A: FloatArray, s_max: float
+    n: FloatArray, t: FloatArray, a: IntArray, b: IntArray, A: FloatArray, s_max: float
 ) -> tuple[FloatArray, FloatArray]:
     """Instances through anchors a and b for every A: returns (A, s) of shape (T, G, 3).
 
@@ -251,7 +263,11 @@ def _search_1d(
         err, _ = _evaluate(n, t, w, A1, s1, env, scale)
         e, A, sv = _take_best(err, A1, np.nan_to_num(s1))
         better = e < best[0]
-        best = (np.where(better, e, best[0]), np.where(better, A, best[1]), np.where(better, sv, best[2]))
+        best = (
+            np.where(better, e, best[0]),
+            np.where(better, A, best[1]),
+            np.where(better, sv, best[2]),
+        )
         grid = best[1][:, None] * np.exp(np.linspace(-2 * step, 2 * step, ZOOM_1D))[None, :]
         grid = np.clip(grid, lo, hi)
         step = 4 * step / (ZOOM_1D - 1)
@@ -299,22 +315,26 @@ def _window(
     return out_A, out_s
 
 
-def local_minima(err: FloatArray, count: int) -> np.ndarray:
+def local_minima(err: FloatArray, count: int) -> IntArray:
     """Flat indices of the `count` lowest local minima of each (..., g, g) grid (8 neighbours).
 
     Grids with fewer minima repeat their best one.
     """
     g = err.shape[-1]
     padded = np.pad(err, [(0, 0)] * (err.ndim - 2) + [(1, 1), (1, 1)], constant_values=np.inf)
-    neighbours = np.stack([
-        padded[..., 1 + di : g + 1 + di, 1 + dj : g + 1 + dj]
-        for di in (-1, 0, 1) for dj in (-1, 0, 1) if (di, dj) != (0, 0)
-    ])
+    neighbours = np.stack(
+        [
+            padded[..., 1 + di : g + 1 + di, 1 + dj : g + 1 + dj]
+            for di in (-1, 0, 1)
+            for dj in (-1, 0, 1)
+            if (di, dj) != (0, 0)
+        ]
+    )
     score = np.where(err <= neighbours.min(axis=0), err, np.inf).reshape(*err.shape[:-2], -1)
     order = np.argsort(score, axis=-1)[..., :count]
     best = order[..., :1]
     found = np.take_along_axis(score, order, -1) < np.inf
-    out: np.ndarray = np.where(found, order, best)
+    out: IntArray = np.where(found, order, best)
     return out
 
 
@@ -363,7 +383,9 @@ def _refine(
         idx = np.argmin(flat, axis=1)
         better = (flat[rows, idx] < best_err.ravel()).reshape(best_err.shape)
 
-        def at_best(arr: FloatArray, previous: FloatArray, idx: np.ndarray = idx) -> FloatArray:
+        def at_best(
+            arr: FloatArray, previous: FloatArray, idx: IntArray = idx, better: BoolArray = better
+        ) -> FloatArray:
             found = arr.reshape(rows.size, -1)[rows, idx].reshape(previous.shape)
             out: FloatArray = np.where(better, found, previous)
             return out
@@ -402,12 +424,15 @@ def valley_representative(
             s = np.where(2 * f * n_max <= 1.0, 2 * f * n_max, 2 * f * n_max / (1 - f + f * n_max))
         A = np.where(f > 0, s / (2.0 * f), domain.a_max if rule != "near" else n_max)
     too_far = A > domain.a_max
-    return np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
+    A, s = np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
+    # f near 1 (no speedup at all) puts the far end below A = 1; A = 1 is S(n) = 1 for any s.
+    no_speedup = A < 1.0
+    return np.where(no_speedup, 1.0, A), np.where(no_speedup, 0.0, s)
 
 
 def resolve_valley(
     A: FloatArray, s: FloatArray, n_max: float, rule: str, env: Envelope, domain: Domain
-) -> tuple[FloatArray, FloatArray, np.ndarray]:
+) -> tuple[FloatArray, FloatArray, BoolArray]:
     """Replace instances in an unidentified valley by the rule's representative.
 
     Returns (A, s, identified): identified is False where the valley was found. A
@@ -422,7 +447,7 @@ def resolve_valley(
 
 def knee_significant(
     rss_amdahl: FloatArray, rss_downey: FloatArray, sizes: int, t1_known: bool, alpha: float
-) -> np.ndarray:
+) -> BoolArray:
     """Whether the Downey instance fits significantly better than Amdahl's law (F-test).
 
     See "Parsimony" above. Returns False where there are no residual degrees of freedom.
@@ -435,7 +460,7 @@ def knee_significant(
     with np.errstate(divide="ignore", invalid="ignore"):
         F = gain / (rss_downey / dof)
     F = np.where(rss_downey > 0, F, np.where(gain > 0, np.inf, 0.0))
-    out: np.ndarray = fdtrc(1, dof, F) < alpha  # F-distribution survival function
+    out: BoolArray = fdtrc(1, dof, F) < alpha  # F-distribution survival function
     return out
 
 
@@ -477,7 +502,10 @@ def search(
 
     # Seed 3: the best point of a coarse lattice over every range pair of the envelope.
     lat_A, lat_s = envelope_lattice(env, LATTICE)
-    lat_A, lat_s = np.broadcast_to(lat_A, (len(tg), lat_A.size)), np.broadcast_to(lat_s, (len(tg), lat_s.size))
+    lat_A, lat_s = (
+        np.broadcast_to(lat_A, (len(tg), lat_A.size)),
+        np.broadcast_to(lat_s, (len(tg), lat_s.size)),
+    )
     err_l, _ = _evaluate(n, t, w, lat_A, lat_s, env, scale)
     seeds_A.append(lat_A)
     seeds_s.append(lat_s)
@@ -492,13 +520,16 @@ def search(
 
     simple = fit_amdahl(n, t, w, scale)
     prefer = simple.max_error <= settings.parsimony_tol
-    prefer &= ~knee_significant(simple.wssre, best_err, n.size, scale is not None, settings.parsimony_alpha)
+    prefer &= ~knee_significant(
+        simple.wssre, best_err, n.size, scale is not None, settings.parsimony_alpha
+    )
     simple_A, simple_s = valley_representative(simple.f, n_max, settings.valley, domain)
     best_A = np.where(prefer, simple_A, best_A)
     best_s = np.where(prefer, simple_s, best_s)
     best_c = np.where(prefer, simple.c, best_c)
     best_err = np.where(prefer, simple.wssre, best_err)
-    identified &= ~prefer
+    # No speedup at all (A = 1) is fully determined: one node is all the application uses.
+    identified = (identified & ~prefer) | (best_A <= 1.0)
     return SearchResult(
         A=best_A, s=best_s, scale=best_c, wssre=best_err, identified=identified, envelope=env
     )

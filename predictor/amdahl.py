@@ -39,7 +39,9 @@ def _on_bound(x: FloatArray, w: FloatArray, scale: float | None) -> FloatArray:
     return out
 
 
-def fit_amdahl(n: FloatArray, t: FloatArray, w: FloatArray, scale: float | None = None) -> AmdahlFit:
+def fit_amdahl(
+    n: FloatArray, t: FloatArray, w: FloatArray, scale: float | None = None
+) -> AmdahlFit:
     """Weighted closed-form fit of T(n) = c(f + (1-f)/n); see the module docstring."""
     x = 1.0 / t
     y = 1.0 / (n * t)

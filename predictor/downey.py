@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
 
 
 def sigma_to_s(sigma: ArrayLike) -> FloatArray:
@@ -85,7 +86,8 @@ def speedup(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> FloatArray:
 
 def efficiency(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> FloatArray:
     """Parallel efficiency E(n) = S(n)/n; arguments broadcast."""
-    return speedup(n, A, sigma) / np.asarray(n, dtype=float)
+    out: FloatArray = speedup(n, A, sigma) / np.asarray(n, dtype=float)
+    return out
 
 
 def max_useful_size(A: ArrayLike, sigma: ArrayLike) -> FloatArray:

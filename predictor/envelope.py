@@ -18,7 +18,8 @@ x ∈ [x(1-δ)/(1+δ), x(1+δ)/(1-δ)] gives g ∈ [g_lo, g_hi]. Then, with s th
 
 1. First piece, low mode (n_j ≤ A, σ ≤ 1): f = s/(2A), g = (1-f)/f, so s/A = κ = 2/(g+1):
    A ∈ [n_j, 1/κ_lo], σ ∈ [κ_lo n_j, κ_hi A_max] ∩ [0, 1].
-   (With T(1) = A in the thesis' units this is the paper's eqs. (1)-(4): σ = 2a, A = n_i t_i - σ(n_i-1)/2.)
+   (With T(1) = A in the thesis' units this is the paper's eqs. (1)-(4):
+   σ = 2a, A = n_i t_i - σ(n_i-1)/2.)
 2. Second piece, low mode (A ≤ n_i, n_j ≤ 2A-1): α = (1-σ/2)/A, β = σ(A-1/2)/A, so
    g = σ(2A-1)/(2-σ), σ = 2g/(2A-1+g): A ∈ [(n_j+1)/2, n_i], σ between the corners.
 3. Flat piece, low mode (n_i ≥ 2A-1): g = 0, needs x = 1 within δ; A ≤ (n_i+1)/2, σ ∈ [0, 1].
@@ -44,7 +45,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from predictor.downey import FloatArray, IntArray, relative_runtime_s, s_to_sigma, sigma_to_s
+from predictor.downey import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    relative_runtime_s,
+    s_to_sigma,
+    sigma_to_s,
+)
 from predictor.objective import minimax_relative_error
 
 PIECES = ("low-1", "low-2", "low-flat", "high-1", "high-flat")
@@ -94,7 +102,7 @@ class Envelope:
     pair: IntArray
     bounded: bool
 
-    def contains(self, A: FloatArray, s: FloatArray) -> np.ndarray:
+    def contains(self, A: FloatArray, s: FloatArray) -> BoolArray:
         """Whether each instance (A, s) lies in some range pair; broadcasts A with s."""
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
@@ -131,7 +139,7 @@ def ratio_to_g(ni: FloatArray, nj: FloatArray, x: FloatArray) -> FloatArray:
 
 def range_pairs(
     ni: FloatArray, nj: FloatArray, x: FloatArray, delta: float, domain: Domain
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, np.ndarray]:
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, BoolArray]:
     """Range pairs of every observation pair for every piece, formulas 1-5 of the module docstring.
 
     Parameters: sizes ni < nj and ratios x = t_j/t_i, each of shape (P,).
@@ -166,7 +174,9 @@ def range_pairs(
     with np.errstate(invalid="ignore"):
         s_lo[:, LOW2] = 2.0 * g_lo / (2.0 * a2_hi - 1.0 + g_lo)
         s_hi[:, LOW2] = np.where(
-            np.isinf(g_hi), 2.0, 2.0 * g_hi / (2.0 * a2_lo - 1.0 + np.where(np.isinf(g_hi), 0, g_hi))
+            np.isinf(g_hi),
+            2.0,
+            2.0 * g_hi / (2.0 * a2_lo - 1.0 + np.where(np.isinf(g_hi), 0, g_hi)),
         )
     s_hi[:, LOW2] = np.minimum(s_hi[:, LOW2], 1.0)
 
@@ -177,9 +187,7 @@ def range_pairs(
 
     # 4. high-1
     with np.errstate(divide="ignore"):
-        a4_lo = np.maximum.reduce(
-            [np.ones_like(ni), 1.0 / k_hi, (nj + sig_max) / (1.0 + sig_max)]
-        )
+        a4_lo = np.maximum.reduce([np.ones_like(ni), 1.0 / k_hi, (nj + sig_max) / (1.0 + sig_max)])
     a4_hi = np.minimum(a_max, s_max * inv_k_lo)
     a_lo[:, HIGH1], a_hi[:, HIGH1] = a4_lo, a4_hi
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -203,7 +211,7 @@ def range_pairs(
 
 def drop_redundant(
     a_lo: FloatArray, a_hi: FloatArray, s_lo: FloatArray, s_hi: FloatArray
-) -> np.ndarray:
+) -> BoolArray:
     """Mask of range pairs to keep: a pair contained in another one is redundant (section V.A).
 
     Of several identical range pairs the first is kept.
@@ -218,7 +226,7 @@ def drop_redundant(
     identical = inside & inside.T
     earlier = np.tri(k, k, -1, dtype=bool)  # earlier[l, j] = j < l
     covered = (inside & ~identical) | (identical & earlier)
-    keep: np.ndarray = ~covered.any(axis=1)
+    keep: BoolArray = ~covered.any(axis=1)
     return keep
 
 
@@ -233,7 +241,9 @@ def envelope_at(n: FloatArray, t: FloatArray, delta: float, domain: Domain) -> E
     ni, nj, x = pairs_of(n, t)
     a_lo, a_hi, s_lo, s_hi, valid = range_pairs(ni, nj, x, delta, domain)
     piece = np.broadcast_to(np.arange(len(PIECES)), valid.shape)
-    pair = np.stack([np.broadcast_to(ni[:, None], valid.shape), np.broadcast_to(nj[:, None], valid.shape)], -1)
+    pair = np.stack(
+        [np.broadcast_to(ni[:, None], valid.shape), np.broadcast_to(nj[:, None], valid.shape)], -1
+    )
     a_lo, a_hi, s_lo, s_hi = a_lo[valid], a_hi[valid], s_lo[valid], s_hi[valid]
     piece, pair = piece[valid], pair[valid]
     keep = drop_redundant(a_lo, a_hi, s_lo, s_hi)
@@ -284,27 +294,50 @@ class CurveInstances:
     nj: FloatArray
 
     def moved_to(self, A: FloatArray, domain: Domain) -> CurveInstances:
-        """The same curves at new A values (broadcast against the candidates); invalid ones dropped."""
+        """The same curves at new A values (broadcast with the candidates); invalid ones dropped."""
         kind, param, ni, nj, enter, A = np.broadcast_arrays(
-            self.kind[:, None], self.param[:, None], self.ni[:, None], self.nj[:, None],
-            self.delta_enter[:, None], A,
+            self.kind[:, None],
+            self.param[:, None],
+            self.ni[:, None],
+            self.nj[:, None],
+            self.delta_enter[:, None],
+            A,
         )
         s, ok = curve_shape(kind, param, A, ni, nj, domain)
         return CurveInstances(
-            A=A[ok], s=s[ok], delta_enter=enter[ok], kind=kind[ok], param=param[ok], ni=ni[ok], nj=nj[ok]
+            A=A[ok],
+            s=s[ok],
+            delta_enter=enter[ok],
+            kind=kind[ok],
+            param=param[ok],
+            ni=ni[ok],
+            nj=nj[ok],
         )
 
     def concat(self, other: CurveInstances) -> CurveInstances:
-        return CurveInstances(*(np.concatenate([a, b]) for a, b in zip(
-            (self.A, self.s, self.delta_enter, self.kind, self.param, self.ni, self.nj),
-            (other.A, other.s, other.delta_enter, other.kind, other.param, other.ni, other.nj),
-            strict=True,
-        )))
+        return CurveInstances(
+            *(
+                np.concatenate([a, b])
+                for a, b in zip(
+                    (self.A, self.s, self.delta_enter, self.kind, self.param, self.ni, self.nj),
+                    (
+                        other.A,
+                        other.s,
+                        other.delta_enter,
+                        other.kind,
+                        other.param,
+                        other.ni,
+                        other.nj,
+                    ),
+                    strict=True,
+                )
+            )
+        )
 
 
 def curve_shape(
     kind: IntArray, param: FloatArray, A: FloatArray, ni: FloatArray, nj: FloatArray, domain: Domain
-) -> tuple[FloatArray, np.ndarray]:
+) -> tuple[FloatArray, BoolArray]:
     """s on each pair curve at A, and whether the instance really has the pair on that piece.
 
     FIRST: s = κA, valid while s ≤ s_max and n_j is still on the first piece (n_j ≤ A in low
@@ -324,7 +357,9 @@ def curve_shape(
     return s, ok
 
 
-def pair_curve_instances(n: FloatArray, t: FloatArray, domain: Domain, samples: int) -> CurveInstances:
+def pair_curve_instances(
+    n: FloatArray, t: FloatArray, domain: Domain, samples: int
+) -> CurveInstances:
     """Sample each pair's exact (δ = 0) curve in each piece; see "Choosing δ" above.
 
     First pieces (both modes): s = κ A with κ = 2/(g+1), A log-spaced on [1, 2 n_max] plus
@@ -351,16 +386,25 @@ def pair_curve_instances(n: FloatArray, t: FloatArray, domain: Domain, samples: 
 
     P, L = ni.size, s_levels.size
 
-    def curves(kind: int, param: FloatArray, entering: FloatArray, sizes: FloatArray) -> CurveInstances:
+    def curves(
+        kind: int, param: FloatArray, entering: FloatArray, sizes: FloatArray
+    ) -> CurveInstances:
         times = param.size // P
         return CurveInstances(
-            A=np.zeros(0), s=np.zeros(0), delta_enter=entering, kind=np.full(param.size, kind),
-            param=param, ni=np.repeat(ni, times), nj=np.repeat(nj, times),
+            A=np.zeros(0),
+            s=np.zeros(0),
+            delta_enter=entering,
+            kind=np.full(param.size, kind),
+            param=param,
+            ni=np.repeat(ni, times),
+            nj=np.repeat(nj, times),
         ).moved_to(sizes, domain)
 
     first = curves(FIRST, kappa, enter, a_first[None, :])
     second = curves(SECOND, g, enter, a_second)
-    flat = curves(FLAT, np.tile(s_levels, P), np.repeat(flat_enter, L), np.repeat(a_flat, L, axis=0))
+    flat = curves(
+        FLAT, np.tile(s_levels, P), np.repeat(flat_enter, L), np.repeat(a_flat, L, axis=0)
+    )
     return first.concat(second).concat(flat)
 
 
@@ -394,8 +438,20 @@ def derive_envelope(
     half = np.log(2.0 * n.max()) / (samples - 1)
     for _ in range(ZOOM_ROUNDS):
         top = np.argsort(needed)[:ZOOM_CURVES]
-        best = CurveInstances(*(arr[top] for arr in (
-            cands.A, cands.s, cands.delta_enter, cands.kind, cands.param, cands.ni, cands.nj)))
+        best = CurveInstances(
+            *(
+                arr[top]
+                for arr in (
+                    cands.A,
+                    cands.s,
+                    cands.delta_enter,
+                    cands.kind,
+                    cands.param,
+                    cands.ni,
+                    cands.nj,
+                )
+            )
+        )
         near = best.A[:, None] * np.exp(np.linspace(-half, half, ZOOM_SAMPLES))[None, :]
         more = best.moved_to(near, domain)
         more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])

@@ -28,6 +28,8 @@ from predictor.objective import max_relative_error
 from predictor.observations import Observations, prepare
 
 METHODS = ("adept", "lm")
+# Targets per search call in predict: bounds memory (a search holds ~10^4 instances per target).
+TARGET_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,18 @@ class Fit:
 
     @property
     def mode(self) -> str:
-        """"low" for σ ≤ 1, "high" otherwise (the two agree at σ = 1)."""
+        """ "low" for σ ≤ 1, "high" otherwise (the two agree at σ = 1)."""
         return "low" if self.sigma <= 1.0 else "high"
 
     @property
-    def max_useful_n(self) -> int:
-        """Smallest whole size at which the speedup reaches A: ⌈2A-1⌉ or ⌈A+Aσ-σ⌉."""
+    def max_useful_n(self) -> int | None:
+        """Smallest whole size at which the speedup reaches A: ⌈2A-1⌉ or ⌈A+Aσ-σ⌉.
+
+        None when the fit is not identified: the observations show no knee, and the
+        representative's A says nothing about where one is.
+        """
+        if not self.identified:
+            return None
         return int(np.ceil(max_useful_size(self.A, self.sigma) - 1e-9))
 
     @property
@@ -94,6 +102,16 @@ class Predictions:
     sigma: FloatArray
 
 
+def _normalised(obs: Observations) -> tuple[FloatArray, FloatArray, float]:
+    """Sizes, runtimes divided by their geometric mean, and that mean.
+
+    Every objective uses relative errors, so the fit does not depend on the unit; dividing
+    keeps runtimes near 1 whatever unit they came in (1e-9 s or 1e9 s alike).
+    """
+    unit = float(np.exp(np.mean(np.log(obs.runtime))))
+    return obs.n.astype(float), obs.runtime / unit, unit
+
+
 def _check_method(method: str) -> None:
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -105,7 +123,8 @@ def _targets(at: ArrayLike) -> IntArray:
         raise ValueError("at must be a non-empty list of sizes")
     if not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.round(arr)):
         raise ValueError("at must hold whole sizes of at least 1")
-    return arr.astype(np.int64)
+    out: IntArray = arr.astype(np.int64)
+    return out
 
 
 def fit_observations(
@@ -116,13 +135,15 @@ def fit_observations(
 ) -> Fit:
     """Fit one instance to prepared observations (see `fit`)."""
     _check_method(method)
-    n = obs.n.astype(float)
-    t = obs.runtime
+    n, t, unit = _normalised(obs)
     if method == "lm":
         res = fit_lm(n, t)
         A, sigma, c = res.A, res.sigma, res.scale
         status, message, env, identified = (
-            "ok" if res.converged else "failed", res.message, None, True
+            "ok" if res.converged else "failed",
+            res.message,
+            None,
+            True,
         )
     else:
         found = search(n, t, None, settings, domain)
@@ -134,7 +155,7 @@ def fit_observations(
         method=method,
         A=A,
         sigma=sigma,
-        t1=c,
+        t1=c * unit,
         t1_known=obs.t1_known,
         fit_error=max_relative_error(predicted, t),
         identified=identified,
@@ -177,8 +198,16 @@ def predict_observations(
         sigma = np.full(targets.size, single.sigma)
         scale = np.full(targets.size, single.t1)
     else:
-        found = search(obs.n.astype(float), obs.runtime, targets.astype(float), settings, domain)
-        A, sigma, scale = found.A, s_to_sigma(found.s), found.scale
+        # Each distinct size is searched once, in batches that bound memory.
+        n, t, unit = _normalised(obs)
+        distinct, back = np.unique(targets, return_inverse=True)
+        parts = [
+            search(n, t, chunk, settings, domain)
+            for chunk in np.array_split(distinct.astype(float), -(-distinct.size // TARGET_BATCH))
+        ]
+        A = np.concatenate([p.A for p in parts])[back]
+        sigma = s_to_sigma(np.concatenate([p.s for p in parts]))[back]
+        scale = np.concatenate([p.scale for p in parts])[back] * unit
     tau = relative_runtime(targets, A, sigma)
     return Predictions(
         n=targets,

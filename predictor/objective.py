@@ -60,7 +60,9 @@ def wssre(
     return (w * err * err).sum(axis=-1), c
 
 
-def minimax_relative_error(tau: FloatArray, t: FloatArray, scale: float | None = None) -> FloatArray:
+def minimax_relative_error(
+    tau: FloatArray, t: FloatArray, scale: float | None = None
+) -> FloatArray:
     """min over c of max_i |t_i - c τ_i|/t_i = (max r - min r)/(max r + min r), r = τ/t.
 
     With a given scale c it is simply max_i |1 - c r_i|.

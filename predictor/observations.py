@@ -16,11 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from predictor.downey import FloatArray, IntArray
+from predictor.downey import BoolArray, FloatArray, IntArray
 
 MAD_TO_SIGMA = 1.4826
 OUTLIER_Z = 3.5
 OUTLIER_MIN_REL = 0.10
+# The smallest normal double: below it runtimes lose precision (any unit is fine above it).
+MIN_RUNTIME = float(np.finfo(float).tiny)
 
 
 @dataclass(frozen=True)
@@ -75,13 +77,15 @@ def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
         raise ValueError("n must be at least 1")
     if np.any(tv <= 0):
         raise ValueError("runtime must be positive")
+    if np.any(tv < MIN_RUNTIME):
+        raise ValueError(f"runtime must be at least {MIN_RUNTIME:g}")
     sizes = np.unique(nv)
     if sizes.size < 2:
         raise ValueError("need runs at two or more distinct sizes to fit a speedup curve")
     return nv.astype(np.int64), tv
 
 
-def outlier_mask(runtime: FloatArray, group: IntArray) -> np.ndarray:
+def outlier_mask(runtime: FloatArray, group: IntArray) -> BoolArray:
     """True for runs that are obvious outliers within their group (see the module docstring).
 
     `group` holds, per run, the index of its size; groups with fewer than three runs keep all.
@@ -96,7 +100,7 @@ def outlier_mask(runtime: FloatArray, group: IntArray) -> np.ndarray:
     limit = np.maximum(OUTLIER_Z * MAD_TO_SIGMA * mad, OUTLIER_MIN_REL * med)
     far = np.abs(t - np.repeat(med, counts)) > np.repeat(limit, counts)
     far &= np.repeat(counts >= 3, counts)
-    mask = np.empty_like(far)
+    mask: BoolArray = np.empty_like(far)
     mask[order] = far
     return mask
 

@@ -31,11 +31,12 @@ def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     minimum is lowered to what each protocol provides. Repeated sizes are averaged first, as
     for the other methods.
     """
-    from extrap.entities.callpath import Callpath
-    from extrap.entities.coordinate import Coordinate
-    from extrap.entities.measurement import Measurement
-    from extrap.entities.metric import Metric
-    from extrap.modelers.single_parameter.basic import SingleParameterModeler
+    # Imported on first use: Extra-P pulls in PySide6 and matplotlib, a second of start-up.
+    from extrap.entities.callpath import Callpath  # noqa: PLC0415
+    from extrap.entities.coordinate import Coordinate  # noqa: PLC0415
+    from extrap.entities.measurement import Measurement  # noqa: PLC0415
+    from extrap.entities.metric import Metric  # noqa: PLC0415
+    from extrap.modelers.single_parameter.basic import SingleParameterModeler  # noqa: PLC0415
 
     obs = predictor.prepare(n, t)
     modeler = SingleParameterModeler()

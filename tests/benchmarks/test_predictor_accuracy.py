@@ -65,11 +65,17 @@ def test_accuracy_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None:
         view.add_column(name, justify="right")
     for (curve, protocol), row in table.items():
         best = min(row.values())
-        view.add_row(curve, protocol[:6], *(
-            f"[bold]{v:.1f}[/bold]" if v == best else f"{v:.1f}" for v in row.values()
-        ))
+        view.add_row(
+            curve,
+            protocol[:6],
+            *(f"[bold]{v:.1f}[/bold]" if v == best else f"{v:.1f}" for v in row.values()),
+        )
     for protocol in PROTOCOLS:
-        view.add_row("median over curves", protocol[:6], *(f"{v:.1f}" for v in summary(table, protocol).values()))
+        view.add_row(
+            "median over curves",
+            protocol[:6],
+            *(f"{v:.1f}" for v in summary(table, protocol).values()),
+        )
     with capsys.disabled():
         Console(width=110).print(view)
 

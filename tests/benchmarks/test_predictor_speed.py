@@ -44,7 +44,9 @@ def problems(count: int, seed: int = 1) -> list[tuple[np.ndarray, np.ndarray, in
     return out
 
 
-def median_ms(call: object, cases: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[float, list[float]]:
+def median_ms(
+    call: object, cases: list[tuple[np.ndarray, np.ndarray, int]]
+) -> tuple[float, list[float]]:
     times, results = [], []
     for n, t, target in cases:
         start = time.perf_counter()
@@ -70,13 +72,16 @@ def test_fit_and_predict_speed(capsys: pytest.CaptureFixture[str]) -> None:
         view.add_column(column, justify="right" if column != "method" else "left")
     view.add_row("ADEPT (default search)", f"{adept_ms:.2f}", f"{adept_ms / lm_ms:.1f}x")
     view.add_row("LM baseline (scipy least_squares)", f"{lm_ms:.2f}", "1.0x")
-    view.add_row("ADEPT, paper granularity (5000; 500x500)", f"{paper_ms:.1f}", f"{paper_ms / lm_ms:.0f}x")
+    view.add_row(
+        "ADEPT, paper granularity (5000; 500x500)", f"{paper_ms:.1f}", f"{paper_ms / lm_ms:.0f}x"
+    )
     view.add_row("ADEPT, 61 targets in one call (4..64 nodes)", f"{batch_ms:.2f}", "")
     with capsys.disabled():
         Console(width=110).print(view)
 
     # What was timed must be real predictions: finite, positive, reproducible.
-    assert np.all(np.isfinite(adept_out)) and min(adept_out) > 0
+    assert np.all(np.isfinite(adept_out))
+    assert min(adept_out) > 0
     assert np.all(np.isfinite(lm_out))
     again = [float(predictor.predict(n, t, [k])[0]) for n, t, k in cases[:5]]
     assert again == adept_out[:5]

@@ -43,7 +43,8 @@ def test_thesis_example_fits_land_on_the_published_parameters() -> None:
         assert 24.6 <= f.A <= 24.9, method
         assert 0.72 <= f.sigma <= 0.81, method
         assert f.mode == "low"
-        assert f.t1 == 1.0 and f.t1_known
+        assert f.t1 == 1.0
+        assert f.t1_known
     lm = predictor.fit(n1, t1, method="lm")
     # The thesis prints its LM prediction at 64 nodes as 24.70 = A.
     assert lm.speedup(64) == pytest.approx(24.70, abs=0.02)
@@ -160,12 +161,18 @@ def test_one_dimensional_pass_goes_exactly_through_both_anchors() -> None:
     rng = np.random.default_rng(4)
     for _ in range(30):
         n = np.unique(np.round(np.exp(rng.uniform(0, 7, 5))))
-        t = 100 * relative_runtime(n, rng.uniform(2, 500), rng.uniform(0, 8)) * rng.uniform(0.9, 1.1, n.size)
+        t = (
+            100
+            * relative_runtime(n, rng.uniform(2, 500), rng.uniform(0, 8))
+            * rng.uniform(0.9, 1.1, n.size)
+        )
         a, b = anchors(n, np.array([n[-1] * 1.5]), t1_known=bool(n[0] == 1))
         grid = np.exp(np.linspace(0, np.log(1e4), 300))
         A, s = one_dimensional_pass(n, t, a, b, grid, 1.998)
         ok = np.isfinite(s)
-        ratio = relative_runtime_s(n[a][0], A[ok], s[ok]) / relative_runtime_s(n[b][0], A[ok], s[ok])
+        ratio = relative_runtime_s(n[a][0], A[ok], s[ok]) / relative_runtime_s(
+            n[b][0], A[ok], s[ok]
+        )
         assert_allclose(ratio, t[a][0] / t[b][0], rtol=1e-9)
 
 
@@ -180,7 +187,11 @@ def test_all_observations_on_the_first_piece_leave_a_and_sigma_unidentified() ->
     s = 2 * f.sigma / (f.sigma + 1) if f.sigma > 1 else f.sigma
     assert s / (2 * f.A) == pytest.approx(1.5 / 1400, rel=1e-3)
     # The "far" representative continues Amdahl's law: exact up to the true knee (2797).
-    assert_allclose(f.runtime([225, 400, 1000]), 5000 * relative_runtime([225, 400, 1000], 700.0, 3.0), rtol=1e-3)
+    assert_allclose(
+        f.runtime([225, 400, 1000]),
+        5000 * relative_runtime([225, 400, 1000], 700.0, 3.0),
+        rtol=1e-3,
+    )
 
 
 def test_valley_rules_place_the_representative_where_documented() -> None:
@@ -190,10 +201,13 @@ def test_valley_rules_place_the_representative_where_documented() -> None:
     far = search(n, t, None, SearchSettings(valley="far"))
     assert float(s_to_sigma(far.s[0])) == pytest.approx(1000.0, rel=1e-6)
     one = search(n, t, None, SearchSettings(valley="sigma1"))
-    assert one.s[0] == pytest.approx(1.0) and one.A[0] == pytest.approx(1 / (2 * f_val), rel=1e-3)
+    assert one.s[0] == pytest.approx(1.0)
+    assert one.A[0] == pytest.approx(1 / (2 * f_val), rel=1e-3)
     near = search(n, t, None, SearchSettings(valley="near"))
     assert near.A[0] == pytest.approx(81.0, rel=1e-3)  # knee right after the data
-    assert not (far.identified[0] or one.identified[0] or near.identified[0])
+    assert not (far.identified[0])
+    assert not (one.identified[0])
+    assert not (near.identified[0])
 
 
 def test_three_noisy_sizes_do_not_invent_a_knee() -> None:
@@ -212,7 +226,8 @@ def test_a_knee_the_data_show_is_kept() -> None:
     t = 100 * relative_runtime(n, 20.0, 0.4)
     f = predictor.fit(n, t)
     assert f.identified
-    assert f.A == pytest.approx(20.0, rel=1e-3) and f.sigma == pytest.approx(0.4, abs=1e-3)
+    assert f.A == pytest.approx(20.0, rel=1e-3)
+    assert f.sigma == pytest.approx(0.4, abs=1e-3)
 
 
 def test_exact_data_spanning_the_pieces_are_reproduced_at_the_observed_sizes() -> None:
@@ -236,7 +251,14 @@ def test_batched_targets_equal_one_at_a_time() -> None:
 
 
 def test_search_settings_are_validated() -> None:
-    for bad in (dict(q=0.5), dict(v=0.0), dict(grid_2d=2), dict(branches=0), dict(valley="middle"),
-                dict(parsimony_tol=1.5), dict(parsimony_alpha=0.0)):
+    for bad in (
+        {"q": 0.5},
+        {"v": 0.0},
+        {"grid_2d": 2},
+        {"branches": 0},
+        {"valley": "middle"},
+        {"parsimony_tol": 1.5},
+        {"parsimony_alpha": 0.0},
+    ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SearchSettings(**bad)  # type: ignore[arg-type]

@@ -35,8 +35,12 @@ def test_weighted_fit_matches_a_general_minimiser() -> None:
         def objective(p: np.ndarray, t: np.ndarray = t, w: np.ndarray = w) -> float:
             return float((w * (1 - amdahl(N, p[0], p[1]) / t) ** 2).sum())
 
-        ref = minimize(objective, [0.05, t[0] * 2], method="Nelder-Mead",
-                       options={"xatol": 1e-12, "fatol": 1e-16, "maxiter": 20000})
+        ref = minimize(
+            objective,
+            [0.05, t[0] * 2],
+            method="Nelder-Mead",
+            options={"xatol": 1e-12, "fatol": 1e-16, "maxiter": 20000},
+        )
         assert got.wssre <= ref.fun * (1 + 1e-6) + 1e-15
         assert got.f == pytest.approx(ref.x[0], rel=1e-3, abs=1e-6)
 

@@ -60,7 +60,7 @@ def test_runtime_is_inverse_speedup_and_normalised_at_one_node() -> None:
         assert_allclose(efficiency(n, A, sigma), speedup(n, A, sigma) / n, rtol=1e-12)
 
 
-def test_speedup_bounded_by_n_and_A_and_never_falls() -> None:
+def test_speedup_bounded_by_n_and_the_average_parallelism_and_never_falls() -> None:
     n = np.arange(1, 3000)[:, None]
     for A, sigma in [(10.0, 0.0), (50.0, 0.5), (50.0, 1.0), (200.0, 7.0), (3.0, 40.0)]:
         s = speedup(n, A, sigma)[:, 0]
@@ -86,7 +86,7 @@ def test_broadcasts_over_sizes_and_parameter_arrays() -> None:
     assert out[1, 1, 3] == pytest.approx(speedup_high(8.0, 128.0, 9.0))
 
 
-def test_max_useful_size_is_where_speedup_reaches_A() -> None:
+def test_max_useful_size_is_where_speedup_reaches_its_limit() -> None:
     for A, sigma in [(12.0, 0.0), (12.0, 0.4), (80.0, 1.0), (80.0, 2.5), (400.0, 11.0)]:
         m = float(max_useful_size(A, sigma))
         expected = 2 * A - 1 if sigma <= 1 else A + A * sigma - sigma
@@ -97,8 +97,8 @@ def test_max_useful_size_is_where_speedup_reaches_A() -> None:
 
 
 def test_processor_working_set_is_smallest_maximiser_of_s2_over_n() -> None:
-    for _, A, sigma in random_instances(600):
-        A = min(A, 400.0)  # keep the brute force short
+    for _, drawn_A, sigma in random_instances(600):
+        A = min(drawn_A, 400.0)  # keep the brute force short
         end = int(max_useful_size(A, sigma)) + 3
         s = [speedup_table(k, A, sigma) for k in range(1, end + 1)]
         assert processor_working_set(A, sigma) == pws_brute_force(s), (A, sigma)

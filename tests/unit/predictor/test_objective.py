@@ -56,7 +56,9 @@ def test_uniform_weights_for_q_infinite_and_batching_over_targets() -> None:
     assert_allclose(distance_weights(n, np.array([3.0]), np.inf), [[1 / 3] * 3])
     w = distance_weights(n, np.array([2.0, 8.0, 100.0]), 2.0)
     assert w.shape == (3, 3)
-    assert np.argmax(w[0]) == 0 and np.argmax(w[1]) == 2 and np.argmax(w[2]) == 2
+    assert np.argmax(w[0]) == 0
+    assert np.argmax(w[1]) == 2
+    assert np.argmax(w[2]) == 2
 
 
 def test_max_relative_error() -> None:
