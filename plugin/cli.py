@@ -31,7 +31,6 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 import numpy as np
-import numpy.typing as npt
 import structlog
 from rich.console import Console
 
@@ -64,10 +63,6 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
 EXIT_INTERRUPTED = 130
 #: Most target sizes `predict --at` accepts.
 MAX_TARGETS = 10_000
-#: Target sizes handed to the predictor at once. ADEPT evaluates targets x instances x
-#: observations as one array, so the batch bounds memory; targets are independent, so
-#: batching does not change the results.
-PREDICT_BATCH = 256
 
 _SIZE = re.compile(r"[0-9]+")
 log = structlog.get_logger(PROG)
@@ -197,35 +192,12 @@ def _predictor_call(compute: Callable[[], T]) -> T:
         raise InputError(printable(str(exc))) from exc
 
 
-def _predict_batch(
-    obs: predictor.Observations, at: npt.NDArray[np.int64], method: str
-) -> predictor.Predictions:
-    """One predictor call; its ValueError (refused input) becomes an InputError."""
-    return _predictor_call(lambda: predictor.predict_observations(obs, at, method))
-
-
 def _predict(
     obs: predictor.Observations, targets: Sequence[int], method: str
 ) -> predictor.Predictions:
-    """Predictions at `targets` in the order given; each distinct size is computed once."""
-    unique, inverse = np.unique(np.asarray(targets, dtype=np.int64), return_inverse=True)
-    batches = [
-        _predict_batch(obs, unique[start : start + PREDICT_BATCH], method)
-        for start in range(0, unique.size, PREDICT_BATCH)
-    ]
-
-    def gather(name: str) -> npt.NDArray[Any]:
-        whole: npt.NDArray[Any] = np.concatenate([getattr(batch, name) for batch in batches])
-        return whole[inverse]
-
-    return predictor.Predictions(
-        n=gather("n"),
-        runtime=gather("runtime"),
-        speedup=gather("speedup"),
-        efficiency=gather("efficiency"),
-        A=gather("A"),
-        sigma=gather("sigma"),
-    )
+    """Predictions at `targets` in the order given (the predictor batches and dedupes)."""
+    at = np.asarray(targets, dtype=np.int64)
+    return _predictor_call(lambda: predictor.predict_observations(obs, at, method))
 
 
 def _stdout_console() -> Console:

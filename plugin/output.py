@@ -52,10 +52,13 @@ def finite(value: float | np.floating[Any]) -> float | None:
 
 
 def _sizes(fit: predictor.Fit) -> tuple[int | None, int | None]:
-    """(max_useful_n, pws_n), or None for both when A or σ is not finite (nothing to derive)."""
+    """(max_useful_n, pws_n); None for both when A or σ is not finite (nothing to derive).
+
+    max_useful_n alone is None when the fit is not identified (no knee in the data).
+    """
     if not (math.isfinite(fit.A) and math.isfinite(fit.sigma)):
         return None, None
-    return int(fit.max_useful_n), int(fit.pws_n)
+    return fit.max_useful_n, int(fit.pws_n)
 
 
 def diagnostics(fit: predictor.Fit) -> dict[str, list[dict[str, Any]]]:
@@ -180,6 +183,8 @@ def fit_sentences(fit: predictor.Fit) -> list[str]:
     max_useful_n, pws_n = _sizes(fit)
     if max_useful_n is not None and max_useful_n <= 1:
         scaling = "Runs do not get faster on more than one node"
+    elif max_useful_n is None and fit.identified is False:
+        scaling = "The runs have not stopped getting faster, so the largest useful size is unknown"
     else:
         scaling = f"Runs scale usefully up to {_nodes(max_useful_n)}"
     sentences.append(f"{scaling}; the processor working set is {_nodes(pws_n)}.")
