@@ -44,7 +44,7 @@ def _renderer(stream: TextIO) -> Any:
     return structlog.processors.JSONRenderer()
 
 
-def _log_warning(  # noqa: PLR0917 (the signature warnings.showwarning has)
+def _log_warning(
     message: Warning | str,
     category: type[Warning],
     filename: str,
