@@ -6,6 +6,8 @@ predictor.predict(n, runtime, at=[16, 32])  # ADEPT: one instance per target siz
 """
 
 from predictor.adept import FAST, PAPER, SearchSettings
+from predictor.curve import Curve
+from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.envelope import Domain, Envelope
 from predictor.fitting import (
     METHODS,
@@ -22,11 +24,16 @@ __all__ = [
     "FAST",
     "METHODS",
     "PAPER",
+    "Anomaly",
+    "Curve",
+    "Diagnostics",
     "Domain",
     "Envelope",
     "Fit",
     "Observations",
+    "Pattern",
     "Predictions",
+    "ReliabilityProblem",
     "SearchSettings",
     "fit",
     "fit_observations",

@@ -1,0 +1,170 @@
+"""A fitted speedup curve as a value: what the store keeps and the policies evaluate.
+
+A Curve holds the fitted instance's parameters, the facts about its observations a policy or a
+report needs (which sizes were observed, whether T(1) was), and the diagnostics. It evaluates
+runtime, speedup and efficiency at any sizes and round-trips through a JSON-able dict, so the
+plugin layer can store it without knowing the model.
+
+Efficiency is offered two ways because T(1) is often unknown: relative to the model's T(1)
+(`efficiency`), and relative to the smallest observed size (`efficiency_vs_smallest`,
+E(n) = n0·T(n0) / (n·T(n))), which uses only what was measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
+from predictor.downey import FloatArray, relative_runtime
+from predictor.fitting import Fit
+
+CURVE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A Downey curve in the observations' time unit (seconds for the CLI contract)."""
+
+    A: float
+    sigma: float
+    t1: float
+    t1_known: bool
+    identified: bool
+    method: str
+    fit_error: float
+    max_useful_n: int | None
+    pws_n: int
+    observed_n: tuple[int, ...]
+    runs: int
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
+    model: str = "downey"
+
+    @classmethod
+    def from_fit(cls, fit: Fit, diagnostics: Diagnostics | None = None) -> Curve:
+        obs = fit.observations
+        return cls(
+            A=fit.A,
+            sigma=fit.sigma,
+            t1=fit.t1,
+            t1_known=fit.t1_known,
+            identified=fit.identified,
+            method=fit.method,
+            fit_error=fit.fit_error,
+            max_useful_n=fit.max_useful_n,
+            pws_n=fit.pws_n,
+            observed_n=tuple(int(k) for k in obs.n),
+            runs=int(obs.runs.sum()),
+            diagnostics=diagnostics or Diagnostics(),
+        )
+
+    @property
+    def reliable(self) -> bool:
+        """Identified and without reliability problems."""
+        return self.identified and self.diagnostics.reliable
+
+    @property
+    def smallest_observed(self) -> int:
+        return self.observed_n[0]
+
+    @property
+    def largest_observed(self) -> int:
+        return self.observed_n[-1]
+
+    def runtime(self, n: ArrayLike) -> FloatArray:
+        return self.t1 * relative_runtime(n, self.A, self.sigma)
+
+    def speedup(self, n: ArrayLike) -> FloatArray:
+        """S(n) = T(1)/T(n), relative to the model's T(1)."""
+        return 1.0 / relative_runtime(n, self.A, self.sigma)
+
+    def efficiency(self, n: ArrayLike) -> FloatArray:
+        """S(n)/n, relative to the model's T(1)."""
+        nv = np.asarray(n, dtype=float)
+        out: FloatArray = self.speedup(nv) / nv
+        return out
+
+    def efficiency_vs_smallest(self, n: ArrayLike) -> FloatArray:
+        """n0·T(n0) / (n·T(n)) with n0 the smallest observed size: 1 at n0."""
+        nv = np.asarray(n, dtype=float)
+        n0 = float(self.smallest_observed)
+        out: FloatArray = (n0 * self.runtime(n0)) / (nv * self.runtime(nv))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (format CURVE_FORMAT) that `from_dict` reads back."""
+        return {
+            "format": CURVE_FORMAT,
+            "model": self.model,
+            "method": self.method,
+            "A": self.A,
+            "sigma": self.sigma,
+            "t1": self.t1,
+            "t1_known": self.t1_known,
+            "identified": self.identified,
+            "fit_error": self.fit_error,
+            "max_useful_n": self.max_useful_n,
+            "pws_n": self.pws_n,
+            "observed_n": list(self.observed_n),
+            "runs": self.runs,
+            **self.diagnostics.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Curve:
+        """Inverse of to_dict; raises ValueError for a document it cannot read."""
+        try:
+            if doc.get("format") != CURVE_FORMAT or doc.get("model") != "downey":
+                raise ValueError(f"unknown curve format {doc.get('format')!r}/{doc.get('model')!r}")
+            observed = tuple(int(k) for k in doc["observed_n"])
+            if not observed:
+                raise ValueError("a curve needs its observed sizes")
+            diagnostics = Diagnostics(
+                anomalies=tuple(Anomaly(**a) for a in doc.get("anomalies", [])),
+                patterns=tuple(
+                    Pattern(
+                        kind=p["kind"],
+                        phases=tuple(tuple(x) for x in p.get("phases", [])),
+                        feasible=p.get("feasible"),
+                    )
+                    for p in doc.get("patterns", [])
+                ),
+                reliability=tuple(
+                    ReliabilityProblem(
+                        problem=r["problem"],
+                        action=r["action"],
+                        suggest_n=r.get("suggest_n"),
+                        detail={
+                            k: float(v)
+                            for k, v in r.items()
+                            if k not in ("problem", "action", "suggest_n")
+                        },
+                    )
+                    for r in doc.get("reliability", [])
+                ),
+            )
+            max_useful = doc["max_useful_n"]
+            curve = cls(
+                A=float(doc["A"]),
+                sigma=float(doc["sigma"]),
+                t1=float(doc["t1"]),
+                t1_known=bool(doc["t1_known"]),
+                identified=bool(doc["identified"]),
+                method=str(doc["method"]),
+                fit_error=float(doc["fit_error"]),
+                max_useful_n=None if max_useful is None else int(max_useful),
+                pws_n=int(doc["pws_n"]),
+                observed_n=observed,
+                runs=int(doc["runs"]),
+                diagnostics=diagnostics,
+            )
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"malformed curve document: {exc!r}") from exc
+        if not (curve.A >= 1.0 and curve.sigma >= 0.0 and curve.t1 > 0.0) or not all(
+            np.isfinite([curve.A, curve.sigma, curve.t1])
+        ):
+            raise ValueError("curve parameters out of range (A ≥ 1, σ ≥ 0, T(1) > 0, finite)")
+        return curve

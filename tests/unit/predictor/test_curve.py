@@ -1,0 +1,76 @@
+"""Curve: evaluation, both efficiencies, and the JSON-able round trip."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+import predictor
+from predictor.downey import relative_runtime
+
+N = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
+T = 900 * relative_runtime(N, 40.0, 0.5)
+
+
+def test_curve_evaluates_like_its_fit() -> None:
+    fit = predictor.fit(N, T)
+    curve = predictor.Curve.from_fit(fit)
+    at = np.array([1, 4, 20, 100, 1000])
+    assert_allclose(curve.runtime(at), fit.runtime(at))
+    assert_allclose(curve.efficiency(at), fit.efficiency(at))
+    assert curve.observed_n == (4, 8, 16, 32, 64)
+    assert curve.runs == 5
+    assert curve.reliable
+
+
+def test_efficiency_against_the_smallest_observed_size() -> None:
+    curve = predictor.Curve.from_fit(predictor.fit(N, T))
+    assert curve.efficiency_vs_smallest(4)[()] == pytest.approx(1.0)
+    e = curve.efficiency_vs_smallest(N)
+    assert_allclose(e, 4 * T[0] / (N * T), rtol=0.02)  # near the data, it is the data's own ratio
+
+
+@pytest.mark.parametrize(
+    "fit",
+    [
+        predictor.fit(N, T),
+        predictor.fit(
+            [16, 25, 36, 81], 5000 * relative_runtime(np.array([16, 25, 36, 81]), 700, 3)
+        ),
+    ],
+    ids=["identified", "unidentified"],
+)
+def test_round_trip_through_json(fit: predictor.Fit) -> None:
+    diagnostics = predictor.Diagnostics(
+        anomalies=(predictor.Anomaly(n=8, runtime=1.5, kind="point", deviation=2.0, weight=0.3),),
+        patterns=(predictor.Pattern(kind="stepwise", phases=((4, 8), (16, 32, 64))),),
+        reliability=(
+            predictor.ReliabilityProblem(
+                "runner_up", "run once at 128 nodes", 128, {"runner_up_A": 9.0}
+            ),
+        ),
+    )
+    curve = predictor.Curve.from_fit(fit, diagnostics)
+    back = predictor.Curve.from_dict(json.loads(json.dumps(curve.to_dict())))
+    assert back == curve
+    assert not back.reliable
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"format": 99},
+        {"A": 0.5},
+        {"t1": -1.0},
+        {"sigma": float("nan")},
+        {"observed_n": []},
+        {"pws_n": None},
+    ],
+)
+def test_malformed_documents_are_refused(change: dict[str, object]) -> None:
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict() | change
+    with pytest.raises(ValueError, match="curve"):
+        predictor.Curve.from_dict(doc)
