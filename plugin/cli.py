@@ -15,43 +15,47 @@ Exit codes and error output:
   ``--debug`` its traceback is logged (structlog, error level) first.
 * 130: interrupted (Ctrl-C).
 
-Adding a subcommand: write a function decorated with ``@cli.command()``, reuse the option
-decorators below, read through observations_csv, render through output.
+Adding a subcommand: in a module of its own (cli_<topic>.py) define a click command or
+group with the shared pieces of cli_common, and attach it in the block at the end of this
+file with one line.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import NoReturn
 
 import click
-import numpy as np
 import structlog
-from rich.console import Console
 
 import predictor
 from plugin import local_env
-from plugin.errors import AdaptallocError, InputError, TooManyRowsError, printable, quote_value
-from plugin.log_setup import configure_logging, level_for
-from plugin.observations_csv import (
-    DEFAULT_MAX_ROWS,
-    MAX_SIZE,
-    load_observations,
-    read_observations,
-    read_observations_stream,
+from plugin.cli_common import (
+    MAX_TARGETS,
+    elapsed_ms,
+    emit_json,
+    observation_options,
+    observations_argument,
+    parse_sizes,
+    predict_at,
+    predictor_call,
+    read,
+    sizes_callback,
+    source_name,
+    stdout_console,
 )
+from plugin.errors import AdaptallocError, printable
+from plugin.log_setup import configure_logging, level_for
 from plugin.output import (
     finite,
     fit_document,
     predictions_document,
     render_fit,
     render_predictions,
-    to_json,
 )
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "MAX_TARGETS", "cli", "main", "parse_sizes", "run"]
@@ -61,12 +65,7 @@ EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
 EXIT_INTERRUPTED = 130
-#: Most target sizes `predict --at` accepts.
-MAX_TARGETS = 10_000
-
-_SIZE = re.compile(r"[0-9]+")
 log = structlog.get_logger(PROG)
-T = TypeVar("T")
 
 
 @dataclass
@@ -74,76 +73,6 @@ class RunState:
     """What the group callback learns from the command line and `run` needs afterwards."""
 
     debug: bool = False
-
-
-# --- option types and shared options ----------------------------------------------------
-
-
-def parse_sizes(text: str) -> tuple[int, ...]:
-    """Parse ``--at``: comma-separated whole numbers ≥ 1, spaces allowed, order and repeats kept.
-
-    Raises
-    ------
-    ValueError
-        One line naming the offending entry (escaped and truncated).
-    """
-    entries = [entry.strip() for entry in text.split(",")]
-    if len(entries) > MAX_TARGETS:
-        raise ValueError(f"at most {MAX_TARGETS:,} sizes, got {len(entries):,}")
-    sizes: list[int] = []
-    for position, entry in enumerate(entries, start=1):
-        if not entry:
-            raise ValueError(f"size {position} is empty; give sizes like 16,32,64")
-        if not _SIZE.fullmatch(entry):
-            raise ValueError(f"{quote_value(entry)} is not a whole number of nodes")
-        size = int(entry) if len(entry) <= 12 else MAX_SIZE + 1
-        if size < 1:
-            raise ValueError(f"sizes must be at least 1, got {entry}")
-        if size > MAX_SIZE:
-            raise ValueError(f"sizes must be at most {MAX_SIZE:,}, got {quote_value(entry)}")
-        sizes.append(size)
-    return tuple(sizes)
-
-
-def _sizes_callback(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
-    """click callback for ``--at 16,32,64``: parse with `parse_sizes`."""
-    try:
-        return parse_sizes(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
-
-
-def _observations_argument(func: Callable[..., T]) -> Callable[..., T]:
-    return click.argument(
-        "obs_csv", metavar="OBS.csv", type=click.Path(allow_dash=True, path_type=str)
-    )(func)
-
-
-def _common_options(func: Callable[..., T]) -> Callable[..., T]:
-    """--method, --format and --max-rows, shared by the commands that read observations."""
-    func = click.option(
-        "--max-rows",
-        type=click.IntRange(min=1),
-        metavar="ROWS",
-        default=DEFAULT_MAX_ROWS,
-        show_default=True,
-        help="Refuse observation files with more data rows than this.",
-    )(func)
-    func = click.option(
-        "--format",
-        "output_format",
-        type=click.Choice(["text", "json"]),
-        default="text",
-        show_default=True,
-        help="text: tables and sentences; json: one JSON document on stdout.",
-    )(func)
-    return click.option(
-        "--method",
-        type=click.Choice(list(predictor.METHODS)),
-        default="adept",
-        show_default=True,
-        help="adept: ADEPT's envelope and weighted search; lm: Levenberg-Marquardt baseline.",
-    )(func)
 
 
 # --- the group ----------------------------------------------------------------------------
@@ -164,63 +93,12 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     configure_logging(level_for(debug, quiet))
 
 
-# --- shared steps ---------------------------------------------------------------------------
-
-
-def _read(obs_csv: str, max_rows: int) -> predictor.Observations:
-    """Read and prepare observations from a path, or stdin for ``-``."""
-    try:
-        if obs_csv == "-":
-            raw = read_observations_stream(sys.stdin.buffer, _source_name(obs_csv), max_rows)
-        else:
-            raw = read_observations(obs_csv, max_rows)
-    except TooManyRowsError as exc:
-        raise InputError(f"{exc}; pass --max-rows to raise the limit") from exc
-    return load_observations(raw)
-
-
-def _source_name(obs_csv: str) -> str:
-    """How the observations' origin is named in text output."""
-    return "standard input" if obs_csv == "-" else obs_csv
-
-
-def _predictor_call(compute: Callable[[], T]) -> T:
-    """Run a predictor call; its ValueError (refused input) becomes an InputError."""
-    try:
-        return compute()
-    except ValueError as exc:
-        raise InputError(printable(str(exc))) from exc
-
-
-def _predict(
-    obs: predictor.Observations, targets: Sequence[int], method: str
-) -> predictor.Predictions:
-    """Predictions at `targets` in the order given (the predictor batches and dedupes)."""
-    at = np.asarray(targets, dtype=np.int64)
-    return _predictor_call(lambda: predictor.predict_observations(obs, at, method))
-
-
-def _stdout_console() -> Console:
-    """Rich console on stdout; plain text (no colour codes) when stdout is not a terminal."""
-    return Console(file=sys.stdout, highlight=False)
-
-
-def _emit_json(doc: dict[str, Any]) -> None:
-    """Write one JSON document and flush, so a closed pipe is noticed while click can handle it."""
-    click.echo(to_json(doc))
-    sys.stdout.flush()
-
-
-def _elapsed_ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000.0, 1)
-
-
 # --- commands -------------------------------------------------------------------------------
 
 
 @cli.command()
-@_observations_argument
-@_common_options
+@observations_argument
+@observation_options
 def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
     """Fit the Downey speedup model to the runs in OBS.csv.
 
@@ -228,12 +106,12 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
     processor working set and how well the curve matches the observations.
     """
     started = time.perf_counter()
-    obs = _read(obs_csv, max_rows)
-    result = _predictor_call(lambda: predictor.fit_observations(obs, method=method))
+    obs = read(obs_csv, max_rows)
+    result = predictor_call(lambda: predictor.fit_observations(obs, method=method))
     if output_format == "json":
-        _emit_json(fit_document(result))
+        emit_json(fit_document(result))
     else:
-        render_fit(result, _stdout_console(), _source_name(obs_csv))
+        render_fit(result, stdout_console(), source_name(obs_csv))
         sys.stdout.flush()
     log.info(
         "fit",
@@ -247,22 +125,22 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
         identified=result.identified,
         status=result.status,
         fit_error=finite(result.fit_error),
-        elapsed_ms=_elapsed_ms(started),
+        elapsed_ms=elapsed_ms(started),
     )
 
 
 @cli.command()
-@_observations_argument
+@observations_argument
 @click.option(
     "--at",
     "targets",
     required=True,
     type=str,
-    callback=_sizes_callback,
+    callback=sizes_callback,
     metavar="N[,N...]",
     help=f"Sizes to predict, comma-separated whole numbers ≥ 1 (at most {MAX_TARGETS:,}).",
 )
-@_common_options
+@observation_options
 def predict(
     obs_csv: str, targets: tuple[int, ...], method: str, output_format: str, max_rows: int
 ) -> None:
@@ -272,12 +150,12 @@ def predict(
     its own model instance, weighted towards the observations nearest to it.
     """
     started = time.perf_counter()
-    obs = _read(obs_csv, max_rows)
-    preds = _predict(obs, targets, method)
+    obs = read(obs_csv, max_rows)
+    preds = predict_at(obs, targets, method)
     if output_format == "json":
-        _emit_json(predictions_document(preds))
+        emit_json(predictions_document(preds))
     else:
-        render_predictions(preds, _stdout_console(), method, int(obs.n[-1]))
+        render_predictions(preds, stdout_console(), method, int(obs.n[-1]))
         sys.stdout.flush()
     log.info(
         "predict",
@@ -286,7 +164,7 @@ def predict(
         sizes=len(obs),
         runs=int(obs.runs.sum()),
         targets=len(targets),
-        elapsed_ms=_elapsed_ms(started),
+        elapsed_ms=elapsed_ms(started),
     )
 
 
@@ -364,3 +242,6 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main() -> NoReturn:
     """Console-script entry point (``adaptalloc``): run and exit with its code."""
     sys.exit(run())
+
+
+# --- subcommands defined in their own modules (one line each) ---------------------------------

@@ -1,0 +1,160 @@
+"""Pieces the ``adaptalloc`` subcommands share: options, reading observations, output.
+
+Command modules (cli.py and the cli_*.py modules it attaches) build on these so every
+subcommand reads observation files, reports refused input and prints JSON the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+import numpy as np
+from rich.console import Console
+
+import predictor
+from plugin.errors import InputError, TooManyRowsError, printable, quote_value
+from plugin.observations_csv import (
+    DEFAULT_MAX_ROWS,
+    MAX_SIZE,
+    load_observations,
+    read_observations,
+    read_observations_stream,
+)
+from plugin.output import to_json
+
+#: Most target sizes `predict --at` accepts.
+MAX_TARGETS = 10_000
+
+_SIZE = re.compile(r"[0-9]+")
+T = TypeVar("T")
+
+
+# --- option types and shared options ----------------------------------------------------
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """Parse ``--at``: comma-separated whole numbers ≥ 1, spaces allowed, order and repeats kept.
+
+    Raises
+    ------
+    ValueError
+        One line naming the offending entry (escaped and truncated).
+    """
+    entries = [entry.strip() for entry in text.split(",")]
+    if len(entries) > MAX_TARGETS:
+        raise ValueError(f"at most {MAX_TARGETS:,} sizes, got {len(entries):,}")
+    sizes: list[int] = []
+    for position, entry in enumerate(entries, start=1):
+        if not entry:
+            raise ValueError(f"size {position} is empty; give sizes like 16,32,64")
+        if not _SIZE.fullmatch(entry):
+            raise ValueError(f"{quote_value(entry)} is not a whole number of nodes")
+        size = int(entry) if len(entry) <= 12 else MAX_SIZE + 1
+        if size < 1:
+            raise ValueError(f"sizes must be at least 1, got {entry}")
+        if size > MAX_SIZE:
+            raise ValueError(f"sizes must be at most {MAX_SIZE:,}, got {quote_value(entry)}")
+        sizes.append(size)
+    return tuple(sizes)
+
+
+def sizes_callback(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, ...]:
+    """click callback for ``--at 16,32,64``: parse with `parse_sizes`."""
+    try:
+        return parse_sizes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+
+
+def observations_argument(func: Callable[..., T]) -> Callable[..., T]:
+    return click.argument(
+        "obs_csv", metavar="OBS.csv", type=click.Path(allow_dash=True, path_type=str)
+    )(func)
+
+
+def format_option(func: Callable[..., T]) -> Callable[..., T]:
+    """--format text|json, for every command that produces data."""
+    return click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="text: tables and sentences; json: one JSON document on stdout.",
+    )(func)
+
+
+def observation_options(func: Callable[..., T]) -> Callable[..., T]:
+    """--method, --format and --max-rows, shared by the commands that read observations."""
+    func = click.option(
+        "--max-rows",
+        type=click.IntRange(min=1),
+        metavar="ROWS",
+        default=DEFAULT_MAX_ROWS,
+        show_default=True,
+        help="Refuse observation files with more data rows than this.",
+    )(func)
+    func = format_option(func)
+    return click.option(
+        "--method",
+        type=click.Choice(list(predictor.METHODS)),
+        default="adept",
+        show_default=True,
+        help="adept: ADEPT's envelope and weighted search; lm: Levenberg-Marquardt baseline.",
+    )(func)
+
+
+# --- shared steps ---------------------------------------------------------------------------
+
+
+def read(obs_csv: str, max_rows: int) -> predictor.Observations:
+    """Read and prepare observations from a path, or stdin for ``-``."""
+    try:
+        if obs_csv == "-":
+            raw = read_observations_stream(sys.stdin.buffer, source_name(obs_csv), max_rows)
+        else:
+            raw = read_observations(obs_csv, max_rows)
+    except TooManyRowsError as exc:
+        raise InputError(f"{exc}; pass --max-rows to raise the limit") from exc
+    return load_observations(raw)
+
+
+def source_name(obs_csv: str) -> str:
+    """How the observations' origin is named in text output."""
+    return "standard input" if obs_csv == "-" else obs_csv
+
+
+def predictor_call(compute: Callable[[], T]) -> T:
+    """Run a predictor call; its ValueError (refused input) becomes an InputError."""
+    try:
+        return compute()
+    except ValueError as exc:
+        raise InputError(printable(str(exc))) from exc
+
+
+def predict_at(
+    obs: predictor.Observations, targets: Sequence[int], method: str
+) -> predictor.Predictions:
+    """Predictions at `targets` in the order given (the predictor batches and dedupes)."""
+    at = np.asarray(targets, dtype=np.int64)
+    return predictor_call(lambda: predictor.predict_observations(obs, at, method))
+
+
+def stdout_console() -> Console:
+    """Rich console on stdout; plain text (no colour codes) when stdout is not a terminal."""
+    return Console(file=sys.stdout, highlight=False)
+
+
+def emit_json(doc: dict[str, Any]) -> None:
+    """Write one JSON document and flush, so a closed pipe is noticed while click can handle it."""
+    click.echo(to_json(doc))
+    sys.stdout.flush()
+
+
+def elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 1)
