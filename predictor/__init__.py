@@ -6,6 +6,8 @@ predictor.predict(n, runtime, at=[16, 32])  # ADEPT: one instance per target siz
 """
 
 from predictor.adept import FAST, PAPER, SearchSettings
+from predictor.analysis import DiagnosisSettings
+from predictor.anomalies import AnomalySettings
 from predictor.curve import Curve
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.envelope import Domain, Envelope
@@ -19,13 +21,17 @@ from predictor.fitting import (
     predict_observations,
 )
 from predictor.observations import Observations, prepare
+from predictor.reliability import ReliabilitySettings
+from predictor.segments import Segment
 
 __all__ = [
     "FAST",
     "METHODS",
     "PAPER",
     "Anomaly",
+    "AnomalySettings",
     "Curve",
+    "DiagnosisSettings",
     "Diagnostics",
     "Domain",
     "Envelope",
@@ -34,7 +40,9 @@ __all__ = [
     "Pattern",
     "Predictions",
     "ReliabilityProblem",
+    "ReliabilitySettings",
     "SearchSettings",
+    "Segment",
     "fit",
     "fit_observations",
     "predict",

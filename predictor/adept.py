@@ -153,13 +153,18 @@ class SearchResult:
     envelope: Envelope
 
 
-def anchors(n: FloatArray, targets: FloatArray, t1_known: bool) -> tuple[IntArray, IntArray]:
+def anchors(
+    n: FloatArray, targets: FloatArray, t1_known: bool, usable: BoolArray | None = None
+) -> tuple[IntArray, IntArray]:
     """Indices (a, b) of the 1-D pass anchors per target (see the module docstring).
 
     a is the observation closest to the target (the larger one on ties); b is n = 1 when T(1) is
-    known and a is not n = 1, otherwise the closest observation other than a.
+    known and a is not n = 1, otherwise the closest observation other than a. Only `usable`
+    observations anchor (default: all; n = 1, when observed, is always usable).
     """
     dist = np.abs(targets[:, None] - n[None, :])
+    if usable is not None:
+        dist = np.where(usable | (n == 1), dist, np.inf)
     # Ties go to the larger size: scaling information lives there.
     order = np.lexsort((-np.broadcast_to(n, dist.shape), dist), axis=-1)
     a, second = order[:, 0], order[:, 1]
@@ -251,9 +256,10 @@ def _search_1d(
     settings: SearchSettings,
     domain: Domain,
     scale: float | None,
+    usable: BoolArray,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """The 1-D pass with its zoom rounds: best (wssre, A, s) per target."""
-    a, b = anchors(n, targets, scale is not None)
+    """The 1-D pass with its zoom rounds: best (wssre, A, s) per target; anchors from `usable`."""
+    a, b = anchors(n, targets, scale is not None, usable)
     lo, hi = env.a_range
     step = np.log(hi / lo) / (settings.grid_1d - 1)
     grid: FloatArray = np.exp(np.linspace(np.log(lo), np.log(hi), settings.grid_1d))
@@ -470,20 +476,31 @@ def search(
     targets: FloatArray | None,
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
+    point_weight: FloatArray | None = None,
 ) -> SearchResult:
     """Best Downey instance per target (or one instance with uniform weights if targets is None).
 
-    n, t: averaged observations, n ascending and distinct.
+    n, t: averaged observations, n ascending and distinct. point_weight: a factor per
+    observation (anomalies.py's W'/W, default 1) multiplying the distance weights. Only
+    observations at full weight bound the envelope and anchor the 1-D pass; an anomalous point
+    must not widen the one or steer the other.
     """
     domain = domain or Domain()
     scale = float(t[0]) if n[0] == 1 else None
-    env, cands, cand_tau = derive_envelope(n, t, domain, scale=scale)
+    pw = np.ones(n.size) if point_weight is None else np.asarray(point_weight, dtype=float)
+    full = pw >= 1.0
+    if full.sum() < 2:
+        full = np.ones(n.size, dtype=bool)
+    env, cands, _ = derive_envelope(n[full], t[full], domain, scale=scale)
+    cand_tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     if targets is None:
         tg = np.array([np.nan])
         w = distance_weights(n, tg, np.inf)
     else:
         tg = np.asarray(targets, dtype=float)
         w = distance_weights(n, tg, settings.q)
+    w = w * pw
+    w = w / w.sum(axis=-1, keepdims=True)
 
     # Seed 1: the best pair-curve instance inside the envelope.
     in_env = (cands.delta_enter <= env.delta) | (not env.bounded)
@@ -495,7 +512,7 @@ def search(
 
     # Seed 2: the one-dimensional pass through the anchors nearest each target.
     if targets is not None:
-        err_1, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale)
+        err_1, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale, full)
         seeds_A.append(A_1[:, None])
         seeds_s.append(s_1[:, None])
         seed_err.append(err_1[:, None])
@@ -519,9 +536,12 @@ def search(
     best_A, best_s, identified = resolve_valley(best_A, best_s, n_max, settings.valley, env, domain)
 
     simple = fit_amdahl(n, t, w, scale)
-    prefer = simple.max_error <= settings.parsimony_tol
+    simple_error = np.abs(
+        1 - (simple.c[:, None] * (simple.f[:, None] + (1 - simple.f[:, None]) / n)) / t
+    )
+    prefer = simple_error[:, full].max(axis=1) <= settings.parsimony_tol
     prefer &= ~knee_significant(
-        simple.wssre, best_err, n.size, scale is not None, settings.parsimony_alpha
+        simple.wssre, best_err, int(full.sum()), scale is not None, settings.parsimony_alpha
     )
     simple_A, simple_s = valley_representative(simple.f, n_max, settings.valley, domain)
     best_A = np.where(prefer, simple_A, best_A)

@@ -19,8 +19,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
-from predictor.downey import FloatArray, relative_runtime
+from predictor.downey import FloatArray
 from predictor.fitting import Fit
+from predictor.segments import Segment, segment_runtime
 
 CURVE_FORMAT = 1
 
@@ -41,7 +42,15 @@ class Curve:
     observed_n: tuple[int, ...]
     runs: int
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
+    segments: tuple[Segment, ...] = ()
     model: str = "downey"
+
+    @property
+    def phases(self) -> tuple[Segment, ...]:
+        """The instance of every phase; a single-phase curve is its (A, σ, T(1)) alone."""
+        if self.segments:
+            return self.segments
+        return (Segment(self.observed_n, self.A, self.sigma, self.t1, self.identified),)
 
     @classmethod
     def from_fit(cls, fit: Fit, diagnostics: Diagnostics | None = None) -> Curve:
@@ -58,13 +67,15 @@ class Curve:
             pws_n=fit.pws_n,
             observed_n=tuple(int(k) for k in obs.n),
             runs=int(obs.runs.sum()),
-            diagnostics=diagnostics or Diagnostics(),
+            diagnostics=diagnostics if diagnostics is not None else fit.diagnostics,
+            segments=fit.segments if len(fit.segments) > 1 else (),
         )
 
     @property
     def reliable(self) -> bool:
-        """Identified and without reliability problems."""
-        return self.identified and self.diagnostics.reliable
+        """No reliability problem (an unidentified curve whose data already reach the sizes
+        that matter is reliable: reliability.py)."""
+        return self.diagnostics.reliable
 
     @property
     def smallest_observed(self) -> int:
@@ -75,11 +86,13 @@ class Curve:
         return self.observed_n[-1]
 
     def runtime(self, n: ArrayLike) -> FloatArray:
-        return self.t1 * relative_runtime(n, self.A, self.sigma)
+        """Predicted runtime, from the phase of the closest observation."""
+        return segment_runtime(self.phases, n)
 
     def speedup(self, n: ArrayLike) -> FloatArray:
-        """S(n) = T(1)/T(n), relative to the model's T(1)."""
-        return 1.0 / relative_runtime(n, self.A, self.sigma)
+        """S(n) = T(1)/T(n), relative to the model's T(1) (the last phase's)."""
+        out: FloatArray = self.t1 / self.runtime(n)
+        return out
 
     def efficiency(self, n: ArrayLike) -> FloatArray:
         """S(n)/n, relative to the model's T(1)."""
@@ -110,6 +123,7 @@ class Curve:
             "pws_n": self.pws_n,
             "observed_n": list(self.observed_n),
             "runs": self.runs,
+            "segments": [s.to_dict() for s in self.segments],
             **self.diagnostics.to_dict(),
         }
 
@@ -160,6 +174,7 @@ class Curve:
                 observed_n=observed,
                 runs=int(doc["runs"]),
                 diagnostics=diagnostics,
+                segments=tuple(Segment.from_dict(s) for s in doc.get("segments", [])),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed curve document: {exc!r}") from exc

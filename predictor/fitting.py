@@ -1,8 +1,11 @@
 """The predictor's public entry points: fit a curve, predict runtimes, one result type.
 
-`fit` returns one Downey instance for all sizes (ADEPT with uniform weights, or the LM
-baseline). `predict` follows ADEPT and fits one instance per target size with distance weights
-(section V.B); with method="lm" it evaluates the single LM instance.
+`fit` returns the Downey curve for all sizes: ADEPT with uniform weights, after its analysis
+of the observations (analysis.py: specially optimized sizes, the declining tail, anomalous
+points, stepwise phases; one instance per phase) and with its reliability judgment; or the LM
+baseline, which fits the observations as they are. `predict` follows ADEPT and fits one
+instance per target size with distance weights (section V.B), on the phase of the observation
+closest to the target; with method="lm" it evaluates the single LM instance.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from predictor.adept import FAST, SearchSettings, search
+from predictor.analysis import Analysis, DiagnosisSettings, analyze, untouched
+from predictor.diagnostics import Diagnostics
 from predictor.downey import (
     FloatArray,
     IntArray,
-    efficiency,
     max_useful_size,
     processor_working_set,
     relative_runtime,
@@ -26,20 +30,28 @@ from predictor.envelope import Domain, Envelope
 from predictor.lm import fit_lm
 from predictor.objective import max_relative_error
 from predictor.observations import Observations, prepare
+from predictor.reliability import Instance, judge
+from predictor.segments import Segment, segment_runtime
 
 METHODS = ("adept", "lm")
 # Targets per search call in predict: bounds memory (a search holds ~10^4 instances per target).
 TARGET_BATCH = 256
+DIAGNOSE = DiagnosisSettings()
 
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted Downey instance and its diagnostics.
+    """A fitted Downey curve and its diagnostics.
 
-    t1 is the model's serial runtime (the observed one when t1_known). fit_error is the largest
-    relative runtime error at the observed sizes (ADEPT Table 3). `identified` is False when
-    the observations only determine the serial fraction (see adept.py, "the unidentified
-    valley"). status is "ok" or "failed"; a failed fit keeps its last parameters and a message.
+    A, sigma and identified describe the instance of the last phase (the largest sizes, the
+    one that matters for scaling decisions); `segments` holds every phase's instance and
+    `runtime` evaluates the phase of the closest observation. t1 is the observed serial
+    runtime when t1_known, else the last phase's model T(1). fit_error is the largest relative
+    runtime error at the observed sizes the model is meant to explain (not the ones found
+    anomalous; ADEPT Table 3).
+    `identified` is False when the observations only determine the serial fraction (adept.py,
+    "the unidentified valley"). status is "ok" or "failed"; a failed fit keeps its last
+    parameters and a message.
     """
 
     method: str
@@ -52,6 +64,8 @@ class Fit:
     status: str
     message: str
     observations: Observations
+    segments: tuple[Segment, ...]
+    diagnostics: Diagnostics = field(default_factory=Diagnostics)
     envelope: Envelope | None = field(default=None, repr=False)
     model: str = "downey"
 
@@ -77,14 +91,17 @@ class Fit:
         return int(processor_working_set(self.A, self.sigma))
 
     def runtime(self, n: ArrayLike) -> FloatArray:
-        """Predicted runtime T(1)·τ(n) of this single instance, in the observations' unit."""
-        return self.t1 * relative_runtime(n, self.A, self.sigma)
+        """Predicted runtime (the observations' unit) from the phase of the closest observation."""
+        return segment_runtime(self.segments, n)
 
     def speedup(self, n: ArrayLike) -> FloatArray:
-        return 1.0 / relative_runtime(n, self.A, self.sigma)
+        """T(1)/T(n) relative to the last phase's T(1)."""
+        out: FloatArray = self.t1 / self.runtime(n)
+        return out
 
     def efficiency(self, n: ArrayLike) -> FloatArray:
-        return efficiency(n, self.A, self.sigma)
+        out: FloatArray = self.speedup(n) / np.asarray(n, dtype=float)
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,42 +144,97 @@ def _targets(at: ArrayLike) -> IntArray:
     return out
 
 
+def _analysis(obs: Observations, method: str, diagnosis: DiagnosisSettings) -> Analysis:
+    """ADEPT's analysis of the observations; LM and `handle=False` use them as they are."""
+    if method == "lm" or not diagnosis.handle:
+        return untouched(len(obs))
+    return analyze(obs, diagnosis.anomalies)
+
+
+def _fit_lm(obs: Observations) -> Fit:
+    n, t, unit = _normalised(obs)
+    res = fit_lm(n, t)
+    segment = Segment(tuple(int(k) for k in obs.n), res.A, res.sigma, res.scale * unit, True)
+    return Fit(
+        method="lm",
+        A=res.A,
+        sigma=res.sigma,
+        t1=segment.t1,
+        t1_known=obs.t1_known,
+        fit_error=max_relative_error(res.scale * relative_runtime(n, res.A, res.sigma), t),
+        identified=True,
+        status="ok" if res.converged else "failed",
+        message=res.message,
+        observations=obs,
+        segments=(segment,),
+    )
+
+
 def fit_observations(
     obs: Observations,
     method: str = "adept",
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
 ) -> Fit:
-    """Fit one instance to prepared observations (see `fit`)."""
+    """Fit prepared observations (see `fit`)."""
     _check_method(method)
-    n, t, unit = _normalised(obs)
     if method == "lm":
-        res = fit_lm(n, t)
-        A, sigma, c = res.A, res.sigma, res.scale
-        status, message, env, identified = (
-            "ok" if res.converged else "failed",
-            res.message,
-            None,
-            True,
+        return _fit_lm(obs)
+    domain = domain or Domain()
+    analysis = _analysis(obs, method, diagnosis)
+    n, t, unit = _normalised(obs)
+    phases = [
+        (idx, search(n[idx], t[idx], None, settings, domain, analysis.weight[idx]))
+        for idx in analysis.phases
+    ]
+    fitted = tuple(
+        Segment(
+            sizes=tuple(int(k) for k in obs.n[idx]),
+            A=float(found.A[0]),
+            sigma=float(s_to_sigma(found.s[0])),
+            t1=float(found.scale[0]) * unit,
+            identified=bool(found.identified[0]),
         )
-    else:
-        found = search(n, t, None, settings, domain)
-        A, sigma, c = float(found.A[0]), float(s_to_sigma(found.s[0])), float(found.scale[0])
-        status, message, env = "ok", "", found.envelope
-        identified = bool(found.identified[0])
-    predicted = c * relative_runtime(n, A, sigma)
+        for idx, found in phases
+    )
+    main_idx, main = phases[-1]  # the last phase: the largest sizes
+    explained = analysis.keep & (analysis.weight >= 1.0)
+    fit_error = max_relative_error(
+        segment_runtime(fitted, obs.n[explained]), obs.runtime[explained]
+    )
+    reliability = (
+        judge(
+            n[main_idx],
+            t[main_idx],
+            analysis.weight[main_idx] / analysis.weight[main_idx].sum(),
+            Instance(float(main.A[0]), float(main.s[0]), float(main.scale[0])),
+            bool(main.identified[0]),
+            fit_error,
+            float(t[main_idx][0]) if n[main_idx][0] == 1 else None,
+            diagnosis.reliability,
+            domain,
+        )
+        if diagnosis.handle
+        else ()
+    )
+    head = fitted[-1]
     return Fit(
-        method=method,
-        A=A,
-        sigma=sigma,
-        t1=c * unit,
+        method="adept",
+        A=head.A,
+        sigma=head.sigma,
+        # Observed T(1) when there is one (with several phases the last one's model T(1) is
+        # not a runtime anybody measured).
+        t1=float(obs.runtime[0]) if obs.t1_known else head.t1,
         t1_known=obs.t1_known,
-        fit_error=max_relative_error(predicted, t),
-        identified=identified,
-        status=status,
-        message=message,
+        fit_error=fit_error,
+        identified=head.identified,
+        status="ok",
+        message="",
         observations=obs,
-        envelope=env,
+        segments=fitted,
+        diagnostics=Diagnostics(analysis.anomalies, analysis.patterns, reliability),
+        envelope=main.envelope,
     )
 
 
@@ -172,14 +244,15 @@ def fit(
     method: str = "adept",
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
 ) -> Fit:
-    """One Downey instance for all sizes from runs (n, runtime); repeated n are averaged.
+    """The Downey curve of runs (n, runtime); repeated n are averaged.
 
     Raises ValueError for unusable input (see observations.validate); a fit that does not
     converge is returned with status "failed".
     """
     _check_method(method)
-    return fit_observations(prepare(n, runtime), method, settings, domain)
+    return fit_observations(prepare(n, runtime), method, settings, domain, diagnosis)
 
 
 def predict_observations(
@@ -188,26 +261,37 @@ def predict_observations(
     method: str = "adept",
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
 ) -> Predictions:
     """Predictions at sizes `at` from prepared observations (see `predict`)."""
     _check_method(method)
     targets = _targets(at)
     if method == "lm":
-        single = fit_observations(obs, "lm")
+        single = _fit_lm(obs)
         A = np.full(targets.size, single.A)
         sigma = np.full(targets.size, single.sigma)
         scale = np.full(targets.size, single.t1)
     else:
-        # Each distinct size is searched once, in batches that bound memory.
+        # Each distinct size is searched once, on the phase of its closest observation, in
+        # batches that bound memory.
+        analysis = _analysis(obs, method, diagnosis)
         n, t, unit = _normalised(obs)
         distinct, back = np.unique(targets, return_inverse=True)
-        parts = [
-            search(n, t, chunk, settings, domain)
-            for chunk in np.array_split(distinct.astype(float), -(-distinct.size // TARGET_BATCH))
-        ]
-        A = np.concatenate([p.A for p in parts])[back]
-        sigma = s_to_sigma(np.concatenate([p.s for p in parts]))[back]
-        scale = np.concatenate([p.scale for p in parts])[back] * unit
+        phase_of = analysis.phase_of_closest(n, distinct.astype(float))
+        A_d, s_d, c_d = np.empty(distinct.size), np.empty(distinct.size), np.empty(distinct.size)
+        for idx in analysis.phases:
+            mine = np.flatnonzero(phase_of == analysis.phase[idx[0]])
+            for chunk in np.array_split(mine, -(-mine.size // TARGET_BATCH)) if mine.size else []:
+                found = search(
+                    n[idx],
+                    t[idx],
+                    distinct[chunk].astype(float),
+                    settings,
+                    domain,
+                    analysis.weight[idx],
+                )
+                A_d[chunk], s_d[chunk], c_d[chunk] = found.A, found.s, found.scale
+        A, sigma, scale = A_d[back], s_to_sigma(s_d)[back], c_d[back] * unit
     tau = relative_runtime(targets, A, sigma)
     return Predictions(
         n=targets,
@@ -226,6 +310,9 @@ def predict(
     method: str = "adept",
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
 ) -> FloatArray:
     """Predicted runtimes at sizes `at`; ADEPT fits one instance per target (section V.B)."""
-    return predict_observations(prepare(n, runtime), at, method, settings, domain).runtime
+    return predict_observations(
+        prepare(n, runtime), at, method, settings, domain, diagnosis
+    ).runtime
