@@ -19,6 +19,12 @@ def adept(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     return predictor.predict(n, t, at, method="adept")
 
 
+def adept_plain(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """ADEPT without its anomaly and pattern handling (sections VIII-IX)."""
+    plain = predictor.DiagnosisSettings(handle=False)
+    return predictor.predict(n, t, at, method="adept", diagnosis=plain)
+
+
 def lm(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     return predictor.predict(n, t, at, method="lm")
 
@@ -51,4 +57,9 @@ def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.array([function.evaluate(float(k)) / k for k in at])
 
 
-PEERS: dict[str, Predict] = {"ADEPT": adept, "LM": lm, "Extra-P": extrap}
+PEERS: dict[str, Predict] = {
+    "ADEPT": adept,
+    "ADEPT w/o VIII-IX": adept_plain,
+    "LM": lm,
+    "Extra-P": extrap,
+}
