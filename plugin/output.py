@@ -62,15 +62,16 @@ def _sizes(fit: predictor.Fit) -> tuple[int | None, int | None]:
 
 
 def diagnostics(fit: predictor.Fit) -> dict[str, list[dict[str, Any]]]:
-    """The fit document's "anomalies", "patterns" and "reliability" lists.
+    """The fit document's "anomalies", "patterns" and "reliability" lists (ADEPT VIII-IX).
 
-    The anomaly detection, pattern classification and reliability judgment of ADEPT
-    (sections VIII-IX) are tracked in issue 4, which fills these keys (reliability entries
-    are ``{"problem": ..., "action": ..., "suggest_n": ...}``). Until then all three lists
-    are empty, so consumers can already rely on the keys being present.
+    anomalies: {"n", "runtime", "kind": point|decline|ambiguous_final, "deviation", "weight"};
+    patterns: {"kind": stepwise|optimized_sizes, "phases", "feasible"}; reliability:
+    {"problem", "action", "suggest_n", ...}. Non-finite numbers become null.
     """
-    del fit  # used once issue 4 lands
-    return {"anomalies": [], "patterns": [], "reliability": []}
+    return {
+        key: [{k: finite(v) if isinstance(v, float) else v for k, v in row.items()} for row in rows]
+        for key, rows in fit.diagnostics.to_dict().items()
+    }
 
 
 def fit_document(fit: predictor.Fit) -> dict[str, Any]:
@@ -195,7 +196,9 @@ def fit_sentences(fit: predictor.Fit) -> list[str]:
         sentences.append(f"T(1) was observed: {format_runtime(fit.t1)}.")
     else:
         sentences.append(f"T(1) was not observed; it is estimated at {format_runtime(fit.t1)}.")
-    if not fit.identified:
+    # When the reliability judgment reports it, its sentence says this and names the next run.
+    reported = any(r.problem == "first_piece_only" for r in fit.diagnostics.reliability)
+    if not fit.identified and not reported:
         sentences.append(
             "The observations only show the first (Amdahl) part of the curve: A and σ are "
             "not determined separately; predictions past "
@@ -203,7 +206,51 @@ def fit_sentences(fit: predictor.Fit) -> list[str]:
         )
     if obs.dropped:
         sentences.append(_dropped_sentence(obs.dropped))
+    sentences += diagnostic_sentences(fit.diagnostics)
     return sentences
+
+
+def _sizes_text(sizes: Sequence[int]) -> str:
+    return ", ".join(f"{k:,}" for k in sizes)
+
+
+def diagnostic_sentences(found: predictor.Diagnostics) -> list[str]:
+    """ADEPT's anomalies, patterns and reliability problems in plain words."""
+    out: list[str] = []
+    for a in found.anomalies:
+        if a.kind == "point":
+            effect = "it is left out" if a.weight == 0 else f"it counts with {a.weight:.0%} weight"
+            out.append(
+                f"The run at {a.n:,} nodes deviates from its neighbours' trend "
+                f"(magnitude {a.deviation:.1f}): {effect}."
+            )
+    decline = [a.n for a in found.anomalies if a.kind == "decline"]
+    if decline:
+        out.append(
+            f"Runs get slower past the speedup peak ({_sizes_text(decline)} nodes); the model has "
+            "no declining part, so they are left out of the fit: do not run this large."
+        )
+    for a in found.anomalies:
+        if a.kind == "ambiguous_final":
+            out.append(
+                f"The last run ({a.n:,} nodes) is slower than the ones before: the start of a "
+                "decline or a one-off; it is left out of the fit when enough runs remain."
+            )
+    for p in found.patterns:
+        if p.kind == "stepwise":
+            spans = "; ".join(f"{ph[0]:,}-{ph[-1]:,}" for ph in p.phases)
+            out.append(
+                f"The speedup jumps between phases (a superlinear step, e.g. data fitting a "
+                f"cache): each phase has its own curve ({spans} nodes)."
+            )
+        elif p.kind == "optimized_sizes":
+            rule = (p.feasible or "special sizes").replace("_", " ")
+            out.append(
+                f"The application runs markedly better on {rule}: only those runs are used, "
+                f"and those are the sizes to run it on."
+            )
+    out += [printable(r.action) for r in found.reliability]
+    return out
 
 
 def _dropped_sentence(dropped: Sequence[tuple[int, float]]) -> str:
@@ -242,12 +289,14 @@ def _count(value: int | None) -> str:
 
 
 def _observation_table(fit: predictor.Fit) -> Table:
-    """Per observed size: runs averaged, measured and fitted runtime, relative error."""
+    """Per observed size: runs averaged, measured and fitted runtime, relative error, and what
+    ADEPT's analysis said of it."""
     obs = fit.observations
     fitted = fit.runtime(obs.n)
+    notes = _observation_notes(fit)
     table = Table(box=box.SIMPLE, show_header=True)
-    for name in ("n", "runs", "measured", "fitted", "error"):
-        table.add_column(name, justify="right")
+    for name in ("n", "runs", "measured", "fitted", "error", "note"):
+        table.add_column(name, justify="left" if name == "note" else "right")
     for n, runs, measured, model in zip(obs.n, obs.runs, obs.runtime, fitted, strict=True):
         error = (float(model) - float(measured)) / float(measured)
         table.add_row(
@@ -256,8 +305,33 @@ def _observation_table(fit: predictor.Fit) -> Table:
             format_runtime(float(measured)),
             format_runtime(float(model)),
             format_percent(error, signed=True),
+            notes.get(int(n), ""),
         )
     return table
+
+
+def _observation_notes(fit: predictor.Fit) -> dict[int, str]:
+    """Size -> a short note: anomaly weight, decline, phase, or not one of the feasible sizes."""
+    notes: dict[int, str] = {}
+    for p in fit.diagnostics.patterns:
+        if p.kind == "stepwise":
+            for k, phase in enumerate(p.phases, start=1):
+                notes.update(dict.fromkeys(phase, f"phase {k}"))
+        elif p.kind == "optimized_sizes":
+            used = set(fit.segments[0].sizes) if fit.segments else set()
+            notes.update(
+                {
+                    int(n): "not used (not a feasible size)"
+                    for n in fit.observations.n
+                    if int(n) not in used
+                }
+            )
+    labels = {"decline": "past the peak, not used", "ambiguous_final": "decline or one-off"}
+    for a in fit.diagnostics.anomalies:
+        notes[a.n] = (
+            f"anomaly, weight {a.weight:.0%}" if a.kind == "point" else labels.get(a.kind, a.kind)
+        )
+    return notes
 
 
 def _say(console: Console, text: str) -> None:

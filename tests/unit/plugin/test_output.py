@@ -185,9 +185,22 @@ def test_fit_sentences_when_not_identified_and_t1_observed() -> None:
     result = amdahl_fit()
     sentences = fit_sentences(result)
     assert f"T(1) was observed: {format_runtime(100.0)}." in sentences
-    assert sentences[-1] == (
+    [problem] = result.diagnostics.reliability
+    assert problem.problem == "first_piece_only"
+    # The reliability judgment says it, with the run to make; no second sentence repeats it.
+    assert sentences[-1] == problem.action
+    assert f"run once at {problem.suggest_n} nodes" in sentences[-1]
+    assert not any("only show the first (Amdahl) part" in s for s in sentences)
+
+
+def test_fit_sentences_when_the_data_already_reach_the_working_set() -> None:
+    n = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
+    result = predictor.fit(n, 100.0 * (0.05 + 0.95 / n))  # Amdahl, f = 0.05: working set 19
+    assert not result.identified
+    assert result.diagnostics.reliability == ()
+    assert fit_sentences(result)[-1] == (
         "The observations only show the first (Amdahl) part of the curve: A and σ are not "
-        "determined separately; predictions past 8 nodes are an extrapolation."
+        "determined separately; predictions past 64 nodes are an extrapolation."
     )
 
 
