@@ -1,0 +1,366 @@
+"""Which application a job belongs to: app keys, the comment tag, the configurable rule.
+
+A speedup curve is learned per *app key*: an application name plus an optional problem-size
+class (strong-scaling curves differ per problem size). Its string form is ``name`` or
+``name@size``, e.g. ``lulesh@large``, and it becomes part of Redis key names
+(plugin/keys.py), so it is validated here, before any Redis key is built from it:
+
+* normalised: surrounding whitespace stripped, ASCII letters lower-cased;
+* then it must match ``[a-z0-9][a-z0-9._-]*`` and be at most 64 characters (each part).
+
+Nothing else is repaired. Non-ASCII text is refused *before* lower-casing, because
+``str.lower`` maps the Kelvin sign (U+212A) to ``k`` and other look-alikes to ASCII; control
+characters (ANSI escapes, newlines), ``:`` (the key separator), ``*``, ``/``, spaces and
+over-long strings are refused with a reason whose quoted value is escaped and truncated
+(:func:`plugin.errors.quote_value`), so a hostile job name cannot rewrite a terminal or
+flood a log.
+
+The explicit override, a tag in the job's comment (versioned, like jobstats' ``JS1:``)::
+
+    adaptalloc:v1 app=lulesh size=large
+
+The tag starts at the whitespace-separated word ``adaptalloc:v1`` and takes the
+``key=value`` words that follow it, up to the first word that is not one (or a ``;``).
+v1 knows two keys, ``app`` and ``size``; either may be left out (``adaptalloc:v1
+size=large`` keeps the rule's name and sets the size). A tag with an unknown key, an empty
+or invalid value, a repeated key, or a second tag in the same comment is refused as a whole,
+with its reason: an explicit override that cannot be honoured must not silently become some
+other app. A word ``adaptalloc:vN`` for another N is refused as an unsupported version. Words
+that merely start with ``adaptalloc:v1:`` are the daemon's own records in ``admin_comment``
+(issue 7) and are not tags.
+
+The tag is looked for in ``admin_comment`` first (only Slurm administrators and the daemon
+can set it, so the daemon can record the key it decided with), then in ``comment``.
+Otherwise the rule's template (``[appkey] template``, default ``{name}``) is filled from
+the job's fields and, when ``[appkey] pattern`` is set, that regular expression picks the
+name (group ``app``, else the whole match) and optionally the size (group ``size``).
+Generic names such as ``wrap`` (every ``sbatch --wrap`` job) are refused rather than lumping
+unrelated jobs into one curve.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from plugin.errors import InputError, quote_value
+
+__all__ = [
+    "DEFAULT_GENERIC_NAMES",
+    "MAX_PART_LENGTH",
+    "SIZE_SEPARATOR",
+    "TAG_MARKER",
+    "TEMPLATE_FIELDS",
+    "AppKey",
+    "AppKeyError",
+    "AppKeyRule",
+    "JobFields",
+    "Tag",
+    "normalise_part",
+    "parse_tag",
+]
+
+#: Longest name or size class, in characters, after normalisation.
+MAX_PART_LENGTH = 64
+#: Between the name and the size class in an app key's string form.
+SIZE_SEPARATOR = "@"
+#: The word that starts a v1 tag in a job comment.
+TAG_MARKER = "adaptalloc:v1"
+#: Fields a template may use, e.g. ``"{account}.{name}"``.
+TEMPLATE_FIELDS = ("name", "user", "account", "partition", "wckey", "script")
+#: Job names that say nothing about the application (refused unless configured otherwise).
+DEFAULT_GENERIC_NAMES = ("wrap", "bash", "sh", "zsh", "interactive", "sbatch", "srun", "salloc")
+#: Longest raw text a template or pattern is applied to; longer is refused before any regex.
+MAX_RAW_LENGTH = 1024
+
+_PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
+_TAG_KEYS = ("app", "size")
+_TAG_VERSION = re.compile(r"adaptalloc:v[0-9]+")
+_TAG_VALUE = re.compile(r"([a-z]+)=(.*)", re.DOTALL)
+_FIELD = re.compile(r"\{([a-z_]+)\}")
+
+
+class AppKeyError(InputError):
+    """A job, tag or string yields no valid app key; the message says why (escaped)."""
+
+
+def normalise_part(text: str, what: str = "app name") -> str:
+    """Normalise and validate one part of an app key (the name or the size class).
+
+    Parameters
+    ----------
+    text : str
+        Untrusted text: a job name, a tag value, a command-line argument.
+    what : str
+        How the part is named in the error message.
+
+    Returns
+    -------
+    str
+        The normalised part: stripped and lower-cased, matching ``[a-z0-9][a-z0-9._-]*``,
+        at most MAX_PART_LENGTH characters.
+
+    Raises
+    ------
+    AppKeyError
+        One line saying what is wrong, quoting the value escaped and truncated.
+    """
+    value = text.strip()
+    if not value:
+        raise AppKeyError(f"{what} is empty")
+    if len(value) > MAX_PART_LENGTH:
+        raise AppKeyError(
+            f"{what} {quote_value(value)} is longer than {MAX_PART_LENGTH} characters"
+        )
+    if not value.isascii():
+        raise AppKeyError(f"{what} {quote_value(value)} has non-ASCII characters")
+    value = value.lower()
+    if not _PART.fullmatch(value):
+        raise AppKeyError(
+            f"{what} {quote_value(value)} must start with a letter or digit and contain "
+            "only a-z, 0-9, '.', '_' and '-'"
+        )
+    return value
+
+
+@dataclass(frozen=True, order=True)
+class AppKey:
+    """A validated app key: name and optional size class, both already normalised.
+
+    Construct with :meth:`parse` (normalises untrusted text) or directly with normalised
+    parts (validated again, so an AppKey always holds a safe key).
+    """
+
+    name: str
+    size: str | None = None
+
+    def __post_init__(self) -> None:
+        if not _is_part(self.name):
+            raise AppKeyError(f"app name {quote_value(str(self.name))} is not normalised")
+        if self.size is not None and not _is_part(self.size):
+            raise AppKeyError(f"size class {quote_value(str(self.size))} is not normalised")
+
+    def __str__(self) -> str:
+        return self.name if self.size is None else f"{self.name}{SIZE_SEPARATOR}{self.size}"
+
+    @classmethod
+    def parse(cls, text: str) -> AppKey:
+        """``name`` or ``name@size`` from untrusted text (normalised, validated)."""
+        name, sep, size = text.partition(SIZE_SEPARATOR)
+        if sep and SIZE_SEPARATOR in size:
+            raise AppKeyError(f"app key {quote_value(text)} has more than one '@'")
+        return cls(
+            normalise_part(name, "app name"),
+            normalise_part(size, "size class") if sep else None,
+        )
+
+    @classmethod
+    def of(cls, name: str, size: str | None = None) -> AppKey:
+        """An app key from an untrusted name and optional size class."""
+        return cls(
+            normalise_part(name, "app name"),
+            None if size is None else normalise_part(size, "size class"),
+        )
+
+
+def _is_part(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_PART_LENGTH
+        and _PART.fullmatch(value) is not None
+    )
+
+
+# --- the comment tag ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A parsed ``adaptalloc:v1`` tag; each field None when the tag leaves it out."""
+
+    app: str | None = None
+    size: str | None = None
+
+
+def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
+    """Find and parse the v1 tag in a job comment (see the module docstring).
+
+    Returns None when the comment holds no tag; raises AppKeyError for a tag that cannot be
+    honoured (unknown key, invalid value, unsupported version, two tags).
+    """
+    if not comment or "adaptalloc:" not in comment:
+        return None
+    words = comment.split()
+    starts = [i for i, word in enumerate(words) if word == TAG_MARKER]
+    for word in words:
+        if word != TAG_MARKER and _TAG_VERSION.fullmatch(word):
+            raise AppKeyError(
+                f"{where} tag {quote_value(word)} has an unsupported version "
+                f"(this adaptalloc reads {TAG_MARKER})"
+            )
+    if not starts:
+        return None
+    if len(starts) > 1:
+        raise AppKeyError(f"{where} has {len(starts)} {TAG_MARKER} tags; give one")
+    fields: dict[str, str] = {}
+    for word in words[starts[0] + 1 :]:
+        if word.startswith(";"):
+            break
+        match = _TAG_VALUE.fullmatch(word.rstrip(";"))
+        if match is None:
+            break
+        key, value = match.groups()
+        if key not in _TAG_KEYS:
+            raise AppKeyError(
+                f"{where} tag has an unknown key {quote_value(key)} "
+                f"({TAG_MARKER} knows {', '.join(_TAG_KEYS)})"
+            )
+        if key in fields:
+            raise AppKeyError(f"{where} tag gives {key}= twice")
+        fields[key] = value
+        if word.endswith(";"):
+            break
+    if not fields:
+        raise AppKeyError(f"{where} tag {TAG_MARKER} gives neither app= nor size=")
+    return Tag(
+        app=None if "app" not in fields else normalise_part(fields["app"], f"{where} tag app"),
+        size=None if "size" not in fields else normalise_part(fields["size"], f"{where} tag size"),
+    )
+
+
+# --- the rule -----------------------------------------------------------------------------
+
+
+class JobFields(Protocol):
+    """The job fields an app key can come from (plugin.slurm.JobRecord has them all)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def user(self) -> str: ...
+    @property
+    def account(self) -> str: ...
+    @property
+    def partition(self) -> str: ...
+    @property
+    def wckey(self) -> str: ...
+    @property
+    def script(self) -> str | None: ...
+    @property
+    def comment(self) -> str | None: ...
+    @property
+    def admin_comment(self) -> str | None: ...
+
+
+def template_fields(template: str) -> tuple[str, ...]:
+    """The fields a template uses; ValueError naming an unknown one or a malformed template."""
+    names = tuple(_FIELD.findall(template))
+    if not names:
+        raise ValueError(
+            f"template {template!r} uses no field; use some of "
+            + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+        )
+    unknown = [n for n in names if n not in TEMPLATE_FIELDS]
+    if unknown:
+        raise ValueError(
+            f"template field {{{unknown[0]}}} is unknown; allowed: "
+            + ", ".join("{" + f + "}" for f in TEMPLATE_FIELDS)
+        )
+    if "{" in _FIELD.sub("", template) or "}" in _FIELD.sub("", template):
+        raise ValueError(f"template {template!r} has a stray brace")
+    return names
+
+
+def script_stem(path: str | None) -> str:
+    """The script's file name without its last extension (``/a/lulesh.sh`` -> ``lulesh``)."""
+    if not path:
+        return ""
+    return PurePosixPath(path).stem
+
+
+@dataclass(frozen=True)
+class AppKeyRule:
+    """How a job becomes an app key: tags first, then the template (and pattern).
+
+    Attributes
+    ----------
+    template : fields to build the key from, e.g. ``"{name}"`` or ``"{account}.{name}"``.
+    pattern : optional regular expression searched in the filled template; group ``app``
+        (or the whole match) is the name, optional group ``size`` the size class.
+    comment_tag : honour an ``adaptalloc:v1`` tag in the job's comment.
+    admin_comment_tag : honour one in the job's admin_comment (set by admins/the daemon).
+    generic_names : names refused as saying nothing about the application.
+    """
+
+    template: str = "{name}"
+    pattern: str = ""
+    comment_tag: bool = True
+    admin_comment_tag: bool = True
+    generic_names: tuple[str, ...] = DEFAULT_GENERIC_NAMES
+
+    def __post_init__(self) -> None:
+        template_fields(self.template)  # raises ValueError for a bad template
+        if self.pattern:
+            compiled = re.compile(self.pattern)
+            unknown = set(compiled.groupindex) - {"app", "size"}
+            if unknown:
+                raise ValueError(
+                    f"pattern group {sorted(unknown)[0]!r} is unknown; use (?P<app>…), (?P<size>…)"
+                )
+
+    @property
+    def uses_comment(self) -> bool:
+        """Whether the job's comment can change its key (callers fetch it when missing)."""
+        return self.comment_tag
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return template_fields(self.template)
+
+    def key_for(self, job: JobFields) -> AppKey:
+        """The job's app key; AppKeyError (one escaped line) when it has none."""
+        tag = self._tag(job)
+        if tag is not None and tag.app is not None:
+            return AppKey(tag.app, tag.size)
+        name, size = self._from_template(job)
+        if tag is not None and tag.size is not None:
+            size = tag.size
+        return AppKey(name, size)
+
+    def _tag(self, job: JobFields) -> Tag | None:
+        if self.admin_comment_tag:
+            tag = parse_tag(job.admin_comment, "admin_comment")
+            if tag is not None:
+                return tag
+        if self.comment_tag:
+            return parse_tag(job.comment, "comment")
+        return None
+
+    def _from_template(self, job: JobFields) -> tuple[str, str | None]:
+        values = {}
+        for field_name in self.fields:
+            raw = script_stem(job.script) if field_name == "script" else getattr(job, field_name)
+            if not raw:
+                raise AppKeyError(f"job has no {field_name} for the app key template")
+            values[field_name] = raw
+        filled = _FIELD.sub(lambda m: values[m.group(1)], self.template).strip()
+        if len(filled) > MAX_RAW_LENGTH:
+            raise AppKeyError(f"app key source {quote_value(filled)} is too long")
+        size: str | None = None
+        if self.pattern:
+            match = re.search(self.pattern, filled)
+            if match is None:
+                raise AppKeyError(f"{quote_value(filled)} does not match the app key pattern")
+            groups = match.groupdict()
+            filled = groups.get("app") or match.group(0)
+            if groups.get("size"):
+                size = normalise_part(groups["size"], "size class")
+        name = normalise_part(filled, "app name")
+        if name in self.generic_names:
+            raise AppKeyError(
+                f"job name {quote_value(name)} is generic; give the job a name "
+                f"(--job-name) or a comment tag '{TAG_MARKER} app=NAME'"
+            )
+        return name, size

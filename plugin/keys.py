@@ -1,0 +1,102 @@
+"""Every Redis key adaptalloc uses, in one place, under the versioned prefix ``adaptalloc:v1:``.
+
+| key | type | holds |
+|---|---|---|
+| ``adaptalloc:v1:apps`` | sorted set | app key -> end time of its latest run (Unix s) |
+| ``adaptalloc:v1:dirty`` | sorted set | app key -> when it first needed a refit (Unix s) |
+| ``adaptalloc:v1:decisions`` | stream | the daemon's decisions, capped (XADD MAXLEN ~) |
+| ``adaptalloc:v1:jobs`` | hash | job id -> app that counted it (a job counts once) |
+| ``adaptalloc:v1:app:<app>:obs`` | hash | job id -> observation JSON ``{"n","t","e","s"}`` |
+| ``adaptalloc:v1:app:<app>:runs`` | sorted set | job id -> end time, for ageing out and trimming |
+| ``adaptalloc:v1:app:<app>:state`` | hash | obs_version, added_total, updated_at |
+| ``adaptalloc:v1:app:<app>:curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
+| ``adaptalloc:v1:learner:<source>`` | hash | the learner's watermark for sacct or squeue |
+| ``adaptalloc:v1:import:<id>`` | hash | checkpoint of one ``import sacct`` range |
+
+``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
+``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
+``*``, whitespace or anything outside ``[a-z0-9._@-]``. The functions below accept only
+AppKey values and check the other variable parts, so no caller can build a key outside the
+namespace.
+
+An observation is stored as compact JSON, ``{"n": nodes, "t": runtime_s, "e": end_time,
+"s": source}``, short enough for Redis to keep small apps' hashes in its compact encoding.
+Bumping the schema means a new prefix (``adaptalloc:v2:``), never a silent change.
+"""
+
+from __future__ import annotations
+
+import re
+
+from plugin.appkey import AppKey
+
+__all__ = [
+    "APPS",
+    "DECISIONS",
+    "DIRTY",
+    "JOBS",
+    "LEARNER_SOURCES",
+    "PREFIX",
+    "app_curve",
+    "app_keys",
+    "app_observations",
+    "app_runs",
+    "app_state",
+    "import_checkpoint",
+    "learner",
+]
+
+PREFIX = "adaptalloc:v1:"
+APPS = PREFIX + "apps"
+DIRTY = PREFIX + "dirty"
+DECISIONS = PREFIX + "decisions"
+JOBS = PREFIX + "jobs"
+#: Where the learner can read finished jobs from; each has its own watermark.
+LEARNER_SOURCES = ("sacct", "squeue")
+
+_IMPORT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+
+
+def _app(app: AppKey) -> str:
+    if not isinstance(app, AppKey):  # a str here would bypass validation
+        raise TypeError(f"expected an AppKey, got {type(app).__name__}")
+    return f"{PREFIX}app:{app}:"
+
+
+def app_observations(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:obs``: job id -> observation JSON."""
+    return _app(app) + "obs"
+
+
+def app_runs(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:runs``: job id -> end time."""
+    return _app(app) + "runs"
+
+
+def app_state(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:state``: obs_version, added_total, updated_at."""
+    return _app(app) + "state"
+
+
+def app_curve(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:curve``: curve JSON and metadata."""
+    return _app(app) + "curve"
+
+
+def app_keys(app: AppKey) -> tuple[str, str, str, str]:
+    """All per-app keys (what ``forget`` deletes besides the index entries)."""
+    return app_observations(app), app_runs(app), app_state(app), app_curve(app)
+
+
+def learner(source: str) -> str:
+    """``adaptalloc:v1:learner:<source>`` for source sacct or squeue."""
+    if source not in LEARNER_SOURCES:
+        raise ValueError(f"learner source must be one of {', '.join(LEARNER_SOURCES)}")
+    return f"{PREFIX}learner:{source}"
+
+
+def import_checkpoint(import_id: str) -> str:
+    """``adaptalloc:v1:import:<id>``; id from [a-z0-9._-], e.g. ``sacct-1700000000-1700086400``."""
+    if not _IMPORT_ID.fullmatch(import_id):
+        raise ValueError(f"import id {import_id!r} is not of the form [a-z0-9][a-z0-9._-]*")
+    return f"{PREFIX}import:{import_id}"

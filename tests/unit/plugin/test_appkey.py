@@ -1,0 +1,228 @@
+"""plugin.appkey: normalisation, the comment tag, the rule, and hostile input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from plugin.appkey import (
+    MAX_PART_LENGTH,
+    AppKey,
+    AppKeyError,
+    AppKeyRule,
+    Tag,
+    normalise_part,
+    parse_tag,
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """The fields AppKeyRule reads (plugin.slurm.JobRecord has the same)."""
+
+    name: str = "lulesh"
+    user: str = "alice"
+    account: str = "physics"
+    partition: str = "batch"
+    wckey: str = ""
+    script: str | None = None
+    comment: str | None = None
+    admin_comment: str | None = None
+
+
+HOSTILE = [
+    pytest.param("\x1b[31mred\x1b[0m", id="ansi-escape"),
+    pytest.param("lulesh\nadaptalloc:v1:apps", id="newline"),
+    pytest.param("lu\rlesh", id="carriage-return-inside"),
+    pytest.param("adaptalloc:v1:../..", id="namespace-escape"),
+    pytest.param("a:b", id="colon"),
+    pytest.param("*", id="star"),
+    pytest.param("lu*", id="glob"),
+    pytest.param("../../etc/passwd", id="path"),
+    pytest.param("two words", id="space"),
+    pytest.param("-leading-dash", id="leading-dash"),
+    pytest.param(".hidden", id="leading-dot"),
+    pytest.param("x" * 10240, id="10kB"),
+    pytest.param("lul\u0435sh", id="cyrillic-e"),
+    pytest.param("\u212aelvin", id="kelvin-sign-lowercases-to-k"),
+    pytest.param("\uff4c\uff55\uff4c\uff45\uff53\uff48", id="fullwidth"),
+    pytest.param("lulesh\u200b", id="zero-width-space"),
+    pytest.param("lulesh\u202egnp.exe", id="bidi-override"),
+    pytest.param("lulesh\x00", id="nul"),
+    pytest.param("", id="empty"),
+    pytest.param("   ", id="blank"),
+    pytest.param("a@b@c", id="two-at"),
+]
+
+
+# --- normalisation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("LULESH", "lulesh"),
+        ("  npb-lu.W_1  ", "npb-lu.w_1"),
+        ("0", "0"),
+        ("a" * MAX_PART_LENGTH, "a" * MAX_PART_LENGTH),
+    ],
+)
+def test_normalise_accepts_and_lowercases(raw: str, expected: str) -> None:
+    assert normalise_part(raw) == expected
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_hostile_strings_are_refused_with_one_escaped_line(raw: str) -> None:
+    with pytest.raises(AppKeyError) as info:
+        AppKey.parse(raw)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "\r" not in message
+    assert "\x1b" not in message
+    assert "\x00" not in message
+    assert "\u202e" not in message
+    assert len(message) < 300
+
+
+def test_too_long_is_refused_before_anything_else() -> None:
+    with pytest.raises(AppKeyError, match="longer than 64 characters"):
+        normalise_part("a" * (MAX_PART_LENGTH + 1))
+    with pytest.raises(AppKeyError, match=r"10,240 characters"):
+        normalise_part("x" * 10240)
+
+
+def test_appkey_string_form_and_parse_round_trip() -> None:
+    assert str(AppKey("lulesh")) == "lulesh"
+    assert str(AppKey("lulesh", "large")) == "lulesh@large"
+    assert AppKey.parse(" LULESH@Large ") == AppKey("lulesh", "large")
+    assert AppKey.parse(str(AppKey("a.b", "c-d"))) == AppKey("a.b", "c-d")
+    assert AppKey.of("NPB", "W") == AppKey("npb", "w")
+
+
+@pytest.mark.parametrize(("name", "size"), [("Lulesh", None), ("lulesh", "L"), ("a:b", None)])
+def test_appkey_constructor_refuses_unnormalised_parts(name: str, size: str | None) -> None:
+    with pytest.raises(AppKeyError, match="not normalised"):
+        AppKey(name, size)
+
+
+# --- the tag ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("comment", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("just a comment", None),
+        ("adaptalloc:v1 app=lulesh size=large", Tag("lulesh", "large")),
+        ("run 3; adaptalloc:v1 app=LULESH; more text", Tag("lulesh", None)),
+        ("adaptalloc:v1 size=small", Tag(None, "small")),
+        ("adaptalloc:v1 app=lulesh other words", Tag("lulesh", None)),
+        ("adaptalloc:v1:decided=4", None),  # the daemon's admin_comment record is no tag
+        ("adaptalloc:v1:../..", None),
+    ],
+)
+def test_parse_tag(comment: str | None, expected: Tag | None) -> None:
+    assert parse_tag(comment) == expected
+
+
+@pytest.mark.parametrize(
+    ("comment", "match"),
+    [
+        ("adaptalloc:v2 app=lulesh", "unsupported version"),
+        ("adaptalloc:v1 ap=lulesh", "unknown key 'ap'"),
+        ("adaptalloc:v1 app=a app=b", "twice"),
+        ("adaptalloc:v1 app=a adaptalloc:v1 app=b", "2 adaptalloc:v1 tags"),
+        ("adaptalloc:v1", "neither app= nor size="),
+        ("adaptalloc:v1 app=", "empty"),
+        ("adaptalloc:v1 app=../..", "must start with a letter or digit"),
+        ("adaptalloc:v1 app=a:b", "only a-z"),
+        ("adaptalloc:v1 app=lul\u0435sh", "non-ASCII"),
+        ("adaptalloc:v1 app=\x1b[2Jx", "only a-z"),
+        ("adaptalloc:v1 app=" + "x" * 65536, "longer than 64"),
+    ],
+)
+def test_bad_tags_are_refused_whole(comment: str, match: str) -> None:
+    with pytest.raises(AppKeyError, match=match) as info:
+        parse_tag(comment)
+    assert "\x1b" not in str(info.value)
+    assert len(str(info.value)) < 300
+
+
+def test_a_tag_at_the_end_of_a_64k_comment_is_found() -> None:
+    comment = "x" * 65536 + " adaptalloc:v1 app=lulesh size=large"
+    assert parse_tag(comment) == Tag("lulesh", "large")
+
+
+# --- the rule --------------------------------------------------------------------------------
+
+
+def test_default_rule_uses_the_job_name() -> None:
+    assert AppKeyRule().key_for(Job(name="LULESH")) == AppKey("lulesh")
+
+
+def test_comment_tag_overrides_the_name_and_admin_comment_overrides_both() -> None:
+    rule = AppKeyRule()
+    tagged = Job(comment="adaptalloc:v1 app=hpl size=big")
+    assert rule.key_for(tagged) == AppKey("hpl", "big")
+    both = Job(comment="adaptalloc:v1 app=hpl", admin_comment="adaptalloc:v1 app=lammps")
+    assert rule.key_for(both) == AppKey("lammps")
+    assert AppKeyRule(comment_tag=False).key_for(tagged) == AppKey("lulesh")
+
+
+def test_a_size_only_tag_keeps_the_templates_name() -> None:
+    assert AppKeyRule().key_for(Job(comment="adaptalloc:v1 size=large")) == AppKey(
+        "lulesh", "large"
+    )
+
+
+def test_a_bad_tag_refuses_the_job_instead_of_falling_back() -> None:
+    with pytest.raises(AppKeyError, match="unknown key"):
+        AppKeyRule().key_for(Job(comment="adaptalloc:v1 aap=lulesh"))
+
+
+def test_template_fields_and_pattern() -> None:
+    job = Job(name="lulesh_large_run7", script="/home/alice/LULESH.sbatch")
+    assert AppKeyRule(template="{account}.{name}").key_for(job) == AppKey(
+        "physics.lulesh_large_run7"
+    )
+    assert AppKeyRule(template="{script}").key_for(job) == AppKey("lulesh")
+    rule = AppKeyRule(pattern=r"^(?P<app>[a-z]+)_(?P<size>small|large)")
+    assert rule.key_for(job) == AppKey("lulesh", "large")
+    with pytest.raises(AppKeyError, match="does not match"):
+        rule.key_for(Job(name="other"))
+
+
+def test_missing_fields_and_generic_names_are_refused() -> None:
+    with pytest.raises(AppKeyError, match="no wckey"):
+        AppKeyRule(template="{wckey}").key_for(Job())
+    with pytest.raises(AppKeyError, match="no script"):
+        AppKeyRule(template="{script}").key_for(Job())
+    with pytest.raises(AppKeyError, match="generic"):
+        AppKeyRule().key_for(Job(name="wrap"))
+    assert AppKeyRule(generic_names=()).key_for(Job(name="wrap")) == AppKey("wrap")
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_job_names_yield_no_key(name: str) -> None:
+    with pytest.raises(AppKeyError):
+        AppKeyRule().key_for(Job(name=name))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"template": "{nmae}"}, "unknown"),
+        ({"template": "fixed"}, "uses no field"),
+        ({"template": "{name}}"}, "stray brace"),
+        ({"pattern": "(?P<other>x)"}, "unknown"),
+    ],
+)
+def test_bad_rules_are_refused(kwargs: dict[str, str], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        AppKeyRule(**kwargs)  # type: ignore[arg-type]
+
+
+def test_surrounding_whitespace_is_normalisation_not_an_attack() -> None:
+    assert AppKey.parse("lulesh\r\n") == AppKey("lulesh")

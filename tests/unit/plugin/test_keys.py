@@ -1,0 +1,56 @@
+"""plugin.keys: the exact Redis key strings, and that nothing unvalidated becomes a key."""
+
+from __future__ import annotations
+
+import pytest
+
+from plugin import keys
+from plugin.appkey import AppKey
+
+
+def test_global_keys_are_exact() -> None:
+    assert keys.PREFIX == "adaptalloc:v1:"
+    assert keys.APPS == "adaptalloc:v1:apps"
+    assert keys.DIRTY == "adaptalloc:v1:dirty"
+    assert keys.DECISIONS == "adaptalloc:v1:decisions"
+    assert keys.JOBS == "adaptalloc:v1:jobs"
+
+
+def test_per_app_keys_are_exact() -> None:
+    app = AppKey("lulesh", "large")
+    assert keys.app_observations(app) == "adaptalloc:v1:app:lulesh@large:obs"
+    assert keys.app_runs(app) == "adaptalloc:v1:app:lulesh@large:runs"
+    assert keys.app_state(app) == "adaptalloc:v1:app:lulesh@large:state"
+    assert keys.app_curve(app) == "adaptalloc:v1:app:lulesh@large:curve"
+    assert keys.app_keys(AppKey("npb-lu")) == (
+        "adaptalloc:v1:app:npb-lu:obs",
+        "adaptalloc:v1:app:npb-lu:runs",
+        "adaptalloc:v1:app:npb-lu:state",
+        "adaptalloc:v1:app:npb-lu:curve",
+    )
+
+
+def test_learner_and_import_keys_are_exact() -> None:
+    assert keys.learner("sacct") == "adaptalloc:v1:learner:sacct"
+    assert keys.learner("squeue") == "adaptalloc:v1:learner:squeue"
+    assert keys.import_checkpoint("sacct-1700000000-1700086400") == (
+        "adaptalloc:v1:import:sacct-1700000000-1700086400"
+    )
+
+
+@pytest.mark.parametrize("bad", ["lulesh", "lulesh:*", "../x", ""])
+def test_a_plain_string_never_becomes_an_app_key(bad: str) -> None:
+    with pytest.raises(TypeError, match="AppKey"):
+        keys.app_observations(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["sacct:*", "x", "", "SACCT"])
+def test_learner_sources_are_a_closed_set(bad: str) -> None:
+    with pytest.raises(ValueError, match="learner source"):
+        keys.learner(bad)
+
+
+@pytest.mark.parametrize("bad", ["a:b", "*", "x\ny", "", "A", "-x", "a" * 200])
+def test_import_ids_are_checked(bad: str) -> None:
+    with pytest.raises(ValueError, match="import id"):
+        keys.import_checkpoint(bad)
