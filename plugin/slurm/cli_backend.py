@@ -1,0 +1,149 @@
+"""The default Slurm backend: Slurm's own commands, ``--json`` where they have it.
+
+Commands run as argument lists (never through a shell: job names and comments are hostile
+text), with stdin closed, a timeout, and stderr captured into the error message so that
+Slurm's own words reach the admin (reportseff drops them). The output is parsed by
+plugin/slurm/parse.py.
+
+| method | command |
+|---|---|
+| finished_jobs | ``sacct --json --allusers --starttime S --endtime E [--state ...]`` |
+| jobs | ``squeue --json`` (22.05 ignores --jobs/--states, so no filters are passed) |
+| nodes | ``sinfo --json`` |
+| partitions | ``scontrol show partition -o`` |
+| accounting_enabled | ``scontrol show config`` |
+| version | ``sinfo --version`` |
+| scontrol_job | ``scontrol show job -o ID`` (raw fields, for diagnostics) |
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+from plugin.errors import printable
+from plugin.slurm.errors import SlurmCommandError
+from plugin.slurm.parse import (
+    parse_accounting_type,
+    parse_key_values,
+    parse_sacct_json,
+    parse_scontrol_partitions,
+    parse_sinfo_json,
+    parse_slurm_version,
+    parse_squeue_json,
+)
+from plugin.slurm.reader import SlurmReader
+from plugin.slurm.records import FINAL_STATES, JobRecord, NodeRecord, PartitionRecord
+
+__all__ = ["DEFAULT_TIMEOUT_S", "CliSlurmReader", "Runner", "run_command", "slurm_time"]
+
+DEFAULT_TIMEOUT_S = 60.0
+#: Characters of a command's stderr kept in an error message.
+STDERR_LIMIT = 400
+
+#: Runs an argument list with a timeout; returns stdout or raises SlurmCommandError.
+Runner = Callable[[Sequence[str], float], str]
+
+
+def run_command(args: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None) -> str:
+    """Run one Slurm command; its stdout, or SlurmCommandError carrying its stderr."""
+    shown = " ".join(printable(a) for a in args[:4]) + (" ..." if len(args) > 4 else "")
+    try:
+        proc = subprocess.run(  # noqa: S603 - an argument list, never a shell
+            list(args),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+            env=None if env is None else dict(env),
+        )
+    except FileNotFoundError as exc:
+        raise SlurmCommandError(
+            f"{printable(args[0])} not found on PATH; is Slurm's client installed?"
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SlurmCommandError(f"{shown} did not finish within {timeout_s:g} s") from exc
+    except OSError as exc:
+        raise SlurmCommandError(f"{shown} could not run: {exc.strerror or exc}") from exc
+    stdout = proc.stdout.decode("utf-8", "replace")
+    if proc.returncode != 0:
+        stderr = printable(" ".join(proc.stderr.decode("utf-8", "replace").split()))
+        if len(stderr) > STDERR_LIMIT:
+            stderr = stderr[:STDERR_LIMIT] + "..."
+        raise SlurmCommandError(
+            f"{shown} failed (exit {proc.returncode}): {stderr or 'no message on stderr'}"
+        )
+    return stdout
+
+
+def slurm_time(epoch: float) -> str:
+    """A Unix time as Slurm's local-time ``YYYY-MM-DDTHH:MM:SS`` (what sacct -S/-E take)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(int(epoch)))
+
+
+class CliSlurmReader(SlurmReader):
+    """Reads Slurm through its commands. `runner` replaces subprocess (tests, wrappers)."""
+
+    backend = "cli"
+
+    def __init__(
+        self,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        runner: Runner | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self._env = env
+        self._runner = runner
+
+    def run(self, *args: str) -> str:
+        """Run one Slurm command (argument list) with this reader's timeout; its stdout."""
+        if self._runner is not None:
+            return self._runner(args, self.timeout_s)
+        return run_command(args, self.timeout_s, self._env if self._env is not None else os.environ)
+
+    def finished_jobs(
+        self, since: float, until: float, states: Collection[str] | None = None
+    ) -> list[JobRecord]:
+        wanted = sorted(states) if states else sorted(FINAL_STATES)
+        out = self.run(
+            "sacct",
+            "--json",
+            "--allusers",
+            "--starttime",
+            slurm_time(since),
+            "--endtime",
+            slurm_time(until),
+            "--state",
+            ",".join(wanted),
+        )
+        records = [
+            job
+            for job in parse_sacct_json(out)
+            if job.state in wanted
+            and job.end_time is not None
+            and since <= job.end_time <= until + 1  # sacct works in whole seconds
+        ]
+        return sorted(records, key=lambda job: (job.end_time or 0, job.job_id))
+
+    def jobs(self) -> list[JobRecord]:
+        return parse_squeue_json(self.run("squeue", "--json"))
+
+    def nodes(self) -> list[NodeRecord]:
+        return parse_sinfo_json(self.run("sinfo", "--json"))
+
+    def partitions(self) -> list[PartitionRecord]:
+        return parse_scontrol_partitions(self.run("scontrol", "show", "partition", "-o"))
+
+    def accounting_enabled(self) -> bool:
+        kind = parse_accounting_type(self.run("scontrol", "show", "config"))
+        return kind not in ("", "accounting_storage/none")
+
+    def version(self) -> tuple[int, int, int]:
+        return parse_slurm_version(self.run("sinfo", "--version"))
+
+    def scontrol_job(self, job_id: int) -> dict[str, str]:
+        """``scontrol show job -o ID`` as raw ``Key -> Value`` text (see parse_key_values)."""
+        return parse_key_values(self.run("scontrol", "show", "job", "-o", str(int(job_id))))

@@ -1,0 +1,384 @@
+"""Parsers from Slurm's output to records: pure functions, tested on real captured output.
+
+Slurm 22.05's JSON (``openapi/v0.0.38`` for squeue/sinfo, ``openapi/dbv0.0.38`` for sacct) is
+the reference, see tests/data/slurm/README.md; later versions' shapes are accepted where
+they differ in small ways (states as lists, numbers as ``{"set", "infinite", "number"}``).
+
+Things the parsers know (seen in the captures):
+
+* ``sacct --json`` of 22.05 reports ``exit_code`` ``{"status": "SUCCESS", "return_code": 0}``
+  for every job, FAILED ones included (and so do ``derived_exit_code`` and the steps'
+  ``exit_code``). Its exit codes are therefore reported as unknown (None); whether a job
+  succeeded is its state (Slurm sets COMPLETED only when the batch script exited 0).
+* ``squeue --json`` of 22.05 gives ``exit_code`` as the raw wait status (768 = exit 3,
+  15 = killed by SIGTERM).
+* ``sacct --json`` has no job comment unless slurm.conf has
+  ``AccountingStoreFlags=job_comment``: ``comment.job`` is null, reported here as None.
+* ``squeue --json`` reports a pending job's requested range as ``node_count`` (minimum) and
+  ``max_nodes``; once the job has started, ``node_count`` is its allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from plugin.errors import printable, quote_value
+from plugin.slurm.errors import SlurmError, SlurmParseError
+from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord
+
+__all__ = [
+    "UNRELIABLE_EXIT_CODE_PLUGINS",
+    "parse_accounting_type",
+    "parse_key_values",
+    "parse_sacct_json",
+    "parse_scontrol_partitions",
+    "parse_sinfo_json",
+    "parse_slurm_version",
+    "parse_squeue_json",
+    "parse_time_minutes",
+]
+
+#: sacct JSON plugins whose exit codes say SUCCESS/0 for failed jobs (see the module docstring).
+UNRELIABLE_EXIT_CODE_PLUGINS = frozenset(
+    {"openapi/dbv0.0.36", "openapi/dbv0.0.37", "openapi/dbv0.0.38"}
+)
+#: Slurm's error number for "Nothing found with query" (an empty sacct window).
+NOTHING_FOUND = 9003
+#: Slurm's NO_VAL and INFINITE for 32-bit fields, and the 16-bit ones.
+_SENTINELS = frozenset({0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF, 0xFFFE})
+_VERSION = re.compile(r"(?:slurm(?:-wlm)?\s+)?(\d+)\.(\d+)(?:\.(\d+))?")
+_KEY = re.compile(r"[A-Za-z][A-Za-z0-9/:_.]*")
+
+
+# --- small field readers ------------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    """A count or time from Slurm JSON; None for null, NO_VAL/INFINITE and unset numbers."""
+    if isinstance(value, Mapping):  # v0.0.39+: {"set": true, "infinite": false, "number": 5}
+        unset = not value.get("set", True) or value.get("infinite")
+        return None if unset else _int(value.get("number"))
+    number: int | None = None
+    if isinstance(value, float) and math.isfinite(value):
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and value.isdigit():
+        number = int(value)
+    if number is None or number in _SENTINELS or number < 0:
+        return None
+    return number
+
+
+def _time(value: Any) -> int | None:
+    """A Unix time; 0 (Slurm's "not yet") becomes None."""
+    number = _int(value)
+    return number if number else None
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _state(value: Any) -> str:
+    """The base state: "COMPLETED" from "COMPLETED", ["COMPLETED"] or {"current": ...}."""
+    if isinstance(value, Mapping):
+        value = value.get("current")
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    return _str(value).split(" ", 1)[0].upper()
+
+
+def _load(text: str | bytes, command: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        head = text[:60].decode("utf-8", "replace") if isinstance(text, bytes) else text[:60]
+        raise SlurmParseError(
+            f"{command} did not print JSON ({printable(str(exc))}); it began {quote_value(head)}"
+        ) from exc
+    if not isinstance(doc, dict):
+        raise SlurmParseError(f"{command} printed JSON that is not an object")
+    # sacct's "Nothing found with query" (9003) is an empty result, not a failure.
+    errors = [e for e in doc.get("errors") or [] if _map(e).get("error_number") != NOTHING_FOUND]
+    if errors:
+        first = errors[0]
+        text_ = first.get("error") or first.get("description") if isinstance(first, dict) else None
+        raise SlurmError(f"{command} reported an error: {printable(str(text_ or first))[:200]}")
+    return doc
+
+
+def _items(doc: Mapping[str, Any], key: str, command: str) -> Iterable[Mapping[str, Any]]:
+    items = doc.get(key)
+    if not isinstance(items, list):
+        raise SlurmParseError(f"{command} printed no {key!r} list")
+    return (item for item in items if isinstance(item, Mapping))
+
+
+def _tres_count(entries: Any, kind: str) -> int | None:
+    if not isinstance(entries, list):
+        return None
+    for entry in entries:
+        if isinstance(entry, Mapping) and entry.get("type") == kind:
+            return _int(entry.get("count"))
+    return None
+
+
+def _exit_from_status(value: Any) -> tuple[int | None, int | None]:
+    """(exit code, signal) from a raw wait status or a {"status", "return_code", ...} dict."""
+    if isinstance(value, Mapping):
+        signal = value.get("signal")
+        sig = _int(signal.get("signal_id")) if isinstance(signal, Mapping) else None
+        return _int(value.get("return_code")), sig
+    status = _int(value)
+    if status is None:
+        return None, None
+    return (status >> 8) & 0xFF, (status & 0x7F) or None
+
+
+# --- sacct ------------------------------------------------------------------------------------
+
+
+def _sacct_job(job: Mapping[str, Any], exit_codes_reliable: bool) -> JobRecord:
+    times = _map(job.get("time"))
+    comment = _map(job.get("comment"))
+    wckey = job.get("wckey")
+    tres = _map(job.get("tres"))
+    exit_code, signal = (
+        _exit_from_status(job.get("exit_code")) if exit_codes_reliable else (None, None)
+    )
+    start, end = _time(times.get("start")), _time(times.get("end"))
+    return JobRecord(
+        job_id=_int(job.get("job_id")) or 0,
+        name=_str(job.get("name")),
+        user=_str(job.get("user")),
+        account=_str(job.get("account")),
+        partition=_str(job.get("partition")),
+        state=_state(job.get("state")),
+        source="sacct",
+        wckey=_str(wckey.get("wckey")) if isinstance(wckey, Mapping) else _str(wckey),
+        comment=_opt_str(comment.get("job")),
+        admin_comment=_opt_str(comment.get("administrator")),
+        exit_code=exit_code,
+        exit_signal=signal,
+        nodes_min=_tres_count(tres.get("requested"), "node"),
+        nodes_max=None,
+        nodes_alloc=_int(job.get("allocation_nodes")) or 0,
+        time_limit_min=_int(times.get("limit")),
+        submit_time=_time(times.get("submission")),
+        start_time=start,
+        end_time=end,
+        elapsed_s=_int(times.get("elapsed")),
+        workdir=_opt_str(job.get("working_directory")),
+        script=None,
+        priority=_int(job.get("priority")),
+        state_reason=_str(_map(job.get("state")).get("reason")),
+        cluster=_str(job.get("cluster")),
+    )
+
+
+def parse_sacct_json(text: str | bytes) -> list[JobRecord]:
+    """Jobs from ``sacct --json`` (steps are ignored: a job is one observation)."""
+    doc = _load(text, "sacct --json")
+    plugin = _map(_map(doc.get("meta")).get("plugin"))
+    reliable = _str(plugin.get("type")) not in UNRELIABLE_EXIT_CODE_PLUGINS
+    return [_sacct_job(job, reliable) for job in _items(doc, "jobs", "sacct --json")]
+
+
+# --- squeue -----------------------------------------------------------------------------------
+
+
+def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
+    state = _state(job.get("job_state"))
+    start = _time(job.get("start_time"))
+    end = _time(job.get("end_time"))
+    # Ran at all: a start time and nodes (a job cancelled while pending has a start time
+    # but no nodes).
+    started = state not in ("PENDING", "") and start is not None and bool(_str(job.get("nodes")))
+    node_count = _int(job.get("node_count"))
+    resources = job.get("job_resources")
+    if started:
+        hosts = _int(resources.get("allocated_hosts")) if isinstance(resources, Mapping) else None
+        nodes_alloc = hosts if hosts else (node_count or 0)
+        nodes_min = nodes_max = None
+    else:
+        nodes_alloc = 0
+        nodes_min = node_count
+        max_nodes = _int(job.get("max_nodes"))
+        nodes_max = max_nodes if max_nodes else node_count
+    final = bool(state) and state not in ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING")
+    elapsed = end - start if final and started and end and start else None
+    exit_code, signal = _exit_from_status(job.get("exit_code"))
+    if not state or state in ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING"):
+        exit_code, signal = None, None
+    return JobRecord(
+        job_id=_int(job.get("job_id")) or 0,
+        name=_str(job.get("name")),
+        user=_str(job.get("user_name")),
+        account=_str(job.get("account")),
+        partition=_str(job.get("partition")),
+        state=state,
+        source="squeue",
+        wckey=_str(job.get("wckey")),
+        comment=_opt_str(job.get("comment")),
+        admin_comment=_opt_str(job.get("admin_comment")),
+        exit_code=exit_code,
+        exit_signal=signal,
+        nodes_min=nodes_min,
+        nodes_max=nodes_max,
+        nodes_alloc=nodes_alloc,
+        time_limit_min=_int(job.get("time_limit")),
+        submit_time=_time(job.get("submit_time")),
+        start_time=start if started else None,
+        end_time=end if final else None,
+        elapsed_s=max(elapsed, 0) if elapsed is not None else None,
+        workdir=_opt_str(job.get("current_working_directory")),
+        script=_str(job.get("command")) or None,
+        priority=_int(job.get("priority")),
+        state_reason=_str(job.get("state_reason")),
+        cluster=_str(job.get("cluster")),
+    )
+
+
+def parse_squeue_json(text: str | bytes) -> list[JobRecord]:
+    """Every job in ``squeue --json`` (22.05 ignores --jobs/--states: filter the result)."""
+    doc = _load(text, "squeue --json")
+    return [_squeue_job(job) for job in _items(doc, "jobs", "squeue --json")]
+
+
+# --- sinfo ------------------------------------------------------------------------------------
+
+
+def parse_sinfo_json(text: str | bytes) -> list[NodeRecord]:
+    """Nodes from ``sinfo --json``."""
+    doc = _load(text, "sinfo --json")
+    nodes = []
+    for node in _items(doc, "nodes", "sinfo --json"):
+        state = node.get("state")
+        if isinstance(state, list):  # 23.02+: ["IDLE", "DRAIN"]
+            flags = tuple(_str(s).lower() for s in state[1:])
+            state = state[0] if state else ""
+        else:
+            flags = tuple(_str(f).lower() for f in node.get("state_flags") or [])
+        nodes.append(
+            NodeRecord(
+                name=_str(node.get("name")),
+                state=_str(state).lower(),
+                cpus=_int(node.get("cpus")) or 0,
+                alloc_cpus=_int(node.get("alloc_cpus")) or 0,
+                partitions=tuple(_str(p) for p in node.get("partitions") or []),
+                state_flags=flags,
+                real_memory_mb=_int(node.get("real_memory")),
+            )
+        )
+    return nodes
+
+
+# --- scontrol text ------------------------------------------------------------------------------
+
+
+def parse_key_values(line: str) -> dict[str, str]:
+    """``Key=Value`` words of one ``scontrol show ... -o`` line.
+
+    A word without ``=`` continues the previous value (values such as WorkDir or Comment
+    may hold spaces). The first occurrence of a key wins, so a free-text value printed later
+    in the line (a comment holding `` JobState=X``) cannot override a field printed before
+    it; fields printed after a free-text value are ambiguous in this format, which is why
+    the adapter reads jobs from ``squeue --json`` instead.
+    """
+    fields: dict[str, str] = {}
+    last: str | None = None
+    for word in line.strip().split(" "):
+        key, sep, value = word.partition("=")
+        if sep and _KEY.fullmatch(key):
+            if key in fields:
+                last = None  # a repeated key: ignore it and what follows until the next key
+                continue
+            fields[key] = value
+            last = key
+        elif last is not None:
+            fields[last] = f"{fields[last]} {word}"
+    return {key: value.rstrip() for key, value in fields.items()}
+
+
+def parse_time_minutes(text: str) -> int | None:
+    """Slurm's ``[days-]hours:minutes:seconds`` (or minutes) as whole minutes; None if unlimited."""
+    value = text.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A", "PARTITION_LIMIT", ""):
+        return None
+    days = 0
+    if "-" in value:
+        day_text, value = value.split("-", 1)
+        days = int(day_text)
+    parts = [int(p) for p in value.split(":")]
+    if len(parts) == 1:
+        return days * 1440 + parts[0]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    hours, minutes, seconds = parts
+    return days * 1440 + hours * 60 + minutes + (1 if seconds else 0)
+
+
+def _limit(text: str | None) -> int | None:
+    if text is None or text.upper() == "UNLIMITED":
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
+    """Partitions from ``scontrol show partition -o`` (one line each)."""
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = parse_key_values(line)
+        if "PartitionName" not in fields:
+            raise SlurmParseError(
+                f"scontrol show partition printed a line without PartitionName: {quote_value(line)}"
+            )
+        try:
+            max_time = parse_time_minutes(fields.get("MaxTime", "UNLIMITED"))
+        except ValueError:
+            max_time = None
+        out.append(
+            PartitionRecord(
+                name=fields["PartitionName"],
+                nodes=fields.get("Nodes", ""),
+                total_nodes=_limit(fields.get("TotalNodes")) or 0,
+                state=fields.get("State", ""),
+                default=fields.get("Default") == "YES",
+                max_nodes=_limit(fields.get("MaxNodes")),
+                max_time_min=max_time,
+            )
+        )
+    return out
+
+
+def parse_slurm_version(text: str) -> tuple[int, int, int]:
+    """(major, minor, micro) from ``sinfo --version`` ("slurm-wlm 22.05.8", "slurm 23.11.1")."""
+    match = _VERSION.search(text.strip())
+    if match is None:
+        raise SlurmParseError(f"cannot read a Slurm version from {quote_value(text.strip())}")
+    major, minor, micro = match.groups()
+    return int(major), int(minor), int(micro or 0)
+
+
+def parse_accounting_type(config_text: str) -> str:
+    """``AccountingStorageType`` from ``scontrol show config`` ("" when absent)."""
+    for line in config_text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "AccountingStorageType":
+            return value.strip()
+    return ""

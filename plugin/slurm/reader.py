@@ -1,0 +1,77 @@
+"""The read side of the Slurm adapter: what adaptalloc asks Slurm, independent of how.
+
+`SlurmReader` is the interface the learner, the importers and (issue 7) the daemon use. Two
+implementations: `plugin.slurm.cli_backend.CliSlurmReader` (the default: Slurm's commands
+with ``--json``) and `plugin.slurm.pyslurm_backend.PyslurmReader` (used only when pyslurm
+matches the installed Slurm). `plugin.slurm.factory.slurm_reader` picks one.
+
+Extending with the write side (issue 7): define a `SlurmWriter` ABC beside this one (hold,
+release, update NumNodes/TimeLimit, set admin_comment) and a class deriving from both
+`CliSlurmReader` and it, reusing `CliSlurmReader.run` (argument lists, timeouts, stderr in
+the error). Every method raises `plugin.slurm.errors.SlurmError` subclasses only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection
+
+from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord
+
+__all__ = ["SlurmReader"]
+
+
+class SlurmReader(ABC):
+    """Read jobs, nodes and partitions from Slurm."""
+
+    #: Short backend name for logs ("cli", "pyslurm").
+    backend: str = ""
+
+    @abstractmethod
+    def finished_jobs(
+        self, since: float, until: float, states: Collection[str] | None = None
+    ) -> list[JobRecord]:
+        """Jobs from accounting that ended in [since, until] (Unix seconds), oldest first.
+
+        `states` restricts the base states asked for (e.g. ``("COMPLETED",)``), which keeps
+        the query small for slurmdbd; None asks for every final state.
+        """
+
+    @abstractmethod
+    def jobs(self) -> list[JobRecord]:
+        """Every job slurmctld knows: pending, running, and finished ones within MinJobAge."""
+
+    @abstractmethod
+    def nodes(self) -> list[NodeRecord]:
+        """Every node."""
+
+    @abstractmethod
+    def partitions(self) -> list[PartitionRecord]:
+        """Every partition."""
+
+    @abstractmethod
+    def accounting_enabled(self) -> bool:
+        """Whether slurmctld stores jobs in accounting (so `finished_jobs` can work)."""
+
+    @abstractmethod
+    def version(self) -> tuple[int, int, int]:
+        """The installed Slurm's (major, minor, micro)."""
+
+    def job(self, job_id: int) -> JobRecord | None:
+        """One job slurmctld still knows, or None."""
+        for record in self.jobs():
+            if record.job_id == job_id:
+                return record
+        return None
+
+    def recently_finished(self, since: float, until: float) -> list[JobRecord]:
+        """Finished jobs slurmctld still remembers (MinJobAge) that ended in [since, until].
+
+        For clusters without accounting; slurmctld forgets jobs after MinJobAge.
+        """
+        out = [
+            job
+            for job in self.jobs()
+            if job.finished and job.end_time is not None and since <= job.end_time <= until
+        ]
+        return sorted(out, key=lambda job: (job.end_time or 0, job.job_id))

@@ -1,0 +1,118 @@
+"""What the Slurm adapter returns: frozen values, the same whichever backend read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FINAL_STATES", "JobRecord", "NodeRecord", "PartitionRecord"]
+
+#: Base job states after which a job never runs again.
+FINAL_STATES = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One job as Slurm reports it. Times are Unix seconds; None means "not reported".
+
+    Attributes
+    ----------
+    job_id : the job id (array tasks and het components have their own).
+    name, user, account, partition, wckey : as submitted ("" when Slurm has none).
+    state : the base state, upper case ("COMPLETED", "CANCELLED", "PENDING", ...).
+    source : which command or library produced the record ("sacct", "squeue", "pyslurm").
+    comment, admin_comment : None when the source does not report them (sacct without
+        ``AccountingStoreFlags=job_comment`` has no job comment), "" when empty.
+    exit_code, exit_signal : the batch script's exit status and killing signal; None when
+        unknown or, as with ``sacct --json`` of Slurm 22.05, not trustworthy.
+    nodes_min, nodes_max : the requested node range, when the source knows it.
+    nodes_alloc : nodes the job was allocated (0 before it started, or while slurmdbd's
+        record of a just-finished job is still incomplete).
+    time_limit_min : the time limit in minutes (None: partition limit or unlimited).
+    elapsed_s : wall-clock run time in seconds.
+    workdir, script : working directory and batch script path, when reported.
+    priority : scheduling priority (0 while held); None when not reported.
+    state_reason : why a pending job waits ("JobHeldUser", ...), "" when none.
+    """
+
+    job_id: int
+    name: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    source: str
+    wckey: str = ""
+    comment: str | None = None
+    admin_comment: str | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    nodes_min: int | None = None
+    nodes_max: int | None = None
+    nodes_alloc: int = 0
+    time_limit_min: int | None = None
+    submit_time: int | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+    elapsed_s: int | None = None
+    workdir: str | None = None
+    script: str | None = None
+    priority: int | None = None
+    state_reason: str = ""
+    cluster: str = ""
+
+    @property
+    def finished(self) -> bool:
+        """In a final state (completed, failed, cancelled, timed out, ...)."""
+        return self.state in FINAL_STATES
+
+    @property
+    def moldable(self) -> bool:
+        """Submitted with a node range (min < max), as far as the source reports it."""
+        return (
+            self.nodes_min is not None
+            and self.nodes_max is not None
+            and self.nodes_min < self.nodes_max
+        )
+
+
+@dataclass(frozen=True)
+class NodeRecord:
+    """One node from ``sinfo --json``: state is Slurm's ("idle", "mixed", "allocated", ...)."""
+
+    name: str
+    state: str
+    cpus: int
+    alloc_cpus: int
+    partitions: tuple[str, ...]
+    state_flags: tuple[str, ...] = ()
+    real_memory_mb: int | None = None
+
+    @property
+    def idle(self) -> bool:
+        """Fully idle and not drained, down or reserved."""
+        return self.state == "idle" and not self.state_flags
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    """One partition from ``scontrol show partition -o``. None: UNLIMITED or not set."""
+
+    name: str
+    nodes: str
+    total_nodes: int
+    state: str
+    default: bool
+    max_nodes: int | None = None
+    max_time_min: int | None = None
