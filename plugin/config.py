@@ -1,0 +1,286 @@
+"""The adaptalloc plumbing configuration: ``[redis]``, ``[appkey]``, ``[learner]``, ``[slurm]``.
+
+One TOML file (``deploy/adaptalloc.example.toml`` lists every key with its default), read
+with :mod:`tomllib`. Where it is looked for, first match wins:
+
+1. the ``--config FILE`` option of a command;
+2. ``$ADAPTALLOC_CONFIG``;
+3. ``/etc/adaptalloc/adaptalloc.toml`` when that file exists;
+4. nothing: every key has its default.
+
+Every section and key is optional; an unknown section or key, a value of the wrong type or
+out of range is a :class:`ConfigError` naming the file, the key and what is allowed::
+
+    adaptalloc.toml: [learner] max_age_days must be a number ≥ 0, got -3
+
+(The allocation policy has its own file, read by policies/; see deploy/policy.example.toml.)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from plugin.appkey import DEFAULT_GENERIC_NAMES, AppKeyRule
+from plugin.errors import InputError, printable, quote_value
+
+__all__ = [
+    "CONFIG_ENV",
+    "SYSTEM_CONFIG",
+    "AppKeyConfig",
+    "Config",
+    "ConfigError",
+    "LearnerConfig",
+    "RedisConfig",
+    "SlurmConfig",
+    "find_config",
+    "load_config",
+    "parse_config",
+]
+
+CONFIG_ENV = "ADAPTALLOC_CONFIG"
+SYSTEM_CONFIG = Path("/etc/adaptalloc/adaptalloc.toml")
+
+
+class ConfigError(InputError):
+    """The configuration file cannot be read or holds a value adaptalloc refuses."""
+
+
+Check = Callable[[Any], str | None]  # returns what is allowed when the value is refused
+
+
+def _number(low: float, high: float = math.inf, *, low_open: bool = False) -> Check:
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value) and value <= high
+        ok = ok and (value > low if low_open else value >= low)
+        if ok:
+            return None
+        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
+        hi = "" if high == math.inf else f" and ≤ {high:g}"
+        return f"must be a number {lo}{hi}"
+
+    return check
+
+
+def _integer(low: int, high: int | None = None) -> Check:
+    def check(value: Any) -> str | None:
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if whole and value >= low and (high is None or value <= high):
+            return None
+        hi = "" if high is None else f" and ≤ {high}"
+        return f"must be a whole number ≥ {low}{hi}"
+
+    return check
+
+
+def _choice(*allowed: str) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in allowed else "must be one of " + ", ".join(allowed)
+
+    return check
+
+
+def _string(value: Any) -> str | None:
+    return None if isinstance(value, str) and "\x00" not in value else "must be a string"
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _redis_url(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    if value and not re.match(r"(redis|rediss|unix)://", value):
+        return "must start with redis://, rediss:// or unix:// (or be empty)"
+    return None
+
+
+def _string_list(value: Any) -> str | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return None
+    return "must be a list of strings"
+
+
+def _regex(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"must be a valid regular expression ({exc})"
+    return None
+
+
+def _key(check: Check, doc: str) -> dict[str, Any]:
+    return {"check": check, "doc": doc}
+
+
+@dataclass(frozen=True)
+class RedisConfig:
+    """``[redis]``: where the curve store lives and how to talk to it."""
+
+    url: str = field(default="", metadata=_key(_redis_url, "empty: $REDIS_URL, else local"))
+    username: str = field(default="", metadata=_key(_string, "ACL user (overrides the URL's)"))
+    password_file: str = field(default="", metadata=_key(_string, "file holding the password"))
+    tls_ca_file: str = field(default="", metadata=_key(_string, "CA bundle for rediss://"))
+    socket_timeout_s: float = field(default=2.0, metadata=_key(_number(0, low_open=True), ""))
+    connect_timeout_s: float = field(default=2.0, metadata=_key(_number(0, low_open=True), ""))
+    retries: int = field(default=2, metadata=_key(_integer(0, 20), "retries per command"))
+    backoff_base_s: float = field(default=0.05, metadata=_key(_number(0), ""))
+    backoff_cap_s: float = field(default=1.0, metadata=_key(_number(0), ""))
+    health_check_interval_s: int = field(default=30, metadata=_key(_integer(0), ""))
+
+
+@dataclass(frozen=True)
+class AppKeyConfig:
+    """``[appkey]``: how a job becomes an app key (see plugin/appkey.py)."""
+
+    template: str = field(default="{name}", metadata=_key(_string, ""))
+    pattern: str = field(default="", metadata=_key(_regex, ""))
+    comment_tag: bool = field(default=True, metadata=_key(_boolean, ""))
+    admin_comment_tag: bool = field(default=True, metadata=_key(_boolean, ""))
+    generic_names: tuple[str, ...] = field(
+        default=DEFAULT_GENERIC_NAMES, metadata=_key(_string_list, "")
+    )
+
+    def rule(self) -> AppKeyRule:
+        return AppKeyRule(
+            template=self.template,
+            pattern=self.pattern,
+            comment_tag=self.comment_tag,
+            admin_comment_tag=self.admin_comment_tag,
+            generic_names=tuple(n.strip().lower() for n in self.generic_names),
+        )
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """``[learner]``: observations, ageing, refits, imports."""
+
+    source: str = field(default="auto", metadata=_key(_choice("auto", "sacct", "squeue"), ""))
+    overlap_s: float = field(default=900.0, metadata=_key(_number(0), "re-read window"))
+    initial_lookback_s: float = field(default=3600.0, metadata=_key(_number(0), ""))
+    max_nodes: int = field(default=0, metadata=_key(_integer(0), "0: the cluster's size"))
+    max_observations: int = field(default=500, metadata=_key(_integer(1, 1_000_000), ""))
+    max_age_days: float = field(default=365.0, metadata=_key(_number(0), "0: never"))
+    refit_debounce_s: float = field(default=60.0, metadata=_key(_number(0), ""))
+    refit_max_apps: int = field(default=50, metadata=_key(_integer(1), ""))
+    method: str = field(default="adept", metadata=_key(_choice("adept", "lm"), ""))
+    decisions_maxlen: int = field(default=100_000, metadata=_key(_integer(1), ""))
+    import_window_h: float = field(default=24.0, metadata=_key(_number(0, low_open=True), ""))
+    import_pause_s: float = field(default=0.0, metadata=_key(_number(0), ""))
+
+    @property
+    def max_age_s(self) -> float | None:
+        return None if self.max_age_days == 0 else self.max_age_days * 86400.0
+
+
+@dataclass(frozen=True)
+class SlurmConfig:
+    """``[slurm]``: which backend reads from Slurm, and how long a command may take."""
+
+    backend: str = field(default="auto", metadata=_key(_choice("auto", "cli", "pyslurm"), ""))
+    timeout_s: float = field(default=60.0, metadata=_key(_number(0, low_open=True), ""))
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole plumbing configuration; ``source`` names the file (or "defaults")."""
+
+    redis: RedisConfig = field(default_factory=RedisConfig)
+    appkey: AppKeyConfig = field(default_factory=AppKeyConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    source: str = "defaults"
+
+
+_SECTIONS: dict[str, type[Any]] = {
+    "redis": RedisConfig,
+    "appkey": AppKeyConfig,
+    "learner": LearnerConfig,
+    "slurm": SlurmConfig,
+}
+S = TypeVar("S")
+
+
+def _section(cls: type[S], table: Any, source: str, name: str) -> S:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [{name}] must be a table")
+    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        spec = known.get(key)
+        if spec is None:
+            raise ConfigError(
+                f"{source}: [{name}] {quote_value(key)} is not a known key "
+                f"(allowed: {', '.join(known)})"
+            )
+        problem = spec.metadata["check"](value)
+        if problem:
+            shown = quote_value(str(value)) if isinstance(value, str) else printable(repr(value))
+            raise ConfigError(f"{source}: [{name}] {key} {problem}, got {shown[:80]}")
+        if isinstance(value, list):
+            values[key] = tuple(value)
+        elif spec.type in ("float", float) and isinstance(value, int):
+            values[key] = float(value)
+        else:
+            values[key] = value
+    return cls(**values)
+
+
+def parse_config(doc: Mapping[str, Any], source: str) -> Config:
+    """Validate a parsed TOML document; ConfigError names the file, key and what is allowed."""
+    sections: dict[str, Any] = {}
+    for name, table in doc.items():
+        cls = _SECTIONS.get(name)
+        if cls is None:
+            raise ConfigError(
+                f"{source}: {quote_value(name)} is not a known section "
+                f"(allowed: {', '.join('[' + s + ']' for s in _SECTIONS)})"
+            )
+        sections[name] = _section(cls, table, source, name)
+    config = Config(**sections, source=source)
+    try:
+        config.appkey.rule()
+    except (ValueError, re.error) as exc:
+        raise ConfigError(f"{source}: [appkey] {printable(str(exc))}") from exc
+    if config.redis.backoff_cap_s < config.redis.backoff_base_s:
+        raise ConfigError(f"{source}: [redis] backoff_cap_s must be ≥ backoff_base_s")
+    return config
+
+
+def find_config(explicit: str | None, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The config file to read: --config, then $ADAPTALLOC_CONFIG, then /etc/…, else None."""
+    env = os.environ if environ is None else environ
+    if explicit:
+        return Path(explicit)
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV])
+    return SYSTEM_CONFIG if SYSTEM_CONFIG.is_file() else None
+
+
+def load_config(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Find, read and validate the configuration (defaults when there is no file)."""
+    path = find_config(explicit, environ)
+    if path is None:
+        return Config()
+    source = printable(str(path))
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read: {exc.strerror or type(exc).__name__}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{source}: not UTF-8 text") from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {printable(str(exc))}") from exc
+    return parse_config(doc, source)

@@ -1,0 +1,121 @@
+"""plugin.config: defaults, the example file, and one clear line for every refused value."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from plugin.appkey import AppKey
+from plugin.config import (
+    CONFIG_ENV,
+    Config,
+    ConfigError,
+    find_config,
+    load_config,
+    parse_config,
+)
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "deploy" / "adaptalloc.example.toml"
+
+
+def test_defaults_without_a_file() -> None:
+    config = load_config(None, environ={})
+    assert config == Config()
+    assert config.learner.max_observations == 500
+    assert config.learner.max_age_s == 365 * 86400.0
+    assert config.redis.url == ""
+    assert config.appkey.rule().template == "{name}"
+
+
+def test_the_example_file_holds_every_key_with_its_default() -> None:
+    doc = tomllib.loads(EXAMPLE.read_text(encoding="utf-8"))
+    config = parse_config(doc, str(EXAMPLE))
+    assert config == Config(source=str(EXAMPLE))
+    defaults = Config()
+    for section in ("redis", "appkey", "learner", "slurm"):
+        listed = set(doc[section])
+        expected = set(vars(getattr(defaults, section)))
+        assert listed == expected, f"[{section}] lists {sorted(listed ^ expected)} differently"
+
+
+def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
+    path = tmp_path / "adaptalloc.toml"
+    path.write_text(
+        '[redis]\nurl = "rediss://cache:6380/2"\nretries = 5\n'
+        '[appkey]\ntemplate = "{account}.{name}"\ngeneric_names = ["wrap"]\n'
+        "[learner]\nmax_age_days = 30\nrefit_debounce_s = 5\n",
+        encoding="utf-8",
+    )
+    config = load_config(str(path))
+    assert config.redis.url == "rediss://cache:6380/2"
+    assert config.redis.retries == 5
+    assert config.learner.max_age_s == 30 * 86400.0
+    assert isinstance(config.learner.refit_debounce_s, float)
+    assert config.appkey.generic_names == ("wrap",)
+    job_like = type(
+        "J",
+        (),
+        {"name": "x", "account": "phys", "comment": None, "admin_comment": None, "script": None},
+    )
+    assert config.appkey.rule().key_for(job_like()) == AppKey("phys.x")
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[redis]\nurll = 'x'\n", r"\[redis\] 'urll' is not a known key \(allowed: url, "),
+        ("[reddis]\n", r"'reddis' is not a known section \(allowed: \[redis\]"),
+        ("[redis]\nurl = 'http://x'\n", r"\[redis\] url must start with redis://"),
+        ("[redis]\nretries = -1\n", r"retries must be a whole number ≥ 0 and ≤ 20, got -1"),
+        ("[redis]\nretries = true\n", r"retries must be a whole number"),
+        ("[redis]\nsocket_timeout_s = 0\n", r"socket_timeout_s must be a number > 0, got 0"),
+        ("[learner]\nmax_age_days = -3\n", r"max_age_days must be a number ≥ 0, got -3"),
+        ("[learner]\nmax_age_days = nan\n", r"max_age_days must be a number"),
+        ("[learner]\nsource = 'slurmdbd'\n", r"source must be one of auto, sacct, squeue"),
+        ("[learner]\nmethod = 'magic'\n", r"method must be one of adept, lm"),
+        ("[appkey]\ntemplate = '{nmae}'\n", r"\[appkey\] template field \{nmae\} is unknown"),
+        ("[appkey]\npattern = '('\n", r"pattern must be a valid regular expression"),
+        ("[appkey]\ngeneric_names = 'wrap'\n", r"generic_names must be a list of strings"),
+        ("[slurm]\nbackend = 'rest'\n", r"backend must be one of auto, cli, pyslurm"),
+        ("redis = 3\n", r"\[redis\] must be a table"),
+        ("[redis]\nbackoff_base_s = 2.0\nbackoff_cap_s = 1.0\n", r"backoff_cap_s must be ≥"),
+    ],
+)
+def test_refused_values_name_file_key_and_what_is_allowed(
+    tmp_path: Path, text: str, match: str
+) -> None:
+    path = tmp_path / "site.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=match) as info:
+        load_config(str(path))
+    assert str(info.value).startswith(str(path) + ": ")
+    assert "\n" not in str(info.value)
+
+
+def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(str(tmp_path / "missing.toml"))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[redis\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(str(bad))
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(str(binary))
+
+
+def test_hostile_values_are_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "x.toml"
+    path.write_text('[learner]\nsource = "\\u001b[31mred\\n"\n', encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(str(path))
+    assert "\x1b" not in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_where_the_file_is_looked_for(tmp_path: Path) -> None:
+    assert find_config("given.toml", {CONFIG_ENV: "env.toml"}) == Path("given.toml")
+    assert find_config(None, {CONFIG_ENV: "env.toml"}) == Path("env.toml")
