@@ -103,15 +103,17 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
     """Fit the Downey speedup model to the runs in OBS.csv.
 
     Prints the average parallelism A, the variance σ, the largest useful size, the
-    processor working set and how well the curve matches the observations.
+    processor working set and how well the curve matches the observations, ADEPT's
+    anomalies and reliability judgment, and (with ADEPT) every model's cross-validated error.
     """
     started = time.perf_counter()
     obs = read(obs_csv, max_rows)
     result = predictor_call(lambda: predictor.fit_observations(obs, method=method))
+    choice = predictor_call(lambda: predictor.choose_model(obs)) if method == "adept" else None
     if output_format == "json":
-        emit_json(fit_document(result))
+        emit_json(fit_document(result, choice))
     else:
-        render_fit(result, stdout_console(), source_name(obs_csv))
+        render_fit(result, stdout_console(), source_name(obs_csv), choice)
         sys.stdout.flush()
     log.info(
         "fit",

@@ -1,0 +1,137 @@
+"""Models for jobs that report more than (nodes, runtime): a problem size, or task figures.
+
+N-T and P-T models (Kishimoto and Ichikawa, "An execution-time estimation model for
+heterogeneous clusters", eqs. 1-2): for a fixed processor configuration the runtime is a cubic
+in the problem size N,
+
+    T(N) = k0 N³ + k1 N² + k2 N + k3            (N-T; needs four or more sizes N),
+
+and over P processors the N-T curve of the base configuration is scaled,
+
+    T(N, P) = k4 P T(N) + k5 T(N)/P + k6          (P-T; needs three or more P).
+
+Both are linear least squares; here in relative errors, with N scaled to its largest value so
+the cubic stays well conditioned. The paper warns that too narrow a range of N breaks the
+cubic (negative runtimes outside it); fits keep their coefficients as they come, and
+`goes_negative` tells where a fitted cubic is unusable.
+
+Gustafson's scaled speedup (the large-scale thesis, 4.6.2) for weak-scaling jobs, whose
+problem grows with n: S(n) = n - α(n - 1), α the serial fraction of the parallel runtime.
+Given the runtime T(n) of the scaled problem on n nodes and the serial runtime of the same
+scaled problem, S = T_serial/T, and α is the least-squares slope of n - S against n - 1.
+
+Master-worker (Costa et al., dynamic tuning on grids): with task compute time Tc, input and
+output volume per task vi and vo and transfer time λ per unit, the master keeps
+N_opt = Tc / (max(vi, vo)·λ) workers busy; more only wait. Start-up and finalization take
+tl + v·λ·(N_w + 1)/2 with latency tl.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from predictor.downey import FloatArray
+
+
+def _relative_lstsq(columns: FloatArray, t: FloatArray) -> FloatArray:
+    """min Σ (1 - columns·θ / t)² (unconstrained)."""
+    theta, *_ = np.linalg.lstsq(columns / t[:, None], np.ones_like(t), rcond=None)
+    out: FloatArray = theta
+    return out
+
+
+@dataclass(frozen=True)
+class NTModel:
+    """T(N) = k0 N³ + k1 N² + k2 N + k3 for one processor configuration."""
+
+    k: tuple[float, float, float, float]
+
+    def runtime(self, N: ArrayLike) -> FloatArray:
+        Nv = np.asarray(N, dtype=float)
+        k0, k1, k2, k3 = self.k
+        out: FloatArray = ((k0 * Nv + k1) * Nv + k2) * Nv + k3
+        return out
+
+    def goes_negative(self, N_max: float) -> bool:
+        """Whether the cubic predicts a runtime ≤ 0 somewhere on [1, N_max]: broken there."""
+        return bool(np.any(self.runtime(np.geomspace(1.0, N_max, 400)) <= 0))
+
+
+def fit_nt(N: ArrayLike, runtime: ArrayLike) -> NTModel:
+    """Fit the N-T cubic; raises ValueError with fewer than four distinct sizes."""
+    Nv, tv = np.asarray(N, dtype=float), np.asarray(runtime, dtype=float)
+    if np.unique(Nv).size < 4:
+        raise ValueError("the N-T model needs runtimes at four or more problem sizes N")
+    if np.any(tv <= 0) or np.any(Nv <= 0):
+        raise ValueError("problem sizes and runtimes must be positive")
+    scale = Nv.max()
+    x = Nv / scale
+    q0, q1, q2, q3 = _relative_lstsq(np.stack([x**3, x**2, x, np.ones_like(x)], axis=1), tv)
+    return NTModel((q0 / scale**3, q1 / scale**2, q2 / scale, q3))
+
+
+@dataclass(frozen=True)
+class PTModel:
+    """T(N, P) = k4 P T(N) + k5 T(N)/P + k6 over the base N-T model."""
+
+    base: NTModel
+    k4: float
+    k5: float
+    k6: float
+
+    def runtime(self, N: ArrayLike, P: ArrayLike) -> FloatArray:
+        g = self.base.runtime(N)
+        Pv = np.asarray(P, dtype=float)
+        out: FloatArray = self.k4 * Pv * g + self.k5 * g / Pv + self.k6
+        return out
+
+
+def fit_pt(N: ArrayLike, P: ArrayLike, runtime: ArrayLike, base: NTModel) -> PTModel:
+    """Fit k4, k5, k6; raises ValueError with fewer than three distinct P."""
+    Nv, Pv = np.asarray(N, dtype=float), np.asarray(P, dtype=float)
+    tv = np.asarray(runtime, dtype=float)
+    if np.unique(Pv).size < 3:
+        raise ValueError("the P-T model needs runtimes at three or more processor counts P")
+    g = base.runtime(Nv)
+    k4, k5, k6 = _relative_lstsq(np.stack([Pv * g, g / Pv, np.ones_like(g)], axis=1), tv)
+    return PTModel(base, float(k4), float(k5), float(k6))
+
+
+@dataclass(frozen=True)
+class GustafsonFit:
+    """Scaled speedup S(n) = n - α(n - 1) of a weak-scaling job."""
+
+    alpha: float
+
+    def scaled_speedup(self, n: ArrayLike) -> FloatArray:
+        nv = np.asarray(n, dtype=float)
+        out: FloatArray = nv - self.alpha * (nv - 1.0)
+        return out
+
+
+def fit_gustafson(n: ArrayLike, runtime: ArrayLike, serial_runtime: ArrayLike) -> GustafsonFit:
+    """α from runs of the scaled problem (n, T(n)) and its serial runtimes, clipped to [0, 1]."""
+    nv = np.asarray(n, dtype=float)
+    S = np.asarray(serial_runtime, dtype=float) / np.asarray(runtime, dtype=float)
+    x = nv - 1.0
+    if not np.any(x > 0):
+        raise ValueError("Gustafson's α needs runs on more than one node")
+    alpha = float(np.sum((nv - S) * x) / np.sum(x * x))
+    return GustafsonFit(min(max(alpha, 0.0), 1.0))
+
+
+def master_worker_optimum(
+    task_compute: float, volume_in: float, volume_out: float, transfer_time: float
+) -> float:
+    """N_opt = Tc / (max(vi, vo)·λ): workers the master can keep busy."""
+    if task_compute <= 0 or transfer_time <= 0 or max(volume_in, volume_out) <= 0:
+        raise ValueError("task compute time, transfer time and a volume must be positive")
+    return task_compute / (max(volume_in, volume_out) * transfer_time)
+
+
+def master_worker_phase(latency: float, volume: float, transfer_time: float, workers: int) -> float:
+    """Start-up (volume = vi) or finalization (volume = vo): tl + v·λ·(N_w + 1)/2."""
+    return latency + volume * transfer_time * (workers + 1) / 2.0
