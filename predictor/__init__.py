@@ -1,8 +1,13 @@
 """Speedup curves for adaptalloc: the Downey model fitted the ADEPT way. Pure numpy/scipy.
 
-import predictor
-f = predictor.fit(n, runtime)              # one instance: f.A, f.sigma, f.pws_n, ...
-predictor.predict(n, runtime, at=[16, 32])  # ADEPT: one instance per target size
+Usage::
+
+    import predictor
+
+    f = predictor.fit(n, runtime)                # the curve: f.A, f.sigma, f.pws_n, f.diagnostics
+    predictor.predict(n, runtime, at=[16, 32])    # ADEPT: one instance per target size
+    choice = predictor.choose_model(f.observations)  # ADEPT or a clearly better model
+    curve = predictor.Curve.from_fit(f, choice=choice)  # what the store keeps, policies read
 """
 
 from predictor.adept import FAST, PAPER, SearchSettings
@@ -15,6 +20,7 @@ from predictor.fitting import (
     METHODS,
     Fit,
     Predictions,
+    choose_model,
     fit,
     fit_observations,
     predict,
@@ -43,6 +49,7 @@ __all__ = [
     "ReliabilitySettings",
     "SearchSettings",
     "Segment",
+    "choose_model",
     "fit",
     "fit_observations",
     "predict",

@@ -5,6 +5,11 @@ report needs (which sizes were observed, whether T(1) was), and the diagnostics.
 runtime, speedup and efficiency at any sizes and round-trips through a JSON-able dict, so the
 plugin layer can store it without knowing the model.
 
+When model selection (models/selection.py) chose another model than ADEPT's Downey curve,
+`selected` holds it: runtime, speedup, efficiency, max_useful_n and pws_n then come from it,
+while A, σ and the diagnostics still describe the Downey fit (the one interface the policies
+use stays the same).
+
 Efficiency is offered two ways because T(1) is often unknown: relative to the model's T(1)
 (`efficiency`), and relative to the smallest observed size (`efficiency_vs_smallest`,
 E(n) = n0·T(n0) / (n·T(n))), which uses only what was measured.
@@ -21,6 +26,7 @@ from numpy.typing import ArrayLike
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray
 from predictor.fitting import Fit
+from predictor.models import Choice, ModelFit
 from predictor.segments import Segment, segment_runtime
 
 CURVE_FORMAT = 1
@@ -43,6 +49,7 @@ class Curve:
     runs: int
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
     segments: tuple[Segment, ...] = ()
+    selected: ModelFit | None = None
     model: str = "downey"
 
     @property
@@ -53,22 +60,33 @@ class Curve:
         return (Segment(self.observed_n, self.A, self.sigma, self.t1, self.identified),)
 
     @classmethod
-    def from_fit(cls, fit: Fit, diagnostics: Diagnostics | None = None) -> Curve:
+    def from_fit(
+        cls, fit: Fit, diagnostics: Diagnostics | None = None, choice: Choice | None = None
+    ) -> Curve:
+        """The curve of a fit; with a model choice that is not ADEPT, that model's curve."""
         obs = fit.observations
+        chosen = choice.fit if choice is not None else None
+        max_useful_n, pws_n = fit.max_useful_n, fit.pws_n
+        if chosen is not None:
+            max_useful_n = chosen.max_useful_n
+            pws_n = chosen.pws_n if chosen.pws_n is not None else fit.pws_n
         return cls(
             A=fit.A,
             sigma=fit.sigma,
-            t1=fit.t1,
+            # T(1): observed, else the chosen model's own (speedups stay consistent with it).
+            t1=fit.t1 if chosen is None or fit.t1_known else float(chosen.runtime(1.0)),
             t1_known=fit.t1_known,
             identified=fit.identified,
             method=fit.method,
             fit_error=fit.fit_error,
-            max_useful_n=fit.max_useful_n,
-            pws_n=fit.pws_n,
+            max_useful_n=max_useful_n,
+            pws_n=pws_n,
             observed_n=tuple(int(k) for k in obs.n),
             runs=int(obs.runs.sum()),
             diagnostics=diagnostics if diagnostics is not None else fit.diagnostics,
             segments=fit.segments if len(fit.segments) > 1 else (),
+            selected=chosen,
+            model=chosen.model if chosen is not None else "downey",
         )
 
     @property
@@ -86,7 +104,10 @@ class Curve:
         return self.observed_n[-1]
 
     def runtime(self, n: ArrayLike) -> FloatArray:
-        """Predicted runtime, from the phase of the closest observation."""
+        """Predicted runtime: the selected model's, else the Downey phase of the closest
+        observation."""
+        if self.selected is not None:
+            return self.selected.runtime(n)
         return segment_runtime(self.phases, n)
 
     def speedup(self, n: ArrayLike) -> FloatArray:
@@ -124,6 +145,7 @@ class Curve:
             "observed_n": list(self.observed_n),
             "runs": self.runs,
             "segments": [s.to_dict() for s in self.segments],
+            "selected_fit": self.selected.to_dict() if self.selected is not None else None,
             **self.diagnostics.to_dict(),
         }
 
@@ -131,7 +153,10 @@ class Curve:
     def from_dict(cls, doc: dict[str, Any]) -> Curve:
         """Inverse of to_dict; raises ValueError for a document it cannot read."""
         try:
-            if doc.get("format") != CURVE_FORMAT or doc.get("model") != "downey":
+            selected_doc = doc.get("selected_fit")
+            selected = ModelFit.from_dict(selected_doc) if selected_doc is not None else None
+            expected = selected.model if selected is not None else "downey"
+            if doc.get("format") != CURVE_FORMAT or doc.get("model") != expected:
                 raise ValueError(f"unknown curve format {doc.get('format')!r}/{doc.get('model')!r}")
             observed = tuple(int(k) for k in doc["observed_n"])
             if not observed:
@@ -175,6 +200,8 @@ class Curve:
                 runs=int(doc["runs"]),
                 diagnostics=diagnostics,
                 segments=tuple(Segment.from_dict(s) for s in doc.get("segments", [])),
+                selected=selected,
+                model=expected,
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed curve document: {exc!r}") from exc

@@ -28,6 +28,7 @@ from predictor.downey import (
 )
 from predictor.envelope import Domain, Envelope
 from predictor.lm import fit_lm
+from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
 from predictor.observations import Observations, prepare
 from predictor.reliability import Instance, judge
@@ -316,3 +317,20 @@ def predict(
     return predict_observations(
         prepare(n, runtime), at, method, settings, domain, diagnosis
     ).runtime
+
+
+def choose_model(
+    obs: Observations,
+    settings: SelectionSettings | None = None,
+    search_settings: SearchSettings = FAST,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
+) -> Choice:
+    """Cross-validate ADEPT and the other models on prepared observations (models/selection.py).
+
+    ADEPT takes part with its per-target predictions, as `predict` makes them.
+    """
+
+    def adept(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
+        return predict(n, t, at, "adept", search_settings, None, diagnosis)
+
+    return choose(obs, adept, settings)
