@@ -11,6 +11,8 @@ from collections.abc import Callable
 import numpy as np
 
 import predictor
+from predictor.models import MODELS
+from predictor.models.selection import model_predictor
 
 Predict = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -56,6 +58,21 @@ def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
         function = modeler.model([measurements])[0].hypothesis.function
     return np.array([function.evaluate(float(k)) / k for k in at])
 
+
+def selected(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Model selection (issue 10): ADEPT unless cross-validation finds a clearly better model."""
+    choice = predictor.choose_model(predictor.prepare(n, t))
+    if choice.fit is None:
+        return adept(n, t, at)
+    return choice.fit.runtime(at)
+
+
+def chosen_model(n: np.ndarray, t: np.ndarray) -> str:
+    return predictor.choose_model(predictor.prepare(n, t)).model
+
+
+#: Every model of predictor.models on its own, fitted with uniform weights.
+MODEL_PEERS: dict[str, Predict] = {name: model_predictor(name) for name in MODELS}
 
 PEERS: dict[str, Predict] = {
     "ADEPT": adept,
