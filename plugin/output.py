@@ -23,6 +23,7 @@ from rich.table import Table
 
 import predictor
 from plugin.errors import printable
+from predictor.models import Choice
 
 __all__ = [
     "diagnostics",
@@ -74,8 +75,12 @@ def diagnostics(fit: predictor.Fit) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def fit_document(fit: predictor.Fit) -> dict[str, Any]:
-    """The ``adaptalloc fit --format json`` document (contract keys first, then extras)."""
+def fit_document(fit: predictor.Fit, choice: Choice | None = None) -> dict[str, Any]:
+    """The ``adaptalloc fit --format json`` document (contract keys first, then extras).
+
+    With a model choice: "selected_model" and "models" ([{"model", "cv_error", "cases"}],
+    ADEPT first), and "selected_fit" (the chosen model's parameters) when it is not ADEPT.
+    """
     obs = fit.observations
     doc: dict[str, Any] = {
         "model": fit.model,
@@ -100,6 +105,23 @@ def fit_document(fit: predictor.Fit) -> dict[str, Any]:
             "delta": None if fit.envelope is None else finite(fit.envelope.delta),
         }
     )
+    if choice is not None:
+        doc["selected_model"] = choice.model
+        doc["models"] = [
+            {
+                "model": s.model,
+                "cv_error": None if s.score is None else finite(s.score),
+                "cases": s.cases,
+            }
+            for s in choice.scores
+        ]
+        if choice.fit is not None:
+            doc["selected_fit"] = {
+                "model": choice.fit.model,
+                "params": {k: finite(v) for k, v in choice.fit.params.items()},
+                "max_useful_n": choice.fit.max_useful_n,
+                "pws_n": choice.fit.pws_n,
+            }
     return doc
 
 
@@ -339,8 +361,11 @@ def _say(console: Console, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def render_fit(fit: predictor.Fit, console: Console, source: str) -> None:
-    """Print a fit for people: heading, parameter table, sentences, observation table."""
+def render_fit(
+    fit: predictor.Fit, console: Console, source: str, choice: Choice | None = None
+) -> None:
+    """Print a fit for people: heading, parameter table, sentences, observation table, and
+    the cross-validated score of every model when there is a choice."""
     obs = fit.observations
     _say(
         console,
@@ -351,6 +376,31 @@ def render_fit(fit: predictor.Fit, console: Console, source: str) -> None:
     for sentence in fit_sentences(fit):
         _say(console, sentence)
     console.print(_observation_table(fit))
+    if choice is not None:
+        _render_choice(choice, console)
+
+
+def _render_choice(choice: Choice, console: Console) -> None:
+    """The models' cross-validated errors and which one the scheduler will use."""
+    if not choice.scores:
+        _say(console, "Too few sizes to compare models by cross-validation: ADEPT is used.")
+        return
+    table = Table(box=box.SIMPLE, show_header=True, title=None)
+    for name in ("model", "cross-validated error", "cases"):
+        table.add_column(name, justify="left" if name == "model" else "right")
+    for s in choice.scores:
+        mark = " (used)" if s.model == choice.model else ""
+        error = "n/a" if s.score is None else format_percent(s.score)
+        table.add_row(f"{s.model}{mark}", error, f"{s.cases}")
+    console.print(table)
+    if choice.model == "adept":
+        _say(console, "ADEPT's Downey curve is used: no other model is clearly better here.")
+    else:
+        _say(
+            console,
+            f"The {choice.model} model predicts clearly better than ADEPT on these runs "
+            "(half the cross-validated error or less): the scheduler uses it.",
+        )
 
 
 # --- predictions as text --------------------------------------------------------------

@@ -57,17 +57,25 @@ def log_events(result: CliResult) -> list[dict[str, Any]]:
 # --- fit ------------------------------------------------------------------------------------
 
 
+# With ADEPT, the fit also cross-validates every model (issue 10).
+SELECTION_TYPES: dict[str, type | tuple[type, ...]] = {"selected_model": str, "models": list}
+
+
 @pytest.mark.parametrize("method", ["adept", "lm"])
 def test_fit_json_has_exactly_the_contract_keys(run_cli: RunCli, method: str) -> None:
     doc = json_document(run_cli("fit", LU_CSV, "--method", method, "--format", "json"))
-    assert list(doc) == list(CONTRACT_TYPES) + list(EXTRA_TYPES)
-    for key, kind in {**CONTRACT_TYPES, **EXTRA_TYPES}.items():
+    selection = SELECTION_TYPES if method == "adept" else {}
+    assert list(doc) == list(CONTRACT_TYPES) + list(EXTRA_TYPES) + list(selection)
+    for key, kind in {**CONTRACT_TYPES, **EXTRA_TYPES, **selection}.items():
         assert isinstance(doc[key], kind), (key, doc[key])
     assert not isinstance(doc["max_useful_n"], bool)
     assert doc["model"] == "downey"
     assert doc["method"] == method
     assert doc["mode"] in ("low", "high")
     assert doc["status"] == "ok"
+    if method == "adept":
+        assert doc["models"][0]["model"] == "adept"
+        assert all(set(m) == {"model", "cv_error", "cases"} for m in doc["models"])
     assert doc["t1_known"] is False
     assert doc["identified"] is True
     assert (doc["anomalies"], doc["patterns"], doc["reliability"]) == ([], [], [])
@@ -125,13 +133,14 @@ def test_fit_text_says_when_a_and_sigma_are_not_identified(
     result = run_cli("fit", write_file("amdahl.csv", AMDAHL_CSV))
     assert result.returncode == 0, result
     assert "T(1) was observed: 100.0 s." in result.stdout
-    assert (
-        "The observations only show the first (Amdahl) part of the curve: A and σ are not "
-        "determined separately; predictions past 8 nodes are an extrapolation."
-    ) in result.stdout
     doc = json_document(run_cli("fit", write_file("amdahl.csv", AMDAHL_CSV), "--format", "json"))
     assert doc["identified"] is False
     assert doc["t1_known"] is True
+    [problem] = doc["reliability"]
+    assert problem["problem"] == "first_piece_only"
+    # The reliability action says it and names the run to make (Amdahl's working set, 19).
+    assert "A and σ are not known separately; run once at 19 nodes" in result.stdout
+    assert problem["suggest_n"] == 19
 
 
 def test_fit_reads_standard_input(run_cli: RunCli) -> None:
