@@ -120,8 +120,12 @@ chmod 644 "$SLURM_CONF_FILE"
 render "$DEPLOY_LOCAL_DIR/slurmdbd.conf.in" "$SLURMDBD_CONF_FILE"
 render "$DEPLOY_LOCAL_DIR/redis.conf.in" "$REDIS_CONF_FILE"
 # Slurm loads job_submit.lua from the directory of slurm.conf; link the repo's copy
-# so edits take effect (slurmctld re-reads it when its mtime changes).
+# so edits take effect (slurmctld re-reads it when its mtime changes). Its settings sit
+# beside it; the daemon's state directory holds the heartbeat and spool it reads.
 ln -sfn "$PROJECT_ROOT/deploy/slurm/job_submit.lua" "$ETC_DIR/job_submit.lua"
+render "$DEPLOY_LOCAL_DIR/adaptalloc_submit.conf.in" "$ETC_DIR/adaptalloc_submit.conf"
+chmod 644 "$ETC_DIR/adaptalloc_submit.conf"
+mkdir -p "$STATE_DIR/adaptalloc"
 chmod 755 "$STATE_DIR" "$ETC_DIR"
 
 # already_running COMPONENT: true when our pid file names a live process of ours;

@@ -1,14 +1,131 @@
 --[[
-adaptalloc's job_submit hook for Slurm (JobSubmitPlugins=lua).
+adaptalloc's job_submit hook for Slurm (JobSubmitPlugins=lua; Slurm loads this file from the
+directory of slurm.conf).
 
-THIS FILE HOLDS NOTHING YET: it accepts every job unchanged and logs nothing.
-A later issue fills it: moldable jobs (min nodes < max nodes) will be held for
-the adaptalloc daemon, fail-open when the daemon is not alive (see DESIGN.md).
+What it does, and all it does: a moldable job (min nodes < max nodes) that is not opted out, in
+an enabled partition, submitted while the adaptalloc daemon's heartbeat is fresh, is held
+(priority 0) and marked in admin_comment with "adaptalloc:v1:held"; a line is appended to the
+daemon's spool file to wake it. The daemon then picks the size, sets it and the time limit,
+and releases the job. Every other job passes untouched.
 
-Slurm loads it from the directory of slurm.conf; deploy/local/up.sh links it there.
+Fail-open: any error in here (missing config, unreadable heartbeat, a Lua fault) leaves the
+job exactly as submitted. A Lua runtime error escaping this hook would reject the submission,
+so the work runs under pcall, and job_desc is only changed once everything it depends on has
+been read. The job id is not known yet when Slurm calls this hook (job_desc.job_id is NO_VAL
+in 22.05), so the spool line is a wake-up call; the daemon finds held jobs by their marker.
+
+Configuration, adaptalloc_submit.conf beside this file (key = value lines, # comments):
+  state_dir          the daemon's state directory: heartbeat file "heartbeat" (epoch seconds),
+                     spool file "spool" (required; without it nothing is held)
+  heartbeat_max_age  seconds after which the daemon counts as gone (default 15)
+  partitions         "*" (default) or a comma-separated list of partitions to enable
+Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 --]]
 
+local MARKER = "adaptalloc:v1:held"
+local CONF_NAME = "adaptalloc_submit.conf"
+local NO_VAL = 0xfffffffe -- Slurm's "not set" for 32-bit fields (and NO_VAL + 1 for infinite)
+
+local function script_dir()
+    local source = debug.getinfo(1, "S").source
+    return source:match("^@(.*)/[^/]*$") or "."
+end
+
+local function read_conf()
+    local file = io.open(script_dir() .. "/" .. CONF_NAME, "r")
+    if not file then
+        return nil
+    end
+    local conf = { heartbeat_max_age = "15", partitions = "*" }
+    for line in file:lines() do
+        local key, value = line:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+        if key and not line:match("^%s*#") then
+            conf[key] = value
+        end
+    end
+    file:close()
+    conf.heartbeat_max_age = tonumber(conf.heartbeat_max_age) or 15
+    if conf.state_dir == nil or conf.state_dir == "" then
+        return nil
+    end
+    return conf
+end
+
+local function daemon_alive(conf)
+    local file = io.open(conf.state_dir .. "/heartbeat", "r")
+    if not file then
+        return false
+    end
+    local stamp = tonumber(file:read("*l") or "")
+    file:close()
+    return stamp ~= nil and os.time() - stamp <= conf.heartbeat_max_age
+end
+
+local function partition_enabled(conf, partition)
+    if conf.partitions == "*" then
+        return true
+    end
+    for name in conf.partitions:gmatch("[^,%s]+") do
+        if name == partition then
+            return true
+        end
+    end
+    return false
+end
+
+local function moldable(job_desc)
+    local low, high = job_desc.min_nodes, job_desc.max_nodes
+    return low ~= nil and high ~= nil and low >= 1 and low < NO_VAL and high < NO_VAL and high > low
+end
+
+local function opted_out(comment)
+    -- The v1 tag ends at ";" or at a word that is not key=value; resize=no inside it opts out.
+    if comment == nil then
+        return false
+    end
+    -- Padded with spaces so that words at either end match like the others (a %f frontier
+    -- does not see the start of a string as a space).
+    local tag = (" " .. comment):match("%sadaptalloc:v1%s+([^;]*)")
+    return tag ~= nil and (" " .. tag .. " "):find("%sresize=no%s") ~= nil
+end
+
+local function decide(job_desc)
+    if not moldable(job_desc) or opted_out(job_desc.comment) then
+        return nil
+    end
+    local conf = read_conf()
+    if conf == nil or not partition_enabled(conf, job_desc.partition) or not daemon_alive(conf) then
+        return nil
+    end
+    return conf
+end
+
+local function wake_daemon(conf, submit_uid)
+    local spool = io.open(conf.state_dir .. "/spool", "a")
+    if spool then
+        spool:write(string.format("held %d %d\n", os.time(), submit_uid))
+        spool:close()
+    end
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
+    local ok, conf = pcall(decide, job_desc)
+    if not ok then
+        slurm.log_info("adaptalloc: job_submit left a job untouched after an error: %s", tostring(conf))
+        return slurm.SUCCESS
+    end
+    if conf == nil then
+        return slurm.SUCCESS
+    end
+    job_desc.priority = 0
+    if job_desc.admin_comment == nil or job_desc.admin_comment == "" then
+        job_desc.admin_comment = MARKER
+    else
+        job_desc.admin_comment = MARKER .. " " .. job_desc.admin_comment
+    end
+    -- The daemon's sweep finds the job even if this nudge cannot be written.
+    pcall(wake_daemon, conf, submit_uid)
+    slurm.log_info("adaptalloc: held a moldable job from uid %d for sizing", submit_uid)
     return slurm.SUCCESS
 end
 
