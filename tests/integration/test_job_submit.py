@@ -102,12 +102,13 @@ def test_nothing_is_held_without_a_fresh_heartbeat(
         assert fields.get("AdminComment", "") in ("", "(null)")
 
 
-def test_a_hostile_comment_is_kept_verbatim_and_changes_nothing_else(
-    slurm: SlurmCLI, submit_job: SubmitJob, daemon_heartbeat: Heartbeat
+def test_a_hostile_comment_changes_nothing_but_the_hold(
+    slurm: SlurmCLI, submit_job: SubmitJob, daemon_heartbeat: Heartbeat, tmp_path: Path
 ) -> None:
-    hostile = "x'; os.execute('touch /tmp/pwned') --\x1b[31m adaptalloc:v1:held"
+    probe = tmp_path / "pwned"
+    hostile = f"x'; os.execute('touch {probe}') --\x1b[31m adaptalloc:v1:held"
     job = submit_job("--nodes=2-6", f"--comment={hostile}", wrap="sleep 1")
     is_held, fields = held(slurm, job)
     assert is_held
     assert fields["AdminComment"] == MARKER
-    assert not Path("/tmp/pwned").exists()
+    assert not probe.exists()
