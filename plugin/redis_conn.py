@@ -1,0 +1,209 @@
+"""The connection to Redis: URL resolution, timeouts, retries with backoff, one clear error.
+
+The URL comes from, first match wins: the ``--redis-url`` option, ``[redis] url`` in the
+configuration, ``$REDIS_URL`` (the testbed's ``.local/env`` sets it), and last
+``redis://localhost:6379/0``. ``redis://`` is plain TCP, ``rediss://`` is TLS
+(``[redis] tls_ca_file`` for a private CA), ``unix://`` a socket. An ACL user and password
+may be in the URL (``redis://USER:PASSWORD@host:port/db``) or in the configuration
+(``username``, ``password_file``), which wins.
+
+Every command has socket timeouts and is retried on connection errors and timeouts with
+exponential backoff and jitter (redis-py's Retry). When Redis stays unreachable, the caller
+gets :class:`StoreUnavailable`, one line naming the URL (password masked) and why; the
+daemon fails open on it (the job keeps the size the user asked for).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import wraps
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from plugin.config import RedisConfig
+from plugin.errors import AdaptallocError, printable
+
+__all__ = [
+    "DEFAULT_URL",
+    "StoreError",
+    "StoreUnavailable",
+    "client_location",
+    "connect",
+    "guarded",
+    "mask_url",
+    "resolve_url",
+    "unavailable_as_error",
+]
+
+DEFAULT_URL = "redis://localhost:6379/0"
+URL_ENV = "REDIS_URL"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class StoreError(AdaptallocError):
+    """The curve store refused an operation or holds data it cannot read."""
+
+
+class StoreUnavailable(StoreError):  # noqa: N818 - the name the design gives the daemon
+    """Redis cannot be reached (or refuses us); callers on the decision path fail open."""
+
+
+@dataclass(frozen=True)
+class ResolvedUrl:
+    """The URL to use and where it came from (for messages)."""
+
+    url: str
+    origin: str
+
+    def __str__(self) -> str:
+        return f"{mask_url(self.url)} ({self.origin})"
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (safe for logs and messages)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if parts.password is None:
+        return printable(url)
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    netloc = f"{user}:***@{host}{port}"
+    return printable(urlunsplit(parts._replace(netloc=netloc)))
+
+
+def resolve_url(
+    explicit: str | None, config: RedisConfig, environ: Mapping[str, str] | None = None
+) -> ResolvedUrl:
+    """--redis-url, then [redis] url, then $REDIS_URL, then the local default."""
+    env = os.environ if environ is None else environ
+    if explicit:
+        return ResolvedUrl(explicit, "--redis-url")
+    if config.url:
+        return ResolvedUrl(config.url, "[redis] url")
+    if env.get(URL_ENV):
+        return ResolvedUrl(env[URL_ENV], f"${URL_ENV}")
+    return ResolvedUrl(DEFAULT_URL, f"the default; set ${URL_ENV} or [redis] url")
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return printable(text.splitlines()[0] if text else text)[:200]
+
+
+def connect(
+    explicit_url: str | None = None,
+    config: RedisConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> redis.Redis:
+    """A redis-py client (str responses) with timeouts and retries; PING it when `check`.
+
+    Raises
+    ------
+    StoreUnavailable
+        When the URL is malformed, the password file unreadable, or Redis does not answer.
+    """
+    cfg = config or RedisConfig()
+    where = resolve_url(explicit_url, cfg, environ)
+    options: dict[str, object] = {
+        "decode_responses": True,
+        "socket_timeout": cfg.socket_timeout_s,
+        "socket_connect_timeout": cfg.connect_timeout_s,
+        "health_check_interval": cfg.health_check_interval_s,
+        "retry": Retry(
+            ExponentialWithJitterBackoff(cap=cfg.backoff_cap_s, base=cfg.backoff_base_s),
+            cfg.retries,
+        ),
+        "retry_on_error": [redis.ConnectionError, redis.TimeoutError],
+        "client_name": "adaptalloc",
+    }
+    if cfg.username:
+        options["username"] = cfg.username
+    if cfg.password_file:
+        try:
+            options["password"] = Path(cfg.password_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise StoreUnavailable(
+                f"cannot read [redis] password_file {printable(cfg.password_file)}: "
+                f"{exc.strerror or type(exc).__name__}"
+            ) from exc
+    if where.url.startswith("rediss://") and cfg.tls_ca_file:
+        options["ssl_ca_certs"] = cfg.tls_ca_file
+    try:
+        client = redis.Redis.from_url(where.url, **options)
+    except (ValueError, TypeError) as exc:
+        raise StoreUnavailable(f"Redis URL {where} is not usable: {_reason(exc)}") from exc
+    if check:
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            client.close()
+            raise _unavailable(exc, str(where)) from exc
+    return client
+
+
+def _unavailable(exc: redis.RedisError, where: str) -> StoreUnavailable:
+    if isinstance(exc, redis.AuthenticationError) or "NOAUTH" in str(exc):
+        return StoreUnavailable(f"Redis at {where} refused our credentials: {_reason(exc)}")
+    return StoreUnavailable(f"Redis at {where} is unreachable: {_reason(exc)}")
+
+
+#: redis-py errors that mean "the store is not there for us right now".
+UNAVAILABLE = (
+    redis.ConnectionError,  # includes AuthenticationError, BusyLoadingError
+    redis.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+    redis.exceptions.NoPermissionError,
+    redis.exceptions.AuthorizationError,
+)
+
+
+@contextmanager
+def unavailable_as_error(where: str = "Redis") -> Iterator[None]:
+    """Turn redis-py's connection errors into StoreUnavailable, other errors into StoreError."""
+    try:
+        yield
+    except UNAVAILABLE as exc:
+        raise _unavailable(exc, where) from exc
+    except redis.ResponseError as exc:
+        if "NOAUTH" in str(exc):
+            raise _unavailable(exc, where) from exc
+        raise StoreError(f"Redis refused a command: {_reason(exc)}") from exc
+
+
+def guarded(method: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for store methods: redis-py errors become StoreUnavailable/StoreError.
+
+    The message names the store's ``where`` attribute (its masked URL) when it has one.
+    """
+
+    @wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        where = str(getattr(args[0], "where", "Redis")) if args else "Redis"
+        with unavailable_as_error(where):
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def client_location(client: redis.Redis) -> str:
+    """``redis://host:port/db`` (or ``unix://path``) of a client, without credentials."""
+    kwargs = client.connection_pool.connection_kwargs
+    if kwargs.get("path"):
+        return f"unix://{printable(str(kwargs['path']))}"
+    scheme = "rediss" if kwargs.get("ssl") or "ssl_ca_certs" in kwargs else "redis"
+    host = kwargs.get("host", "localhost")
+    return f"{scheme}://{printable(str(host))}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"

@@ -1,0 +1,578 @@
+"""The curve store: observations, curves and decisions per app key, in Redis.
+
+Key names are in plugin/keys.py; every multi-key update is one Lua script in plugin/lua/
+(registered once per connection), so a crash between two writes cannot happen inside an
+update and never leaves half a curve, and two learners running at once stay correct:
+
+* `add_observations` counts each job id once across all apps (the job index), ages out and
+  trims the oldest observations, bumps the app's observation version and marks it dirty;
+* `save_curve` is a compare-and-set on that version: a curve fitted from older
+  observations never replaces one fitted from newer ones, and a forgotten app stays
+  forgotten;
+* `forget` removes an app and its job-index entries in one step.
+
+Reading a curve returns `predictor.Curve.from_dict(...)`, which validates; a stored curve it
+refuses is logged and read as "no curve" (the daemon then explores, and the next refit
+replaces it). Every Redis failure surfaces as `StoreUnavailable` (or `StoreError`), never as
+a redis-py exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import redis
+import structlog
+
+import predictor
+from plugin import keys
+from plugin.appkey import AppKey, AppKeyError
+from plugin.errors import printable
+from plugin.redis_conn import StoreError, client_location, guarded
+
+__all__ = [
+    "AddResult",
+    "AppSummary",
+    "CurveRecord",
+    "CurveStore",
+    "Observation",
+    "Retention",
+    "SaveResult",
+]
+
+log = structlog.get_logger("adaptalloc.store")
+
+#: Largest decision document accepted, in bytes of JSON.
+MAX_DECISION_BYTES = 64 * 1024
+#: Apps or observations per pipeline round trip.
+PIPELINE_CHUNK = 500
+#: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
+_JOB_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def _lua(name: str) -> str:
+    return (resources.files("plugin") / "lua" / name).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One finished run: app (with size class), job id, allocated nodes, runtime, end time."""
+
+    job_id: str
+    app: AppKey
+    nodes: int
+    runtime_s: float
+    end_time: float
+    source: str = "sacct"
+
+    def __post_init__(self) -> None:
+        job = str(self.job_id)
+        if not (0 < len(job) <= 64 and set(job) <= _JOB_ID_CHARS):
+            raise ValueError(f"job id {printable(job[:40])!r} is not [a-z0-9._-]{{1,64}}")
+        if not (isinstance(self.nodes, int) and self.nodes >= 1):
+            raise ValueError(f"nodes must be a whole number ≥ 1, got {self.nodes!r}")
+        if not (math.isfinite(self.runtime_s) and self.runtime_s > 0):
+            raise ValueError(f"runtime_s must be finite and > 0, got {self.runtime_s!r}")
+        if not math.isfinite(self.end_time):
+            raise ValueError("end_time must be finite")
+
+    def to_json(self) -> str:
+        """The stored form (see plugin/keys.py): compact, app and job id live in the keys."""
+        doc = {"n": self.nodes, "t": self.runtime_s, "e": self.end_time, "s": self.source}
+        return json.dumps(doc, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, app: AppKey, job_id: str, text: str) -> Observation:
+        doc = json.loads(text)
+        return cls(
+            job_id=job_id,
+            app=app,
+            nodes=int(doc["n"]),
+            runtime_s=float(doc["t"]),
+            end_time=float(doc["e"]),
+            source=str(doc.get("s", "")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "app": str(self.app),
+            "nodes": self.nodes,
+            "runtime_s": self.runtime_s,
+            "end_time": self.end_time,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many observations an app keeps (the newest) and for how long (None: forever)."""
+
+    max_observations: int = 500
+    max_age_s: float | None = 365 * 86400.0
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What add_observations did: new runs kept, runs already counted, old runs removed."""
+
+    added: int = 0
+    duplicates: int = 0
+    removed: int = 0
+
+    def __add__(self, other: AddResult) -> AddResult:
+        return AddResult(
+            self.added + other.added,
+            self.duplicates + other.duplicates,
+            self.removed + other.removed,
+        )
+
+
+@dataclass(frozen=True)
+class CurveRecord:
+    """A stored curve with its metadata; `curve` is None when none could be fitted (`note`)
+    or the stored document is unreadable (`error`)."""
+
+    curve: predictor.Curve | None
+    version: int
+    obs_version: int
+    fitted_at: float | None
+    n_observations: int
+    method: str
+    reliable: bool
+    note: str = ""
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "obs_version": self.obs_version,
+            "fitted_at": self.fitted_at,
+            "n_observations": self.n_observations,
+            "method": self.method,
+            "reliable": self.reliable,
+            "note": self.note,
+            "error": self.error,
+            "parameters": None if self.curve is None else self.curve.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class AppSummary:
+    """One line of ``adaptalloc apps``."""
+
+    app: AppKey
+    observations: int
+    last_run: float | None
+    curve: CurveRecord | None
+    dirty: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "app": str(self.app),
+            "observations": self.observations,
+            "last_run": self.last_run,
+            "dirty": self.dirty,
+            "curve": None if self.curve is None else self.curve.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """status: "written", "stale" (a curve from newer observations is kept) or "forgotten"."""
+
+    status: str
+    version: int
+
+
+@dataclass(frozen=True)
+class RefitInput:
+    """An app's observations and the observation version they are, read atomically."""
+
+    app: AppKey
+    observations: tuple[Observation, ...]
+    obs_version: int
+
+
+def _float(value: str | None) -> float | None:
+    try:
+        return None if value is None or value == "" else float(value)
+    except ValueError:
+        return None
+
+
+class CurveStore:
+    """The store's operations on one Redis connection (see the module docstring).
+
+    Parameters
+    ----------
+    client : redis.Redis
+        A client with ``decode_responses=True`` (plugin.redis_conn.connect makes one).
+    retention : Retention
+        Observation limits applied on every write.
+    decisions_maxlen : int
+        Approximate cap of the decision stream.
+    clock : callable
+        Unix time now (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        retention: Retention | None = None,
+        decisions_maxlen: int = 100_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        # redis-py types replies as bytes | str | None whatever decode_responses says; the
+        # store reads them as the str they are (decode_responses=True is required).
+        self.client: Any = client
+        self.retention = retention or Retention()
+        self.decisions_maxlen = decisions_maxlen
+        self.clock = clock
+        self.where = client_location(client)
+        self._add = client.register_script(_lua("add_observations.lua"))
+        self._save = client.register_script(_lua("save_curve.lua"))
+        self._forget = client.register_script(_lua("forget.lua"))
+        self._set_max = client.register_script(_lua("set_max.lua"))
+
+    # --- observations ---------------------------------------------------------------------
+
+    def _oldest_kept(self, now: float) -> str:
+        age = self.retention.max_age_s
+        return "-inf" if age is None else repr(now - age)
+
+    def _add_call(self, app: AppKey, obs: Sequence[Observation], now: float, pipe: Any) -> Any:
+        argv: list[str | int | float] = [
+            str(app),
+            repr(now),
+            self.retention.max_observations,
+            self._oldest_kept(now),
+        ]
+        for o in obs:
+            if o.app != app:
+                raise ValueError(f"observation of job {o.job_id} is for {o.app}, not {app}")
+            argv.extend((o.job_id, repr(o.end_time), o.to_json()))
+        keys_ = [
+            keys.app_observations(app),
+            keys.app_runs(app),
+            keys.app_state(app),
+            keys.APPS,
+            keys.DIRTY,
+            keys.JOBS,
+        ]
+        return self._add(keys=keys_, args=argv, client=pipe)
+
+    @guarded
+    def add_observations(self, app: AppKey, observations: Iterable[Observation]) -> int:
+        """Add an app's observations; returns how many were new (dedup by job id)."""
+        return self.add_batch({app: list(observations)}).added
+
+    @guarded
+    def add_batch(self, groups: Mapping[AppKey, Sequence[Observation]]) -> AddResult:
+        """Add observations of many apps, pipelined; each app's update is atomic."""
+        now = self.clock()
+        total = AddResult()
+        items = [(app, obs) for app, obs in groups.items() if obs]
+        for start in range(0, len(items), PIPELINE_CHUNK):
+            pipe = self.client.pipeline(transaction=False)
+            for app, obs in items[start : start + PIPELINE_CHUNK]:
+                self._add_call(app, obs, now, pipe)
+            for added, duplicates, removed in pipe.execute():
+                total = total + AddResult(int(added), int(duplicates), int(removed))
+        return total
+
+    @guarded
+    def age_out(self, app: AppKey) -> int:
+        """Apply the retention limits to an app now; returns observations removed."""
+        _, _, removed = self._add_call(app, (), self.clock(), self.client)
+        return int(removed)
+
+    @guarded
+    def observations(self, app: AppKey) -> list[Observation]:
+        """An app's observations, oldest first."""
+        return list(self._observations(app, self.client.hgetall(keys.app_observations(app))))
+
+    def _observations(self, app: AppKey, raw: Mapping[str, str]) -> Iterable[Observation]:
+        out = []
+        for job_id, text in raw.items():
+            try:
+                out.append(Observation.from_json(app, job_id, text))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.error(
+                    "observation_unreadable",
+                    app=str(app),
+                    job_id=printable(job_id),
+                    error=printable(str(exc)),
+                )
+        return sorted(out, key=lambda o: (o.end_time, o.job_id))
+
+    # --- curves -----------------------------------------------------------------------------
+
+    @guarded
+    def curve(self, app: AppKey | str) -> predictor.Curve | None:
+        """The app's current curve, or None (no curve yet, none fittable, or unreadable)."""
+        record = self.curve_record(app)
+        return None if record is None else record.curve
+
+    @guarded
+    def curve_record(self, app: AppKey | str) -> CurveRecord | None:
+        """The curve with its metadata, or None when nothing was ever fitted for the app."""
+        key = _app_key(app)
+        return self._curve_record(key, self.client.hgetall(keys.app_curve(key)))
+
+    def _curve_record(self, app: AppKey, raw: Mapping[str, str]) -> CurveRecord | None:
+        if not raw:
+            return None
+        curve: predictor.Curve | None = None
+        error = ""
+        if raw.get("curve"):
+            try:
+                curve = predictor.Curve.from_dict(json.loads(raw["curve"]))
+            except (ValueError, TypeError) as exc:
+                error = printable(str(exc))[:200]
+                log.error("curve_unreadable", app=str(app), error=error)
+        return CurveRecord(
+            curve=curve,
+            version=int(raw.get("version") or 0),
+            obs_version=int(raw.get("obs_version") or 0),
+            fitted_at=_float(raw.get("fitted_at")),
+            n_observations=int(raw.get("n_observations") or 0),
+            method=raw.get("method", ""),
+            reliable=raw.get("reliable") == "1" and curve is not None,
+            note=raw.get("note", ""),
+            error=error,
+        )
+
+    @guarded
+    def refit_input(self, app: AppKey) -> RefitInput | None:
+        """The app's observations and their version in one snapshot (MULTI/EXEC)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(keys.app_observations(app))
+        pipe.hget(keys.app_state(app), "obs_version")
+        pipe.zscore(keys.APPS, str(app))
+        raw, version, indexed = pipe.execute()
+        if indexed is None:
+            return None
+        return RefitInput(app, tuple(self._observations(app, raw)), int(version or 0))
+
+    @guarded
+    def save_curve(
+        self,
+        app: AppKey,
+        curve: predictor.Curve | None,
+        obs_version: int,
+        *,
+        n_observations: int,
+        method: str,
+        note: str = "",
+        fitted_at: float | None = None,
+    ) -> SaveResult:
+        """Store a refit's result unless one from newer observations is stored (CAS)."""
+        status, version = self._save(
+            keys=[keys.app_curve(app), keys.app_state(app), keys.APPS, keys.DIRTY],
+            args=[
+                str(app),
+                obs_version,
+                "" if curve is None else json.dumps(curve.to_dict(), separators=(",", ":")),
+                repr(self.clock() if fitted_at is None else fitted_at),
+                n_observations,
+                method,
+                "1" if curve is not None and curve.reliable else "0",
+                note,
+            ],
+        )
+        names = {1: "written", 0: "stale", -1: "forgotten"}
+        return SaveResult(names[int(status)], int(version))
+
+    @guarded
+    def dirty_apps(
+        self, ready_before: float | None = None, limit: int | None = None
+    ) -> list[AppKey]:
+        """Apps needing a refit, longest waiting first; only those dirty since `ready_before`."""
+        top = "+inf" if ready_before is None else repr(ready_before)
+        members = self.client.zrangebyscore(
+            keys.DIRTY, "-inf", top, start=0 if limit else None, num=limit
+        )
+        return _parse_apps(members)
+
+    # --- apps -------------------------------------------------------------------------------
+
+    @guarded
+    def apps(self) -> list[AppSummary]:
+        """Every app with its observation count, last run, curve and dirty flag, by name."""
+        pairs = []
+        for member, score in self.client.zrange(keys.APPS, 0, -1, withscores=True):
+            parsed = _parse_apps([member])
+            if parsed:
+                pairs.append((parsed[0], float(score)))
+        return self._summaries(sorted(pairs, key=lambda p: str(p[0])))
+
+    @guarded
+    def summary(self, app: AppKey | str) -> AppSummary | None:
+        key = _app_key(app)
+        score = self.client.zscore(keys.APPS, str(key))
+        if score is None:
+            return None
+        return self._summaries([(key, float(score))])[0]
+
+    def _summaries(self, pairs: Sequence[tuple[AppKey, float]]) -> list[AppSummary]:
+        out: list[AppSummary] = []
+        for start in range(0, len(pairs), PIPELINE_CHUNK):
+            chunk = pairs[start : start + PIPELINE_CHUNK]
+            pipe = self.client.pipeline(transaction=False)
+            for app, _ in chunk:
+                pipe.hlen(keys.app_observations(app))
+                pipe.hgetall(keys.app_curve(app))
+                pipe.zscore(keys.DIRTY, str(app))
+            replies = pipe.execute()
+            for i, (app, last) in enumerate(chunk):
+                count, raw_curve, dirty = replies[3 * i : 3 * i + 3]
+                out.append(
+                    AppSummary(
+                        app=app,
+                        observations=int(count),
+                        last_run=last or None,
+                        curve=self._curve_record(app, raw_curve),
+                        dirty=dirty is not None,
+                    )
+                )
+        return out
+
+    @guarded
+    def forget(self, app: AppKey | str) -> bool:
+        """Remove everything of one app; False when the store did not know it."""
+        key = _app_key(app)
+        removed = self._forget(
+            keys=[*keys.app_keys(key), keys.APPS, keys.DIRTY, keys.JOBS], args=[str(key)]
+        )
+        return int(removed) > 0
+
+    # --- decisions --------------------------------------------------------------------------
+
+    @guarded
+    def record_decision(self, decision: Mapping[str, Any]) -> str:
+        """Append one decision (a JSON-able dict; its "app" is validated) to the capped stream."""
+        app = decision.get("app")
+        app_text = "" if app in (None, "") else str(_app_key(str(app)))
+        text = json.dumps(decision, separators=(",", ":"), default=str)
+        if len(text.encode("utf-8")) > MAX_DECISION_BYTES:
+            raise StoreError(f"decision document is larger than {MAX_DECISION_BYTES:,} bytes")
+        entry_id = self.client.xadd(
+            keys.DECISIONS,
+            {"app": app_text, "job_id": str(decision.get("job_id", "")), "doc": text},
+            maxlen=self.decisions_maxlen,
+            approximate=True,
+        )
+        return str(entry_id)
+
+    @guarded
+    def decisions(self, app: AppKey | str | None = None, count: int = 20) -> list[dict[str, Any]]:
+        """The newest `count` decisions (of one app when given), newest first."""
+        wanted = None if app is None else str(_app_key(app))
+        out: list[dict[str, Any]] = []
+        upper = "+"
+        while len(out) < count:
+            page = self.client.xrevrange(keys.DECISIONS, max=upper, min="-", count=200)
+            for entry_id, fields in page:
+                if wanted is None or fields.get("app") == wanted:
+                    try:
+                        doc = json.loads(fields.get("doc", "{}"))
+                    except ValueError:
+                        doc = {"unreadable": True}
+                    out.append({"id": entry_id, **doc})
+                    if len(out) == count:
+                        break
+            if len(page) < 200:
+                break
+            upper = "(" + page[-1][0]
+        return out
+
+    # --- learner watermarks and import checkpoints -------------------------------------------
+
+    @guarded
+    def watermark(self, source: str) -> float | None:
+        """Up to which end time the learner has read `source` (sacct/squeue), or None."""
+        return _float(self.client.hget(keys.learner(source), "watermark"))
+
+    @guarded
+    def advance_watermark(self, source: str, value: float) -> float:
+        """Raise the watermark to `value` (never lowers it); returns the stored one."""
+        stored = self._set_max(
+            keys=[keys.learner(source)], args=["watermark", repr(value), repr(self.clock())]
+        )
+        return float(stored)
+
+    @guarded
+    def checkpoint(self, import_id: str) -> dict[str, str]:
+        """An import's checkpoint (done_until, counters), empty when it never ran."""
+        return dict(self.client.hgetall(keys.import_checkpoint(import_id)))
+
+    @guarded
+    def save_checkpoint(self, import_id: str, done_until: float, counts: Mapping[str, int]) -> None:
+        """Record that an import got to `done_until` and add `counts` to its counters."""
+        key = keys.import_checkpoint(import_id)
+        pipe = self.client.pipeline(transaction=True)
+        for name, value in counts.items():
+            pipe.hincrby(key, name, int(value))
+        self._set_max(
+            keys=[key], args=["done_until", repr(done_until), repr(self.clock())], client=pipe
+        )
+        pipe.execute()
+
+    @guarded
+    def reset_checkpoint(self, import_id: str) -> None:
+        self.client.delete(keys.import_checkpoint(import_id))
+
+    # --- consistency ------------------------------------------------------------------------
+
+    @guarded
+    def check(self, app: AppKey) -> list[str]:
+        """Problems in one app's stored state (empty when consistent); for tests and admins."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hgetall(keys.app_observations(app))
+        pipe.zrange(keys.app_runs(app), 0, -1)
+        pipe.hgetall(keys.app_curve(app))
+        pipe.hget(keys.app_state(app), "obs_version")
+        pipe.zscore(keys.APPS, str(app))
+        obs, runs, curve, version, indexed = pipe.execute()
+        problems = []
+        if set(obs) != set(runs):
+            problems.append(f"observations and runs differ ({len(obs)} vs {len(runs)} job ids)")
+        if obs:
+            owners = self.client.hmget(keys.JOBS, list(obs))
+            stray = [j for j, owner in zip(obs, owners, strict=True) if owner != str(app)]
+            if stray:
+                problems.append(f"{len(stray)} job ids not owned by the app in the job index")
+            if indexed is None:
+                problems.append("observations but no entry in the app index")
+        if curve:
+            if curve.get("curve"):
+                try:
+                    predictor.Curve.from_dict(json.loads(curve["curve"]))
+                except (ValueError, TypeError) as exc:
+                    problems.append(f"curve unreadable: {printable(str(exc))[:120]}")
+            if not curve.get("version") or curve.get("obs_version") is None:
+                problems.append("curve without version metadata")
+            elif int(curve["obs_version"]) > int(version or 0):
+                problems.append("curve newer than the observations it was fitted from")
+        return problems
+
+
+def _app_key(app: AppKey | str) -> AppKey:
+    return app if isinstance(app, AppKey) else AppKey.parse(app)
+
+
+def _parse_apps(members: Iterable[str]) -> list[AppKey]:
+    out = []
+    for member in members:
+        try:
+            out.append(AppKey.parse(member))
+        except AppKeyError:
+            log.error("index_member_invalid", member=printable(member)[:80])
+    return out
