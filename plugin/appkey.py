@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -315,8 +316,9 @@ class AppKeyRule:
         """Whether the job's comment can change its key (callers fetch it when missing)."""
         return self.comment_tag
 
-    @property
+    @cached_property
     def fields(self) -> tuple[str, ...]:
+        """The template's fields (parsed once per rule)."""
         return template_fields(self.template)
 
     def key_for(self, job: JobFields) -> AppKey:
