@@ -1,0 +1,158 @@
+"""Backfilling the store: accounting history (`import sacct`) and studies (`import csv`).
+
+``import sacct`` walks [since, until) in windows (default 24 h) so that no single sacct
+query asks slurmdbd for months of jobs, optionally pausing between windows, and records
+after each window how far it got in a checkpoint in Redis (one per range). Run again with
+the same range, it resumes after the last finished window; a window re-read after a crash
+is harmless, because observations are deduplicated by job id. Every job goes through the
+learner's validation (`plugin.learner.Ingestor`). Job comments are in accounting only with
+``AccountingStoreFlags=job_comment``; without it, history is keyed by the template rule.
+
+``import csv`` reads an observation CSV (header ``n,runtime``, plugin/observations_csv.py)
+for one app key. Each row gets a synthetic job id, ``csv-`` and a hash of the app key, the
+file's name, the row's values and how many identical rows came before it: importing the
+same file again adds nothing, appending rows to it and importing again adds only the new
+rows, and the same study under another file name counts as another study.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from plugin.appkey import AppKey
+from plugin.errors import InputError, printable
+from plugin.learner import Ingestor, IngestStats
+from plugin.observations_csv import DEFAULT_MAX_ROWS, read_observations
+from plugin.slurm import SlurmReader
+from plugin.store import CurveStore, Observation
+
+__all__ = ["ImportResult", "csv_job_ids", "import_csv", "import_sacct", "sacct_import_id"]
+
+log = structlog.get_logger("adaptalloc.import")
+
+#: Called after each window: (window end, range end, stats so far).
+Progress = Callable[[float, float, IngestStats], None]
+
+
+@dataclass
+class ImportResult:
+    """What an import did; `resumed_from` is the checkpoint it started after (or None)."""
+
+    stats: IngestStats
+    windows: int = 0
+    resumed_from: float | None = None
+    since: float | None = None
+    until: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "since": self.since,
+            "until": self.until,
+            "windows": self.windows,
+            "resumed_from": self.resumed_from,
+            **self.stats.to_dict(),
+            **self.extra,
+        }
+
+
+def sacct_import_id(since: float, until: float) -> str:
+    """The checkpoint id of one range: ``sacct-<since>-<until>`` in whole Unix seconds."""
+    return f"sacct-{int(since)}-{int(until)}"
+
+
+def import_sacct(
+    store: CurveStore,
+    reader: SlurmReader,
+    ingestor: Ingestor,
+    since: float,
+    until: float,
+    window_s: float = 86400.0,
+    pause_s: float = 0.0,
+    restart: bool = False,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ImportResult:
+    """Backfill COMPLETED jobs that ended in [since, until) from accounting, window by window."""
+    if not until > since:
+        raise InputError("--until must be after --since")
+    if not (math.isfinite(window_s) and window_s > 0):
+        raise InputError("the window must be a positive number of hours")
+    import_id = sacct_import_id(since, until)
+    if restart:
+        store.reset_checkpoint(import_id)
+    done = store.checkpoint(import_id).get("done_until")
+    start = since if done is None else max(since, float(done))
+    result = ImportResult(
+        IngestStats(), resumed_from=None if done is None else float(done), since=since, until=until
+    )
+    cursor = start
+    while cursor < until:
+        end = min(cursor + window_s, until)
+        # sacct's bounds are inclusive whole seconds; [cursor, end - 1] keeps windows disjoint
+        # and the dedup by job id absorbs any overlap at the edges anyway.
+        jobs = reader.finished_jobs(cursor, max(cursor, end - 1), states=("COMPLETED",))
+        stats = ingestor.ingest(jobs)
+        store.save_checkpoint(import_id, end, stats.counts())
+        result.stats.merge(stats)
+        result.windows += 1
+        log.debug("import_window", since=cursor, until=end, **stats.counts())
+        if progress is not None:
+            progress(end, until, result.stats)
+        cursor = end
+        if pause_s > 0 and cursor < until:
+            sleep(pause_s)
+    log.info("import_sacct", **result.to_dict())
+    return result
+
+
+def csv_job_ids(app: AppKey, source: str, n: list[float], runtime: list[float]) -> list[str]:
+    """Synthetic job ids for CSV rows (see the module docstring)."""
+    seen: dict[tuple[float, float], int] = {}
+    ids = []
+    for size, seconds in zip(n, runtime, strict=True):
+        occurrence = seen.get((size, seconds), 0)
+        seen[(size, seconds)] = occurrence + 1
+        text = f"{app}\x00{source}\x00{size!r}\x00{seconds!r}\x00{occurrence}"
+        ids.append("csv-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24])
+    return ids
+
+
+def import_csv(
+    store: CurveStore,
+    path: str | Path,
+    app: AppKey,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    now: float | None = None,
+) -> ImportResult:
+    """Store the runs of an observation CSV as observations of `app` (idempotent)."""
+    raw = read_observations(path, max_rows)
+    when = time.time() if now is None else now
+    n = [float(v) for v in raw.n]
+    runtime = [float(v) for v in raw.runtime]
+    ids = csv_job_ids(app, Path(str(path)).name, n, runtime)
+    observations = [
+        Observation(
+            job_id=job_id, app=app, nodes=int(size), runtime_s=seconds, end_time=when, source="csv"
+        )
+        for job_id, size, seconds in zip(ids, n, runtime, strict=True)
+    ]
+    added = store.add_batch({app: observations})
+    stats = IngestStats(
+        seen=len(observations),
+        added=added.added,
+        duplicates=added.duplicates,
+        removed=added.removed,
+        apps={str(app)},
+    )
+    result = ImportResult(stats, extra={"app": str(app), "file": printable(str(path))})
+    log.info("import_csv", **result.to_dict())
+    return result

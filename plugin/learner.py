@@ -1,0 +1,399 @@
+"""The learning loop: finished jobs from Slurm become observations, dirty apps get refitted.
+
+Every source of observations (the live learner, ``import sacct``, the benchmark) goes through
+the same `Ingestor`: a job counts only when it COMPLETED (Slurm's word for "exited 0"; the
+exit code is checked too where the source reports a trustworthy one), ran for more than 0 s
+on between 1 and the configured maximum of nodes, ended within the retention age, and
+yields a valid app key. Rejections are counted by reason and logged once per job, the
+reason escaped. A COMPLETED job with 0 allocated nodes is slurmdbd's not-yet-complete
+record: it is *unsettled*, not rejected, and a later poll (the windows overlap) counts it.
+
+`Learner.poll_once` is one step the daemon schedules: read jobs that ended since the
+watermark minus an overlap, ingest them, raise the watermark (kept in Redis, so a new
+learner resumes where the old one stopped; dedup by job id makes the overlap and two
+learners at once harmless). `Learner.refit_dirty` refits apps whose observations changed,
+debounced: an app is refitted once it has been dirty for `debounce_s`, so a burst of runs
+costs one fit. Refits run here, off the decision path; the daemon only reads curves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+import predictor
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule
+from plugin.config import Config
+from plugin.errors import printable
+from plugin.slurm import JobRecord, SlurmReader
+from plugin.store import AddResult, CurveStore, Observation
+
+__all__ = [
+    "IngestStats",
+    "Ingestor",
+    "JobRejectedError",
+    "Learner",
+    "PollResult",
+    "RefitOutcome",
+    "UnsettledJobError",
+    "refit_app",
+]
+
+log = structlog.get_logger("adaptalloc.learner")
+
+#: Job ids whose rejection was already logged, per ingestor (bounded).
+_LOGGED_REJECTIONS = 10_000
+
+
+class JobRejectedError(ValueError):
+    """A job that is not an observation; `code` is the counted reason, str(exc) the detail."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+class UnsettledJobError(ValueError):
+    """A job whose accounting record is not complete yet (counted by a later poll)."""
+
+
+@dataclass
+class IngestStats:
+    """Counters of one ingest (or of a whole import)."""
+
+    seen: int = 0
+    added: int = 0
+    duplicates: int = 0
+    removed: int = 0
+    unsettled: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    apps: set[str] = field(default_factory=set)
+
+    def merge(self, other: IngestStats) -> None:
+        self.seen += other.seen
+        self.added += other.added
+        self.duplicates += other.duplicates
+        self.removed += other.removed
+        self.unsettled += other.unsettled
+        self.rejected.update(other.rejected)
+        self.apps |= other.apps
+
+    def counts(self) -> dict[str, int]:
+        """Flat integer counters (for checkpoints and logs)."""
+        return {
+            "seen": self.seen,
+            "added": self.added,
+            "duplicates": self.duplicates,
+            "removed": self.removed,
+            "unsettled": self.unsettled,
+            "rejected": sum(self.rejected.values()),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.counts(), "rejected_by_reason": dict(self.rejected), "apps": len(self.apps)}
+
+
+class Ingestor:
+    """Validate jobs and store the valid ones as observations (see the module docstring).
+
+    Parameters
+    ----------
+    store : CurveStore
+    rule : AppKeyRule
+        How a job becomes an app key.
+    max_nodes : int or None
+        Largest believable allocation (None: no upper bound).
+    max_age_s : float or None
+        Jobs that ended longer ago are refused (None: any age).
+    """
+
+    def __init__(
+        self,
+        store: CurveStore,
+        rule: AppKeyRule,
+        max_nodes: int | None,
+        max_age_s: float | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.rule = rule
+        self.max_nodes = max_nodes
+        self.max_age_s = max_age_s
+        self.clock = clock
+        self._logged: OrderedDict[int, None] = OrderedDict()
+
+    def observation(self, job: JobRecord, now: float | None = None) -> Observation:
+        """The job as an observation; raises JobRejectedError or UnsettledJobError."""
+        if job.state != "COMPLETED":
+            raise JobRejectedError("state", f"state {printable(job.state)[:20] or 'unknown'}")
+        if job.exit_code not in (None, 0) or job.exit_signal:
+            detail = f"exit code {job.exit_code}, signal {job.exit_signal}"
+            raise JobRejectedError("exit_code", detail)
+        if not job.elapsed_s or job.elapsed_s <= 0:
+            raise JobRejectedError("runtime", f"runtime {job.elapsed_s} s")
+        if job.end_time is None:
+            raise JobRejectedError("end_time", "no end time")
+        if job.nodes_alloc < 1:
+            raise UnsettledJobError("0 nodes allocated: accounting record not complete yet")
+        if self.max_nodes is not None and job.nodes_alloc > self.max_nodes:
+            raise JobRejectedError("nodes", f"{job.nodes_alloc} nodes > max_nodes {self.max_nodes}")
+        current = self.clock() if now is None else now
+        if self.max_age_s is not None and job.end_time < current - self.max_age_s:
+            raise JobRejectedError("too_old", "ended before the retention age")
+        try:
+            app = self.rule.key_for(job)
+        except AppKeyError as exc:
+            raise JobRejectedError("app_key", f"app key: {exc}") from exc
+        return Observation(
+            job_id=str(job.job_id),
+            app=app,
+            nodes=job.nodes_alloc,
+            runtime_s=float(job.elapsed_s),
+            end_time=float(job.end_time),
+            source=job.source,
+        )
+
+    def _log_rejection(self, job: JobRecord, exc: JobRejectedError) -> None:
+        if job.job_id in self._logged:
+            return
+        self._logged[job.job_id] = None
+        if len(self._logged) > _LOGGED_REJECTIONS:
+            self._logged.popitem(last=False)
+        # App-key refusals may be hostile input: visible at info; the others are routine.
+        emit = log.info if exc.code == "app_key" else log.debug
+        emit("job_rejected", job_id=job.job_id, reason=exc.code, detail=printable(str(exc)))
+
+    def ingest(self, jobs: Iterable[JobRecord]) -> IngestStats:
+        """Validate and store `jobs` (each app's update atomic); returns the counters."""
+        stats = IngestStats()
+        now = self.clock()
+        groups: dict[AppKey, list[Observation]] = {}
+        seen_ids: set[int] = set()
+        for job in jobs:
+            if job.job_id in seen_ids:  # the same job twice in one read
+                stats.duplicates += 1
+                continue
+            seen_ids.add(job.job_id)
+            stats.seen += 1
+            try:
+                obs = self.observation(job, now)
+            except UnsettledJobError:
+                stats.unsettled += 1
+                continue
+            except JobRejectedError as exc:
+                stats.rejected[exc.code] += 1
+                self._log_rejection(job, exc)
+                continue
+            groups.setdefault(obs.app, []).append(obs)
+        result = self.store.add_batch(groups) if groups else AddResult()
+        stats.added += result.added
+        stats.duplicates += result.duplicates
+        stats.removed += result.removed
+        stats.apps.update(str(app) for app in groups)
+        return stats
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """One learner step: where it read from, which window, what it found."""
+
+    source: str
+    since: float
+    until: float
+    watermark: float
+    stats: IngestStats
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "since": self.since,
+            "until": self.until,
+            "watermark": self.watermark,
+            **self.stats.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class RefitOutcome:
+    """status: written, stale, forgotten, or no_curve (note says why)."""
+
+    app: AppKey
+    status: str
+    version: int
+    n_observations: int
+    note: str = ""
+    elapsed_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["app"] = str(self.app)
+        return out
+
+
+def _curve_from(fit: predictor.Fit) -> predictor.Curve:
+    """The stored curve of a fit (with the predictor's diagnostics, carried by the fit)."""
+    return predictor.Curve.from_fit(fit)
+
+
+def refit_app(
+    store: CurveStore, app: AppKey, method: str = "adept", fit: Callable[..., Any] | None = None
+) -> RefitOutcome:
+    """Read an app's observations, fit, store the curve with a version check.
+
+    `fit` defaults to predictor.fit_observations (tests pass a slower or failing one to
+    simulate a crash mid-refit). A data set the predictor refuses (e.g. runs at one size
+    only) stores "no curve" with the reason, so the app stops being dirty until new runs.
+    """
+    started = time.perf_counter()
+    fit_fn = predictor.fit_observations if fit is None else fit
+    snapshot = store.refit_input(app)
+    if snapshot is None:
+        return RefitOutcome(app, "forgotten", 0, 0)
+    runs = snapshot.observations
+    curve: predictor.Curve | None = None
+    note = ""
+    if not runs:
+        note = "no observations"
+    else:
+        try:
+            prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
+            result = fit_fn(prepared, method=method)
+        except ValueError as exc:
+            note = printable(str(exc))
+        else:
+            if result.status == "ok":
+                curve = _curve_from(result)
+            else:
+                note = f"fit failed: {printable(result.message)}"
+    saved = store.save_curve(
+        app, curve, snapshot.obs_version, n_observations=len(runs), method=method, note=note
+    )
+    status = "no_curve" if saved.status == "written" and curve is None else saved.status
+    outcome = RefitOutcome(
+        app,
+        status,
+        saved.version,
+        len(runs),
+        note,
+        round((time.perf_counter() - started) * 1000.0, 1),
+    )
+    log.info("refit", **outcome.to_dict())
+    return outcome
+
+
+class Learner:
+    """Feeds the store from Slurm; the daemon calls `poll_once` and `refit_dirty` on a timer.
+
+    Parameters
+    ----------
+    store : CurveStore
+    reader : SlurmReader
+    config : Config
+        ``[learner]`` and ``[appkey]`` settings.
+    clock : callable
+        Unix time now.
+    """
+
+    def __init__(
+        self,
+        store: CurveStore,
+        reader: SlurmReader,
+        config: Config | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.reader = reader
+        self.config = config or Config()
+        self.clock = clock
+        self.rule = self.config.appkey.rule()
+        self._source: str | None = None
+        self._ingestor: Ingestor | None = None
+
+    @property
+    def source(self) -> str:
+        """sacct when accounting is on (or configured), else squeue."""
+        if self._source is None:
+            wanted = self.config.learner.source
+            if wanted == "auto":
+                wanted = "sacct" if self.reader.accounting_enabled() else "squeue"
+            self._source = wanted
+        return self._source
+
+    @property
+    def ingestor(self) -> Ingestor:
+        if self._ingestor is None:
+            max_nodes = self.config.learner.max_nodes or len(self.reader.nodes()) or None
+            self._ingestor = Ingestor(
+                self.store, self.rule, max_nodes, self.config.learner.max_age_s, self.clock
+            )
+        return self._ingestor
+
+    def window(self) -> tuple[float, float]:
+        """(since, until) of the next poll: watermark minus overlap, up to now."""
+        now = self.clock()
+        mark = self.store.watermark(self.source)
+        if mark is None:
+            since = now - self.config.learner.initial_lookback_s
+        else:
+            since = mark - self.config.learner.overlap_s
+        return max(since, 0.0), now
+
+    def read(self, since: float, until: float) -> list[JobRecord]:
+        """Finished jobs of the window, comments filled in from squeue where accounting
+        lacks them (slurm.conf without ``AccountingStoreFlags=job_comment``)."""
+        if self.source == "sacct":
+            jobs = self.reader.finished_jobs(since, until, states=("COMPLETED",))
+            return self.with_comments(jobs)
+        return self.reader.recently_finished(since, until)
+
+    def with_comments(self, jobs: Sequence[JobRecord]) -> list[JobRecord]:
+        """Fill in comment/script from squeue for records that lack them."""
+        wanted = self.rule.uses_comment or "script" in self.rule.fields
+        missing = [j for j in jobs if j.comment is None or j.script is None]
+        if not wanted or not missing:
+            return list(jobs)
+        known: Mapping[int, JobRecord] = {j.job_id: j for j in self.reader.jobs()}
+        out = []
+        for job in jobs:
+            live = known.get(job.job_id)
+            if live is not None and (job.comment is None or job.script is None):
+                job = dataclasses.replace(  # noqa: PLW2901 - the enriched record replaces it
+                    job,
+                    comment=job.comment if job.comment is not None else live.comment,
+                    script=job.script or live.script,
+                )
+            out.append(job)
+        return out
+
+    def poll_once(self) -> PollResult:
+        """Read, validate and store the jobs that ended since the last poll."""
+        started = time.perf_counter()
+        since, until = self.window()
+        stats = self.ingestor.ingest(self.read(since, until))
+        mark = self.store.advance_watermark(self.source, until)
+        result = PollResult(self.source, since, until, mark, stats)
+        log.info(
+            "learner_poll",
+            **result.to_dict(),
+            elapsed_ms=round((time.perf_counter() - started) * 1000.0, 1),
+        )
+        return result
+
+    def refit_dirty(
+        self, max_apps: int | None = None, debounce_s: float | None = None
+    ) -> list[RefitOutcome]:
+        """Refit up to `max_apps` apps dirty for at least `debounce_s` (config defaults)."""
+        limit = max_apps if max_apps is not None else self.config.learner.refit_max_apps
+        wait = debounce_s if debounce_s is not None else self.config.learner.refit_debounce_s
+        apps = self.store.dirty_apps(ready_before=self.clock() - wait, limit=limit)
+        return [refit_app(self.store, app, self.config.learner.method) for app in apps]
+
+    def age_out(self) -> int:
+        """Apply the retention limits to every app (the daemon runs this now and then)."""
+        return sum(self.store.age_out(summary.app) for summary in self.store.apps())

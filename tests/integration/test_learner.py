@@ -1,0 +1,232 @@
+"""The learner against the real local Slurm (with accounting) and the real Redis.
+
+Jobs run on the cluster become observations exactly once: on one poll, on the next, after
+the learner restarts, and with two learners polling at the same time. Hostile job names
+and comments submitted to the real Slurm create no keys outside ``adaptalloc:v1:``.
+Each test names its jobs with a fresh random app name, so earlier runs' jobs (still in
+accounting) never mix in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import structlog
+
+import predictor
+from plugin.appkey import AppKey
+from plugin.config import Config, LearnerConfig
+from plugin.learner import Learner
+from plugin.redis_conn import connect
+from plugin.slurm import CliSlurmReader
+from plugin.store import CurveStore
+
+from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB, SlurmCLI, SubmitJob
+
+pytestmark = pytest.mark.integration
+
+CONFIG = Config(learner=LearnerConfig(initial_lookback_s=1800.0, refit_debounce_s=0.0))
+
+
+def fresh_name() -> str:
+    return f"it-{uuid.uuid4().hex[:10]}"
+
+
+def scratch_url() -> str:
+    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
+
+
+def new_learner(config: Config = CONFIG) -> Learner:
+    """A learner as a restarted daemon would make it: its own connection and reader."""
+    return Learner(CurveStore(connect(scratch_url())), CliSlurmReader(), config)
+
+
+def finished(slurm: SlurmCLI, jobs: dict[int, str]) -> None:
+    """Wait until sacct has each job's full record in the expected state."""
+    for job_id, state in jobs.items():
+        slurm.wait_sacct_job(job_id, {state}, where=lambda r: r["allocation_nodes"] > 0)
+
+
+def job_ids(learner: Learner, app: AppKey) -> list[str]:
+    return sorted(o.job_id for o in learner.store.observations(app))
+
+
+@pytest.fixture
+def run_jobs(submit_job: SubmitJob, slurm: SlurmCLI) -> Callable[..., dict[str, int]]:
+    """Submit named jobs (label -> sbatch args), wait for accounting, return label -> id."""
+
+    def run(specs: dict[str, tuple[tuple[str, ...], str, str]]) -> dict[str, int]:
+        ids = {label: submit_job(*args, wrap=wrap) for label, (args, wrap, _) in specs.items()}
+        finished(slurm, {ids[label]: state for label, (_, _, state) in specs.items()})
+        return ids
+
+    return run
+
+
+def test_jobs_become_observations_exactly_once(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]]
+) -> None:
+    name = fresh_name()
+    ids = run_jobs(
+        {
+            "one": ((f"--job-name={name}", "--nodes=1"), "sleep 1", "COMPLETED"),
+            "two": ((f"--job-name={name}", "--nodes=2"), "sleep 1", "COMPLETED"),
+            "moldable": ((f"--job-name={name}", "--nodes=2-4"), "sleep 2", "COMPLETED"),
+            "failed": ((f"--job-name={name}", "--nodes=2"), "sleep 1; exit 3", "FAILED"),
+            "tagged": (
+                (
+                    "--job-name=anything",
+                    "--nodes=1",
+                    f"--comment=adaptalloc:v1 app={name} size=big",
+                ),
+                "sleep 1",
+                "COMPLETED",
+            ),
+        }
+    )
+    app, sized = AppKey(name), AppKey(name, "big")
+    learner = new_learner()
+    first = learner.poll_once()
+    assert first.source == "sacct"
+    expected = sorted(str(ids[k]) for k in ("one", "two", "moldable"))
+    assert job_ids(learner, app) == expected
+    assert job_ids(learner, sized) == [str(ids["tagged"])]  # comment read from squeue
+    nodes = {o.job_id: o.nodes for o in learner.store.observations(app)}
+    assert nodes[str(ids["one"])] == 1
+    assert nodes[str(ids["two"])] == 2
+    assert 2 <= nodes[str(ids["moldable"])] <= 4
+
+    assert learner.poll_once().stats.added == 0  # the overlap re-reads them: no double count
+    restarted = new_learner()
+    again = restarted.poll_once()
+    assert again.since < first.until  # it resumed from the watermark in Redis
+    assert again.stats.added == 0
+    assert job_ids(restarted, app) == expected
+
+    outcomes = {str(o.app): o for o in restarted.refit_dirty()}
+    assert outcomes[name].status == "written"  # runs at 1, 2 and 2-4 nodes
+    assert outcomes[f"{name}@big"].status == "no_curve"  # one size only
+    assert isinstance(restarted.store.curve(app), predictor.Curve)
+    assert restarted.store.check(app) == []
+
+
+LEARN = [sys.executable, "-m", "plugin", "-q", "learn", "--once", "--format", "json"]
+
+
+def test_two_learner_processes_at_once_count_each_job_once(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]], tmp_path: Any
+) -> None:
+    name = fresh_name()
+    specs = {
+        f"j{k}": ((f"--job-name={name}", f"--nodes={1 + k % 3}"), "sleep 1", "COMPLETED")
+        for k in range(6)
+    }
+    ids = run_jobs(specs)
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    for _ in range(3):  # three rounds of two learners started together
+        procs = [
+            subprocess.Popen(  # noqa: S603 - our interpreter and module
+                [*LEARN, "--redis-url", scratch_url(), "--debounce", "0"],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        outputs = [p.communicate(timeout=300) for p in procs]
+        for proc, (out, err) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, err
+            json.loads(out)
+    store = CurveStore(redis_client)
+    assert sorted(o.job_id for o in store.observations(AppKey(name))) == sorted(
+        str(i) for i in ids.values()
+    )
+    assert store.check(AppKey(name)) == []
+    record = store.curve_record(AppKey(name))
+    assert record is not None
+    assert record.n_observations == 6
+
+
+HOSTILE_NAMES = [
+    "\x1b[31mred\x1b[0m",
+    "two\nlines",
+    "adaptalloc:v1:apps",
+    "adaptalloc:v1:app:x:obs",
+    "lul*",
+    "lul\u0435sh",
+    "../../etc",
+    "x" * 200,
+]
+HOSTILE_COMMENTS = [
+    "adaptalloc:v1 app=../../evil",
+    "adaptalloc:v1 app=a:b size=*",
+    "adaptalloc:v1 app=\x1b[2J",
+    "adaptalloc:v2 app=future",
+    "adaptalloc:v1 app=" + "y" * 900,
+]
+
+
+def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]]
+) -> None:
+    good = fresh_name()
+    specs: dict[str, tuple[tuple[str, ...], str, str]] = {
+        f"name{k}": ((f"--job-name={n}",), "sleep 1", "COMPLETED")
+        for k, n in enumerate(HOSTILE_NAMES)
+    }
+    specs |= {
+        f"comment{k}": ((f"--job-name={good}", f"--comment={c}"), "sleep 1", "COMPLETED")
+        for k, c in enumerate(HOSTILE_COMMENTS)
+    }
+    specs["control"] = ((f"--job-name={good}",), "sleep 1", "COMPLETED")
+    ids = run_jobs(specs)
+    learner = new_learner()
+    with structlog.testing.capture_logs() as events:
+        learner.poll_once()
+    assert job_ids(learner, AppKey(good)) == [str(ids["control"])]  # bad tags refuse the job
+    for key in redis_client.scan_iter("*"):
+        assert key.startswith("adaptalloc:v1:"), key
+        assert key.isascii(), key
+        assert key.isprintable(), key
+    for member in redis_client.zrange("adaptalloc:v1:apps", 0, -1):
+        assert AppKey.parse(member) is not None
+    counted = set(redis_client.hkeys("adaptalloc:v1:jobs"))
+    hostile_ids = {str(ids[label]) for label in specs if label != "control"}
+    assert counted.isdisjoint(hostile_ids)
+    refused = {e["job_id"]: e for e in events if e.get("event") == "job_rejected"}
+    for label in specs:
+        if label == "control":
+            continue
+        event = refused[ids[label]]
+        assert event["reason"] == "app_key"
+        assert "\x1b" not in event["detail"]
+        assert "\n" not in event["detail"]
+        assert len(event["detail"]) < 300
+
+
+def test_without_accounting_the_learner_reads_squeue(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]]
+) -> None:
+    name = fresh_name()
+    ids = run_jobs(
+        {
+            "one": ((f"--job-name={name}", "--nodes=1"), "sleep 1", "COMPLETED"),
+            "three": ((f"--job-name={name}", "--nodes=3"), "sleep 1", "COMPLETED"),
+        }
+    )
+    config = Config(learner=LearnerConfig(source="squeue", initial_lookback_s=600.0))
+    learner = new_learner(config)
+    result = learner.poll_once()
+    assert result.source == "squeue"
+    assert job_ids(learner, AppKey(name)) == sorted(str(i) for i in ids.values())
+    assert learner.store.watermark("squeue") == result.until
+    assert learner.store.watermark("sacct") is None

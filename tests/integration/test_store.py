@@ -1,0 +1,484 @@
+"""The curve store against the real redis-server (scratch db 15, flushed around each test).
+
+Exact key names, dedup by job id, retention, the compare-and-set of curves, two writers at
+once, crashes between and inside writes, forget, decisions, and Redis going away.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+import predictor
+from plugin import keys
+from plugin.appkey import AppKey, AppKeyError
+from plugin.config import RedisConfig
+from plugin.learner import refit_app
+from plugin.redis_conn import StoreError, StoreUnavailable, connect
+from plugin.store import CurveStore, Observation, Retention
+
+from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB
+
+pytestmark = pytest.mark.integration
+
+LULESH = AppKey("lulesh", "large")
+NOW = 1_800_000_000.0
+#: A Downey-like strong-scaling curve: runtimes at 1..32 nodes.
+SIZES = (1, 2, 4, 8, 16, 32)
+
+
+def runtime(n: int) -> float:
+    return 1000.0 * (0.05 + 0.95 / n) if n <= 16 else 1000.0 * (0.05 + 0.95 / 16)
+
+
+def runs(
+    app: AppKey, first_id: int, sizes: tuple[int, ...] = SIZES, end: float = NOW
+) -> list[Observation]:
+    return [
+        Observation(str(first_id + i), app, n, runtime(n), end - len(sizes) + i)
+        for i, n in enumerate(sizes)
+    ]
+
+
+class Clock:
+    """A settable clock for the store and the learner."""
+
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(redis_client: Any, clock: Clock) -> CurveStore:
+    return CurveStore(redis_client, Retention(max_observations=50, max_age_s=None), clock=clock)
+
+
+def scratch_url(redis_client: Any) -> str:
+    url: str = os.environ["REDIS_URL"]
+    return url.rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
+
+
+# --- schema -----------------------------------------------------------------------------------
+
+
+def test_exact_keys_after_a_full_cycle(store: CurveStore, redis_client: Any) -> None:
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == len(SIZES)
+    assert refit_app(store, LULESH).status == "written"
+    store.record_decision({"app": "lulesh@large", "job_id": 7, "nodes": 8})
+    store.advance_watermark("sacct", NOW)
+    store.save_checkpoint("sacct-1-2", 2.0, {"added": 1})
+    assert set(redis_client.keys("*")) == {
+        "adaptalloc:v1:apps",
+        "adaptalloc:v1:dirty",
+        "adaptalloc:v1:jobs",
+        "adaptalloc:v1:decisions",
+        "adaptalloc:v1:app:lulesh@large:obs",
+        "adaptalloc:v1:app:lulesh@large:runs",
+        "adaptalloc:v1:app:lulesh@large:state",
+        "adaptalloc:v1:app:lulesh@large:curve",
+        "adaptalloc:v1:learner:sacct",
+        "adaptalloc:v1:import:sacct-1-2",
+    } - {"adaptalloc:v1:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
+    assert redis_client.type("adaptalloc:v1:app:lulesh@large:obs") == "hash"
+    assert redis_client.type("adaptalloc:v1:decisions") == "stream"
+    assert redis_client.hget("adaptalloc:v1:jobs", "100") == "lulesh@large"
+
+
+def test_the_curve_reads_back_as_a_predictor_curve(store: CurveStore) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100))
+    assert store.curve(LULESH) is None
+    outcome = refit_app(store, LULESH)
+    assert (outcome.status, outcome.version, outcome.n_observations) == ("written", 1, 6)
+    curve = store.curve("lulesh@large")
+    assert isinstance(curve, predictor.Curve)
+    assert curve.observed_n == SIZES
+    record = store.curve_record(LULESH)
+    assert record is not None
+    assert (record.version, record.obs_version, record.n_observations) == (1, 1, 6)
+    assert (record.method, record.fitted_at) == ("adept", NOW)
+    assert record.reliable == curve.reliable
+    assert store.check(LULESH) == []
+
+
+# --- observations -----------------------------------------------------------------------------
+
+
+def test_a_job_counts_once_across_calls_and_apps(store: CurveStore) -> None:
+    first = runs(LULESH, 100)
+    assert store.add_observations(LULESH, first) == 6
+    assert store.add_observations(LULESH, first) == 0
+    other = AppKey("hpl")
+    same_jobs = [Observation(o.job_id, other, o.nodes, o.runtime_s, o.end_time) for o in first]
+    result = store.add_batch({other: same_jobs, LULESH: runs(LULESH, 200)})
+    assert (result.added, result.duplicates) == (6, 6)
+    assert len(store.observations(LULESH)) == 12
+    assert store.summary(other) is None  # nothing was added: no app appeared
+    assert store.check(LULESH) == []
+
+
+def test_retention_keeps_the_newest_and_forgets_the_old(redis_client: Any, clock: Clock) -> None:
+    store = CurveStore(redis_client, Retention(max_observations=4, max_age_s=1000.0), clock=clock)
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == 4  # 6 offered, 4 newest kept
+    kept = [o.job_id for o in store.observations(LULESH)]
+    assert kept == ["102", "103", "104", "105"]
+    assert store.add_observations(LULESH, runs(LULESH, 100)[:2]) == 0  # trimmed ones stay out
+    old = runs(LULESH, 300, end=NOW - 5000)
+    assert store.add_observations(LULESH, old) == 0  # older than max_age
+    clock.now = NOW + 2000
+    assert store.age_out(LULESH) == 4
+    assert store.observations(LULESH) == []
+    assert store.check(LULESH) == []
+    assert redis_client.hlen("adaptalloc:v1:jobs") == 0
+
+
+def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> None:
+    store = CurveStore(redis_client, Retention(max_observations=6, max_age_s=None), clock=clock)
+    store.add_observations(LULESH, runs(LULESH, 100))
+    refit_app(store, LULESH)
+    old_t1 = store.curve(LULESH).t1  # type: ignore[union-attr]
+    rebuilt = [
+        Observation(str(500 + i), LULESH, n, runtime(n) / 2, NOW + 10 + i)
+        for i, n in enumerate(SIZES)
+    ]
+    store.add_observations(LULESH, rebuilt)
+    assert {o.job_id for o in store.observations(LULESH)} == {str(500 + i) for i in range(6)}
+    assert store.dirty_apps() == [LULESH]
+    refit_app(store, LULESH)
+    assert store.curve(LULESH).t1 == pytest.approx(old_t1 / 2, rel=0.05)  # type: ignore[union-attr]
+
+
+def test_a_bad_argument_to_the_script_writes_nothing(store: CurveStore, redis_client: Any) -> None:
+    """Redis does not roll back a failing script: the script checks every argument first."""
+    script = redis_client.register_script(
+        (PROJECT_ROOT / "plugin" / "lua" / "add_observations.lua").read_text(encoding="utf-8")
+    )
+    argv = ["lulesh@large", NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
+    with pytest.raises(redis.ResponseError, match="bad observation"):
+        script(
+            keys=[
+                keys.app_observations(LULESH),
+                keys.app_runs(LULESH),
+                keys.app_state(LULESH),
+                keys.APPS,
+                keys.DIRTY,
+                keys.JOBS,
+            ],
+            args=argv,
+        )
+    assert redis_client.keys("*") == []
+
+
+# --- refits: compare-and-set ------------------------------------------------------------------
+
+
+def test_a_fit_from_older_observations_never_replaces_a_newer_one(store: CurveStore) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100, sizes=(1, 2, 4)))
+    stale = store.refit_input(LULESH)
+    assert stale is not None
+    store.add_observations(LULESH, runs(LULESH, 200, sizes=(8, 16, 32)))
+    assert refit_app(store, LULESH).status == "written"
+    newer = store.curve_record(LULESH)
+    curve = predictor.Curve.from_fit(
+        predictor.fit(
+            [o.nodes for o in stale.observations], [o.runtime_s for o in stale.observations]
+        )
+    )
+    late = store.save_curve(LULESH, curve, stale.obs_version, n_observations=3, method="adept")
+    assert (late.status, late.version) == ("stale", 1)
+    assert store.curve_record(LULESH) == newer
+    assert store.dirty_apps() == []
+
+
+def test_new_runs_during_a_fit_keep_the_app_dirty(store: CurveStore) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100, sizes=(1, 2, 4)))
+
+    def fit_while_runs_arrive(obs: predictor.Observations, method: str) -> predictor.Fit:
+        store.add_observations(LULESH, runs(LULESH, 200, sizes=(8, 16)))
+        return predictor.fit_observations(obs, method=method)
+
+    first = refit_app(store, LULESH, fit=fit_while_runs_arrive)
+    assert (first.status, first.n_observations) == ("written", 3)
+    assert store.dirty_apps() == [LULESH]  # the curve is already behind
+    second = refit_app(store, LULESH)
+    assert (second.status, second.version, second.n_observations) == ("written", 2, 5)
+    assert store.dirty_apps() == []
+
+
+def test_runs_at_one_size_store_no_curve_with_the_reason(store: CurveStore) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100, sizes=(4, 4, 4)))
+    outcome = refit_app(store, LULESH)
+    assert outcome.status == "no_curve"
+    assert "two or more distinct sizes" in outcome.note
+    record = store.curve_record(LULESH)
+    assert record is not None
+    assert record.curve is None
+    assert store.curve(LULESH) is None
+    assert store.dirty_apps() == []
+
+
+def test_two_writers_at_once_stay_consistent(redis_client: Any) -> None:
+    """Two learners add runs and refit the same apps concurrently, each on its own client."""
+    apps = [AppKey(f"app{k}") for k in range(4)]
+    url = scratch_url(redis_client)
+    errors: list[BaseException] = []
+
+    def learner(offset: int) -> None:
+        try:
+            own = CurveStore(connect(url), Retention(max_observations=1000, max_age_s=None))
+            for round_ in range(6):
+                for app in apps:
+                    batch = runs(app, 10_000 * round_ + 100 * apps.index(app), end=NOW + round_)
+                    own.add_observations(app, batch)
+                    refit_app(own, app)
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=learner, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert errors == []
+    store = CurveStore(redis_client)
+    for app in apps:
+        assert len(store.observations(app)) == 6 * len(SIZES)  # each job once, by either
+        assert store.check(app) == []
+        refit_app(store, app)
+        record = store.curve_record(app)
+        assert record is not None
+        assert record.obs_version == int(redis_client.hget(keys.app_state(app), "obs_version"))
+        assert store.dirty_apps() == []
+
+
+# --- crashes ----------------------------------------------------------------------------------
+
+
+def test_a_failure_between_read_and_write_leaves_the_store_as_it_was(
+    store: CurveStore, redis_client: Any
+) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100))
+    refit_app(store, LULESH)
+    before = redis_client.hgetall(keys.app_curve(LULESH))
+    store.add_observations(LULESH, runs(LULESH, 200))
+
+    def crash(obs: predictor.Observations, method: str) -> predictor.Fit:
+        raise RuntimeError("the learner died here")
+
+    with pytest.raises(RuntimeError):
+        refit_app(store, LULESH, fit=crash)
+    assert redis_client.hgetall(keys.app_curve(LULESH)) == before
+    assert store.dirty_apps() == [LULESH]
+    assert store.check(LULESH) == []
+    assert refit_app(store, LULESH).status == "written"
+
+
+KILLED_REFIT = """
+import sys, time
+import predictor
+from plugin.appkey import AppKey
+from plugin.learner import refit_app
+from plugin.redis_conn import connect
+from plugin.store import CurveStore
+
+def slow_fit(obs, method):
+    print("fitting", flush=True)
+    time.sleep(120)
+    return predictor.fit_observations(obs, method=method)
+
+store = CurveStore(connect(sys.argv[1]))
+refit_app(store, AppKey("lulesh", "large"), fit=slow_fit)
+"""
+
+
+def test_killing_a_learner_mid_refit_leaves_a_consistent_store(
+    store: CurveStore, redis_client: Any
+) -> None:
+    store.add_observations(LULESH, runs(LULESH, 100))
+    refit_app(store, LULESH)
+    before = redis_client.hgetall(keys.app_curve(LULESH))
+    store.add_observations(LULESH, runs(LULESH, 200))
+    proc = subprocess.Popen(  # noqa: S603 - our interpreter and our code
+        [sys.executable, "-c", KILLED_REFIT, scratch_url(redis_client)],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "fitting"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+    assert redis_client.hgetall(keys.app_curve(LULESH)) == before
+    assert store.check(LULESH) == []
+    assert store.dirty_apps() == [LULESH]
+    assert refit_app(store, LULESH).status == "written"
+    assert store.check(LULESH) == []
+
+
+# --- forget -----------------------------------------------------------------------------------
+
+
+def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: Any) -> None:
+    other = AppKey("hpl")
+    store.add_observations(LULESH, runs(LULESH, 100))
+    store.add_observations(other, runs(other, 200))
+    refit_app(store, LULESH)
+    snapshot = store.refit_input(LULESH)
+    store.record_decision({"app": str(LULESH), "nodes": 4})
+    assert store.forget("lulesh@large") is True
+    assert [k for k in redis_client.keys("*") if "lulesh" in k] == []
+    assert redis_client.hkeys(keys.JOBS) == [str(200 + i) for i in range(6)]
+    assert [s.app for s in store.apps()] == [other]
+    assert store.forget(LULESH) is False
+    # a refit that was in flight when the app was forgotten does not bring it back
+    assert snapshot is not None
+    late = store.save_curve(LULESH, None, snapshot.obs_version, n_observations=0, method="adept")
+    assert late.status == "forgotten"
+    assert redis_client.exists(keys.app_curve(LULESH)) == 0
+    assert len(store.decisions(LULESH)) == 1  # the decision log is kept
+    # its jobs may be counted again, e.g. after a rebuild
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
+
+
+# --- decisions --------------------------------------------------------------------------------
+
+
+def test_decisions_are_capped_and_filtered_by_app(redis_client: Any) -> None:
+    store = CurveStore(redis_client, decisions_maxlen=100)
+    for k in range(1000):
+        store.record_decision({"app": "lulesh@large" if k % 2 else "hpl", "job_id": k})
+    length = redis_client.xlen(keys.DECISIONS)
+    assert 100 <= length < 1000  # MAXLEN ~ trims whole stream nodes
+    newest = store.decisions(LULESH, 3)
+    assert [d["job_id"] for d in newest] == [999, 997, 995]
+    assert [d["job_id"] for d in store.decisions(None, 2)] == [999, 998]
+    with pytest.raises(AppKeyError):
+        store.record_decision({"app": "evil:*", "job_id": 1})
+    with pytest.raises(StoreError, match="larger than"):
+        store.record_decision({"app": "hpl", "blob": "x" * 70_000})
+
+
+# --- hostile keys -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "hostile", ["adaptalloc:v1:../..", "*", "a\nb", "x" * 10_000, "\x1b[31m", "lul\u0435sh"]
+)
+def test_hostile_app_keys_never_reach_redis(
+    store: CurveStore, redis_client: Any, hostile: str
+) -> None:
+    for call in (store.curve, store.curve_record, store.forget, store.summary):
+        with pytest.raises(AppKeyError):
+            call(hostile)
+    with pytest.raises(AppKeyError):
+        store.decisions(hostile)
+    assert redis_client.keys("*") == []
+
+
+# --- Redis unreachable ------------------------------------------------------------------------
+
+
+FAST_FAIL = RedisConfig(retries=1, backoff_base_s=0.01, backoff_cap_s=0.05, socket_timeout_s=1.0)
+
+
+def test_unreachable_redis_raises_store_unavailable() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(StoreUnavailable, match=f"127.0.0.1:{port}.*unreachable"):
+        connect(f"redis://127.0.0.1:{port}/0", FAST_FAIL)
+    store = CurveStore(connect(f"redis://127.0.0.1:{port}/0", FAST_FAIL, check=False))
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        store.curve(LULESH)
+    with pytest.raises(StoreUnavailable):
+        store.add_observations(LULESH, runs(LULESH, 1))
+
+
+def test_wrong_credentials_raise_store_unavailable(redis_client: Any) -> None:
+    url = scratch_url(redis_client)
+    bad = url.replace("://:", "://:wrong", 1) if "://:" in url else url
+    with pytest.raises(StoreUnavailable, match="refused our credentials") as info:
+        connect(bad, FAST_FAIL)
+    assert "wrong" not in str(info.value)  # the password is masked
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
+    """A redis-server of this test's own on a free port; every process it started is stopped."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started: list[subprocess.Popen[bytes]] = []
+    yield port, started
+    for proc in started:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _start_redis(port: int, tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
+    proc = subprocess.Popen(  # noqa: S603 - fixed argument list
+        [  # noqa: S607 - the testbed's redis-server, found on PATH as up.sh finds it
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    started.append(proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            redis.Redis(port=port, socket_connect_timeout=0.2).ping()
+            return
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    pytest.fail(f"redis-server on port {port} did not start")
+
+
+def test_the_store_fails_clearly_while_redis_is_down_and_reconnects(
+    own_redis: tuple[int, list[subprocess.Popen[bytes]]], tmp_path: Path
+) -> None:
+    port, started = own_redis
+    _start_redis(port, tmp_path, started)
+    store = CurveStore(connect(f"redis://127.0.0.1:{port}/0", FAST_FAIL))
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
+    started[-1].terminate()
+    started[-1].wait(timeout=30)
+    t0 = time.monotonic()
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        store.curve(LULESH)
+    assert time.monotonic() - t0 < 10  # a bounded wait the daemon can fail open after
+    _start_redis(port, tmp_path, started)  # empty again: no persistence
+    assert store.curve(LULESH) is None  # the same client reconnected
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
