@@ -247,3 +247,10 @@ def main() -> NoReturn:
 
 
 # --- subcommands defined in their own modules (one line each) ---------------------------------
+from plugin.cli_store import app, apps, forget, import_group, learn  # noqa: E402
+
+cli.add_command(apps)
+cli.add_command(app)
+cli.add_command(forget)
+cli.add_command(import_group)
+cli.add_command(learn)

@@ -1,0 +1,235 @@
+"""The store's pieces that need no Redis: records, validation of jobs, Lua headers, URLs."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from plugin.appkey import AppKey, AppKeyRule
+from plugin.cli_store import parse_when
+from plugin.config import RedisConfig
+from plugin.importers import csv_job_ids, sacct_import_id
+from plugin.learner import Ingestor, JobRejectedError, UnsettledJobError
+from plugin.redis_conn import StoreUnavailable, connect, mask_url, resolve_url
+from plugin.slurm import JobRecord
+from plugin.slurm.parse import parse_sacct_json, parse_squeue_json
+from plugin.store import CurveStore, Observation
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
+LUA = Path(__file__).resolve().parents[3] / "plugin" / "lua"
+NOW = 1_795_320_000.0
+
+
+def ingestor(max_nodes: int | None = 8, max_age_s: float | None = 86400.0 * 365) -> Ingestor:
+    # observation() never touches the store.
+    return Ingestor(cast(CurveStore, None), AppKeyRule(), max_nodes, max_age_s, lambda: NOW)
+
+
+def job(**changes: object) -> JobRecord:
+    base = JobRecord(
+        job_id=7,
+        name="lulesh",
+        user="alice",
+        account="phys",
+        partition="batch",
+        state="COMPLETED",
+        source="sacct",
+        nodes_alloc=4,
+        elapsed_s=120,
+        end_time=int(NOW) - 60,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+# --- observations ----------------------------------------------------------------------------
+
+
+def test_observation_json_round_trip_is_compact() -> None:
+    obs = Observation("123", AppKey("lulesh", "large"), 4, 12.5, 1_700_000_000.0, "sacct")
+    text = obs.to_json()
+    assert text == '{"n":4,"t":12.5,"e":1700000000.0,"s":"sacct"}'
+    assert len(text) < 64  # Redis keeps small hashes of short values compact
+    assert Observation.from_json(obs.app, "123", text) == obs
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"job_id": "a:b"}, "job id"),
+        ({"job_id": ""}, "job id"),
+        ({"job_id": "x" * 65}, "job id"),
+        ({"nodes": 0}, "nodes"),
+        ({"runtime_s": 0.0}, "runtime_s"),
+        ({"runtime_s": math.nan}, "runtime_s"),
+        ({"end_time": math.inf}, "end_time"),
+    ],
+)
+def test_observation_refuses_bad_values(changes: dict[str, object], match: str) -> None:
+    fields: dict[str, object] = {
+        "job_id": "1",
+        "app": AppKey("a"),
+        "nodes": 1,
+        "runtime_s": 1.0,
+        "end_time": 0.0,
+    }
+    fields.update(changes)
+    with pytest.raises(ValueError, match=match):
+        Observation(**fields)  # type: ignore[arg-type]
+
+
+# --- validation of jobs ------------------------------------------------------------------------
+
+
+def test_a_completed_job_becomes_an_observation() -> None:
+    obs = ingestor().observation(job(name="LULESH", comment="adaptalloc:v1 size=large"))
+    assert obs == Observation("7", AppKey("lulesh", "large"), 4, 120.0, NOW - 60, "sacct")
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"state": "FAILED"}, "state"),
+        ({"state": "CANCELLED"}, "state"),
+        ({"state": "TIMEOUT"}, "state"),
+        ({"exit_code": 3}, "exit_code"),
+        ({"exit_signal": 9}, "exit_code"),
+        ({"elapsed_s": 0}, "runtime"),
+        ({"elapsed_s": None}, "runtime"),
+        ({"end_time": None}, "end_time"),
+        ({"nodes_alloc": 9}, "nodes"),
+        ({"end_time": int(NOW) - 400 * 86400}, "too_old"),
+        ({"name": "wrap"}, "app_key"),
+        ({"name": "\x1b[31mred"}, "app_key"),
+        ({"name": "adaptalloc:v1:apps"}, "app_key"),
+        ({"comment": "adaptalloc:v1 app=../../evil"}, "app_key"),
+    ],
+)
+def test_jobs_that_are_not_observations(changes: dict[str, object], code: str) -> None:
+    with pytest.raises(JobRejectedError) as info:
+        ingestor().observation(job(**changes))
+    assert info.value.code == code
+    assert "\x1b" not in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_zero_nodes_on_a_completed_job_is_unsettled_not_rejected() -> None:
+    with pytest.raises(UnsettledJobError):
+        ingestor().observation(job(nodes_alloc=0))
+
+
+def test_limits_can_be_lifted() -> None:
+    lifted = ingestor(max_nodes=None, max_age_s=None)
+    assert lifted.observation(job(nodes_alloc=10_000, end_time=1)).nodes == 10_000
+
+
+def test_validation_of_the_captured_sacct_jobs() -> None:
+    jobs = parse_sacct_json((DATA / "sacct_completed.json").read_text(encoding="utf-8"))
+    check = ingestor(max_age_s=None)
+    outcomes: dict[str, int | str] = {}
+    for record in jobs:
+        try:
+            outcomes[record.name] = check.observation(record).nodes
+        except JobRejectedError as exc:
+            outcomes[record.name] = exc.code
+    assert outcomes == {
+        "capture-pending-moldable": 3,
+        "capture-completed-moldable": 4,
+        "capture-running-moldable": "state",
+        "capture-failed": "state",
+        "capture-cancelled-pending": "state",
+    }
+
+
+def test_validation_of_the_captured_hostile_jobs() -> None:
+    """Only the valid tag yields a key; no hostile name or comment does."""
+    records = parse_squeue_json((DATA / "squeue_hostile.json").read_text(encoding="utf-8"))
+    check = ingestor(max_age_s=None)
+    keys, refusals = [], []
+    for record in records:
+        try:
+            keys.append(check.observation(record).app)
+        except JobRejectedError as exc:
+            refusals.append(exc.code)
+    assert keys == [AppKey("hostile-ok", "large")]
+    assert refusals == ["app_key"] * 6
+
+
+# --- import ids, dates ----------------------------------------------------------------------------
+
+
+def test_csv_job_ids_are_stable_and_count_repeats() -> None:
+    app = AppKey("lu")
+    first = csv_job_ids(app, "study.csv", [1.0, 2.0, 2.0], [10.0, 6.0, 6.0])
+    assert len(set(first)) == 3
+    assert all(re.fullmatch(r"csv-[0-9a-f]{24}", i) for i in first)
+    assert csv_job_ids(app, "study.csv", [1.0, 2.0, 2.0, 4.0], [10.0, 6.0, 6.0, 4.0])[:3] == first
+    assert csv_job_ids(AppKey("other"), "study.csv", [1.0], [10.0])[0] != first[0]
+    assert csv_job_ids(app, "other.csv", [1.0], [10.0])[0] != first[0]
+
+
+def test_sacct_import_ids() -> None:
+    assert sacct_import_id(1700000000.7, 1700086400.2) == "sacct-1700000000-1700086400"
+
+
+def test_parse_when() -> None:
+    assert parse_when("now", now=NOW) == NOW
+    assert parse_when("now-2days", now=NOW) == NOW - 2 * 86400
+    assert parse_when("now-3h", now=NOW) == NOW - 3 * 3600
+    assert parse_when("2026-01-31T00:00:00+00:00") == 1769817600.0
+    with pytest.raises(ValueError, match="is not a date"):
+        parse_when("yesterday-ish")
+
+
+# --- Lua scripts ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(LUA.glob("*.lua")), ids=lambda p: p.name)
+def test_every_lua_script_documents_its_keys_and_argv(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    header = [line for line in text.splitlines() if line.startswith("--")]
+    assert text.startswith(f"-- {path.stem}:")
+    used_keys = set(re.findall(r"KEYS\[(\d+)\]", text.split("\n\n", 1)[1]))
+    documented = set(re.findall(r"^-- KEYS\[(\d+)\]", "\n".join(header), re.MULTILINE))
+    assert used_keys <= documented, (
+        f"{path.name}: KEYS{sorted(used_keys - documented)} undocumented"
+    )
+    assert re.search(r"^-- ARGV\[1\]", "\n".join(header), re.MULTILINE)
+    assert re.search(r"^-- Returns", "\n".join(header), re.MULTILINE)
+
+
+# --- connection -----------------------------------------------------------------------------------
+
+
+def test_urls_are_masked_and_resolved_in_order() -> None:
+    assert mask_url("redis://u:secret@h:6379/0") == "redis://u:***@h:6379/0"
+    assert mask_url("rediss://:secret@h/1") == "rediss://:***@h/1"
+    assert mask_url("redis://h:6379/0") == "redis://h:6379/0"
+    config = RedisConfig(url="redis://from-config/0")
+    env = {"REDIS_URL": "redis://from-env/0"}
+    assert resolve_url("redis://given/0", config, env).url == "redis://given/0"
+    assert resolve_url(None, config, env).url == "redis://from-config/0"
+    assert resolve_url(None, RedisConfig(), env).url == "redis://from-env/0"
+    assert resolve_url(None, RedisConfig(), {}).url == "redis://localhost:6379/0"
+
+
+def test_unreachable_redis_is_one_clear_error() -> None:
+    config = RedisConfig(retries=1, backoff_base_s=0.01, backoff_cap_s=0.01)
+    with pytest.raises(StoreUnavailable) as info:
+        connect("redis://:secret@127.0.0.1:1/0", config)
+    message = str(info.value)
+    assert message.startswith("Redis at redis://:***@127.0.0.1:1/0 (--redis-url) is unreachable")
+    assert "secret" not in message
+    assert "\n" not in message
+
+
+def test_bad_urls_and_password_files() -> None:
+    with pytest.raises(StoreUnavailable, match="not usable"):
+        connect("http://localhost/0", check=False)
+    unreadable = RedisConfig(password_file="/nonexistent/pw")  # noqa: S106 - a path
+    with pytest.raises(StoreUnavailable, match="cannot read \\[redis\\] password_file"):
+        connect("redis://localhost/0", unreadable, check=False)
