@@ -1,0 +1,333 @@
+"""The policy configuration: its keys and defaults, validation, and per-partition/account overrides.
+
+The administrator writes one TOML file (``deploy/policy.example.toml`` lists every key with its
+default). The plugin parses the text; this module receives the parsed document and turns it
+into frozen values, or raises `PolicyConfigError` naming the file, the dotted key and what is
+allowed::
+
+    policy.toml: partition.batch.efficiency_threshold must be a number in (0, 1], got "high"
+
+Layout::
+
+    [defaults]            # overrides the built-in defaults for every job
+    [partition.NAME]      # overrides [defaults] for jobs in partition NAME
+    [account.NAME]        # overrides both for jobs charged to account NAME
+
+Precedence, most specific first: ``[account.NAME]``, then ``[partition.NAME]``, then
+``[defaults]``, then the built-in defaults (`PolicySettings()`). Every table is optional; unknown
+keys and tables are errors, so that a typo never passes silently. Rules that involve two keys
+(light_pressure below heavy_pressure) are checked on every combination a job can meet: the
+defaults, each partition, each account, and each partition with each account.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from types import MappingProxyType
+from typing import Any
+
+STRATEGIES = ("load_adaptive", "efficiency", "pws")
+EFFICIENCY_BASELINES = ("auto", "t1", "smallest_observed")
+FALLBACKS = ("as_submitted", "min", "max")
+TIME_LIMIT_REFERENCES = ("min", "max")
+TABLES = ("defaults", "partition", "account")
+#: Characters of a bad value quoted in an error message.
+_SHOWN = 40
+
+
+class PolicyConfigError(ValueError):
+    """A configuration the policies refuse. ``str(exc)`` is one line: file, key, what is allowed."""
+
+    def __init__(self, source: str, key: str, problem: str) -> None:
+        super().__init__(f"{source}: {key} {problem}")
+        self.source = source
+        self.key = key
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """The settings that apply to one job (after overrides). Each field is documented in KEYS."""
+
+    strategy: str = "load_adaptive"
+    efficiency_threshold: float = 0.5
+    efficiency_baseline: str = "auto"
+    light_pressure: float = 0.5
+    heavy_pressure: float = 2.0
+    limit_to_idle: bool = True
+    max_fit_error: float = 0.25
+    fallback: str = "as_submitted"
+    exploration_job_share: float = 0.1
+    exploration_node_hour_share: float = 0.1
+    scale_time_limit: bool = True
+    time_limit_reference: str = "min"
+    time_limit_safety_factor: float = 1.2
+    time_limit_floor_min: int = 5
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+DEFAULTS = PolicySettings()
+
+
+# --- key specifications ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How one key is checked: `accepts` returns the value to store or None to refuse it."""
+
+    allowed: str
+    doc: str
+    accepts: Callable[[object], object | None]
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[object], object | None]:
+    return lambda v: v if isinstance(v, str) and v in options else None
+
+
+def _number(
+    low: float, high: float, low_open: bool = False, high_open: bool = False
+) -> Callable[[object], object | None]:
+    def accepts(v: object) -> object | None:
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            return None
+        x = float(v)
+        if not math.isfinite(x):
+            return None
+        if x < low or (low_open and x == low) or x > high or (high_open and x == high):
+            return None
+        return x
+
+    return accepts
+
+
+def _whole(low: int) -> Callable[[object], object | None]:
+    return lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= low else None
+
+
+def _boolean(v: object) -> object | None:
+    return v if isinstance(v, bool) else None
+
+
+def _one_of(options: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(f'"{o}"' for o in options)
+
+
+KEYS: Mapping[str, KeySpec] = MappingProxyType(
+    {
+        "strategy": KeySpec(
+            _one_of(STRATEGIES),
+            "Which rule picks the size: load_adaptive (between the efficient and the largest "
+            "useful size, by load), efficiency (largest size at or above the threshold) or pws "
+            "(the processor working set).",
+            _choice(STRATEGIES),
+        ),
+        "efficiency_threshold": KeySpec(
+            "a number in (0, 1]",
+            "The efficiency rule's threshold: the largest size whose predicted efficiency is at "
+            "least this.",
+            _number(0.0, 1.0, low_open=True),
+        ),
+        "efficiency_baseline": KeySpec(
+            _one_of(EFFICIENCY_BASELINES),
+            "Efficiency relative to what: t1 (the model's T(1)), smallest_observed (the "
+            "smallest size that was run) or auto (t1 when a one-node run was observed, else "
+            "smallest_observed).",
+            _choice(EFFICIENCY_BASELINES),
+        ),
+        "light_pressure": KeySpec(
+            "a number ≥ 0",
+            "Load pressure (pending nodes per idle node) at or below which the load is light "
+            "and the job gets the larger useful size.",
+            _number(0.0, math.inf),
+        ),
+        "heavy_pressure": KeySpec(
+            "a number > 0",
+            "Load pressure at or above which the load is heavy and the job gets the efficient "
+            "size; in between the size is interpolated. Must exceed light_pressure.",
+            _number(0.0, math.inf, low_open=True),
+        ),
+        "limit_to_idle": KeySpec(
+            "true or false",
+            "Under the load-adaptive rule, never go above the efficient size by more than "
+            "the idle nodes allow, so that the extra nodes do not delay the start.",
+            _boolean,
+        ),
+        "max_fit_error": KeySpec(
+            "a number > 0",
+            "A curve whose largest relative fitting error exceeds this is unusable and the "
+            "fallback applies.",
+            _number(0.0, math.inf, low_open=True),
+        ),
+        "fallback": KeySpec(
+            _one_of(FALLBACKS),
+            "What happens without a usable curve: as_submitted (leave the job alone), min or "
+            "max (the range's smallest or largest size).",
+            _choice(FALLBACKS),
+        ),
+        "exploration_job_share": KeySpec(
+            "a number in [0, 1]",
+            "Largest share of decided jobs that may run at a size the reliability judgment "
+            "suggests; 0 turns exploration off.",
+            _number(0.0, 1.0),
+        ),
+        "exploration_node_hour_share": KeySpec(
+            "a number in [0, 1]",
+            "Largest share of decided node-hours (predicted) that exploration may use; 0 "
+            "turns exploration off.",
+            _number(0.0, 1.0),
+        ),
+        "scale_time_limit": KeySpec(
+            "true or false",
+            "Rescale the user's time limit to the chosen size; false leaves it unchanged.",
+            _boolean,
+        ),
+        "time_limit_reference": KeySpec(
+            _one_of(TIME_LIMIT_REFERENCES),
+            "The size the user's time limit is taken to be written for: the range's min or max.",
+            _choice(TIME_LIMIT_REFERENCES),
+        ),
+        "time_limit_safety_factor": KeySpec(
+            "a number ≥ 1",
+            "Multiplies the rescaled limit and the predicted runtime, against prediction error.",
+            _number(1.0, math.inf),
+        ),
+        "time_limit_floor_min": KeySpec(
+            "a whole number of minutes ≥ 1",
+            "The shortest time limit adaptalloc sets, in minutes.",
+            _whole(1),
+        ),
+    }
+)
+
+
+# --- the configuration ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """A validated configuration: the defaults and the overrides of each table (only the keys
+    the table sets). Use `effective` for the settings of one job."""
+
+    source: str
+    defaults: PolicySettings
+    partitions: Mapping[str, Mapping[str, Any]]
+    accounts: Mapping[str, Mapping[str, Any]]
+
+
+def default_config(source: str = "built-in defaults") -> PolicyConfig:
+    return PolicyConfig(source, DEFAULTS, MappingProxyType({}), MappingProxyType({}))
+
+
+def effective(config: PolicyConfig, partition: str = "", account: str = "") -> PolicySettings:
+    """The settings for a job in `partition` charged to `account` (precedence: module doc)."""
+    overrides = {**config.partitions.get(partition, {}), **config.accounts.get(account, {})}
+    return replace(config.defaults, **overrides) if overrides else config.defaults
+
+
+def _show(value: object) -> str:
+    """A value as the TOML file would spell it, short and on one line."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        text = json.dumps(value[:_SHOWN])
+        return text if len(value) <= _SHOWN else f'{text[:-1]}..." ({len(value):,} characters)'
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "an array"
+    return f"a {type(value).__name__}"
+
+
+def _unknown(source: str, key: str, name: str, known: tuple[str, ...]) -> PolicyConfigError:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f' (did you mean "{close[0]}"?)' if close else ""
+    return PolicyConfigError(source, key, f"is not a known key{hint}; allowed: {', '.join(known)}")
+
+
+def _settings_table(source: str, prefix: str, table: object) -> dict[str, Any]:
+    """Validate one table of settings; return the overrides it holds."""
+    if not isinstance(table, dict):
+        raise PolicyConfigError(source, prefix, f"must be a table of settings, got {_show(table)}")
+    out: dict[str, Any] = {}
+    for name, value in table.items():
+        key = f"{prefix}.{name}"
+        spec = KEYS.get(name)
+        if spec is None:
+            raise _unknown(source, key, name, tuple(KEYS))
+        accepted = spec.accepts(value)
+        if accepted is None:
+            raise PolicyConfigError(source, key, f"must be {spec.allowed}, got {_show(value)}")
+        out[name] = accepted
+    return out
+
+
+def _named_tables(source: str, prefix: str, tables: object) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(tables, dict):
+        raise PolicyConfigError(
+            source, prefix, f"must hold one table per {prefix} name, got {_show(tables)}"
+        )
+    out: dict[str, Mapping[str, Any]] = {}
+    for name, table in sorted(tables.items()):
+        if not name:
+            raise PolicyConfigError(source, f'{prefix}.""', "names must not be empty")
+        label = name if name.replace("-", "").replace("_", "").isalnum() else json.dumps(name)
+        out[name] = MappingProxyType(_settings_table(source, f"{prefix}.{label}", table))
+    return out
+
+
+def _check_combination(
+    source: str, settings: PolicySettings, where: str, sets: Mapping[str, Any], context: str = ""
+) -> None:
+    """Two-key rules, reported against the key the table `where` sets (`sets`)."""
+    light, heavy = settings.light_pressure, settings.heavy_pressure
+    if light < heavy:
+        return
+    if "heavy_pressure" in sets and "light_pressure" in sets:
+        context = ""
+    if "heavy_pressure" in sets and "light_pressure" not in sets:
+        raise PolicyConfigError(
+            source,
+            f"{where}.heavy_pressure",
+            f"must be above light_pressure{context} ({light:g}), got {heavy:g}",
+        )
+    raise PolicyConfigError(
+        source,
+        f"{where}.light_pressure",
+        f"must be below heavy_pressure{context} ({heavy:g}), got {light:g}",
+    )
+
+
+def parse_config(doc: Mapping[str, object], source: str) -> PolicyConfig:
+    """Validate a parsed TOML document into a PolicyConfig; raise PolicyConfigError if refused."""
+    for name in doc:
+        if name not in TABLES:
+            raise _unknown(source, name, name, TABLES)
+    base = _settings_table(source, "defaults", doc.get("defaults", {}))
+    defaults = replace(DEFAULTS, **base)
+    partitions = _named_tables(source, "partition", doc.get("partition", {}))
+    accounts = _named_tables(source, "account", doc.get("account", {}))
+    config = PolicyConfig(
+        source, defaults, MappingProxyType(partitions), MappingProxyType(accounts)
+    )
+    _check_combination(source, defaults, "defaults", base, " of the built-in defaults")
+    for p, sets in partitions.items():
+        _check_combination(source, effective(config, p, ""), f"partition.{p}", sets, " of defaults")
+    for a, sets in accounts.items():
+        _check_combination(source, effective(config, "", a), f"account.{a}", sets, " of defaults")
+        for p in partitions:
+            _check_combination(
+                source, effective(config, p, a), f"account.{a}", sets, f" of partition.{p}"
+            )
+    return config
+
+
+def setting_names() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(PolicySettings))

@@ -1,0 +1,156 @@
+"""One decision: from a job's range, its application's curve and the cluster's state to a size,
+a time limit and the reason.
+
+The flow (rules.py states each rule and its literature):
+
+1. The range. [lo, hi] is the user's range cut to the partition's limit (MaxNodes and the
+   partition's size). If even the user's minimum exceeds that limit the job is left as
+   submitted (rule "partition_limit"): adaptalloc never goes below what the user asked for.
+2. Feasible sizes (feasible.py): the user's tag and the curve's "optimized_sizes" pattern,
+   within [lo, hi].
+3. No curve: the fallback (leave as submitted, or the range's min or max).
+4. With a curve, every rule proposes a size: efficiency, pws, cap, load_adaptive and
+   exploration. They are all listed in the decision, for ``--explain``.
+5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
+   is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
+   error above max_fit_error) gets the fallback. Otherwise the configured strategy's candidate
+   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known.
+6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
+   it, else up to the smallest in the range); when no feasible size lies in the range the
+   choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
+7. The time limit for that size (time_limit.py).
+
+`decide` is a pure function: the same inputs always give the same decision.
+"""
+
+from __future__ import annotations
+
+import math
+
+from policies.config import DEFAULTS, PolicySettings
+from policies.decision import PARTITION_LIMIT, Candidate, Decision
+from policies.feasible import Allowed, allowed_sizes, pattern_feasible, snap
+from policies.inputs import ClusterState, ExplorationBudget, Request
+from policies.rules import (
+    cap_rule,
+    efficiency_rule,
+    exploration_rule,
+    fallback_rule,
+    load_adaptive_rule,
+    nodes,
+    percent,
+    pws_rule,
+)
+from policies.time_limit import time_limit
+from predictor import Curve
+
+NO_BUDGET = ExplorationBudget()
+
+
+def unusable_because(curve: Curve, settings: PolicySettings) -> str:
+    """Why the curve cannot be used for sizing, or "" when it can."""
+    if not all(math.isfinite(x) for x in (curve.A, curve.sigma, curve.t1)):
+        return "the curve's parameters are not finite"
+    if not curve.fit_error <= settings.max_fit_error:
+        return (
+            f"the curve is unusable: its fitting error {percent(curve.fit_error)} exceeds "
+            f"max_fit_error {percent(settings.max_fit_error)}"
+        )
+    return ""
+
+
+def _strategy_choice(
+    by_rule: dict[str, Candidate], settings: PolicySettings
+) -> tuple[int, str, str]:
+    """(size, rule, reason) of the configured strategy, capped at the maximum useful size."""
+    chosen = by_rule[settings.strategy]
+    cap = by_rule["cap"]
+    if cap.nodes is not None and chosen.size > cap.nodes:
+        return (
+            cap.nodes,
+            "cap",
+            f"{cap.reason}; the {settings.strategy} rule's {chosen.size} are capped to {cap.nodes}",
+        )
+    return chosen.size, chosen.rule, chosen.reason
+
+
+def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
+    """Snap `n` onto the allowed sizes; return the size and what to add to the reason."""
+    notes = [allowed.note] if allowed.note else []
+    if allowed.sizes is not None:
+        snapped = snap(n, allowed.sizes)
+        if snapped < n:
+            notes.append(
+                f"snapped down to {nodes(snapped)}, the largest size not above {n} among "
+                f"{allowed.what}"
+            )
+        elif snapped > n:
+            notes.append(
+                f"snapped up to {nodes(snapped)}, the smallest size in the range among "
+                f"{allowed.what}"
+            )
+        n = snapped
+    return n, "".join(f"; {note}" for note in notes)
+
+
+def decide(
+    request: Request,
+    curve: Curve | None,
+    cluster: ClusterState,
+    settings: PolicySettings = DEFAULTS,
+    budget: ExplorationBudget = NO_BUDGET,
+    missing: str = "no curve is known for this application",
+) -> Decision:
+    """Choose the node count and time limit for `request` (module docstring: the flow).
+
+    `missing` says why `curve` is None, for the fallback's reason.
+    """
+    lo, limit = request.min_nodes, cluster.node_limit
+    if limit is not None and lo > limit:
+        return Decision(
+            None,
+            None,
+            PARTITION_LIMIT,
+            f"the job asks for at least {nodes(lo)} but the partition allows at most "
+            f"{limit} per job, so it is left as submitted",
+        )
+    hi = request.max_nodes if limit is None else min(request.max_nodes, limit)
+    pattern = pattern_feasible(curve.diagnostics.patterns) if curve is not None else None
+    allowed = allowed_sizes(lo, hi, request.feasible, pattern)
+
+    candidates: list[Candidate] = []
+    usable_curve: Curve | None = None
+    if curve is None:
+        winner = fallback_rule(request, lo, hi, missing, settings)
+        candidates.append(winner)
+        size, rule, reason = winner.nodes, winner.rule, winner.reason
+    else:
+        efficiency = efficiency_rule(curve, lo, hi, settings)
+        pws = pws_rule(curve, lo, hi)
+        cap = cap_rule(curve, lo, hi)
+        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings)
+        explore = exploration_rule(curve, lo, hi, allowed, budget, settings)
+        candidates += [efficiency, pws, cap, load, explore.candidate]
+        unusable = unusable_because(curve, settings)
+        if explore.eligible:
+            winner = explore.candidate
+            size, rule, reason = winner.nodes, winner.rule, winner.reason
+            usable_curve = curve
+        elif unusable:
+            winner = fallback_rule(request, lo, hi, unusable, settings)
+            candidates.append(winner)
+            size, rule, reason = winner.nodes, winner.rule, winner.reason
+        else:
+            by_rule = {c.rule: c for c in candidates}
+            size, rule, reason = _strategy_choice(by_rule, settings)
+            usable_curve = curve
+
+    if size is not None:
+        size, notes = _constrained(size, allowed)
+        reason += notes
+        if size == hi < request.max_nodes and limit is not None:
+            reason += f"; the partition allows at most {limit} nodes per job"
+    limit_for = time_limit(request, usable_curve, size, cluster, settings)
+    if limit_for.note:
+        reason += f"; {limit_for.note}"
+    return Decision(size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason)

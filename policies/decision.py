@@ -1,0 +1,71 @@
+"""What a decision says: the size, the time limit, the rule that won and why.
+
+Every reason is one plain sentence with its numbers in it, written for the user whose job was
+resized and for the administrator tuning the policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: Rule names, in the order `decide` lists its candidates.
+RULES = ("efficiency", "pws", "cap", "load_adaptive", "exploration", "fallback")
+#: Rule name of a decision that leaves a job alone because its range is outside the partition.
+PARTITION_LIMIT = "partition_limit"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One rule's proposal: a size (None when the rule does not apply) and why."""
+
+    rule: str
+    nodes: int | None
+    reason: str
+
+    @property
+    def size(self) -> int:
+        """The proposed size, for rules that always propose one; ValueError if there is none."""
+        if self.nodes is None:
+            raise ValueError(f"the {self.rule} rule proposed no size")
+        return self.nodes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "nodes": self.nodes, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome for one job.
+
+    nodes: the node count to set, or None to leave the job exactly as submitted (the daemon
+    then releases it unmodified; time_limit_min is None too). time_limit_min: the time limit to
+    set in minutes, or None to leave the job's limit as it is. rule: the rule that decided the
+    size (one of RULES, or PARTITION_LIMIT). reason: why, one sentence. candidates: every
+    rule's proposal, for ``--explain``. time_limit_reason: how the time limit was derived.
+    """
+
+    nodes: int | None
+    time_limit_min: int | None
+    rule: str
+    reason: str
+    candidates: tuple[Candidate, ...] = ()
+    time_limit_reason: str = ""
+
+    @property
+    def as_submitted(self) -> bool:
+        return self.nodes is None
+
+    def to_dict(self, explain: bool = False) -> dict[str, Any]:
+        """The CLI contract {"nodes", "time_limit_min", "rule", "reason"}; with `explain`, also
+        "time_limit_reason" and "candidates"."""
+        doc: dict[str, Any] = {
+            "nodes": self.nodes,
+            "time_limit_min": self.time_limit_min,
+            "rule": self.rule,
+            "reason": self.reason,
+        }
+        if explain:
+            doc["time_limit_reason"] = self.time_limit_reason
+            doc["candidates"] = [c.to_dict() for c in self.candidates]
+        return doc

@@ -1,0 +1,391 @@
+"""The allocation rules. Each proposes a size in [lo, hi] (the user's range cut to the
+partition's limit) and says why in one sentence with its numbers.
+
+efficiency
+    The largest size whose predicted efficiency is at least a threshold θ. Efficiency is
+    E(n) = T(1)/(n·T(n)) against the model's T(1), or n0·T(n0)/(n·T(n)) against the smallest
+    observed size n0 when T(1) was not observed (as `predictor.Curve` defines them). Every
+    whole size in the range is evaluated: under the Downey model E is non-increasing (every
+    piece of T(n)/T(1) has the form α + β/n with α, β ≥ 0, so n·T(n) grows), but a stepwise
+    curve or another selected model need not be. Efficiency-based allocation beats uninformed
+    equal partitioning (Chiang and Vernon, JSSPP 1996; ADEPT [6]).
+pws
+    The processor working set, the smallest n maximising η(n) = S(n)²/n (Ghosal, Serazzi and
+    Tripathi, IEEE TSE 1991; ADEPT section III.B): the balance between speedup and the nodes
+    spent on it. Evaluated over the range (η ∝ 1/(n·T(n)²)); for the Downey model η is
+    quasi-concave, so this is the curve's `pws_n` clamped to the range.
+cap
+    The maximum useful size, ⌈2A-1⌉ (low variance) or ⌈A + Aσ - σ⌉ (high variance), beyond
+    which S(n) = A (ADEPT section III.B): nodes past it cannot speed the job. None when the
+    runs show no knee (`Curve.max_useful_n` is None); then nothing is capped.
+load_adaptive
+    Under light load give a job more nodes, under heavy load fewer and more efficient ones
+    (Naik, Setia and Squillante, JPDC 1997; Sodan and Huang's SCOJO, 2006; Barsanti and Sodan,
+    JSSPP 2006; ADEPT [1]-[5]). The load is the pressure p = pending / max(idle, 1): nodes
+    wanted by the jobs waiting in the partition per idle node. With the efficient size
+    e = min(efficiency, pws) and the larger useful size u = min(max(efficiency, pws), cap):
+    w = 1 for p ≤ light_pressure, 0 for p ≥ heavy_pressure, linear in between, and the size is
+    e + ⌊w·(u - e)⌋; an unknown load is neutral, w = 1/2. With limit_to_idle the size goes
+    above e only as far as the idle nodes allow, so the extra nodes never delay the start.
+    More idle nodes (other things equal) lower p and raise the idle limit, so they never give
+    a smaller size.
+exploration
+    When the curve is not reliable and ADEPT's reliability judgment (section IX, Table 3)
+    suggests a size to run next inside the range, run the job there, while the explored share
+    of jobs and of predicted node-hours stays within its budget *after* this job:
+    explored + 1 ≤ share·(decided + 1), likewise for node-hours.
+fallback
+    Without a usable curve: leave the job as submitted, or give it the range's min or max.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from policies.config import PolicySettings
+from policies.decision import Candidate
+from policies.feasible import Allowed
+from policies.inputs import ClusterState, ExplorationBudget, Request
+from predictor import Curve
+from predictor.downey import FloatArray
+
+#: Sizes evaluated per vectorised call of the curve (ranges longer than this take several).
+CHUNK = 8192
+#: Slack for comparisons of accumulated shares.
+_TOL = 1e-9
+
+
+def percent(fraction: float) -> str:
+    """0.6 -> "60%", 0.615 -> "61.5%"."""
+    text = f"{100.0 * fraction:.1f}"
+    return (text[:-2] if text.endswith(".0") else text) + "%"
+
+
+def nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
+def number(value: float) -> str:
+    """Three significant digits, plainly: 24.3, 0.823, 1200."""
+    return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+# --- evaluating the curve over the range -----------------------------------------------------
+
+
+def runtime_chunks(
+    curve: Curve, lo: int, hi: int, descending: bool = False
+) -> Iterator[tuple[FloatArray, FloatArray]]:
+    """(sizes, predicted runtimes) over [lo, hi], CHUNK sizes at a time.
+
+    One vectorised call covers any realistic range; the chunks bound memory for absurd ones.
+    """
+    starts = range(lo, hi + 1, CHUNK)
+    for start in reversed(starts) if descending else starts:
+        n = np.arange(start, min(start + CHUNK, hi + 1), dtype=float)
+        yield n, curve.runtime(n)
+
+
+def efficiency_baseline(curve: Curve, settings: PolicySettings) -> str:
+    """ "t1" or "smallest_observed", resolving "auto" by whether T(1) was observed."""
+    if settings.efficiency_baseline == "auto":
+        return "t1" if curve.t1_known else "smallest_observed"
+    return settings.efficiency_baseline
+
+
+def _baseline_words(curve: Curve, baseline: str) -> str:
+    if baseline == "smallest_observed":
+        return f"relative to the smallest observed size, {nodes(curve.smallest_observed)}"
+    if curve.t1_known:
+        return "relative to the measured one-node runtime"
+    return "relative to the model's estimate of the one-node runtime"
+
+
+def _work_unit(curve: Curve, baseline: str) -> float:
+    """The numerator of E(n) = work / (n·T(n)): T(1), or n0·T(n0) for the smallest size n0."""
+    if baseline == "t1":
+        return curve.t1
+    n0 = curve.smallest_observed
+    return n0 * float(curve.runtime(np.array([float(n0)]))[0])
+
+
+def largest_efficient(curve: Curve, baseline: str, lo: int, hi: int, threshold: float) -> int:
+    """The largest n in [lo, hi] with E(n) ≥ threshold, or lo - 1 when there is none.
+
+    Every size is evaluated (from the top, stopping at the first chunk that has one), so
+    curves whose efficiency is not monotone (stepwise phases, other models) are handled too.
+    """
+    work = _work_unit(curve, baseline)
+    for n, t in runtime_chunks(curve, lo, hi, descending=True):
+        ok = np.flatnonzero(work / (n * t) >= threshold)
+        if ok.size:
+            return int(n[ok[-1]])
+    return lo - 1
+
+
+def efficiency_at(curve: Curve, baseline: str, n: int) -> float:
+    return _work_unit(curve, baseline) / (n * float(curve.runtime(np.array([float(n)]))[0]))
+
+
+def efficiency_rule(curve: Curve, lo: int, hi: int, settings: PolicySettings) -> Candidate:
+    baseline = efficiency_baseline(curve, settings)
+    theta = settings.efficiency_threshold
+    words = _baseline_words(curve, baseline)
+    n = largest_efficient(curve, baseline, lo, hi, theta)
+    if n < lo:
+        return Candidate(
+            "efficiency",
+            lo,
+            f"efficiency is below {percent(theta)} ({words}) already at {nodes(lo)}, the "
+            f"smallest size allowed ({percent(efficiency_at(curve, baseline, lo))} there)",
+        )
+    where = "through" if n == hi else "up to"
+    tail = ", the largest size allowed" if n == hi else ""
+    return Candidate(
+        "efficiency",
+        n,
+        f"efficiency stays at or above {percent(theta)} ({words}) {where} {nodes(n)}{tail} "
+        f"({percent(efficiency_at(curve, baseline, n))} there)",
+    )
+
+
+# --- processor working set and cap ------------------------------------------------------------
+
+
+def best_working_set(curve: Curve, lo: int, hi: int) -> int:
+    """The smallest n in [lo, hi] maximising η(n) = S(n)²/n ∝ 1/(n·T(n)²).
+
+    Ties within a relative 1e-12 go to the smallest n, as in predictor.downey.
+    """
+    best = max(float(np.max(1.0 / (n * t * t))) for n, t in runtime_chunks(curve, lo, hi))
+    for n, t in runtime_chunks(curve, lo, hi):
+        tied = np.flatnonzero(1.0 / (n * t * t) >= best * (1.0 - 1e-12))
+        if tied.size:
+            return int(n[tied[0]])
+    return lo  # unreachable: the maximum is attained in some chunk
+
+
+def pws_rule(curve: Curve, lo: int, hi: int) -> Candidate:
+    p = best_working_set(curve, lo, hi)
+    g = curve.pws_n
+    if g == p:
+        return Candidate("pws", p, f"S(n)²/n peaks at {nodes(p)} (the processor working set)")
+    if g < lo or g > hi:
+        side = "below the job's minimum" if g < lo else "above the largest size allowed"
+        return Candidate(
+            "pws",
+            p,
+            f"S(n)²/n peaks at {nodes(g)} (the processor working set), {side}; within the "
+            f"range it is largest at {nodes(p)}",
+        )
+    return Candidate(
+        "pws", p, f"S(n)²/n is largest at {nodes(p)} within the range (the processor working set)"
+    )
+
+
+def _knee_formula(curve: Curve) -> str:
+    if curve.selected is not None:
+        return f"the {curve.model} model's largest useful size"
+    if curve.sigma <= 1.0:
+        return f"2A-1 with A = {number(curve.A)}"
+    return f"A+Aσ-σ with A = {number(curve.A)}, σ = {number(curve.sigma)}"
+
+
+def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
+    m = curve.max_useful_n
+    if m is None:
+        return Candidate(
+            "cap",
+            None,
+            "the runs show no knee yet, so the largest useful size is unknown and nothing is "
+            "capped",
+        )
+    knee = f"the speedup stops growing at {nodes(m)} ({_knee_formula(curve)})"
+    if m > hi:
+        return Candidate(
+            "cap",
+            hi,
+            f"the speedup keeps growing up to {nodes(m)} ({_knee_formula(curve)}), beyond the "
+            f"largest size allowed, {nodes(hi)}",
+        )
+    if m < lo:
+        return Candidate("cap", lo, f"{knee}, below the job's minimum, so at most {nodes(lo)}")
+    return Candidate("cap", m, f"{knee}, so more nodes cannot speed the job")
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Load:
+    """How far toward the larger useful size the load lets a job lean: w in [0, 1]."""
+
+    weight: float
+    words: str
+
+
+def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
+    if cluster.idle_nodes is None:
+        return Load(0.5, "the load is unknown (taken as neutral)")
+    idle, pending = cluster.idle_nodes, cluster.pending_demand_nodes
+    pressure = pending / max(idle, 1)
+    light, heavy = settings.light_pressure, settings.heavy_pressure
+    state = f"{nodes(pending)} pending for {idle} idle, pressure {pressure:.2f}"
+    if pressure <= light:
+        return Load(1.0, f"the partition is lightly loaded ({state} ≤ {light:g})")
+    if pressure >= heavy:
+        return Load(0.0, f"the partition is heavily loaded ({state} ≥ {heavy:g})")
+    return Load(
+        (heavy - pressure) / (heavy - light),
+        f"the partition is moderately loaded ({state}, between {light:g} and {heavy:g})",
+    )
+
+
+def load_adaptive_rule(
+    efficiency: Candidate,
+    pws: Candidate,
+    cap: Candidate,
+    cluster: ClusterState,
+    settings: PolicySettings,
+) -> Candidate:
+    """Interpolate between the efficient and the larger useful size by load (module doc)."""
+    small = min(efficiency.size, pws.size)
+    large = max(efficiency.size, pws.size)
+    if cap.nodes is not None:
+        large = max(small, min(large, cap.nodes))
+    load = load_weight(cluster, settings)
+    if small == large:
+        return Candidate(
+            "load_adaptive",
+            small,
+            f"the efficient and the larger useful size are both {nodes(small)}, so the load "
+            f"does not change the size ({load.words})",
+        )
+    # The slack keeps w = 0.8 from landing a whole size low through rounding (0.7999...).
+    n = small + math.floor(load.weight * (large - small) + _TOL)
+    if load.weight == 1.0:
+        how = f"so the job leans to the larger useful size, {nodes(large)}"
+    elif load.weight == 0.0:
+        how = f"so the job takes the efficient size, {nodes(small)}"
+    else:
+        how = (
+            f"so the job takes {nodes(n)}, {percent(load.weight)} of the way from the "
+            f"efficient size {small} to the larger useful size {large}"
+        )
+    idle = cluster.idle_nodes
+    if settings.limit_to_idle and idle is not None and n > max(small, idle):
+        if idle <= small:
+            how += f", but with only {idle} idle it stays at the efficient size, {nodes(small)}"
+        else:
+            how += f", limited to the {idle} idle nodes so that it can start now"
+        n = max(small, idle)
+    return Candidate("load_adaptive", n, f"{load.words}, {how}")
+
+
+# --- exploration and fallback -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """The exploration candidate and whether it may be used for this job."""
+
+    candidate: Candidate
+    eligible: bool
+
+
+def _budget_ok(used: float, this: float, total: float, share: float) -> bool:
+    return used + this <= share * (total + this) + _TOL
+
+
+def _suggestion(curve: Curve, lo: int, hi: int, allowed: Allowed) -> tuple[int, str] | str:
+    """(size, problem) of the first feasible suggestion inside [lo, hi], else why there is none."""
+    problems = curve.diagnostics.reliability
+    named = ", ".join(sorted({p.problem for p in problems}))
+    suggested = [(p.suggest_n, p.problem) for p in problems if p.suggest_n is not None]
+    if not suggested:
+        return f"the curve is not reliable ({named}) but no size to run next is suggested"
+    for n, problem in suggested:
+        if lo <= n <= hi and (allowed.sizes is None or n in allowed.sizes):
+            return n, problem
+    sizes = ", ".join(str(n) for n, _ in suggested)
+    return (
+        f"the curve is not reliable ({named}) and the next run is suggested at {sizes} "
+        f"nodes, not a feasible size in {lo}-{hi}"
+    )
+
+
+def _over_budget(
+    n: int, problem: str, node_hours: float, budget: ExplorationBudget, settings: PolicySettings
+) -> str:
+    """Why exploring at n would exceed a budget, or "" when it fits."""
+    head = f"a run at {nodes(n)} is suggested ({problem}) but"
+    job_share, nh_share = settings.exploration_job_share, settings.exploration_node_hour_share
+    if job_share == 0.0 or nh_share == 0.0:
+        return f"{head} exploration is off"
+    jobs, explored = budget.jobs_decided, budget.jobs_explored
+    if not _budget_ok(explored, 1, jobs, job_share):
+        return (
+            f"{head} exploring would make {explored + 1} of {jobs + 1} jobs, above the "
+            f"{percent(job_share)} budget"
+        )
+    used, total = budget.node_hours_explored, budget.node_hours_decided
+    if not _budget_ok(used, node_hours, total, nh_share):
+        return (
+            f"{head} exploring would use {used + node_hours:.1f} of {total + node_hours:.1f} "
+            f"node-hours, above the {percent(nh_share)} budget"
+        )
+    return ""
+
+
+def exploration_rule(
+    curve: Curve,
+    lo: int,
+    hi: int,
+    allowed: Allowed,
+    budget: ExplorationBudget,
+    settings: PolicySettings,
+) -> Exploration:
+    """The reliability judgment's suggested size, if eligible and within budget (module doc)."""
+    if curve.reliable:
+        reason = "the curve is reliable, so there is nothing to explore"
+        return Exploration(Candidate("exploration", None, reason), False)
+    found = _suggestion(curve, lo, hi, allowed)
+    if isinstance(found, str):
+        return Exploration(Candidate("exploration", None, found), False)
+    n, problem = found
+    node_hours = n * float(curve.runtime(np.array([n]))[0]) / 3600.0
+    refused = _over_budget(n, problem, node_hours, budget, settings)
+    if refused:
+        return Exploration(Candidate("exploration", None, refused), False)
+    return Exploration(
+        Candidate(
+            "exploration",
+            n,
+            f"the curve is not reliable yet ({problem}) and its reliability judgment "
+            f"suggests a run at {nodes(n)}, within the exploration budget "
+            f"({budget.jobs_explored} of {budget.jobs_decided} jobs and "
+            f"{budget.node_hours_explored:.1f} of {budget.node_hours_decided:.1f} node-hours "
+            "explored so far)",
+        ),
+        True,
+    )
+
+
+def fallback_rule(
+    request: Request, lo: int, hi: int, why: str, settings: PolicySettings
+) -> Candidate:
+    if settings.fallback == "min":
+        return Candidate("fallback", lo, f"{why}, so the job gets its smallest size, {nodes(lo)}")
+    if settings.fallback == "max":
+        return Candidate(
+            "fallback", hi, f"{why}, so the job gets the largest size allowed, {nodes(hi)}"
+        )
+    return Candidate(
+        "fallback",
+        None,
+        f"{why}, so the job is left as submitted ({request.min_nodes}-{request.max_nodes} nodes)",
+    )

@@ -1,0 +1,174 @@
+"""The decision flow: range and partition limits, fallback, strategy and cap, exploration,
+feasible sizes, and the time limit that goes with the size."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+import predictor
+from policies import (
+    DEFAULTS,
+    RULES,
+    ClusterState,
+    Decision,
+    ExplorationBudget,
+    Feasible,
+    Request,
+    decide,
+)
+
+from .curves import LU_CSV_NAME, make_curve, optimized_for, unreliable
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "scaling"
+# The Downey parameters ADEPT fits to NPB LU class W (Lan's thesis data): max useful 48, pws 33.
+LU = make_curve(24.25, 0.82, t1=1.0, observed=(2, 4, 8, 16, 32, 64))
+JOB = Request(4, 64, time_limit_min=60)
+LIGHT = ClusterState(idle_nodes=64, total_nodes=64)
+HEAVY = ClusterState(idle_nodes=4, pending_demand_nodes=200, total_nodes=64)
+
+
+def test_the_known_curve_sizes() -> None:
+    assert (LU.max_useful_n, LU.pws_n) == (48, 33)
+
+
+def test_a_range_above_the_partition_limit_is_left_as_submitted() -> None:
+    for cluster in (ClusterState(max_nodes_per_job=64), ClusterState(total_nodes=64)):
+        d = decide(Request(80, 128, time_limit_min=60), LU, cluster)
+        assert d == Decision(
+            None,
+            None,
+            "partition_limit",
+            "the job asks for at least 80 nodes but the partition allows at most 64 per job, "
+            "so it is left as submitted",
+        )
+
+
+def test_without_a_curve_the_fallback_decides() -> None:
+    d = decide(JOB, None, LIGHT)
+    assert (d.nodes, d.time_limit_min, d.rule) == (None, None, "fallback")
+    assert d.reason == (
+        "no curve is known for this application, so the job is left as submitted (4-64 nodes)"
+    )
+    assert [c.rule for c in d.candidates] == ["fallback"]
+    low = decide(JOB, None, LIGHT, replace(DEFAULTS, fallback="min"), missing="Redis is down")
+    assert (low.nodes, low.time_limit_min) == (4, None)
+    assert low.reason == "Redis is down, so the job gets its smallest size, 4 nodes"
+    assert low.time_limit_reason == "without a usable curve the user's 60 min stand"
+    high = decide(
+        Request(4, 128), None, ClusterState(max_nodes_per_job=64), replace(DEFAULTS, fallback="max")
+    )
+    assert high.nodes == 64
+    assert high.reason.endswith(
+        "the largest size allowed, 64 nodes; the partition allows at most 64 nodes per job"
+    )
+
+
+def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> None:
+    bad = replace(LU, fit_error=0.4)
+    d = decide(JOB, bad, LIGHT)
+    assert (d.nodes, d.rule) == (None, "fallback")
+    assert d.reason.startswith(
+        "the curve is unusable: its fitting error 40% exceeds max_fit_error 25%, so the job"
+    )
+    assert [c.rule for c in d.candidates] == list(RULES)
+    assert decide(JOB, bad, LIGHT, replace(DEFAULTS, max_fit_error=0.5)).rule == "load_adaptive"
+
+
+def test_strategies_and_the_cap() -> None:
+    light = decide(JOB, LU, LIGHT)
+    assert (light.nodes, light.rule) == (48, "load_adaptive")
+    heavy = decide(JOB, LU, HEAVY)
+    assert (heavy.nodes, heavy.rule) == (33, "load_adaptive")
+    pws = decide(JOB, LU, LIGHT, replace(DEFAULTS, strategy="pws"))
+    assert (pws.nodes, pws.rule) == (33, "pws")
+    # Efficiency against the 2-node runs stays at 50% up to 49 nodes, one past the knee.
+    eff = decide(JOB, LU, LIGHT, replace(DEFAULTS, strategy="efficiency"))
+    assert [c.nodes for c in eff.candidates if c.rule == "efficiency"] == [49]
+    assert (eff.nodes, eff.rule) == (48, "cap")
+    assert eff.reason == (
+        "the speedup stops growing at 48 nodes (2A-1 with A = 24.2), so more nodes cannot speed "
+        "the job; the efficiency rule's 49 are capped to 48"
+    )
+
+
+def test_the_partition_limit_cuts_the_range() -> None:
+    d = decide(Request(4, 128), LU, ClusterState(idle_nodes=40, max_nodes_per_job=40))
+    assert d.nodes == 40
+    assert d.reason.endswith("; the partition allows at most 40 nodes per job")
+    assert all(c.nodes is None or c.nodes <= 40 for c in d.candidates)
+
+
+def test_snapping_to_the_applications_optimised_sizes() -> None:
+    curve = replace(LU, diagnostics=optimized_for("powers_of_two"))
+    d = decide(JOB, curve, ClusterState(idle_nodes=40, total_nodes=64))
+    assert d.nodes == 32
+    assert d.reason.endswith(
+        "; snapped down to 32 nodes, the largest size not above 40 among powers of two (what "
+        "this application is optimised for)"
+    )
+    # With the job's tag (squares) as well: powers of four.
+    both = decide(replace(JOB, feasible=Feasible.named("squares")), curve, LIGHT)
+    assert both.nodes == 16
+    # A tag with nothing in the range is reported, and the choice is kept.
+    stray = decide(replace(JOB, feasible=Feasible.listed({100})), LU, LIGHT)
+    assert stray.nodes == 48
+    assert stray.reason.endswith(
+        "; no size in 4-64 is the size 100 (the job's tag), so any size is kept"
+    )
+    # Snapping up when nothing allowed lies below the choice.
+    up = decide(replace(JOB, feasible=Feasible.listed({50, 60})), LU, HEAVY)
+    assert up.nodes == 50
+    assert "; snapped up to 50 nodes, the smallest size in the range among the sizes 50 and 60" in (
+        up.reason
+    )
+
+
+def test_exploration_wins_when_eligible_even_over_an_unusable_fit() -> None:
+    shaky = replace(LU, diagnostics=unreliable("runner_up", 16), fit_error=0.4)
+    budget = ExplorationBudget(jobs_decided=50, node_hours_decided=100.0)
+    d = decide(JOB, shaky, LIGHT, budget=budget)
+    assert (d.nodes, d.rule) == (16, "exploration")
+    assert d.time_limit_min is not None  # the curve still predicts the runtime there
+    none_left = decide(JOB, shaky, LIGHT, budget=ExplorationBudget(50, 5, 100.0, 0.0))
+    assert none_left.rule == "fallback"
+
+
+def test_a_decision_on_a_fitted_curve_with_diagnostics() -> None:
+    runs = np.loadtxt(DATA / LU_CSV_NAME, delimiter=",", skiprows=1)
+    fit = predictor.fit(runs[:, 0], runs[:, 1])
+    curve = predictor.Curve.from_fit(
+        fit, predictor.Diagnostics(patterns=optimized_for("powers_of_two").patterns)
+    )
+    d = decide(JOB, curve, ClusterState(idle_nodes=40, total_nodes=64))
+    assert d.nodes == 32
+    assert d.rule == "load_adaptive"
+    # 60 min for 4 nodes, scaled by the fitted T(32)/T(4), with the 1.2 safety factor.
+    ratio = float(curve.runtime(32)) / float(curve.runtime(4))
+    assert d.time_limit_min == max(5, int(np.ceil(60 * ratio * 1.2)))
+
+
+def test_reasons_are_one_sentence_each() -> None:
+    for d in (decide(JOB, LU, LIGHT), decide(JOB, None, HEAVY), decide(JOB, LU, ClusterState())):
+        for text in [d.reason, d.time_limit_reason, *(c.reason for c in d.candidates)]:
+            assert text
+            assert "\n" not in text
+            assert not text.endswith(".")
+            assert ". " not in text.replace("e.g. ", "")
+
+
+def test_to_dict_is_the_cli_contract() -> None:
+    d = decide(JOB, LU, LIGHT)
+    assert list(d.to_dict()) == ["nodes", "time_limit_min", "rule", "reason"]
+    explained = d.to_dict(explain=True)
+    assert list(explained) == [
+        "nodes",
+        "time_limit_min",
+        "rule",
+        "reason",
+        "time_limit_reason",
+        "candidates",
+    ]
+    assert [c["rule"] for c in explained["candidates"]] == list(RULES[:-1])

@@ -1,0 +1,222 @@
+"""Properties every decision keeps, on random curves, jobs, clusters and settings (hypothesis).
+
+* the size is inside the user's range and the partition's limits (or the job is left alone);
+* under the load-adaptive rule, more idle nodes never give a smaller size;
+* the time limit never exceeds the partition's maximum, and without one it is never shorter
+  than the floor or the predicted runtime;
+* the same inputs always give the same decision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import predictor
+from policies import ClusterState, ExplorationBudget, Feasible, PolicySettings, Request, decide
+from policies.config import EFFICIENCY_BASELINES, FALLBACKS, STRATEGIES, TIME_LIMIT_REFERENCES
+
+from .curves import make_curve
+
+EXAMPLES = settings(max_examples=300, deadline=None)
+
+
+@st.composite
+def curves(draw: st.DrawFn) -> predictor.Curve | None:
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    observed = tuple(sorted(draw(st.sets(st.integers(1, 512), min_size=2, max_size=6))))
+    A = draw(st.floats(1.0, 2000.0))
+    # σ near 1e-308 overflows 2A/σ in predictor.downey.processor_working_set (its own edge).
+    sigma = draw(st.just(0.0) | st.floats(1e-6, 8.0))
+    patterns: tuple[predictor.Pattern, ...] = ()
+    rule = draw(st.sampled_from([None, "powers_of_two", "squares"]))
+    if rule is not None:
+        patterns = (predictor.Pattern(kind="optimized_sizes", feasible=rule),)
+    problems = tuple(
+        predictor.ReliabilityProblem(kind, "run there", draw(st.none() | st.integers(1, 700)))
+        for kind in draw(st.lists(st.sampled_from(["runner_up", "first_piece_only"]), max_size=2))
+    )
+    curve = make_curve(
+        A,
+        sigma,
+        t1=draw(st.floats(1.0, 1e7)),
+        observed=observed,
+        t1_known=observed[0] == 1,
+        identified=draw(st.booleans()),
+        fit_error=draw(st.floats(0.0, 0.5)),
+        diagnostics=predictor.Diagnostics(patterns=patterns, reliability=problems),
+    )
+    if draw(st.booleans()) and len(observed) >= 4:  # a stepwise curve: two phases
+        k = len(observed) // 2
+        first = predictor.Segment(
+            observed[:k],
+            draw(st.floats(1.0, 500.0)),
+            draw(st.just(0.0) | st.floats(1e-6, 4.0)),
+            1e4,
+            True,
+        )
+        last = predictor.Segment(observed[k:], A, sigma, curve.t1, True)
+        curve = replace(curve, segments=(first, last))
+    return curve
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> Request:
+    lo = draw(st.integers(1, 300))
+    hi = draw(st.integers(lo, lo + 400))
+    feasible = draw(
+        st.none()
+        | st.sampled_from([Feasible.named("powers_of_two"), Feasible.named("squares")])
+        | st.frozensets(st.integers(1, 800), min_size=1, max_size=8).map(Feasible.listed)
+    )
+    return Request(lo, hi, draw(st.none() | st.integers(1, 20_000)), feasible=feasible)
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> ClusterState:
+    idle = draw(st.none() | st.integers(0, 1000))
+    total = draw(st.none() | st.integers(max(1, idle or 0), 2000))
+    return ClusterState(
+        idle_nodes=idle,
+        pending_demand_nodes=draw(st.integers(0, 5000)),
+        total_nodes=total,
+        max_nodes_per_job=draw(st.none() | st.integers(1, 500)),
+        max_time_min=draw(st.none() | st.integers(1, 20_000)),
+    )
+
+
+@st.composite
+def policy_settings(draw: st.DrawFn) -> PolicySettings:
+    light = draw(st.floats(0.0, 5.0))
+    return PolicySettings(
+        strategy=draw(st.sampled_from(STRATEGIES)),
+        efficiency_threshold=draw(st.floats(0.01, 1.0)),
+        efficiency_baseline=draw(st.sampled_from(EFFICIENCY_BASELINES)),
+        light_pressure=light,
+        heavy_pressure=light + draw(st.floats(0.01, 10.0)),
+        limit_to_idle=draw(st.booleans()),
+        max_fit_error=draw(st.floats(0.01, 1.0)),
+        fallback=draw(st.sampled_from(FALLBACKS)),
+        exploration_job_share=draw(st.floats(0.0, 1.0)),
+        exploration_node_hour_share=draw(st.floats(0.0, 1.0)),
+        scale_time_limit=draw(st.booleans()),
+        time_limit_reference=draw(st.sampled_from(TIME_LIMIT_REFERENCES)),
+        time_limit_safety_factor=draw(st.floats(1.0, 3.0)),
+        time_limit_floor_min=draw(st.integers(1, 60)),
+    )
+
+
+@st.composite
+def budgets(draw: st.DrawFn) -> ExplorationBudget:
+    decided = draw(st.integers(0, 1000))
+    hours = draw(st.floats(0.0, 1e6))
+    return ExplorationBudget(
+        decided,
+        draw(st.integers(0, decided)),
+        hours,
+        draw(st.floats(0.0, 1.0)) * hours,
+    )
+
+
+@EXAMPLES
+@given(requests(), curves(), clusters(), policy_settings(), budgets())
+def test_the_size_is_inside_the_range_and_the_partition_limits(
+    request: Request,
+    curve: predictor.Curve | None,
+    cluster: ClusterState,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    d = decide(request, curve, cluster, config, budget)
+    if d.nodes is None:
+        assert d.time_limit_min is None
+        assert d.rule in ("fallback", "partition_limit")
+        return
+    assert request.min_nodes <= d.nodes <= request.max_nodes
+    limit = cluster.node_limit
+    if limit is not None:
+        assert d.nodes <= limit
+    if d.time_limit_min is not None:
+        assert d.time_limit_min >= 1
+
+
+@EXAMPLES
+@given(
+    requests(),
+    curves(),
+    st.integers(0, 1000),
+    st.integers(0, 1000),
+    st.integers(0, 5000),
+    st.none() | st.integers(1, 500),
+    policy_settings(),
+    budgets(),
+)
+def test_more_idle_nodes_never_give_a_smaller_size(
+    request: Request,
+    curve: predictor.Curve | None,
+    idle_a: int,
+    idle_b: int,
+    pending: int,
+    max_nodes: int | None,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    fewer, more = sorted((idle_a, idle_b))
+    config = replace(config, strategy="load_adaptive")
+    sizes = [
+        decide(
+            request,
+            curve,
+            ClusterState(idle, pending, max_nodes_per_job=max_nodes),
+            config,
+            budget,
+        ).nodes
+        for idle in (fewer, more)
+    ]
+    if sizes[0] is not None and sizes[1] is not None:
+        assert sizes[1] >= sizes[0]
+    else:
+        assert sizes[0] == sizes[1]  # leaving the job alone does not depend on the load
+
+
+@EXAMPLES
+@given(requests(), curves(), clusters(), policy_settings(), budgets())
+def test_the_time_limit_never_exceeds_the_partition_maximum(
+    request: Request,
+    curve: predictor.Curve | None,
+    cluster: ClusterState,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    d = decide(request, curve, cluster, config, budget)
+    if d.time_limit_min is None:
+        return
+    if cluster.max_time_min is not None:
+        assert d.time_limit_min <= cluster.max_time_min
+    else:
+        assert curve is not None
+        assert d.nodes is not None
+        predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
+        assert d.time_limit_min >= config.time_limit_floor_min
+        assert d.time_limit_min >= math.ceil(predicted - 1e-9)
+
+
+@EXAMPLES
+@given(requests(), curves(), clusters(), policy_settings(), budgets())
+def test_the_same_inputs_give_the_same_decision(
+    request: Request,
+    curve: predictor.Curve | None,
+    cluster: ClusterState,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    first = decide(request, curve, cluster, config, budget)
+    # Equal inputs rebuilt from scratch (the curve through its stored form) decide alike.
+    again_curve = None if curve is None else predictor.Curve.from_dict(curve.to_dict())
+    again = decide(replace(request), again_curve, replace(cluster), replace(config), budget)
+    assert again == first
+    assert decide(request, curve, cluster, config, budget) == first
