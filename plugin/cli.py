@@ -247,6 +247,10 @@ def main() -> NoReturn:
 
 
 # --- subcommands defined in their own modules (one line each) ---------------------------------
+from plugin.cli_policy import decide, policy  # noqa: E402
+
+cli.add_command(decide)
+cli.add_command(policy)
 from plugin.cli_store import app, apps, forget, import_group, learn  # noqa: E402
 
 cli.add_command(apps)

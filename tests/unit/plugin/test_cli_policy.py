@@ -1,0 +1,248 @@
+"""``adaptalloc decide`` and ``adaptalloc policy check``, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import LU_CSV, REPO_ROOT, CliResult, RunCli, assert_one_error_line
+
+WriteFile = Callable[[str, bytes | str], Path]
+EXAMPLE = REPO_ROOT / "deploy" / "policy.example.toml"
+LU_JOB = ("--observations", LU_CSV, "--nodes", "4-64", "--idle", "40", "--total", "64")
+CANDIDATE_RULES = ["efficiency", "pws", "cap", "load_adaptive", "exploration"]
+
+
+def json_document(result: CliResult) -> dict[str, Any]:
+    assert result.returncode == 0, result
+    assert "Traceback" not in result.stderr
+    doc = json.loads(result.stdout)
+    assert isinstance(doc, dict)
+    return doc
+
+
+# --- decide ---------------------------------------------------------------------------------
+
+
+def test_decide_json_is_exactly_the_contract(run_cli: RunCli) -> None:
+    doc = json_document(run_cli("decide", *LU_JOB, "--time-limit", "60", "--format", "json"))
+    assert list(doc) == ["nodes", "time_limit_min", "rule", "reason"]
+    # NPB LU: maximum useful size 48, limited to the 40 idle nodes under a light load.
+    assert doc["nodes"] == 40
+    assert doc["rule"] == "load_adaptive"
+    assert isinstance(doc["time_limit_min"], int)
+    assert 5 <= doc["time_limit_min"] < 60
+    assert "limited to the 40 idle nodes" in doc["reason"]
+
+
+def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
+    doc = json_document(
+        run_cli("decide", *LU_JOB, "--time-limit", "60", "--explain", "--format", "json")
+    )
+    assert list(doc) == [
+        "nodes",
+        "time_limit_min",
+        "rule",
+        "reason",
+        "time_limit_reason",
+        "candidates",
+    ]
+    assert [c["rule"] for c in doc["candidates"]] == CANDIDATE_RULES
+    for candidate in doc["candidates"]:
+        assert list(candidate) == ["rule", "nodes", "reason"]
+        assert candidate["reason"]
+    by_rule = {c["rule"]: c["nodes"] for c in doc["candidates"]}
+    assert (by_rule["pws"], by_rule["cap"], by_rule["load_adaptive"]) == (33, 48, 40)
+    assert doc["time_limit_reason"].startswith("60 min written for 4 nodes × predicted runtime")
+
+
+def test_decide_text_and_explain_table(run_cli: RunCli) -> None:
+    plain = run_cli("decide", *LU_JOB, "--time-limit", "60")
+    assert plain.returncode == 0, plain
+    lines = plain.stdout.splitlines()
+    assert lines[0].startswith("40 nodes, time limit ")
+    assert lines[0].endswith(" min (rule: load_adaptive).")
+    assert lines[1].startswith("Why: the partition is lightly loaded")
+    assert lines[2].startswith("Time limit: 60 min written for 4 nodes")
+    assert "\x1b" not in plain.stdout
+    explained = run_cli("decide", *LU_JOB, "--explain")
+    assert explained.returncode == 0, explained
+    text = explained.stdout
+    assert "time limit unchanged" in text.splitlines()[0]
+    assert "Every rule's candidate" in text
+    assert "load_adaptive *" in text
+    for rule in CANDIDATE_RULES:
+        assert rule in text
+
+
+def test_decide_with_a_policy_file_and_partition_limits(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    policy = write_file(
+        "policy.toml", '[partition.debug]\nstrategy = "pws"\n[account.big]\nfallback = "max"\n'
+    )
+    doc = json_document(
+        run_cli(
+            *("decide", *LU_JOB, "--config", policy, "--partition", "debug"), "--format", "json"
+        )
+    )
+    assert (doc["nodes"], doc["rule"]) == (33, "pws")
+    capped = json_document(
+        run_cli(
+            *("decide", *LU_JOB, "--time-limit", "600", "--partition-max-time", "30"),
+            *("--feasible", "powers_of_two", "--format", "json"),
+        )
+    )
+    assert capped["nodes"] == 32
+    assert capped["time_limit_min"] <= 30
+    assert "powers of two (the job's tag)" in capped["reason"]
+    outside = json_document(
+        run_cli(
+            *("decide", *LU_JOB[:2], "--nodes", "80-128", "--partition-max-nodes", "64"),
+            *("--format", "json"),
+        )
+    )
+    assert outside == {
+        "nodes": None,
+        "time_limit_min": None,
+        "rule": "partition_limit",
+        "reason": "the job asks for at least 80 nodes but the partition allows at most 64 per "
+        "job, so it is left as submitted",
+    }
+
+
+def test_decide_logs_one_event(run_cli: RunCli) -> None:
+    result = run_cli("decide", *LU_JOB, "--format", "json")
+    json_document(result)
+    events = [json.loads(line) for line in result.stderr_lines]
+    assert [e["event"] for e in events] == ["decide"]
+    assert events[0]["nodes"] == 40
+    assert events[0]["rule"] == "load_adaptive"
+    assert events[0]["config"] == "built-in defaults"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--nodes", "64-4"), "the range's maximum must not be below its minimum, got 64-4"),
+        (("--nodes", "four"), "'four' is not a node range like 4-64"),
+        (("--nodes", "0-4"), "the range must start at 1 node or more"),
+        (("--nodes", "4-64", "--pending", "3"), "--pending needs --idle"),
+        (("--nodes", "4-64", "--feasible", "cubes"), "feasible sizes must be powers_of_two"),
+        (("--nodes", "4-64", "--idle", "80", "--total", "64"), None),
+    ],
+)
+def test_decide_refuses_bad_options(
+    run_cli: RunCli, args: tuple[str, ...], message: str | None
+) -> None:
+    result = run_cli("decide", "--observations", LU_CSV, *args)
+    if message is None:  # a value the policies refuse: exit 1
+        line = assert_one_error_line(result)
+        assert line == "adaptalloc: error: idle_nodes (80) cannot exceed total_nodes (64)"
+        return
+    line = assert_one_error_line(result, exit_code=2)
+    assert message in line
+
+
+def test_decide_needs_exactly_one_curve_source(run_cli: RunCli) -> None:
+    for args in ((), ("--app", "lu", "--observations", str(LU_CSV))):
+        line = assert_one_error_line(run_cli("decide", "--nodes", "4-64", *args), exit_code=2)
+        assert "give exactly one of --app KEY and --observations OBS.csv" in line
+
+
+def test_decide_app_reports_an_unreachable_store_and_bad_keys(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    nowhere = f"unix://{tmp_path}/no-redis.sock"
+    line = assert_one_error_line(
+        run_cli("decide", "--app", "lu", "--redis-url", nowhere, "--nodes", "4-64")
+    )
+    assert "is unreachable" in line
+    line = assert_one_error_line(
+        run_cli("decide", "--app", "bad key", "--redis-url", nowhere, "--nodes", "4-64")
+    )
+    assert "app name 'bad key'" in line
+
+
+def test_decide_with_a_bad_policy_file_is_one_line(run_cli: RunCli, write_file: WriteFile) -> None:
+    policy = write_file("policy.toml", "[defaults]\nefficiency_threshold = 2\n")
+    line = assert_one_error_line(run_cli("decide", *LU_JOB, "--config", policy))
+    assert line == (
+        f"adaptalloc: error: {policy}: defaults.efficiency_threshold must be a number in "
+        "(0, 1], got 2"
+    )
+
+
+# --- policy check ---------------------------------------------------------------------------
+
+
+def test_policy_check_accepts_the_example(run_cli: RunCli) -> None:
+    doc = json_document(run_cli("policy", "check", EXAMPLE, "--format", "json"))
+    assert doc["source"] == str(EXAMPLE)
+    assert doc["valid"] is True
+    assert doc["defaults"]["strategy"] == "load_adaptive"
+    assert (doc["partition"], doc["account"]) == ({}, {})
+    text = run_cli("policy", "check", EXAMPLE)
+    assert text.returncode == 0, text
+    assert f"{EXAMPLE} is valid: 0 override tables" in text.stdout
+    assert "time_limit_safety_factor" in text.stdout
+
+
+def test_policy_check_shows_the_effective_settings_per_table(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    policy = write_file(
+        "policy.toml",
+        "[defaults]\nefficiency_threshold = 0.6\n"
+        '[partition.debug]\nstrategy = "pws"\n'
+        "[account.physics]\ntime_limit_floor_min = 10\n",
+    )
+    doc = json_document(run_cli("policy", "check", policy, "--format", "json"))
+    assert doc["partition"]["debug"]["strategy"] == "pws"
+    assert doc["partition"]["debug"]["efficiency_threshold"] == 0.6
+    assert doc["account"]["physics"]["time_limit_floor_min"] == 10
+    assert doc["account"]["physics"]["strategy"] == "load_adaptive"
+    text = run_cli("policy", "check", policy).stdout
+    assert "2 override tables" in text
+    assert "partition.debug" in text
+    assert "account.physics" in text
+    assert "pws *" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            "[defaults]\nefficency_threshold = 0.5\n",
+            "defaults.efficency_threshold is not a known key "
+            '(did you mean "efficiency_threshold"?)',
+        ),
+        (
+            '[partition.batch]\nefficiency_threshold = "high"\n',
+            'partition.batch.efficiency_threshold must be a number in (0, 1], got "high"',
+        ),
+        (
+            "[defaults\nx = 1\n",
+            "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 10)",
+        ),
+        (b"\xff\xfe", "not UTF-8 text"),
+    ],
+)
+def test_policy_check_refuses_with_one_line(
+    run_cli: RunCli, write_file: WriteFile, content: str | bytes, expected: str
+) -> None:
+    policy = write_file("policy.toml", content)
+    line = assert_one_error_line(run_cli("policy", "check", policy))
+    assert line.startswith(f"adaptalloc: error: {policy}: {expected}")
+
+
+def test_policy_check_unreadable_file(run_cli: RunCli, tmp_path: Path) -> None:
+    line = assert_one_error_line(run_cli("policy", "check", tmp_path / "missing.toml"))
+    assert (
+        line
+        == f"adaptalloc: error: cannot read {tmp_path / 'missing.toml'}: No such file or directory"
+    )
