@@ -65,8 +65,9 @@ class ImportResult:
 
 
 def sacct_import_id(since: float, until: float) -> str:
-    """The checkpoint id of one range: ``sacct-<since>-<until>`` in whole Unix seconds."""
-    return f"sacct-{int(since)}-{int(until)}"
+    """The checkpoint id of one range: ``sacct-<since>-<until>`` in whole Unix seconds
+    (since rounded down, until up, as import_sacct reads them)."""
+    return f"sacct-{math.floor(since)}-{math.ceil(until)}"
 
 
 def import_sacct(
@@ -81,25 +82,29 @@ def import_sacct(
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ImportResult:
-    """Backfill COMPLETED jobs that ended in [since, until) from accounting, window by window."""
+    """Backfill COMPLETED jobs that ended in [since, until) from accounting, window by window.
+
+    Times are Unix seconds (since rounded down, until up); `window_s` is rounded to whole
+    seconds. The checkpoint records the end of the last window read.
+    """
     if not until > since:
         raise InputError("--until must be after --since")
     if not (math.isfinite(window_s) and window_s > 0):
         raise InputError("the window must be a positive number of hours")
+    # Whole seconds, as Slurm keeps times: window k is [start + k·w, start + (k+1)·w - 1].
+    since, until, step = math.floor(since), math.ceil(until), max(1, round(window_s))
     import_id = sacct_import_id(since, until)
     if restart:
         store.reset_checkpoint(import_id)
     done = store.checkpoint(import_id).get("done_until")
-    start = since if done is None else max(since, float(done))
+    start = since if done is None else max(since, math.floor(float(done)))
     result = ImportResult(
         IngestStats(), resumed_from=None if done is None else float(done), since=since, until=until
     )
     cursor = start
     while cursor < until:
-        end = min(cursor + window_s, until)
-        # sacct's bounds are inclusive whole seconds; [cursor, end - 1] keeps windows disjoint
-        # and the dedup by job id absorbs any overlap at the edges anyway.
-        jobs = reader.finished_jobs(cursor, max(cursor, end - 1), states=("COMPLETED",))
+        end = min(cursor + step, until)
+        jobs = reader.finished_jobs(cursor, end - 1, states=("COMPLETED",))
         stats = ingestor.ingest(jobs)
         store.save_checkpoint(import_id, end, stats.counts())
         result.stats.merge(stats)

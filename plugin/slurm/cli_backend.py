@@ -18,6 +18,7 @@ plugin/slurm/parse.py.
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import time
@@ -108,23 +109,22 @@ class CliSlurmReader(SlurmReader):
         self, since: float, until: float, states: Collection[str] | None = None
     ) -> list[JobRecord]:
         wanted = sorted(states) if states else sorted(FINAL_STATES)
+        first, last = math.floor(since), math.floor(until)  # sacct works in whole seconds
         out = self.run(
             "sacct",
             "--json",
             "--allusers",
             "--starttime",
-            slurm_time(since),
+            slurm_time(first),
             "--endtime",
-            slurm_time(until),
+            slurm_time(last),
             "--state",
             ",".join(wanted),
         )
         records = [
             job
             for job in parse_sacct_json(out)
-            if job.state in wanted
-            and job.end_time is not None
-            and since <= job.end_time <= until + 1  # sacct works in whole seconds
+            if job.state in wanted and job.end_time is not None and first <= job.end_time <= last
         ]
         return sorted(records, key=lambda job: (job.end_time or 0, job.job_id))
 

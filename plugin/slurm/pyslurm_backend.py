@@ -21,6 +21,7 @@ like pyslurm 22.5's).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 from types import ModuleType
 from typing import Any
@@ -76,9 +77,10 @@ class PyslurmReader(CliSlurmReader):
         self, since: float, until: float, states: Collection[str] | None = None
     ) -> list[JobRecord]:
         wanted = set(states) if states else set(FINAL_STATES)
+        first, last = math.floor(since), math.floor(until)
         try:
             found = self._pyslurm.slurmdb_jobs().get(
-                starttime=slurm_time(since).encode(), endtime=slurm_time(until).encode()
+                starttime=slurm_time(first).encode(), endtime=slurm_time(last).encode()
             )
         except (ValueError, RuntimeError, OSError) as exc:  # pyslurm raises ValueError
             raise SlurmError(f"pyslurm slurmdb_jobs failed: {printable(str(exc))[:200]}") from exc
@@ -86,6 +88,6 @@ class PyslurmReader(CliSlurmReader):
         out = [
             job
             for job in records
-            if job.state in wanted and job.end_time is not None and since <= job.end_time <= until
+            if job.state in wanted and job.end_time is not None and first <= job.end_time <= last
         ]
         return sorted(out, key=lambda job: (job.end_time or 0, job.job_id))

@@ -31,7 +31,10 @@ class SlurmReader(ABC):
     def finished_jobs(
         self, since: float, until: float, states: Collection[str] | None = None
     ) -> list[JobRecord]:
-        """Jobs from accounting that ended in [since, until] (Unix seconds), oldest first.
+        """Jobs from accounting that ended in [since, until], oldest first.
+
+        Times are Unix seconds, rounded down to whole seconds as Slurm keeps them, and both
+        ends are included.
 
         `states` restricts the base states asked for (e.g. ``("COMPLETED",)``), which keeps
         the query small for slurmdbd; None asks for every final state.

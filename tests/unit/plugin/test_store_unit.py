@@ -173,7 +173,8 @@ def test_csv_job_ids_are_stable_and_count_repeats() -> None:
 
 
 def test_sacct_import_ids() -> None:
-    assert sacct_import_id(1700000000.7, 1700086400.2) == "sacct-1700000000-1700086400"
+    assert sacct_import_id(1700000000.7, 1700086400.2) == "sacct-1700000000-1700086401"
+    assert sacct_import_id(1700000000, 1700086400) == "sacct-1700000000-1700086400"
 
 
 def test_parse_when() -> None:
