@@ -35,7 +35,7 @@ from plugin.cli_common import elapsed_ms, emit_json, format_option, stdout_conso
 from plugin.config import Config, load_config
 from plugin.errors import InputError, printable
 from plugin.importers import import_csv, import_sacct
-from plugin.learner import IngestStats, Learner, RefitOutcome
+from plugin.learner import IngestStats, Learner, RefitOutcome, refit_app
 from plugin.observations_csv import DEFAULT_MAX_ROWS
 from plugin.output import format_number, format_runtime
 from plugin.redis_conn import connect
@@ -363,11 +363,10 @@ def forget(
 # --- import, learn ---------------------------------------------------------------------------
 
 
-def _refits(
-    ctx: Context, learner: Learner | None = None, debounce_s: float = 0.0
-) -> list[RefitOutcome]:
-    worker = learner or Learner(ctx.store, slurm_reader(ctx.config.slurm.backend), ctx.config)
-    return worker.refit_dirty(max_apps=1_000_000, debounce_s=debounce_s)
+def _refits(ctx: Context, apps: list[AppKey] | None = None) -> list[RefitOutcome]:
+    """Refit `apps` now (default: every dirty app), with the configured method."""
+    targets = ctx.store.dirty_apps() if apps is None else apps
+    return [refit_app(ctx.store, app, ctx.config.learner.method) for app in targets]
 
 
 @click.group("import")
@@ -469,7 +468,7 @@ def import_sacct_command(
     finally:
         if bar is not None:
             bar.stop()
-    refits = _refits(ctx, learner) if refit else []
+    refits = _refits(ctx) if refit else []
     doc = {**result.to_dict(), "refits": [r.to_dict() for r in refits]}
     if output_format == "json":
         _emit(doc)
@@ -526,7 +525,7 @@ def import_csv_command(
         key = AppKey.of(key.name, size)
     ctx = open_store(config_path, redis_url)
     result = import_csv(ctx.store, file, key, max_rows)
-    refits = _refits(ctx) if refit and result.stats.added else []
+    refits = _refits(ctx, [key]) if refit and result.stats.added else []
     doc = {**result.to_dict(), "refits": [r.to_dict() for r in refits]}
     if output_format == "json":
         _emit(doc)
@@ -571,9 +570,10 @@ def learn(
         ctx.store, slurm_reader(ctx.config.slurm.backend, ctx.config.slurm.timeout_s), ctx.config
     )
     poll = learner.poll_once()
+    aged = learner.age_out()
     refits = learner.refit_dirty(debounce_s=debounce_s) if refit else []
     if output_format == "json":
-        _emit({"poll": poll.to_dict(), "refits": [r.to_dict() for r in refits]})
+        _emit({"poll": poll.to_dict(), "aged_out": aged, "refits": [r.to_dict() for r in refits]})
         return
     s = poll.stats
     click.echo(

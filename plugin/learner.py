@@ -335,14 +335,20 @@ class Learner:
         return self._ingestor
 
     def window(self) -> tuple[float, float]:
-        """(since, until) of the next poll: watermark minus overlap, up to now."""
+        """(since, until) of the next poll: watermark minus overlap, up to now.
+
+        A learner catching up after a long stop reads at most ``import_window_h`` hours
+        per poll, so that one poll never asks slurmdbd for weeks of jobs; the next polls
+        continue from the watermark.
+        """
         now = self.clock()
         mark = self.store.watermark(self.source)
         if mark is None:
             since = now - self.config.learner.initial_lookback_s
         else:
             since = mark - self.config.learner.overlap_s
-        return max(since, 0.0), now
+        since = max(since, 0.0)
+        return since, min(now, since + self.config.learner.import_window_h * 3600.0)
 
     def read(self, since: float, until: float) -> list[JobRecord]:
         """Finished jobs of the window, comments filled in from squeue where accounting
@@ -395,5 +401,7 @@ class Learner:
         return [refit_app(self.store, app, self.config.learner.method) for app in apps]
 
     def age_out(self) -> int:
-        """Apply the retention limits to every app (the daemon runs this now and then)."""
-        return sum(self.store.age_out(summary.app) for summary in self.store.apps())
+        """Apply the retention limits to every app (observations removed); apps that lost
+        runs become dirty. New runs apply them on their own; this catches idle apps, and
+        the daemon runs it now and then (``learn --once`` does too)."""
+        return self.store.age_out()

@@ -288,10 +288,23 @@ class CurveStore:
         return total
 
     @guarded
-    def age_out(self, app: AppKey) -> int:
-        """Apply the retention limits to an app now; returns observations removed."""
-        _, _, removed = self._add_call(app, (), self.clock(), self.client)
-        return int(removed)
+    def age_out(self, apps: Iterable[AppKey] | None = None) -> int:
+        """Apply the retention limits now to `apps` (default: every app), pipelined.
+
+        Returns the number of observations removed; apps that lost some become dirty.
+        """
+        targets = list(apps) if apps is not None else self._indexed_apps()
+        now = self.clock()
+        removed = 0
+        for start in range(0, len(targets), PIPELINE_CHUNK):
+            pipe = self.client.pipeline(transaction=False)
+            for app in targets[start : start + PIPELINE_CHUNK]:
+                self._add_call(app, (), now, pipe)
+            removed += sum(int(reply[2]) for reply in pipe.execute())
+        return removed
+
+    def _indexed_apps(self) -> list[AppKey]:
+        return _parse_apps(self.client.zrange(keys.APPS, 0, -1))
 
     @guarded
     def observations(self, app: AppKey) -> list[Observation]:

@@ -10,6 +10,7 @@ accounting) never mix in.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -190,8 +191,13 @@ def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
     specs["control"] = ((f"--job-name={good}",), "sleep 1", "COMPLETED")
     ids = run_jobs(specs)
     learner = new_learner()
-    with structlog.testing.capture_logs() as events:
-        learner.poll_once()
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    try:
+        with structlog.testing.capture_logs() as events:
+            learner.poll_once()
+    finally:
+        structlog.configure(**saved)
     assert job_ids(learner, AppKey(good)) == [str(ids["control"])]  # bad tags refuse the job
     for key in redis_client.scan_iter("*"):
         assert key.startswith("adaptalloc:v1:"), key
@@ -230,3 +236,16 @@ def test_without_accounting_the_learner_reads_squeue(
     assert job_ids(learner, AppKey(name)) == sorted(str(i) for i in ids.values())
     assert learner.store.watermark("squeue") == result.until
     assert learner.store.watermark("sacct") is None
+
+
+def test_a_learner_catching_up_reads_bounded_windows(redis_client: Any) -> None:
+    """After a long stop, each poll asks sacct for at most import_window_h hours."""
+    learner = new_learner()
+    now = learner.clock()
+    learner.store.advance_watermark("sacct", now - 3 * 86400)
+    since, until = learner.window()
+    assert since == now - 3 * 86400 - CONFIG.learner.overlap_s
+    assert until == since + CONFIG.learner.import_window_h * 3600
+    first = learner.poll_once()
+    assert first.watermark == first.until < now
+    assert learner.window()[0] == first.until - CONFIG.learner.overlap_s

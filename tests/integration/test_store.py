@@ -143,7 +143,7 @@ def test_retention_keeps_the_newest_and_forgets_the_old(redis_client: Any, clock
     old = runs(LULESH, 300, end=NOW - 5000)
     assert store.add_observations(LULESH, old) == 0  # older than max_age
     clock.now = NOW + 2000
-    assert store.age_out(LULESH) == 4
+    assert store.age_out([LULESH]) == 4
     assert store.observations(LULESH) == []
     assert store.check(LULESH) == []
     assert redis_client.hlen("adaptalloc:v1:jobs") == 0
