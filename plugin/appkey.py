@@ -115,8 +115,9 @@ def normalise_part(text: str, what: str = "app name") -> str:
         raise AppKeyError(
             f"{what} {quote_value(value)} is longer than {MAX_PART_LENGTH} characters"
         )
-    if not value.isascii():
-        raise AppKeyError(f"{what} {quote_value(value)} has non-ASCII characters")
+    if not value.isascii():  # shown escaped: a look-alike letter would pass unnoticed
+        shown = quote_value(value.encode("ascii", "backslashreplace").decode("ascii"))
+        raise AppKeyError(f"{what} {shown} has non-ASCII characters")
     value = value.lower()
     if not _PART.fullmatch(value):
         raise AppKeyError(

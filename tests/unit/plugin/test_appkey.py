@@ -224,5 +224,10 @@ def test_bad_rules_are_refused(kwargs: dict[str, str], match: str) -> None:
         AppKeyRule(**kwargs)  # type: ignore[arg-type]
 
 
+def test_look_alike_letters_are_shown_escaped() -> None:
+    with pytest.raises(AppKeyError, match=r"'lul\\u0435sh' has non-ASCII characters"):
+        AppKey.parse("lul\u0435sh")
+
+
 def test_surrounding_whitespace_is_normalisation_not_an_attack() -> None:
     assert AppKey.parse("lulesh\r\n") == AppKey("lulesh")
