@@ -21,8 +21,10 @@ The explicit override, a tag in the job's comment (versioned, like jobstats' ``J
 
 The tag starts at the whitespace-separated word ``adaptalloc:v1`` and takes the
 ``key=value`` words that follow it, up to the first word that is not one (or a ``;``).
-v1 knows two keys, ``app`` and ``size``; either may be left out (``adaptalloc:v1
-size=large`` keeps the rule's name and sets the size). A tag with an unknown key, an empty
+v1 knows three keys: ``app`` and ``size``, either of which may be left out (``adaptalloc:v1
+size=large`` keeps the rule's name and sets the size), and ``resize=yes|no``, read by
+deploy/slurm/job_submit.lua (``resize=no`` opts a job out of resizing; it does not change
+the app key). A tag with an unknown key, an empty
 or invalid value, a repeated key, or a second tag in the same comment is refused as a whole,
 with its reason: an explicit override that cannot be honoured must not silently become some
 other app. A word ``adaptalloc:vN`` for another N is refused as an unsupported version. Words
@@ -77,7 +79,7 @@ DEFAULT_GENERIC_NAMES = ("wrap", "bash", "sh", "zsh", "interactive", "sbatch", "
 MAX_RAW_LENGTH = 1024
 
 _PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_TAG_KEYS = ("app", "size")
+_TAG_KEYS = ("app", "size", "resize")
 _TAG_VERSION = re.compile(r"adaptalloc:v[0-9]+")
 _TAG_VALUE = re.compile(r"([a-z]+)=(.*)", re.DOTALL)
 _FIELD = re.compile(r"\{([a-z_]+)\}")
@@ -184,6 +186,30 @@ class Tag:
 
     app: str | None = None
     size: str | None = None
+    resize: bool | None = None
+
+
+def _tag_fields(words: list[str], where: str) -> dict[str, str]:
+    """The key=value words after the marker, up to a ';' or a word that is not one."""
+    fields: dict[str, str] = {}
+    for word in words:
+        if word.startswith(";"):
+            break
+        match = _TAG_VALUE.fullmatch(word.rstrip(";"))
+        if match is None:
+            break
+        key, value = match.groups()
+        if key not in _TAG_KEYS:
+            raise AppKeyError(
+                f"{where} tag has an unknown key {quote_value(key)} "
+                f"({TAG_MARKER} knows {', '.join(_TAG_KEYS)})"
+            )
+        if key in fields:
+            raise AppKeyError(f"{where} tag gives {key}= twice")
+        fields[key] = value
+        if word.endswith(";"):
+            break
+    return fields
 
 
 def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
@@ -206,29 +232,16 @@ def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
         return None
     if len(starts) > 1:
         raise AppKeyError(f"{where} has {len(starts)} {TAG_MARKER} tags; give one")
-    fields: dict[str, str] = {}
-    for word in words[starts[0] + 1 :]:
-        if word.startswith(";"):
-            break
-        match = _TAG_VALUE.fullmatch(word.rstrip(";"))
-        if match is None:
-            break
-        key, value = match.groups()
-        if key not in _TAG_KEYS:
-            raise AppKeyError(
-                f"{where} tag has an unknown key {quote_value(key)} "
-                f"({TAG_MARKER} knows {', '.join(_TAG_KEYS)})"
-            )
-        if key in fields:
-            raise AppKeyError(f"{where} tag gives {key}= twice")
-        fields[key] = value
-        if word.endswith(";"):
-            break
+    fields = _tag_fields(words[starts[0] + 1 :], where)
     if not fields:
-        raise AppKeyError(f"{where} tag {TAG_MARKER} gives neither app= nor size=")
+        raise AppKeyError(f"{where} tag {TAG_MARKER} gives no key=value")
+    resize = fields.get("resize")
+    if resize is not None and resize.lower() not in ("yes", "no"):
+        raise AppKeyError(f"{where} tag resize= must be yes or no, got {quote_value(resize)}")
     return Tag(
         app=None if "app" not in fields else normalise_part(fields["app"], f"{where} tag app"),
         size=None if "size" not in fields else normalise_part(fields["size"], f"{where} tag size"),
+        resize=None if resize is None else resize.lower() == "yes",
     )
 
 

@@ -119,6 +119,10 @@ def test_appkey_constructor_refuses_unnormalised_parts(name: str, size: str | No
         ("run 3; adaptalloc:v1 app=LULESH; more text", Tag("lulesh", None)),
         ("adaptalloc:v1 size=small", Tag(None, "small")),
         ("adaptalloc:v1 app=lulesh other words", Tag("lulesh", None)),
+        ("adaptalloc:v1 resize=no", Tag(resize=False)),  # job_submit.lua's opt-out
+        ("run 3 adaptalloc:v1 app=lulesh resize=no", Tag("lulesh", None, False)),
+        ("adaptalloc:v1 app=lu; resize=no", Tag("lu", None)),  # the tag ends at ';'
+        ("adaptalloc:v1:held", None),  # job_submit.lua's admin_comment marker
         ("adaptalloc:v1:decided=4", None),  # the daemon's admin_comment record is no tag
         ("adaptalloc:v1:../..", None),
     ],
@@ -134,7 +138,8 @@ def test_parse_tag(comment: str | None, expected: Tag | None) -> None:
         ("adaptalloc:v1 ap=lulesh", "unknown key 'ap'"),
         ("adaptalloc:v1 app=a app=b", "twice"),
         ("adaptalloc:v1 app=a adaptalloc:v1 app=b", "2 adaptalloc:v1 tags"),
-        ("adaptalloc:v1", "neither app= nor size="),
+        ("adaptalloc:v1", "gives no key=value"),
+        ("adaptalloc:v1 resize=maybe", "resize= must be yes or no"),
         ("adaptalloc:v1 app=", "empty"),
         ("adaptalloc:v1 app=../..", "must start with a letter or digit"),
         ("adaptalloc:v1 app=a:b", "only a-z"),
@@ -175,6 +180,11 @@ def test_a_size_only_tag_keeps_the_templates_name() -> None:
     assert AppKeyRule().key_for(Job(comment="adaptalloc:v1 size=large")) == AppKey(
         "lulesh", "large"
     )
+
+
+def test_an_opt_out_tag_keeps_the_templates_key() -> None:
+    assert AppKeyRule().key_for(Job(comment="adaptalloc:v1 resize=no")) == AppKey("lulesh")
+    assert AppKeyRule().key_for(Job(admin_comment="adaptalloc:v1:held")) == AppKey("lulesh")
 
 
 def test_a_bad_tag_refuses_the_job_instead_of_falling_back() -> None:
