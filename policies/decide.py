@@ -9,8 +9,9 @@ The flow (rules.py states each rule and its literature):
 2. Feasible sizes (feasible.py): the user's tag and the curve's "optimized_sizes" pattern,
    within [lo, hi].
 3. No curve: the fallback (leave as submitted, or the range's min or max).
-4. With a curve, every rule proposes a size: efficiency, pws, cap, load_adaptive and
-   exploration. They are all listed in the decision, for ``--explain``.
+4. With a curve, its runtime is evaluated once at every size in [lo, hi] (profile.py), and
+   every rule proposes a size: efficiency, pws, cap, load_adaptive and exploration. They are
+   all listed in the decision, for ``--explain``.
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
    error above max_fit_error) gets the fallback. Otherwise the configured strategy's candidate
@@ -31,6 +32,7 @@ from policies.config import DEFAULTS, PolicySettings
 from policies.decision import PARTITION_LIMIT, Candidate, Decision
 from policies.feasible import Allowed, allowed_sizes, pattern_feasible, snap
 from policies.inputs import ClusterState, ExplorationBudget, Request
+from policies.profile import RuntimeProfile
 from policies.rules import (
     cap_rule,
     efficiency_rule,
@@ -119,23 +121,24 @@ def decide(
     allowed = allowed_sizes(lo, hi, request.feasible, pattern)
 
     candidates: list[Candidate] = []
-    usable_curve: Curve | None = None
+    usable: RuntimeProfile | None = None
     if curve is None:
         winner = fallback_rule(request, lo, hi, missing, settings)
         candidates.append(winner)
         size, rule, reason = winner.nodes, winner.rule, winner.reason
     else:
-        efficiency = efficiency_rule(curve, lo, hi, settings)
-        pws = pws_rule(curve, lo, hi)
+        profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
+        efficiency = efficiency_rule(profile, settings)
+        pws = pws_rule(profile)
         cap = cap_rule(curve, lo, hi)
         load = load_adaptive_rule(efficiency, pws, cap, cluster, settings)
-        explore = exploration_rule(curve, lo, hi, allowed, budget, settings)
+        explore = exploration_rule(profile, allowed, budget, settings)
         candidates += [efficiency, pws, cap, load, explore.candidate]
         unusable = unusable_because(curve, settings)
         if explore.eligible:
             winner = explore.candidate
             size, rule, reason = winner.nodes, winner.rule, winner.reason
-            usable_curve = curve
+            usable = profile
         elif unusable:
             winner = fallback_rule(request, lo, hi, unusable, settings)
             candidates.append(winner)
@@ -143,14 +146,14 @@ def decide(
         else:
             by_rule = {c.rule: c for c in candidates}
             size, rule, reason = _strategy_choice(by_rule, settings)
-            usable_curve = curve
+            usable = profile
 
     if size is not None:
         size, notes = _constrained(size, allowed)
         reason += notes
         if size == hi < request.max_nodes and limit is not None:
             reason += f"; the partition allows at most {limit} nodes per job"
-    limit_for = time_limit(request, usable_curve, size, cluster, settings)
+    limit_for = time_limit(request, usable, size, cluster, settings)
     if limit_for.note:
         reason += f"; {limit_for.note}"
     return Decision(size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason)

@@ -41,7 +41,6 @@ fallback
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,11 +49,10 @@ from policies.config import PolicySettings
 from policies.decision import Candidate
 from policies.feasible import Allowed
 from policies.inputs import ClusterState, ExplorationBudget, Request
+from policies.profile import RuntimeProfile
 from predictor import Curve
 from predictor.downey import FloatArray
 
-#: Sizes evaluated per vectorised call of the curve (ranges longer than this take several).
-CHUNK = 8192
 #: Slack for comparisons of accumulated shares.
 _TOL = 1e-9
 
@@ -74,20 +72,7 @@ def number(value: float) -> str:
     return f"{value:.3g}" if abs(value) < 1e4 else f"{value:,.0f}"
 
 
-# --- evaluating the curve over the range -----------------------------------------------------
-
-
-def runtime_chunks(
-    curve: Curve, lo: int, hi: int, descending: bool = False
-) -> Iterator[tuple[FloatArray, FloatArray]]:
-    """(sizes, predicted runtimes) over [lo, hi], CHUNK sizes at a time.
-
-    One vectorised call covers any realistic range; the chunks bound memory for absurd ones.
-    """
-    starts = range(lo, hi + 1, CHUNK)
-    for start in reversed(starts) if descending else starts:
-        n = np.arange(start, min(start + CHUNK, hi + 1), dtype=float)
-        yield n, curve.runtime(n)
+# --- efficiency -----------------------------------------------------------------------------
 
 
 def efficiency_baseline(curve: Curve, settings: PolicySettings) -> str:
@@ -105,43 +90,44 @@ def _baseline_words(curve: Curve, baseline: str) -> str:
     return "relative to the model's estimate of the one-node runtime"
 
 
-def _work_unit(curve: Curve, baseline: str) -> float:
+def _work_unit(profile: RuntimeProfile, baseline: str) -> float:
     """The numerator of E(n) = work / (n·T(n)): T(1), or n0·T(n0) for the smallest size n0."""
     if baseline == "t1":
-        return curve.t1
-    n0 = curve.smallest_observed
-    return n0 * float(curve.runtime(np.array([float(n0)]))[0])
+        return profile.curve.t1
+    n0 = profile.curve.smallest_observed
+    return n0 * profile.at(n0)
 
 
-def largest_efficient(curve: Curve, baseline: str, lo: int, hi: int, threshold: float) -> int:
-    """The largest n in [lo, hi] with E(n) ≥ threshold, or lo - 1 when there is none.
+def efficiencies(profile: RuntimeProfile, baseline: str) -> FloatArray:
+    """E(n) at every size of the profile's range."""
+    out: FloatArray = _work_unit(profile, baseline) / (profile.sizes * profile.runtime)
+    return out
 
-    Every size is evaluated (from the top, stopping at the first chunk that has one), so
-    curves whose efficiency is not monotone (stepwise phases, other models) are handled too.
+
+def largest_efficient(profile: RuntimeProfile, baseline: str, threshold: float) -> int:
+    """The largest n in the range with E(n) ≥ threshold, or lo - 1 when there is none.
+
+    Every size is looked at, so curves whose efficiency is not monotone (stepwise phases,
+    other models) are handled too.
     """
-    work = _work_unit(curve, baseline)
-    for n, t in runtime_chunks(curve, lo, hi, descending=True):
-        ok = np.flatnonzero(work / (n * t) >= threshold)
-        if ok.size:
-            return int(n[ok[-1]])
-    return lo - 1
+    ok = np.flatnonzero(efficiencies(profile, baseline) >= threshold)
+    return profile.lo + int(ok[-1]) if ok.size else profile.lo - 1
 
 
-def efficiency_at(curve: Curve, baseline: str, n: int) -> float:
-    return _work_unit(curve, baseline) / (n * float(curve.runtime(np.array([float(n)]))[0]))
-
-
-def efficiency_rule(curve: Curve, lo: int, hi: int, settings: PolicySettings) -> Candidate:
+def efficiency_rule(profile: RuntimeProfile, settings: PolicySettings) -> Candidate:
+    curve, lo, hi = profile.curve, profile.lo, profile.hi
     baseline = efficiency_baseline(curve, settings)
     theta = settings.efficiency_threshold
     words = _baseline_words(curve, baseline)
-    n = largest_efficient(curve, baseline, lo, hi, theta)
+    n = largest_efficient(profile, baseline, theta)
+    at = max(n, lo)
+    there = percent(_work_unit(profile, baseline) / (at * profile.at(at)))
     if n < lo:
         return Candidate(
             "efficiency",
             lo,
             f"efficiency is below {percent(theta)} ({words}) already at {nodes(lo)}, the "
-            f"smallest size allowed ({percent(efficiency_at(curve, baseline, lo))} there)",
+            f"smallest size allowed ({there} there)",
         )
     where = "through" if n == hi else "up to"
     tail = ", the largest size allowed" if n == hi else ""
@@ -149,33 +135,30 @@ def efficiency_rule(curve: Curve, lo: int, hi: int, settings: PolicySettings) ->
         "efficiency",
         n,
         f"efficiency stays at or above {percent(theta)} ({words}) {where} {nodes(n)}{tail} "
-        f"({percent(efficiency_at(curve, baseline, n))} there)",
+        f"({there} there)",
     )
 
 
 # --- processor working set and cap ------------------------------------------------------------
 
 
-def best_working_set(curve: Curve, lo: int, hi: int) -> int:
-    """The smallest n in [lo, hi] maximising η(n) = S(n)²/n ∝ 1/(n·T(n)²).
+def best_working_set(profile: RuntimeProfile) -> int:
+    """The smallest n in the range maximising η(n) = S(n)²/n ∝ 1/(n·T(n)²).
 
     Ties within a relative 1e-12 go to the smallest n, as in predictor.downey.
     """
-    best = max(float(np.max(1.0 / (n * t * t))) for n, t in runtime_chunks(curve, lo, hi))
-    for n, t in runtime_chunks(curve, lo, hi):
-        tied = np.flatnonzero(1.0 / (n * t * t) >= best * (1.0 - 1e-12))
-        if tied.size:
-            return int(n[tied[0]])
-    return lo  # unreachable: the maximum is attained in some chunk
+    eta = 1.0 / (profile.sizes * profile.runtime * profile.runtime)
+    tied = np.flatnonzero(eta >= eta.max() * (1.0 - 1e-12))
+    return profile.lo + int(tied[0])
 
 
-def pws_rule(curve: Curve, lo: int, hi: int) -> Candidate:
-    p = best_working_set(curve, lo, hi)
-    g = curve.pws_n
+def pws_rule(profile: RuntimeProfile) -> Candidate:
+    p = best_working_set(profile)
+    g = profile.curve.pws_n
     if g == p:
         return Candidate("pws", p, f"S(n)²/n peaks at {nodes(p)} (the processor working set)")
-    if g < lo or g > hi:
-        side = "below the job's minimum" if g < lo else "above the largest size allowed"
+    if g < profile.lo or g > profile.hi:
+        side = "below the job's minimum" if g < profile.lo else "above the largest size allowed"
         return Candidate(
             "pws",
             p,
@@ -342,14 +325,13 @@ def _over_budget(
 
 
 def exploration_rule(
-    curve: Curve,
-    lo: int,
-    hi: int,
+    profile: RuntimeProfile,
     allowed: Allowed,
     budget: ExplorationBudget,
     settings: PolicySettings,
 ) -> Exploration:
     """The reliability judgment's suggested size, if eligible and within budget (module doc)."""
+    curve, lo, hi = profile.curve, profile.lo, profile.hi
     if curve.reliable:
         reason = "the curve is reliable, so there is nothing to explore"
         return Exploration(Candidate("exploration", None, reason), False)
@@ -357,7 +339,7 @@ def exploration_rule(
     if isinstance(found, str):
         return Exploration(Candidate("exploration", None, found), False)
     n, problem = found
-    node_hours = n * float(curve.runtime(np.array([n]))[0]) / 3600.0
+    node_hours = n * profile.at(n) / 3600.0
     refused = _over_budget(n, problem, node_hours, budget, settings)
     if refused:
         return Exploration(Candidate("exploration", None, refused), False)

@@ -24,12 +24,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from policies.config import PolicySettings
 from policies.inputs import ClusterState, Request
+from policies.profile import RuntimeProfile
 from policies.rules import number
-from predictor import Curve
 
 
 @dataclass(frozen=True)
@@ -49,12 +47,13 @@ def _ceil(minutes: float) -> int:
 
 def time_limit(
     request: Request,
-    curve: Curve | None,
+    profile: RuntimeProfile | None,
     chosen: int | None,
     cluster: ClusterState,
     settings: PolicySettings,
 ) -> TimeLimit:
-    """The time limit for `chosen` nodes (None: the job is left as submitted)."""
+    """The time limit for `chosen` nodes (None: the job is left as submitted); `profile` is the
+    usable curve's runtimes (it must hold the range's min and max), None without one."""
     user = request.time_limit_min
     if chosen is None:
         return TimeLimit(None, "the job is left as submitted, time limit included")
@@ -62,11 +61,11 @@ def time_limit(
         return TimeLimit(None, "the job gave no time limit, so the partition's default applies")
     if not settings.scale_time_limit:
         return TimeLimit(None, f"scale_time_limit is off, so the user's {user} min stand")
-    if curve is None:
+    if profile is None:
         return TimeLimit(None, f"without a usable curve the user's {user} min stand")
 
     ref = request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
-    t_chosen, t_ref = (float(t) for t in curve.runtime(np.array([chosen, ref])))
+    t_chosen, t_ref = profile.at(chosen), profile.at(ref)
     ratio = t_chosen / t_ref
     safety = settings.time_limit_safety_factor
     scaled = user * ratio * safety

@@ -12,6 +12,7 @@ import pytest
 import predictor
 from policies import DEFAULTS, Candidate, ClusterState, ExplorationBudget, Request
 from policies.feasible import Allowed
+from policies.profile import RuntimeProfile
 from policies.rules import (
     cap_rule,
     efficiency_rule,
@@ -45,7 +46,7 @@ def test_efficiency_vs_t1_matches_the_closed_form_on_the_first_piece() -> None:
     settings = replace(DEFAULTS, efficiency_threshold=theta)
     expected = math.floor(1 + 2 * A * (1 / theta - 1) / sigma)
     assert expected == 67 == brute_largest_efficient(A, sigma, 1, 200, theta)
-    c = efficiency_rule(curve, 1, 200, settings)
+    c = efficiency_rule(RuntimeProfile.of(curve, 1, 200), settings)
     assert c.nodes == 67
     e67 = speedup_table(67, A, sigma) / 67
     assert c.reason == (
@@ -62,7 +63,9 @@ def test_efficiency_vs_the_smallest_observed_size_matches_its_closed_form() -> N
     expected = math.floor(((f * n0 + 1 - f) / theta - (1 - f)) / f)
     assert expected == 145
     curve = make_curve(A, sigma, observed=(n0, 16, 64))
-    c = efficiency_rule(curve, 4, 256, replace(DEFAULTS, efficiency_threshold=theta))
+    c = efficiency_rule(
+        RuntimeProfile.of(curve, 4, 256), replace(DEFAULTS, efficiency_threshold=theta)
+    )
     assert c.nodes == expected
     assert "(relative to the smallest observed size, 4 nodes) up to 145 nodes" in c.reason
 
@@ -81,17 +84,21 @@ def test_efficiency_vs_t1_matches_brute_force(
     A: float, sigma: float, theta: float, lo: int, hi: int
 ) -> None:
     curve = make_curve(A, sigma, t1_known=True, observed=(1, 2, 4))
-    got = efficiency_rule(curve, lo, hi, replace(DEFAULTS, efficiency_threshold=theta)).nodes
+    got = efficiency_rule(
+        RuntimeProfile.of(curve, lo, hi), replace(DEFAULTS, efficiency_threshold=theta)
+    ).nodes
     expected = brute_largest_efficient(A, sigma, lo, hi, theta)
     assert got == max(expected, lo)
 
 
 def test_efficiency_baseline_can_be_forced() -> None:
     curve = make_curve(40.0, 0.5, observed=(8, 16, 32))
-    as_t1 = efficiency_rule(curve, 8, 128, replace(DEFAULTS, efficiency_baseline="t1"))
+    as_t1 = efficiency_rule(
+        RuntimeProfile.of(curve, 8, 128), replace(DEFAULTS, efficiency_baseline="t1")
+    )
     assert "relative to the model's estimate of the one-node runtime" in as_t1.reason
     assert as_t1.nodes == brute_largest_efficient(40.0, 0.5, 8, 128, 0.5)
-    auto = efficiency_rule(curve, 8, 128, DEFAULTS)
+    auto = efficiency_rule(RuntimeProfile.of(curve, 8, 128), DEFAULTS)
     assert "relative to the smallest observed size, 8 nodes" in auto.reason
     assert auto.nodes is not None
     assert as_t1.nodes is not None
@@ -100,14 +107,14 @@ def test_efficiency_baseline_can_be_forced() -> None:
 
 def test_efficiency_below_threshold_everywhere_and_above_everywhere() -> None:
     slow = make_curve(10.0, 1.0, t1_known=True, observed=(1, 2))
-    c = efficiency_rule(slow, 50, 60, DEFAULTS)
+    c = efficiency_rule(RuntimeProfile.of(slow, 50, 60), DEFAULTS)
     assert c.nodes == 50
     assert c.reason == (
         "efficiency is below 50% (relative to the measured one-node runtime) already at 50 "
         "nodes, the smallest size allowed (20% there)"
     )
     fast = make_curve(1000.0, 0.1, t1_known=True, observed=(1, 2))
-    c = efficiency_rule(fast, 4, 16, DEFAULTS)
+    c = efficiency_rule(RuntimeProfile.of(fast, 4, 16), DEFAULTS)
     assert c.nodes == 16
     assert " through 16 nodes, the largest size allowed (" in c.reason
 
@@ -117,9 +124,9 @@ def test_long_ranges_are_evaluated_in_chunks_like_every_size_at_once() -> None:
     lo, hi, theta = 1, 100_000, 0.6
     every = np.arange(lo, hi + 1)
     expected = int(every[curve.efficiency(every) >= theta].max())
-    assert largest_efficient(curve, "t1", lo, hi, theta) == expected
-    assert largest_efficient(curve, "t1", lo, hi, 1e-9) == hi
-    assert largest_efficient(curve, "t1", 50_000, hi, 0.9999) == 49_999
+    assert largest_efficient(RuntimeProfile.of(curve, lo, hi), "t1", theta) == expected
+    assert largest_efficient(RuntimeProfile.of(curve, lo, hi), "t1", 1e-9) == hi
+    assert largest_efficient(RuntimeProfile.of(curve, 50_000, hi), "t1", 0.9999) == 49_999
 
 
 # --- pws and cap ----------------------------------------------------------------------------
@@ -137,7 +144,7 @@ def brute_pws(A: float, sigma: float, lo: int, hi: int) -> int:
 )
 def test_pws_is_the_best_size_in_range(A: float, sigma: float, lo: int, hi: int) -> None:
     curve = make_curve(A, sigma)
-    c = pws_rule(curve, lo, hi)
+    c = pws_rule(RuntimeProfile.of(curve, lo, hi))
     assert c.nodes == brute_pws(A, sigma, lo, hi)
     p = curve.pws_n
     if lo <= p <= hi:
@@ -233,16 +240,17 @@ def test_load_adaptive_respects_the_cap_and_equal_sizes() -> None:
 # --- exploration ----------------------------------------------------------------------------
 
 SHAKY = make_curve(24.25, 0.82, t1=3600.0, diagnostics=unreliable("runner_up", 32))
+SHAKY_4_64 = RuntimeProfile.of(SHAKY, 4, 64)
 
 
-def node_hours(curve: object, n: int) -> float:
-    return n * float(SHAKY.runtime(n)) / 3600.0
+def node_hours(curve: predictor.Curve, n: int) -> float:
+    return n * float(curve.runtime(n)) / 3600.0
 
 
 def test_exploration_runs_the_suggested_size_within_budget() -> None:
     budget = ExplorationBudget(jobs_decided=9, node_hours_decided=1000.0)
     # 1 of 10 jobs ≤ 10%, and 32 nodes · T(32) is well under 10% of the node-hours.
-    got = exploration_rule(SHAKY, 4, 64, ANY, budget, DEFAULTS)
+    got = exploration_rule(SHAKY_4_64, ANY, budget, DEFAULTS)
     assert got.eligible
     assert got.candidate.nodes == 32
     assert got.candidate.reason == (
@@ -253,19 +261,17 @@ def test_exploration_runs_the_suggested_size_within_budget() -> None:
 
 
 def test_exploration_job_share_counts_this_job() -> None:
-    eight = exploration_rule(SHAKY, 4, 64, ANY, ExplorationBudget(8, 0, 1e6, 0.0), DEFAULTS)
+    eight = exploration_rule(SHAKY_4_64, ANY, ExplorationBudget(8, 0, 1e6, 0.0), DEFAULTS)
     assert not eight.eligible
     assert eight.candidate.nodes is None
     assert eight.candidate.reason == (
         "a run at 32 nodes is suggested (runner_up) but exploring would make 1 of 9 jobs, "
         "above the 10% budget"
     )
-    assert exploration_rule(SHAKY, 4, 64, ANY, ExplorationBudget(19, 1, 1e6, 0.0), DEFAULTS)
-    assert exploration_rule(
-        SHAKY, 4, 64, ANY, ExplorationBudget(19, 1, 1e6, 0.0), DEFAULTS
-    ).eligible
+    # 2 of 20 jobs is within 10%, 2 of 19 is not.
+    assert exploration_rule(SHAKY_4_64, ANY, ExplorationBudget(19, 1, 1e6, 0.0), DEFAULTS).eligible
     assert not exploration_rule(
-        SHAKY, 4, 64, ANY, ExplorationBudget(18, 1, 1e6, 0.0), DEFAULTS
+        SHAKY_4_64, ANY, ExplorationBudget(18, 1, 1e6, 0.0), DEFAULTS
     ).eligible
 
 
@@ -274,8 +280,8 @@ def test_exploration_node_hour_share_counts_this_job() -> None:
     # Allowed exactly when used + this ≤ 0.1·(total + this): total ≥ 9·this with nothing used.
     enough = ExplorationBudget(100, 0, 9 * this * 1.001, 0.0)
     short = ExplorationBudget(100, 0, 9 * this * 0.999, 0.0)
-    assert exploration_rule(SHAKY, 4, 64, ANY, enough, DEFAULTS).eligible
-    refused = exploration_rule(SHAKY, 4, 64, ANY, short, DEFAULTS)
+    assert exploration_rule(SHAKY_4_64, ANY, enough, DEFAULTS).eligible
+    refused = exploration_rule(SHAKY_4_64, ANY, short, DEFAULTS)
     assert not refused.eligible
     assert "node-hours, above the 10% budget" in refused.candidate.reason
 
@@ -303,9 +309,11 @@ def test_exploration_node_hour_share_counts_this_job() -> None:
     ],
 )
 def test_exploration_not_eligible(
-    curve: object, lo: int, hi: int, allowed: Allowed, words: str
+    curve: predictor.Curve, lo: int, hi: int, allowed: Allowed, words: str
 ) -> None:
-    got = exploration_rule(curve, lo, hi, allowed, ExplorationBudget(100, 0, 1e9, 0), DEFAULTS)  # type: ignore[arg-type]
+    got = exploration_rule(
+        RuntimeProfile.of(curve, lo, hi), allowed, ExplorationBudget(100, 0, 1e9, 0), DEFAULTS
+    )
     assert not got.eligible
     assert got.candidate.nodes is None
     assert words in got.candidate.reason
@@ -314,7 +322,7 @@ def test_exploration_not_eligible(
 @pytest.mark.parametrize("key", ["exploration_job_share", "exploration_node_hour_share"])
 def test_a_zero_share_turns_exploration_off(key: str) -> None:
     off = replace(DEFAULTS, **{key: 0.0})  # type: ignore[arg-type]
-    got = exploration_rule(SHAKY, 4, 64, ANY, ExplorationBudget(100, 0, 1e9, 0), off)
+    got = exploration_rule(SHAKY_4_64, ANY, ExplorationBudget(100, 0, 1e9, 0), off)
     assert not got.eligible
     assert got.candidate.reason.endswith("but exploration is off")
 
@@ -351,8 +359,14 @@ def test_efficiency_and_pws_handle_a_stepwise_curve() -> None:
         t = curve.runtime(sizes)
         e = 4 * float(curve.runtime(4)) / (sizes * t)
         expected = int(sizes[e >= 0.85].max()) if (e >= 0.85).any() else lo
-        assert efficiency_rule(curve, lo, hi, settings).nodes == expected, (lo, hi)
+        assert efficiency_rule(RuntimeProfile.of(curve, lo, hi), settings).nodes == expected, (
+            lo,
+            hi,
+        )
         eta = 1.0 / (sizes * t * t)
-        assert pws_rule(curve, lo, hi).nodes == int(sizes[np.argmax(eta)]), (lo, hi)
-    assert efficiency_rule(curve, 4, 24, settings).nodes == 24
-    assert efficiency_rule(curve, 4, 20, settings).nodes == 8
+        assert pws_rule(RuntimeProfile.of(curve, lo, hi)).nodes == int(sizes[np.argmax(eta)]), (
+            lo,
+            hi,
+        )
+    assert efficiency_rule(RuntimeProfile.of(curve, 4, 24), settings).nodes == 24
+    assert efficiency_rule(RuntimeProfile.of(curve, 4, 20), settings).nodes == 8
