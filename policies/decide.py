@@ -4,8 +4,9 @@ a time limit and the reason.
 The flow (rules.py states each rule and its literature):
 
 1. The range. [lo, hi] is the user's range cut to the partition's limit (MaxNodes and the
-   partition's size). If even the user's minimum exceeds that limit the job is left as
-   submitted (rule "partition_limit"): adaptalloc never goes below what the user asked for.
+   partition's size; at most MAX_NODES = 2^20 in any case). If even the user's minimum
+   exceeds that limit the job is left as submitted (rule "partition_limit"): adaptalloc never
+   goes below what the user asked for.
 2. Feasible sizes (feasible.py): the user's tag and the curve's "optimized_sizes" pattern,
    within [lo, hi].
 3. No curve: the fallback (leave as submitted, or the range's min or max).
@@ -47,6 +48,9 @@ from policies.time_limit import time_limit
 from predictor import Curve
 
 NO_BUDGET = ExplorationBudget()
+#: The most nodes adaptalloc ever considers (2^20). No cluster has more; without a partition
+#: limit it keeps a mistyped range from making a decision evaluate the curve at 10^9 sizes.
+MAX_NODES = 1 << 20
 
 
 def unusable_because(curve: Curve, settings: PolicySettings) -> str:
@@ -116,7 +120,15 @@ def decide(
             f"the job asks for at least {nodes(lo)} but the partition allows at most "
             f"{limit} per job, so it is left as submitted",
         )
-    hi = request.max_nodes if limit is None else min(request.max_nodes, limit)
+    if lo > MAX_NODES:
+        return Decision(
+            None,
+            None,
+            PARTITION_LIMIT,
+            f"the job asks for at least {nodes(lo)}, more than the {MAX_NODES:,} adaptalloc "
+            "considers, so it is left as submitted",
+        )
+    hi = min(request.max_nodes, MAX_NODES if limit is None else limit)
     pattern = pattern_feasible(curve.diagnostics.patterns) if curve is not None else None
     allowed = allowed_sizes(lo, hi, request.feasible, pattern)
 
@@ -151,8 +163,13 @@ def decide(
     if size is not None:
         size, notes = _constrained(size, allowed)
         reason += notes
-        if size == hi < request.max_nodes and limit is not None:
-            reason += f"; the partition allows at most {limit} nodes per job"
+        if size == hi < request.max_nodes:
+            most = (
+                f"the partition allows at most {limit}"
+                if limit is not None
+                else (f"adaptalloc considers at most {MAX_NODES:,}")
+            )
+            reason += f"; {most} nodes per job"
     limit_for = time_limit(request, usable, size, cluster, settings)
     if limit_for.note:
         reason += f"; {limit_for.note}"

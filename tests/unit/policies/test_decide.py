@@ -19,6 +19,7 @@ from policies import (
     Request,
     decide,
 )
+from policies.decide import MAX_NODES
 
 from .curves import LU_CSV_NAME, make_curve, optimized_for, unreliable
 
@@ -172,3 +173,12 @@ def test_to_dict_is_the_cli_contract() -> None:
         "candidates",
     ]
     assert [c["rule"] for c in explained["candidates"]] == list(RULES[:-1])
+
+
+def test_an_absurd_range_without_a_partition_limit_is_cut_to_max_nodes() -> None:
+    curve = make_curve(1e7, 0.0, t1=1e9, observed=(1024, 4096))  # still speeding up at 2^20
+    d = decide(Request(1024, 10**9), curve, ClusterState(), replace(DEFAULTS, strategy="pws"))
+    assert d.nodes == MAX_NODES
+    assert d.reason.endswith("; adaptalloc considers at most 1,048,576 nodes per job")
+    huge = decide(Request(MAX_NODES + 1, 10**9), curve, ClusterState())
+    assert (huge.nodes, huge.rule) == (None, "partition_limit")
