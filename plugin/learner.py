@@ -42,6 +42,7 @@ __all__ = [
     "PollResult",
     "RefitOutcome",
     "UnsettledJobError",
+    "curve_from_fit",
     "refit_app",
 ]
 
@@ -236,9 +237,18 @@ class RefitOutcome:
         return out
 
 
-def _curve_from(fit: predictor.Fit) -> predictor.Curve:
-    """The stored curve of a fit (with the predictor's diagnostics, carried by the fit)."""
-    return predictor.Curve.from_fit(fit)
+def curve_from_fit(fit: predictor.Fit) -> predictor.Curve:
+    """What the store keeps for a fit, as predictor/__init__.py prescribes: the fit with its
+    diagnostics and, for ADEPT fits, the model predictor.choose_model picks (ADEPT or a
+    clearly better one; a few hundred ms, which is why refits run off the decision path)."""
+    if fit.method != "adept":
+        return predictor.Curve.from_fit(fit)
+    try:
+        choice = predictor.choose_model(fit.observations)
+    except ValueError as exc:  # too little data to compare models: the ADEPT curve stands
+        log.debug("model_choice_skipped", reason=printable(str(exc)))
+        return predictor.Curve.from_fit(fit)
+    return predictor.Curve.from_fit(fit, choice=choice)
 
 
 def refit_app(
@@ -268,7 +278,7 @@ def refit_app(
             note = printable(str(exc))
         else:
             if result.status == "ok":
-                curve = _curve_from(result)
+                curve = curve_from_fit(result)
             else:
                 note = f"fit failed: {printable(result.message)}"
     saved = store.save_curve(
