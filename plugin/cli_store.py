@@ -175,7 +175,7 @@ def _status_cell(record: CurveRecord | None) -> str:
 
 def _short_note(note: str) -> str:
     if "two or more distinct sizes" in note:
-        return "runs at one size"
+        return "1 size only"
     return printable(note)[:40]
 
 
@@ -226,30 +226,23 @@ def apps(config_path: str | None, redis_url: str | None, output_format: str) -> 
 
 
 def _render_apps(found: list[AppSummary], console: Console) -> None:
+    """One row per app; A, σ and versions are in ``adaptalloc app KEY`` and the JSON."""
     if not found:
         console.print("The store knows no apps yet (adaptalloc learn, adaptalloc import).")
         return
     table = Table(box=box.SIMPLE_HEAD)
-    for column in ("app", "runs", "last run", "A", "σ", "useful/pws", "curve", "v"):
-        right = column in ("runs", "A", "σ", "useful/pws", "v")
-        table.add_column(
-            column,
-            justify="right" if right else "left",
-            no_wrap=column != "curve",
-            overflow="ellipsis" if column != "curve" else "fold",
-        )
+    table.add_column("app", no_wrap=True, overflow="ellipsis", max_width=24)
+    table.add_column("runs", justify="right", no_wrap=True)
+    table.add_column("last run", no_wrap=True)
+    table.add_column("useful/pws", justify="right", no_wrap=True)
+    table.add_column("curve", min_width=20, overflow="fold")
     for s in found:
-        record = s.curve
-        curve = record.curve if record is not None else None
         table.add_row(
             str(s.app),
             f"{s.observations:,}",
             _stamp(s.last_run, short=True),
-            "—" if curve is None else format_number(curve.A),
-            "—" if curve is None else format_number(curve.sigma),
-            _sizes_cell(record),
-            _status_cell(record) + (", refit due" if s.dirty else ""),
-            "—" if record is None else str(record.version),
+            _sizes_cell(s.curve),
+            _status_cell(s.curve) + (", refit due" if s.dirty else ""),
         )
     console.print(table)
     sys.stdout.flush()
