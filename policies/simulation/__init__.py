@@ -1,0 +1,50 @@
+"""The what-if simulator: replay a workload trace under the allocation policies, compare them.
+
+Pure decision code, like the rest of policies/: no I/O, no logging. The plugin reads the trace
+(plugin/swf.py) and prints the comparison (plugin/cli_simulate.py).
+
+    from policies.simulation import Experiment, Setup, POLICIES
+    experiment = Experiment(jobs, Setup(machine=128, seed=1))
+    results = {name: experiment.run(name) for name in POLICIES}
+
+The modules, in the order a job meets them:
+
+workload.py     trace jobs, and each job's speedup curve (Downey's workload model or stored)
+moldable.py     the rule that makes a rigid job moldable, [⌈low·r⌉, ⌊high·r⌋]
+sizing.py       the allocation each policy asks for: rigid, greedy
+adaptive.py     the adaptive policy: `policies.decide` at submit, as the daemon runs it
+engine.py       the event-driven scheduler: FCFS + EASY backfilling, kills at the time limit
+backfill.py     EASY's reservation and the backfill rule (Lifka 1995; Mu'alem & Feitelson 2001)
+metrics.py      response, wait, bounded slowdown, utilization, makespan, node-hours
+experiment.py   one trace under every policy with the same curves
+"""
+
+from policies.simulation.backfill import Reservation
+from policies.simulation.engine import Schedule, simulate
+from policies.simulation.experiment import POLICIES, Experiment, PolicyResult, Setup, compare
+from policies.simulation.metrics import SLOWDOWN_BOUND_S, Metrics, summarize, usage_over_time
+from policies.simulation.moldable import MoldableRule
+from policies.simulation.sizing import Allocation, ClusterView, Sizer
+from policies.simulation.workload import JobCurves, TraceJob, draw_downey
+
+__all__ = [
+    "POLICIES",
+    "SLOWDOWN_BOUND_S",
+    "Allocation",
+    "ClusterView",
+    "Experiment",
+    "JobCurves",
+    "Metrics",
+    "MoldableRule",
+    "PolicyResult",
+    "Reservation",
+    "Schedule",
+    "Setup",
+    "Sizer",
+    "TraceJob",
+    "compare",
+    "draw_downey",
+    "simulate",
+    "summarize",
+    "usage_over_time",
+]

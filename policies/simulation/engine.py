@@ -1,0 +1,236 @@
+"""The event-driven scheduler: one partition of `machine` nodes, FCFS with EASY backfilling.
+
+Events are submits (the trace, in submit order) and finishes (a heap by end time). At each
+event time every finish is processed first (its nodes come back), then every submit (the
+job's sizing policy fixes its allocation, sizing.py, seeing the cluster as it is then), and
+then one scheduling pass:
+
+1. FCFS: while the first waiting job fits in the free nodes it starts. Waiting jobs are kept in
+   submit order (ties in trace order); no job passes the first one except by step 2.
+2. EASY backfilling (backfill.py), unless disabled: the first waiting job gets a reservation
+   from the running jobs' time limits; every later waiting job, in order, starts now if it fits
+   in what it may take without delaying that reservation.
+
+A job with a node range (greedy, or an adaptive job left as submitted) takes at start as many
+nodes as are free, up to its maximum, or as backfilling allows; it waits while fewer than its
+minimum are. Nodes are counted, not placed: one partition with no topology.
+
+A job started on n nodes runs T(n) (workload.JobCurves.runtime); one still running at its time
+limit is killed then, as a real scheduler does: it ends at start + limit and counts as killed.
+Node counts never exceed the machine (the tests check it over the whole schedule).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import islice
+
+import numpy as np
+
+from policies.simulation.backfill import Reservation, backfill_cap, shadow
+from policies.simulation.sizing import ClusterView, Sizer
+from policies.simulation.workload import TraceJob
+from predictor.downey import BoolArray, FloatArray, IntArray
+
+#: Runtime of job `job` on `n` nodes, in seconds.
+RuntimeModel = Callable[[int, int], float]
+#: Told the number of finished jobs now and then (a progress bar); must not raise.
+Progress = Callable[[int], None]
+#: Finished jobs between two progress calls.
+PROGRESS_EVERY = 500
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """What happened to every job, in the order of the jobs given (times in seconds).
+
+    nodes: the size it ran on; limit: its time limit; killed: it hit its limit; rule: why it
+    got its allocation (adaptive) or "". reservations: every EASY reservation, in order, when
+    recorded (`simulate(record_reservations=True)`).
+    """
+
+    machine: int
+    submit: FloatArray
+    start: FloatArray
+    end: FloatArray
+    nodes: IntArray
+    limit: FloatArray
+    killed: BoolArray
+    rule: tuple[str, ...]
+    reservations: tuple[Reservation, ...] = ()
+
+    @property
+    def runtime(self) -> FloatArray:
+        out: FloatArray = self.end - self.start
+        return out
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+
+def simulate(
+    jobs: Sequence[TraceJob],
+    machine: int,
+    sizer: Sizer,
+    runtime: RuntimeModel,
+    backfill: bool = True,
+    record_reservations: bool = False,
+    progress: Progress | None = None,
+) -> Schedule:
+    """Run the trace through the scheduler (module doc) and return the schedule."""
+    if machine < 1:
+        raise ValueError(f"machine must have at least 1 node, got {machine}")
+    state = _Scheduler(jobs, machine, sizer, runtime, backfill, record_reservations)
+    state.run(progress)
+    return state.schedule()
+
+
+class _Scheduler:
+    """The simulation's state; `run` is the event loop, each step a method."""
+
+    def __init__(
+        self,
+        jobs: Sequence[TraceJob],
+        machine: int,
+        sizer: Sizer,
+        runtime: RuntimeModel,
+        backfill: bool,
+        record_reservations: bool,
+    ) -> None:
+        count = len(jobs)
+        self.jobs, self.machine, self.sizer, self.runtime = jobs, machine, sizer, runtime
+        self.backfill, self.record = backfill, record_reservations
+        self.submit = [float(j.submit) for j in jobs]
+        self.order = sorted(range(count), key=self.submit.__getitem__)
+        self.start = [math.nan] * count
+        self.end = [math.nan] * count
+        self.nodes = [0] * count
+        self.limit = [0.0] * count
+        self.killed = [False] * count
+        self.rule = [""] * count
+        self.lo = [0] * count
+        self.hi = [0] * count
+        self.finishes: list[tuple[float, int]] = []  # heap of (end, job)
+        self.running: dict[int, tuple[float, int]] = {}  # job -> (end by its limit, nodes)
+        self.queue: list[int] = []  # waiting jobs in submit order
+        self.reservations: list[Reservation] = []
+        self.free = machine
+        self.pending = 0  # nodes the waiting jobs want, each at its minimum
+        self.submitted = 0
+
+    def run(self, progress: Progress | None) -> None:
+        """The event loop: finishes, then submits, then one scheduling pass per event time."""
+        count, finished = len(self.jobs), 0
+        while self.submitted < count or self.finishes:
+            now = self.submit[self.order[self.submitted]] if self.submitted < count else math.inf
+            if self.finishes and self.finishes[0][0] < now:
+                now = self.finishes[0][0]
+            for _ in range(self._finish(now)):
+                finished += 1
+                if progress is not None and finished % PROGRESS_EVERY == 0:
+                    progress(finished)
+            self._arrive(now)
+            self._fcfs(now)
+            if self.backfill and len(self.queue) > 1 and self.free > 0:
+                self._easy(now)
+        if self.queue:  # unreachable: a waiting head always has running jobs to wait for
+            raise RuntimeError(f"{len(self.queue)} jobs never started")
+        if progress is not None:
+            progress(finished)
+
+    def _finish(self, now: float) -> int:
+        """Give back the nodes of every job ending at `now`; return how many ended."""
+        ended = 0
+        while self.finishes and self.finishes[0][0] <= now:
+            _, job = heapq.heappop(self.finishes)
+            self.free += self.nodes[job]
+            del self.running[job]
+            ended += 1
+        return ended
+
+    def _arrive(self, now: float) -> None:
+        """Size every job submitted at `now` (its policy sees the cluster now) and queue it."""
+        count = len(self.jobs)
+        while self.submitted < count and self.submit[self.order[self.submitted]] <= now:
+            job = self.order[self.submitted]
+            self.submitted += 1
+            alloc = self.sizer.allocate(
+                job, ClusterView(now, self.free, self.pending, self.machine)
+            )
+            if not 1 <= alloc.min_nodes <= alloc.max_nodes <= self.machine:
+                raise ValueError(
+                    f"job {self.jobs[job].job_id}: {self.sizer.name} asked for "
+                    f"{alloc.min_nodes}-{alloc.max_nodes} nodes on a machine of {self.machine}"
+                )
+            if not (math.isfinite(alloc.limit) and alloc.limit > 0.0):
+                raise ValueError(f"job {self.jobs[job].job_id}: time limit {alloc.limit}")
+            self.lo[job], self.hi[job] = alloc.min_nodes, alloc.max_nodes
+            self.limit[job], self.rule[job] = alloc.limit, alloc.rule
+            self.queue.append(job)
+            self.pending += alloc.min_nodes
+
+    def _fcfs(self, now: float) -> None:
+        """Start the first waiting jobs while they fit, each on up to all free nodes."""
+        queue, head = self.queue, 0
+        while head < len(queue) and self.lo[queue[head]] <= self.free:
+            job = queue[head]
+            self._start(job, min(self.hi[job], self.free), now)
+            head += 1
+        if head:
+            del queue[:head]
+
+    def _easy(self, now: float) -> None:
+        """EASY: reserve for the first waiting job; start later ones that cannot delay it."""
+        lo, hi, limit = self.lo, self.hi, self.limit
+        first = self.queue[0]
+        reserved = shadow(now, self.free, lo[first], self.running.values())
+        if self.record:
+            self.reservations.append(Reservation(now, first, reserved[0], reserved[1]))
+        started = False
+        for job in islice(self.queue, 1, None):
+            if lo[job] > self.free:
+                continue
+            cap = backfill_cap(now, limit[job], self.free, reserved)
+            if lo[job] > cap:
+                continue
+            size = min(hi[job], cap)
+            self._start(job, size, now)
+            started = True
+            if now + limit[job] > reserved[0]:
+                reserved = (reserved[0], reserved[1] - size)
+            if self.free == 0:
+                break
+        if started:
+            self.queue = [job for job in self.queue if math.isnan(self.start[job])]
+
+    def _start(self, job: int, size: int, now: float) -> None:
+        """Run `job` on `size` nodes from `now`: ends after T(size) or is killed at its limit."""
+        actual = self.runtime(job, size)
+        if not (math.isfinite(actual) and actual > 0.0):
+            raise ValueError(f"job {self.jobs[job].job_id}: runtime on {size} nodes is {actual}")
+        limit = self.limit[job]
+        cut = actual > limit
+        self.killed[job] = cut
+        self.start[job] = now
+        self.end[job] = now + (limit if cut else actual)
+        self.nodes[job] = size
+        self.free -= size
+        self.pending -= self.lo[job]
+        self.running[job] = (now + limit, size)
+        heapq.heappush(self.finishes, (self.end[job], job))
+
+    def schedule(self) -> Schedule:
+        return Schedule(
+            machine=self.machine,
+            submit=np.asarray(self.submit, dtype=float),
+            start=np.asarray(self.start, dtype=float),
+            end=np.asarray(self.end, dtype=float),
+            nodes=np.asarray(self.nodes, dtype=np.int64),
+            limit=np.asarray(self.limit, dtype=float),
+            killed=np.asarray(self.killed, dtype=bool),
+            rule=tuple(self.rule),
+            reservations=tuple(self.reservations),
+        )

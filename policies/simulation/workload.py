@@ -1,0 +1,222 @@
+"""The jobs of a trace and the speedup curve each one gets.
+
+A trace job (`TraceJob`) is what a workload log records: when it was submitted, how many
+nodes it asked for, how long it ran there and its time limit. The simulator makes the job
+moldable (moldable.py), so it needs the job's runtime at *other* sizes too. That comes from a
+speedup curve, one per job:
+
+* Downey's workload model (Downey 1997, the thesis' chapter 3.2): the average parallelism A is
+  log-uniform on [1, max_parallelism] and the variance parameter σ uniform on [0, 2]. The
+  draws come from one seeded `numpy.random.Generator`, one row (u_A, u_σ) per job in trace
+  order, so a seed always gives the same curves, and the first N jobs get the same curves
+  whether or not the rest of the trace is simulated.
+* Or a stored curve (the learner's, read from the store by the plugin) for jobs whose
+  application has one; the rest keep the workload model's curve.
+
+Either way the trace fixes the job's work: its runtime at its requested size r is the trace's
+run time T_r, and at n nodes
+
+    T(n) = T_r · τ(n) / τ(r)
+
+with τ the curve's relative runtime (`predictor.downey.relative_runtime`, or a stored curve's
+runtime, whose scale cancels).
+
+The adaptive policy reads a `predictor.Curve` of the same job, as the daemon reads the store.
+For a workload-model job it is the exact model, built the way `Curve.from_fit` would build an
+identified fit, observed at the moldable range's ends and the requested size (where the job's
+past runs would have been); T(1) counts as known only when 1 is among them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from predictor import Curve
+from predictor.downey import (
+    FloatArray,
+    max_useful_size,
+    processor_working_set,
+    relative_runtime,
+)
+
+#: Downey's workload model: σ is uniform on [0, SIGMA_MAX].
+SIGMA_MAX = 2.0
+#: The `method` of the curves the workload model gives the adaptive policy.
+MODEL_METHOD = "downey-workload"
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a workload trace (times in seconds).
+
+    job_id: the trace's job number. submit: submit time. runtime: run time at the requested
+    size, > 0. nodes: the requested size, ≥ 1. limit: the time limit (the trace's requested
+    time, or its run time when the trace has none), > 0. executable: the trace's application
+    number (SWF field 14), None when missing; it names the job's app in the store.
+    """
+
+    job_id: int
+    submit: float
+    runtime: float
+    nodes: int
+    limit: float
+    executable: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.submit) and self.submit >= 0.0):
+            raise ValueError(f"job {self.job_id}: submit must be finite and ≥ 0, got {self.submit}")
+        if not (math.isfinite(self.runtime) and self.runtime > 0.0):
+            raise ValueError(f"job {self.job_id}: runtime must be finite and > 0")
+        if not (math.isfinite(self.limit) and self.limit > 0.0):
+            raise ValueError(f"job {self.job_id}: limit must be finite and > 0")
+        if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
+            raise ValueError(f"job {self.job_id}: nodes must be a whole number ≥ 1")
+
+
+@dataclass(frozen=True, eq=False)
+class DowneyDraws:
+    """Each job's (A, σ) from Downey's workload model; arrays of the jobs' length."""
+
+    A: FloatArray
+    sigma: FloatArray
+
+
+def draw_downey(count: int, max_parallelism: float, seed: int) -> DowneyDraws:
+    """A ~ log-uniform on [1, max_parallelism], σ ~ uniform on [0, 2], one row per job.
+
+    Row i depends only on the seed and i: A_i = exp(u_i0 · ln max_parallelism),
+    σ_i = 2 u_i1 with (u_i0, u_i1) the i-th row of `Generator(seed).random((count, 2))`.
+    """
+    if count < 0:
+        raise ValueError(f"count must be ≥ 0, got {count}")
+    if not (math.isfinite(max_parallelism) and max_parallelism >= 1.0):
+        raise ValueError(f"max_parallelism must be finite and ≥ 1, got {max_parallelism}")
+    u = np.random.default_rng(seed).random((count, 2))
+    return DowneyDraws(
+        A=np.exp(u[:, 0] * math.log(max_parallelism)),
+        sigma=SIGMA_MAX * u[:, 1],
+    )
+
+
+def useful_sizes(A: FloatArray, sigma: FloatArray) -> tuple[list[int], list[int]]:
+    """(max_useful_n, pws_n) per instance, as `Curve.from_fit` sets them: ⌈2A-1⌉ or ⌈A+Aσ-σ⌉,
+    and the processor working set. One vectorised call for all jobs."""
+    useful = np.ceil(max_useful_size(A, sigma) - 1e-9).astype(np.int64)
+    pws = processor_working_set(A, sigma)
+    return [int(m) for m in useful], [int(p) for p in pws]
+
+
+def model_curve(
+    A: float,
+    sigma: float,
+    t1: float,
+    observed: Sequence[int],
+    sizes: tuple[int, int] | None = None,
+) -> Curve:
+    """The exact Downey curve (A, σ, T(1)) as an identified fit observed at `observed`.
+
+    `sizes` is (max_useful_n, pws_n) when already computed (`useful_sizes`).
+    """
+    if sizes is None:
+        (useful,), (pws,) = useful_sizes(np.array([A]), np.array([sigma]))
+    else:
+        useful, pws = sizes
+    seen = tuple(sorted(set(observed)))
+    return Curve(
+        A=A,
+        sigma=sigma,
+        t1=t1,
+        t1_known=seen[0] == 1,
+        identified=True,
+        method=MODEL_METHOD,
+        fit_error=0.0,
+        max_useful_n=useful,
+        pws_n=pws,
+        observed_n=seen,
+        runs=len(seen),
+    )
+
+
+class JobCurves:
+    """Every job's true runtime at any size, and the curve the adaptive policy reads.
+
+    `stored` maps a job's executable number to a stored curve; jobs without one (or without
+    an executable) use the workload model's draw.
+    """
+
+    def __init__(
+        self,
+        jobs: Sequence[TraceJob],
+        draws: DowneyDraws,
+        stored: Mapping[int, Curve] | None = None,
+    ) -> None:
+        if len(draws.A) != len(jobs) or len(draws.sigma) != len(jobs):
+            raise ValueError(f"draws for {len(draws.A)} jobs, but {len(jobs)} jobs")
+        self.jobs = jobs
+        self.A = [float(a) for a in draws.A]
+        self.sigma = [float(s) for s in draws.sigma]
+        self._useful, self._pws = useful_sizes(draws.A, draws.sigma)
+        # T(1) = T_r/τ(r), for all jobs at once.
+        tau = relative_runtime(np.array([float(j.nodes) for j in jobs]), draws.A, draws.sigma)
+        self._t1 = [j.runtime / float(t) for j, t in zip(jobs, tau, strict=True)]
+        stored = stored or {}
+        self.stored: list[Curve | None] = [
+            stored.get(j.executable) if j.executable is not None else None for j in jobs
+        ]
+
+    def from_store(self, job: int) -> bool:
+        return self.stored[job] is not None
+
+    def _relative(self, job: int, sizes: list[float]) -> FloatArray:
+        """τ at `sizes`, in the stored curve's or the model's scale."""
+        curve = self.stored[job]
+        if curve is not None:
+            return curve.runtime(np.asarray(sizes))
+        return relative_runtime(np.asarray(sizes), self.A[job], self.sigma[job])
+
+    def runtime(self, job: int, n: int) -> float:
+        """T(n) = T_r · τ(n)/τ(r); exactly the trace's run time at the requested size r."""
+        j = self.jobs[job]
+        if n == j.nodes:
+            return j.runtime
+        tau = self._relative(job, [float(n), float(j.nodes)])
+        return j.runtime * float(tau[0] / tau[1])
+
+    def scale(self, job: int, n: int, to: int) -> float:
+        """τ(to)/τ(n): how a time at n nodes scales to `to` nodes on this job's curve."""
+        if n == to:
+            return 1.0
+        tau = self._relative(job, [float(to), float(n)])
+        return float(tau[0] / tau[1])
+
+    def scales(self, n: Sequence[int], to: Sequence[int]) -> FloatArray:
+        """τ(to_i)/τ(n_i) for every job i at once (one vectorised call for the model's jobs)."""
+        nv = np.asarray(n, dtype=float)
+        tv = np.asarray(to, dtype=float)
+        if len(nv) != len(self.jobs) or len(tv) != len(self.jobs):
+            raise ValueError("scales needs one size and one target per job")
+        A, sigma = np.asarray(self.A), np.asarray(self.sigma)
+        out: FloatArray = relative_runtime(tv, A, sigma) / relative_runtime(nv, A, sigma)
+        for job, curve in enumerate(self.stored):
+            if curve is not None:
+                out[job] = self.scale(job, int(nv[job]), int(tv[job]))
+        out[nv == tv] = 1.0
+        return out
+
+    def policy_curve(self, job: int, observed: Sequence[int]) -> Curve:
+        """The curve the adaptive policy decides with: the stored one, else the exact model
+        with T(1) in seconds (T(1) = T_r/τ(r)), observed at `observed`."""
+        curve = self.stored[job]
+        if curve is not None:
+            return curve
+        return model_curve(
+            self.A[job],
+            self.sigma[job],
+            self._t1[job],
+            observed,
+            (self._useful[job], self._pws[job]),
+        )

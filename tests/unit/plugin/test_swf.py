@@ -1,0 +1,162 @@
+"""plugin.swf: real traces, and every kind of bad input counted and skipped, never a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plugin.swf import SKIP_REASONS, SwfError, SwfTrace, parse_swf, read_swf, skipped_summary
+
+SWF_DIR = Path(__file__).resolve().parents[2] / "data" / "swf"
+HEADER = "; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 64\n"
+
+
+def job_line(
+    job: int = 1,
+    submit: float = 0,
+    runtime: float = 100,
+    allocated: int = 4,
+    requested: int = -1,
+    requested_time: float = -1,
+    executable: int = -1,
+) -> str:
+    fields = [job, submit, -1, runtime, allocated, -1, -1, requested, requested_time]
+    fields += [-1, 1, 1, 1, executable, -1, -1, -1, -1]
+    return " ".join(str(f) for f in fields)
+
+
+def parse(text: str) -> SwfTrace:
+    return parse_swf(text.splitlines(), "test.swf")
+
+
+def test_the_nasa_trace() -> None:
+    t = read_swf(SWF_DIR / "NASA-iPSC-1993-3.1-cln.swf")
+    assert (t.machine, t.machine_from) == (128, "MaxNodes")
+    assert t.lines == 18_239
+    assert dict(t.skipped) == {"no run time": 173}
+    assert len(t.jobs) == 18_239 - 173
+    assert t.limits_from_runtime == len(t.jobs)
+    first = t.jobs[0]
+    assert (first.job_id, first.submit, first.runtime, first.nodes) == (1, 0.0, 1451.0, 128)
+    assert first.limit == first.runtime
+    assert t.header["Computer"] == "Intel iPSC/860"
+    assert t.jobs[5].executable == 2
+
+
+def test_the_lublin_trace() -> None:
+    t = read_swf(SWF_DIR / "lublin_256.swf")
+    assert (t.machine, t.machine_from) == (256, "MaxNodes")
+    assert len(t.jobs) == 10_000
+    assert t.skipped_total == 0
+    assert max(j.nodes for j in t.jobs) <= 256
+
+
+def test_requested_values_win_over_allocated_and_runtime() -> None:
+    t = parse(HEADER + job_line(requested=8, allocated=4, requested_time=300, executable=5))
+    (j,) = t.jobs
+    assert (j.nodes, j.limit, j.runtime, j.executable) == (8, 300.0, 100.0, 5)
+    assert t.limits_from_runtime == 0
+
+
+def test_the_machine_comes_from_maxnodes_then_maxprocs_then_the_jobs() -> None:
+    body = job_line(allocated=4) + "\n" + job_line(job=2, allocated=12) + "\n"
+    assert parse("; MaxProcs: 64\n" + body).machine == 64
+    t = parse(body)
+    assert (t.machine, t.machine_from) == (12, "largest job")
+    t = parse("; MaxNodes: -1\n; MaxProcs: 32\n" + body)
+    assert (t.machine, t.machine_from) == (32, "MaxProcs")
+
+
+def test_malformed_lines_are_counted_and_skipped() -> None:
+    lines = [
+        HEADER,
+        job_line(job=1),
+        "1 2 3",  # wrong number of fields
+        job_line(job=2) + " 99",  # 19 fields
+        job_line(job=3).replace("100", "abc", 1),  # not a number
+        job_line(job=4).replace("100", "nan", 1),  # not a number
+        job_line(job=5).replace("100", "inf", 1),  # not a number
+        job_line(job=6, runtime=-1),  # no run time
+        job_line(job=7, runtime=0),  # no run time
+        job_line(job=8, allocated=-1),  # no size
+        job_line(job=9, allocated=0, requested=-1),  # no size
+        job_line(job=10, submit=-1),  # no submit time
+        job_line(job=11, allocated=40),  # larger than the 16-node machine
+        job_line(job=12, allocated=2),
+        "",
+        "   ",
+        "; a comment without a key",
+    ]
+    t = parse("\n".join(lines))
+    assert [j.job_id for j in t.jobs] == [1, 12]
+    assert dict(t.skipped) == {
+        "wrong number of fields": 2,
+        "not a number": 3,
+        "no submit time": 1,
+        "no run time": 2,
+        "no size": 2,
+        "larger than the machine": 1,
+    }
+    assert t.lines == 13
+    assert skipped_summary(t.skipped) == (
+        "2 wrong number of fields, 3 not a number, 1 no submit time, 2 no run time, "
+        "2 no size, 1 larger than the machine"
+    )
+
+
+def test_an_empty_file_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.swf"
+    path.write_bytes(b"")
+    with pytest.raises(SwfError, match=r"empty\.swf: no usable job in the trace \(no job lines\)"):
+        read_swf(path)
+
+
+def test_a_file_of_bad_lines_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "bad.swf"
+    path.write_text(HEADER + "1 2 3\n" + job_line(runtime=-1) + "\n")
+    with pytest.raises(SwfError) as info:
+        read_swf(path)
+    assert str(info.value) == (
+        f"{path}: no usable job in the trace (2 job lines skipped: 1 wrong number of fields, "
+        "1 no run time)"
+    )
+
+
+def test_binary_garbage_is_skipped_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.swf"
+    garbage = bytes(range(256)) * 20 + b"\n\x00\xff\xfe" * 50
+    path.write_bytes(garbage + b"\n" + job_line().encode() + b"\n" + garbage)
+    t = read_swf(path)
+    assert len(t.jobs) == 1
+    assert set(t.skipped) <= {"wrong number of fields", "not a number"}
+    assert t.skipped_total >= 1
+
+
+def test_unreadable_paths_are_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SwfError, match=r"cannot read .*missing\.swf: No such file"):
+        read_swf(tmp_path / "missing.swf")
+    with pytest.raises(SwfError, match="is a directory"):
+        read_swf(tmp_path)
+
+
+def test_head_keeps_the_first_jobs() -> None:
+    t = read_swf(SWF_DIR / "lublin_256.swf")
+    h = t.head(10)
+    assert h.jobs == t.jobs[:10]
+    assert h.machine == t.machine
+    assert t.head(10**9) is t
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=120), max_size=30))
+def test_any_text_parses_or_fails_with_swf_error(lines: list[str]) -> None:
+    try:
+        t = parse_swf([*lines, job_line()], "fuzz.swf")
+    except SwfError:
+        return
+    assert t.jobs
+    assert set(t.skipped) <= set(SKIP_REASONS)
+    assert t.lines == len(t.jobs) + t.skipped_total

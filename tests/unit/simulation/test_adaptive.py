@@ -1,0 +1,75 @@
+"""The adaptive policy in the simulator is `policies.decide`, not a copy of it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import policies
+from policies.simulation import ClusterView, Experiment, Setup
+from policies.simulation.adaptive import AdaptiveSizer
+from policies.simulation.sizing import minutes
+
+from .helpers import trace
+
+
+def _experiment(**setup: object) -> Experiment:
+    jobs = trace((0, 16, 3000, 3600), (10, 4, 600), (20, 1, 100))
+    return Experiment(jobs, Setup(machine=64, seed=11, **setup))  # type: ignore[arg-type]
+
+
+def test_each_allocation_is_the_decision_of_policies_decide() -> None:
+    ex = _experiment()
+    sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
+    view = ClusterView(now=5.0, idle_nodes=20, pending_demand_nodes=30, total_nodes=64)
+    for job in range(3):
+        lo, hi, limit = ex.requests.lo[job], ex.requests.hi[job], ex.requests.limit[job]
+        expected = policies.decide(
+            policies.Request(lo, hi, time_limit_min=minutes(limit)),
+            ex.curves.policy_curve(job, (lo, ex.jobs[job].nodes, hi)),
+            policies.ClusterState(idle_nodes=20, pending_demand_nodes=30, total_nodes=64),
+            policies.DEFAULTS,
+            sizer.budget,
+        )
+        got = sizer.allocate(job, view)
+        assert expected.nodes is not None
+        assert (got.min_nodes, got.max_nodes) == (expected.nodes, expected.nodes)
+        assert expected.time_limit_min is not None
+        assert got.limit == 60.0 * expected.time_limit_min
+        assert got.rule == expected.rule
+    assert sum(sizer.rules.values()) == 3
+    assert sizer.budget.jobs_decided == 3
+
+
+def test_the_configured_settings_are_used() -> None:
+    small = _experiment(settings=replace(policies.DEFAULTS, strategy="efficiency"))
+    result = small.run("adaptive")
+    assert set(result.rules) <= {"efficiency", "cap"}
+
+
+def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None:
+    # A fit error above max_fit_error makes every curve unusable: the fallback leaves the job
+    # as submitted, so it keeps its range and its user's limit, and Slurm sizes it at start.
+    ex = _experiment(settings=replace(policies.DEFAULTS, max_fit_error=1e-12))
+    sizer = ex.sizer("adaptive")
+    curve = ex.curves.policy_curve(0, (8, 16, 32))
+    unusable = replace(curve, fit_error=0.5)
+    ex.curves.stored[0] = unusable
+    got = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
+    assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], ex.requests.hi[0])
+    assert got.limit == ex.requests.limit[0]
+    assert got.rule == "fallback"
+
+
+def test_adaptive_jobs_are_never_killed_by_their_exact_curves() -> None:
+    # The workload model's curve is the truth, so the policy's time limit (scaled with a
+    # safety factor, in whole minutes) always covers the runtime.
+    result = _experiment().run("adaptive")
+    assert result.metrics.killed == 0
+
+
+@pytest.mark.parametrize("policy", ["rigid", "greedy"])
+def test_baselines_report_no_rules(policy: str) -> None:
+    assert dict(_experiment().run(policy).rules) == {}
