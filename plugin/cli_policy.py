@@ -42,6 +42,7 @@ from plugin.cli_common import (
 )
 from plugin.cli_common import stdout_console as _stdout_console
 from plugin.errors import InputError, printable, quote_value
+from plugin.learner import curve_from_fit
 
 __all__ = ["decide", "load_policy_config", "parse_range", "policy"]
 
@@ -126,7 +127,7 @@ def _curve_from_observations(
     fit = predictor_call(lambda: predictor.fit_observations(obs, method=method))
     if fit.status != "ok":
         return None, f"the fit failed ({printable(fit.message) or 'no reason given'})"
-    return predictor.Curve.from_fit(fit), ""
+    return predictor_call(lambda: curve_from_fit(fit)), ""
 
 
 def _curve_from_store(app_text: str, redis_url: str | None) -> tuple[predictor.Curve | None, str]:
