@@ -78,7 +78,12 @@ class Curve:
             t1_known=fit.t1_known,
             identified=fit.identified,
             method=fit.method,
-            fit_error=fit.fit_error,
+            # The error of the curve the scheduler will use: the chosen model's when there is one.
+            fit_error=(
+                fit.fit_error
+                if chosen is None
+                else float(np.max(np.abs(chosen.runtime(obs.n) / obs.runtime - 1.0)))
+            ),
             max_useful_n=max_useful_n,
             pws_n=pws_n,
             observed_n=tuple(int(k) for k in obs.n),

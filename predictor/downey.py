@@ -39,8 +39,9 @@ BoolArray = NDArray[np.bool_]
 def sigma_to_s(sigma: ArrayLike) -> FloatArray:
     """Shape coordinate s from σ: s = σ for σ ≤ 1, s = 2σ/(σ+1) for σ ≥ 1 (σ = ∞ gives s = 2)."""
     sig = np.asarray(sigma, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        high = np.where(np.isinf(sig), 2.0, 2.0 * sig / (sig + 1.0))
+    infinite = np.isinf(sig)
+    finite_sig = np.where(infinite, 1.0, sig)  # σ + 1 ≥ 1, so nothing below divides badly
+    high = np.where(infinite, 2.0, 2.0 * finite_sig / (finite_sig + 1.0))
     return np.where(sig <= 1.0, sig, high)
 
 
@@ -107,8 +108,10 @@ def _piece_stationary_points(A: FloatArray, s: FloatArray) -> FloatArray:
     Second low-variance piece: β/α = s(2A-1)/(2-s). The flat piece has no interior maximum;
     its left end (the maximum useful size) is included as a candidate instead.
     """
-    with np.errstate(divide="ignore"):
-        first = np.where(s > 0.0, 2.0 * A / np.where(s > 0, s, 1.0) - 1.0, np.inf)
+    # 2A/s overflows for s near the smallest doubles: such a curve is linear up to A anyway,
+    # and the candidates are clipped to the maximum useful size below.
+    tiny = s <= 2.0 * A / np.finfo(float).max
+    first = np.where(tiny, np.inf, 2.0 * A / np.where(tiny, 1.0, s) - 1.0)
     second = np.where(s <= 1.0, s * (2.0 * A - 1.0) / (2.0 - s), 1.0)
     knee_low = np.where(s <= 1.0, A, 1.0)
     end = max_useful_size(A, s_to_sigma(s))

@@ -130,3 +130,9 @@ def test_second_piece_at_min_s_one_never_wins_in_high_mode() -> None:
         f = s / (2 * A)
         masked = np.maximum(f + (1 - f) / n, 1 / A)
         assert_allclose(relative_runtime_s(n, A, s), masked, rtol=1e-13)
+
+
+def test_processor_working_set_for_vanishing_sigma() -> None:
+    """2A/σ overflows for σ near the smallest doubles; the curve is linear up to A there."""
+    for sigma in (1e-308, 5e-324, 1e-300):
+        assert processor_working_set(50.0, sigma) == processor_working_set(50.0, 0.0) == 50

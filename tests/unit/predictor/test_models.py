@@ -177,3 +177,17 @@ def test_a_chosen_model_is_what_the_curve_evaluates() -> None:
     back = predictor.Curve.from_dict(curve.to_dict())
     assert back == curve
     assert_allclose(back.efficiency([8.0]), back.speedup([8.0]) / 8.0)
+
+
+def test_the_curve_reports_the_fitting_error_of_the_model_it_uses() -> None:
+    """A policy rejecting badly fitting curves must judge the model it will evaluate."""
+    n = np.array([1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0])
+    t = 100.0 / n + 1.0 + 0.06 * n
+    obs = prepare(n, t)
+    fit = predictor.fit_observations(obs)
+    choice = choose_model(obs)
+    assert choice.fit is not None
+    curve = predictor.Curve.from_fit(fit, choice=choice)
+    expected = float(np.max(np.abs(choice.fit.runtime(n) / t - 1)))
+    assert curve.fit_error == pytest.approx(expected, abs=1e-12)
+    assert curve.fit_error < fit.fit_error
