@@ -258,3 +258,6 @@ cli.add_command(app)
 cli.add_command(forget)
 cli.add_command(import_group)
 cli.add_command(learn)
+from plugin.cli_simulate import simulate  # noqa: E402
+
+cli.add_command(simulate)

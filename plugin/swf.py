@@ -76,6 +76,7 @@ class SwfTrace:
     ("MaxNodes", "MaxProcs" or "largest job"). header: the ``Key: value`` comment fields (first
     occurrence wins). lines: job lines read (skipped ones included). skipped: reason -> count.
     limits_from_runtime: jobs whose time limit is their run time (no requested time).
+    usable: usable jobs in the file (more than len(jobs) after `head`).
     """
 
     source: str
@@ -86,6 +87,11 @@ class SwfTrace:
     skipped: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     header: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     limits_from_runtime: int = 0
+    usable: int = 0
+
+    def __post_init__(self) -> None:
+        if self.usable < len(self.jobs):
+            object.__setattr__(self, "usable", len(self.jobs))
 
     @property
     def skipped_total(self) -> int:
@@ -105,6 +111,7 @@ class SwfTrace:
             self.skipped,
             self.header,
             sum(j.limit == j.runtime for j in jobs) if self.limits_from_runtime else 0,
+            self.usable,
         )
 
 

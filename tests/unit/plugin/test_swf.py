@@ -146,6 +146,7 @@ def test_head_keeps_the_first_jobs() -> None:
     t = read_swf(SWF_DIR / "lublin_256.swf")
     h = t.head(10)
     assert h.jobs == t.jobs[:10]
+    assert (h.usable, t.usable) == (10_000, 10_000)
     assert h.machine == t.machine
     assert t.head(10**9) is t
 
