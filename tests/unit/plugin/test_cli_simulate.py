@@ -6,11 +6,15 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from plugin.cli_simulate import duration, parse_moldable
+import plugin.cli_store
+from plugin.cli_simulate import duration, parse_moldable, stored_curves
+from plugin.swf import read_swf
+from policies.simulation.workload import model_curve
 
 from .conftest import REPO_ROOT, CliResult, RunCli, assert_one_error_line
 
@@ -233,3 +237,21 @@ def test_parse_moldable_and_duration() -> None:
     assert duration(3 * 3600) == "3.00 h"
     assert duration(5 * 86400) == "5.00 d"
     assert duration(float("nan")) == "n/a"
+
+
+def test_stored_curves_are_looked_up_by_executable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--store asks the store for app exe-<n> once per executable and keeps what it has."""
+    curve = model_curve(12.0, 0.5, 100.0, (1, 2, 4))
+    asked: list[str] = []
+
+    def lookup(app: object) -> object:
+        asked.append(str(app))
+        return curve if str(app) == "exe-3" else None
+
+    fake = SimpleNamespace(store=SimpleNamespace(curve=lookup))
+    monkeypatch.setattr(plugin.cli_store, "open_store", lambda config, url: fake)
+    trace = read_swf(NASA).head(200)
+    found = stored_curves(trace, None)
+    assert found == {3: curve}
+    executables = {j.executable for j in trace.jobs if j.executable is not None}
+    assert sorted(asked) == sorted(f"exe-{n}" for n in executables)
