@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import sys
 import time
-import tomllib
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -43,38 +42,13 @@ from plugin.cli_common import (
 from plugin.cli_common import stdout_console as _stdout_console
 from plugin.errors import InputError, printable, quote_value
 from plugin.learner import curve_from_fit
+from plugin.policy_file import load_policy_config
 
 __all__ = ["decide", "load_policy_config", "parse_range", "policy"]
 
 log = structlog.get_logger("adaptalloc")
 T = TypeVar("T")
 _RANGE = re.compile(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?")
-
-
-# --- the policy file ------------------------------------------------------------------------
-
-
-def load_policy_config(path: str | None) -> policies.PolicyConfig:
-    """Read and validate a policy TOML file; None gives the built-in defaults.
-
-    Raises InputError with one line: the file and what is wrong with it.
-    """
-    if path is None:
-        return policies.default_config()
-    name = printable(path)
-    try:
-        with open(path, "rb") as handle:
-            doc = tomllib.load(handle)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{name}: not valid TOML: {printable(str(exc))}") from exc
-    try:
-        return policies.parse_config(doc, name)
-    except policies.PolicyConfigError as exc:
-        raise InputError(printable(str(exc))) from exc
 
 
 # --- decide ---------------------------------------------------------------------------------
