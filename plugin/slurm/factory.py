@@ -4,7 +4,8 @@ pyslurm's version names the Slurm release it was built for without the leading z
 the minor (pyslurm 22.5.3 is for Slurm 22.05, 23.2.2 for 23.02). A pyslurm for another
 major.minor fails at import or, worse, misreads structures, so a mismatch always gives the
 CLI backend, as does a missing or broken pyslurm. `choose_backend` is the pure decision;
-`slurm_reader` gathers its inputs (``sinfo --version``, ``import pyslurm``) and logs it.
+`slurm_reader` gathers its inputs (``sinfo --version``, ``import pyslurm``) and logs it;
+`slurm_client` does the same for the daemon, which needs the write side too (writer.py).
 """
 
 from __future__ import annotations
@@ -21,8 +22,16 @@ from plugin.slurm.cli_backend import DEFAULT_TIMEOUT_S, CliSlurmReader, Runner
 from plugin.slurm.errors import SlurmError
 from plugin.slurm.pyslurm_backend import PyslurmReader
 from plugin.slurm.reader import SlurmReader
+from plugin.slurm.writer import CliSlurm, PyslurmSlurm, SlurmClient
 
-__all__ = ["BACKENDS", "Choice", "choose_backend", "pyslurm_version", "slurm_reader"]
+__all__ = [
+    "BACKENDS",
+    "Choice",
+    "choose_backend",
+    "pyslurm_version",
+    "slurm_client",
+    "slurm_reader",
+]
 
 BACKENDS = ("auto", "cli", "pyslurm")
 _PYSLURM_VERSION = re.compile(r"(\d+)\.(\d+)")
@@ -107,3 +116,14 @@ def slurm_reader(
     if backend == "pyslurm":
         log.warning("slurm_backend_fallback", backend="cli", reason=choice.reason)
     return cli
+
+
+def slurm_client(
+    backend: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S, parallelism: int = 4
+) -> SlurmClient:
+    """Reader and writer in one (the daemon's): the backend `slurm_reader` would pick, with
+    ``scontrol`` for writes whichever it is."""
+    reader = slurm_reader(backend, timeout_s)
+    if isinstance(reader, PyslurmReader):
+        return PyslurmSlurm(reader._pyslurm, timeout_s=timeout_s, parallelism=parallelism)
+    return CliSlurm(timeout_s=timeout_s, parallelism=parallelism)
