@@ -2,8 +2,9 @@
 adaptalloc's job_submit hook for Slurm (JobSubmitPlugins=lua; Slurm loads this file from the
 directory of slurm.conf).
 
-What it does, and all it does: a moldable job (min nodes < max nodes) that is not opted out, in
-an enabled partition, submitted while the adaptalloc daemon's heartbeat is fresh, is held
+What it does, and all it does: a moldable job (min nodes < max nodes) that is not opted out, not
+a job array, not submitted held or with a priority of its own, in an enabled partition,
+submitted while the adaptalloc daemon's heartbeat is fresh, is held
 (priority 0) and marked in admin_comment with "adaptalloc:v1:held"; a line is appended to the
 daemon's spool file to wake it. The daemon then picks the size, sets it and the time limit,
 and releases the job. Every other job passes untouched.
@@ -78,6 +79,18 @@ local function moldable(job_desc)
     return low ~= nil and high ~= nil and low >= 1 and low < NO_VAL and high < NO_VAL and high > low
 end
 
+-- A job whose priority the submitter set (sbatch --hold gives 0, an admin's --priority a
+-- number) keeps it: releasing it would undo that. Job arrays pass too: Slurm cannot set
+-- NumNodes on a whole array ("Job resizing not supported for job arrays").
+local function ours_to_hold(job_desc)
+    local priority = job_desc.priority
+    if priority ~= nil and priority < NO_VAL then
+        return false
+    end
+    local array = job_desc.array_inx
+    return array == nil or array == ""
+end
+
 local function opted_out(comment)
     -- The v1 tag ends at ";" or at a word that is not key=value; resize=no inside it opts out.
     if comment == nil then
@@ -90,7 +103,7 @@ local function opted_out(comment)
 end
 
 local function decide(job_desc)
-    if not moldable(job_desc) or opted_out(job_desc.comment) then
+    if not moldable(job_desc) or not ours_to_hold(job_desc) or opted_out(job_desc.comment) then
         return nil
     end
     local conf = read_conf()
