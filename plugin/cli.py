@@ -261,3 +261,7 @@ cli.add_command(learn)
 from plugin.cli_simulate import simulate  # noqa: E402
 
 cli.add_command(simulate)
+from plugin.cli_daemon import daemon, decisions  # noqa: E402
+
+cli.add_command(daemon)
+cli.add_command(decisions)

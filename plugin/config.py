@@ -1,4 +1,5 @@
-"""The adaptalloc plumbing configuration: ``[redis]``, ``[appkey]``, ``[learner]``, ``[slurm]``.
+"""The adaptalloc plumbing configuration: ``[redis]``, ``[appkey]``, ``[learner]``, ``[slurm]``,
+``[daemon]``.
 
 One TOML file (``deploy/adaptalloc.example.toml`` lists every key with its default), read
 with :mod:`tomllib`. Where it is looked for, first match wins:
@@ -36,6 +37,7 @@ __all__ = [
     "AppKeyConfig",
     "Config",
     "ConfigError",
+    "DaemonConfig",
     "LearnerConfig",
     "RedisConfig",
     "SlurmConfig",
@@ -191,6 +193,39 @@ class SlurmConfig:
     timeout_s: float = field(default=60.0, metadata=_key(_number(0, low_open=True), ""))
 
 
+_POSITIVE = _number(0, low_open=True)
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    """``[daemon]``: the daemon's state directory, timings, limits and metrics (plugin/daemon/)."""
+
+    state_dir: str = field(
+        default="", metadata=_key(_string, "empty: $ADAPTALLOC_STATE_DIR/adaptalloc, else /var/lib")
+    )
+    policy_file: str = field(default="", metadata=_key(_string, "empty: built-in policy"))
+    heartbeat_interval_s: float = field(default=2.0, metadata=_key(_POSITIVE, ""))
+    unhealthy_after_s: float = field(default=10.0, metadata=_key(_POSITIVE, ""))
+    sweep_interval_s: float = field(default=2.0, metadata=_key(_POSITIVE, ""))
+    spool_poll_s: float = field(default=0.05, metadata=_key(_POSITIVE, ""))
+    batch_window_s: float = field(default=0.02, metadata=_key(_number(0), ""))
+    max_batch: int = field(default=1000, metadata=_key(_integer(1), ""))
+    max_hold_s: float = field(default=120.0, metadata=_key(_POSITIVE, "watchdog bound"))
+    cluster_cache_s: float = field(default=2.0, metadata=_key(_number(0), ""))
+    partition_cache_s: float = field(default=60.0, metadata=_key(_number(0), ""))
+    slurm_timeout_s: float = field(default=20.0, metadata=_key(_POSITIVE, ""))
+    slurm_parallelism: int = field(default=4, metadata=_key(_integer(1, 64), ""))
+    redis_timeout_s: float = field(default=0.5, metadata=_key(_POSITIVE, ""))
+    redis_retry_s: float = field(default=5.0, metadata=_key(_number(0), ""))
+    decided_ttl_days: float = field(default=7.0, metadata=_key(_POSITIVE, ""))
+    metrics_port: int = field(default=9405, metadata=_key(_integer(0, 65535), "0: off"))
+    metrics_address: str = field(default="127.0.0.1", metadata=_key(_string, ""))
+    learn: bool = field(default=True, metadata=_key(_boolean, ""))
+    learn_interval_s: float = field(default=30.0, metadata=_key(_POSITIVE, ""))
+    age_out_interval_s: float = field(default=3600.0, metadata=_key(_POSITIVE, ""))
+    shutdown_grace_s: float = field(default=10.0, metadata=_key(_number(0), ""))
+
+
 @dataclass(frozen=True)
 class Config:
     """The whole plumbing configuration; ``source`` names the file (or "defaults")."""
@@ -199,6 +234,7 @@ class Config:
     appkey: AppKeyConfig = field(default_factory=AppKeyConfig)
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
     source: str = "defaults"
 
 
@@ -207,6 +243,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "appkey": AppKeyConfig,
     "learner": LearnerConfig,
     "slurm": SlurmConfig,
+    "daemon": DaemonConfig,
 }
 S = TypeVar("S")
 
@@ -254,6 +291,8 @@ def parse_config(doc: Mapping[str, Any], source: str) -> Config:
         raise ConfigError(f"{source}: [appkey] {printable(str(exc))}") from exc
     if config.redis.backoff_cap_s < config.redis.backoff_base_s:
         raise ConfigError(f"{source}: [redis] backoff_cap_s must be ≥ backoff_base_s")
+    if config.daemon.unhealthy_after_s <= config.daemon.heartbeat_interval_s:
+        raise ConfigError(f"{source}: [daemon] unhealthy_after_s must exceed heartbeat_interval_s")
     return config
 
 

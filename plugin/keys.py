@@ -12,6 +12,7 @@
 | ``adaptalloc:v1:app:<app>:curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
 | ``adaptalloc:v1:learner:<source>`` | hash | the learner's watermark for sacct or squeue |
 | ``adaptalloc:v1:import:<id>`` | hash | checkpoint of one ``import sacct`` range |
+| ``adaptalloc:v1:decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
@@ -42,6 +43,7 @@ __all__ = [
     "app_observations",
     "app_runs",
     "app_state",
+    "decided",
     "import_checkpoint",
     "learner",
 ]
@@ -100,3 +102,15 @@ def import_checkpoint(import_id: str) -> str:
     if not _IMPORT_ID.fullmatch(import_id):
         raise ValueError(f"import id {import_id!r} is not of the form [a-z0-9][a-z0-9._-]*")
     return f"{PREFIX}import:{import_id}"
+
+
+def decided(job_id: int, submit_time: int) -> str:
+    """``adaptalloc:v1:decided:<job_id>-<submit_time>``: the daemon's record-once guard.
+
+    Slurm reuses job ids (after MaxJobId, or a reset cluster), so the submit time is part of
+    the key; both must be whole numbers ≥ 0.
+    """
+    for name, value in (("job_id", job_id), ("submit_time", submit_time)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number ≥ 0, got {value!r}")
+    return f"{PREFIX}decided:{job_id}-{submit_time}"

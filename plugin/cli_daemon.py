@@ -1,0 +1,205 @@
+"""``adaptalloc daemon`` (runs the daemon in the foreground) and ``adaptalloc decisions``.
+
+    adaptalloc daemon [--config FILE] [--policy FILE] [--redis-url URL] [--state-dir DIR]
+                      [--pid-file FILE] [--metrics-port N] [--no-learn]
+                      [--once | --release-held]
+    adaptalloc decisions [--job ID]... [--app KEY] [--last N] [--format text|json]
+
+The daemon logs JSON lines to stderr when that is not a terminal (systemd's journal, the
+testbed's log file): one ``decision`` event per job. It exits 0 after SIGTERM, 1 on a
+configuration problem or when another daemon holds the state directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+import structlog
+from rich import box
+from rich.table import Table
+
+from plugin.appkey import AppKey
+from plugin.cli_common import emit_json, format_option, stdout_console
+from plugin.cli_store import open_store, store_options
+from plugin.config import load_config
+from plugin.daemon import REASONS, Daemon
+from plugin.daemon.state import atomic_write, default_state_dir
+from plugin.errors import InputError, printable
+
+__all__ = ["daemon", "decisions"]
+
+log = structlog.get_logger("adaptalloc")
+
+
+def _reason_lines() -> str:
+    return "\n".join(f"  {code:18} {text}" for code, text in REASONS.items())
+
+
+@click.command(
+    epilog="\b\nFail-open reason codes (admin_comment 'adaptalloc:v1:released reason=...'):\n"
+    + _reason_lines()
+)
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    default=None,
+    help="adaptalloc TOML ([daemon], [redis], ...); default: $ADAPTALLOC_CONFIG, "
+    "/etc/adaptalloc/adaptalloc.toml. Re-read on SIGHUP.",
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    metavar="FILE",
+    default=None,
+    help="Policy file (default: [daemon] policy_file, else built-in). Re-read on SIGHUP.",
+)
+@click.option("--redis-url", metavar="URL", default=None, help="Overrides [redis] url, $REDIS_URL.")
+@click.option(
+    "--state-dir",
+    metavar="DIR",
+    default=None,
+    help="Heartbeat, spool, journal (default: [daemon] state_dir, "
+    "$ADAPTALLOC_STATE_DIR/adaptalloc, /var/lib/adaptalloc). job_submit.lua must agree.",
+)
+@click.option("--pid-file", metavar="FILE", default=None, help="Write the pid here while running.")
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    metavar="N",
+    help="Prometheus endpoint port (default [daemon] metrics_port; 0: none).",
+)
+@click.option("--no-learn", is_flag=True, help="Do not run the learner thread.")
+@click.option("--once", is_flag=True, help="Decide the jobs held now, then exit (no heartbeat).")
+@click.option(
+    "--release-held",
+    is_flag=True,
+    help="Release every held job as submitted, then exit (for removing adaptalloc).",
+)
+def daemon(
+    config_path: str | None,
+    policy_path: str | None,
+    redis_url: str | None,
+    state_dir: str | None,
+    pid_file: str | None,
+    metrics_port: int | None,
+    no_learn: bool,
+    once: bool,
+    release_held: bool,
+) -> int:
+    """Size the moldable jobs job_submit.lua holds, in the foreground (as systemd expects).
+
+    SIGTERM (or Ctrl-C) finishes the jobs in hand and stops; a second one stops at once.
+    SIGHUP re-reads the configuration and the policy file. Any failure releases the job as
+    submitted, with the reason in its admin_comment and the log.
+    """
+    if once and release_held:
+        raise click.UsageError("--once and --release-held do not go together")
+    config = load_config(config_path)
+    where = Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir)
+    daemon_ = Daemon(
+        config,
+        where,
+        config_path=config_path,
+        policy_path=policy_path,
+        redis_url=redis_url,
+        metrics_port=metrics_port,
+        learn=not (no_learn or once or release_held),
+    )
+    if release_held:
+        count = daemon_.release_held()
+        click.echo(f"released {count} held job{'s' if count != 1 else ''} as submitted")
+        return 0
+    if once:
+        count = daemon_.run_once()
+        click.echo(f"handled {count} held job{'s' if count != 1 else ''}")
+        return 0
+    pid_path = Path(pid_file) if pid_file else None
+    if pid_path is not None:
+        try:
+            atomic_write(pid_path, f"{os.getpid()}\n")
+        except OSError as exc:
+            raise InputError(f"cannot write --pid-file {printable(str(pid_path))}: {exc}") from exc
+    try:
+        return daemon_.run()
+    finally:
+        if pid_path is not None:
+            with contextlib.suppress(OSError):
+                if pid_path.read_text().strip() == str(os.getpid()):
+                    pid_path.unlink()
+
+
+def _jobs_callback(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> set[int]:
+    out: set[int] = set()
+    for text in value:
+        for part in text.split(","):
+            if not part.strip().isdigit():
+                raise click.BadParameter(f"{printable(part)[:20]!r} is not a job id", ctx, param)
+            out.add(int(part))
+    return out
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else printable(str(value))
+
+
+@click.command()
+@click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    callback=_jobs_callback,
+    metavar="ID[,ID...]",
+    help="Only these jobs (repeatable).",
+)
+@click.option("--app", "app_key", default=None, metavar="KEY", help="Only this app.")
+@click.option(
+    "--last",
+    type=click.IntRange(1, 100_000),
+    default=20,
+    show_default=True,
+    metavar="N",
+    help="How many of the newest decisions to look through.",
+)
+@store_options
+@format_option
+def decisions(
+    jobs: set[int],
+    app_key: str | None,
+    last: int,
+    config_path: str | None,
+    redis_url: str | None,
+    output_format: str,
+) -> None:
+    """The daemon's newest decisions: range, size, time limit, rule and why, per job."""
+    app = AppKey.parse(app_key) if app_key else None
+    store = open_store(config_path, redis_url).store
+    found = store.decisions(app, count=max(last, len(jobs)) if jobs else last)
+    if jobs:
+        found = [d for d in found if d.get("job_id") in jobs]
+    found.sort(key=lambda d: d.get("job_id") or 0)
+    if output_format == "json":
+        emit_json({"decisions": found})
+        return
+    table = Table(box=box.SIMPLE, show_header=True)
+    for column in ("job", "app", "range", "chosen", "limit", "rule", "reason"):
+        table.add_column(column, overflow="fold")
+    for d in found:
+        rng = f"{d.get('min_nodes')}-{d.get('max_nodes')}"
+        chosen = d.get("nodes") if d.get("nodes") is not None else "as submitted"
+        rule = d.get("rule") or f"fail-open: {d.get('fail_open')}"
+        table.add_row(
+            _cell(d.get("job_id")),
+            _cell(d.get("app")),
+            rng,
+            _cell(chosen),
+            _cell(d.get("new_time_limit_min")),
+            _cell(rule),
+            _cell(d.get("reason")),
+        )
+    stdout_console().print(table)

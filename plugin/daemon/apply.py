@@ -1,0 +1,294 @@
+"""Apply a batch of outcomes to Slurm in few commands, and find out what really happened.
+
+Order, for every batch (the journal makes a crash anywhere in it harmless):
+
+1. journal: the batch's changes go to ``inflight.json`` (fsync'd) before any job is touched;
+2. resize: NumNodes=N-N (and TimeLimit) of every resized job, one scontrol process reading a
+   line per job (split over ``slurm_parallelism`` processes for big batches);
+3. admin comment: the record, one ``scontrol update JobId=<list>`` per distinct text;
+4. release: one ``scontrol release <list>``;
+5. journal: the released jobs leave it.
+
+scontrol goes on past a job that fails and exits 1 at the end; whenever a step fails the
+batch's jobs are read back (one ``squeue --json``) and each is judged on what Slurm says:
+
+* gone (cancelled, or no longer pending): nothing more to do (status ``gone``);
+* a resize that did not take: the job is put back to its submitted range and limit if it
+  was partly changed, then released as submitted with reason ``slurm_error``;
+* a comment that did not take: retried once per job, then the job is released anyway (a
+  job is never kept held for want of a comment);
+* a release that did not take: retried once per job; a job still held stays in the
+  journal and is released at the next cycle (status ``pending_release``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from plugin.daemon import reasons
+from plugin.daemon.decider import RELEASE, Outcome, release_outcome
+from plugin.daemon.state import Journal
+from plugin.errors import printable
+from plugin.slurm import JobRecord, Resize, SlurmClient, SlurmError
+from plugin.slurm.writer import check_admin_comment
+
+__all__ = ["Applied", "Applier", "journal_entry", "outcome_from_journal"]
+
+log = structlog.get_logger("adaptalloc.daemon")
+
+#: Applied.status values.
+RELEASED = "released"
+GONE = "gone"
+PENDING_RELEASE = "pending_release"
+
+Timer = Callable[[str], contextlib.AbstractContextManager[None]]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One outcome after the batch: its (possibly changed) outcome and status."""
+
+    outcome: Outcome
+    status: str
+
+
+def journal_entry(outcome: Outcome) -> dict[str, Any]:
+    """What the journal keeps of an outcome: enough to finish applying it after a crash."""
+    resize = outcome.resize
+    return {
+        "submit": outcome.job.submit_time or 0,
+        "action": outcome.action,
+        "comment": outcome.admin_comment,
+        "resize": None
+        if resize is None
+        else [resize.min_nodes, resize.max_nodes, resize.time_limit_min],
+        "rule": outcome.rule,
+        "fail_open": outcome.fail_open,
+        "app": None if outcome.app is None else str(outcome.app),
+        "reason": outcome.reason[:300],
+        "range": [outcome.job.nodes_min, outcome.job.nodes_max],
+    }
+
+
+def outcome_from_journal(job: JobRecord, entry: dict[str, Any]) -> Outcome | None:
+    """The outcome a journal entry describes, for `job` as Slurm shows it now; None if the
+    entry is unreadable or belongs to another job with the same id."""
+    from plugin.appkey import AppKey, AppKeyError  # noqa: PLC0415 - avoids an import cycle
+
+    try:
+        if job.submit_time is not None and int(entry.get("submit") or 0) not in (
+            0,
+            job.submit_time,
+        ):
+            return None
+        low, high = entry.get("range") or [None, None]
+        original = dataclasses.replace(job, nodes_min=low, nodes_max=high)
+        app = AppKey.parse(entry["app"]) if entry.get("app") else None
+        spec = entry.get("resize")
+        resize = (
+            Resize(
+                job.job_id, int(spec[0]), int(spec[1]), None if spec[2] is None else int(spec[2])
+            )
+            if spec
+            else None
+        )
+        return Outcome(
+            job=original,
+            action=str(entry["action"]),
+            admin_comment=check_admin_comment(str(entry["comment"])),
+            reason=str(entry.get("reason") or ""),
+            rule=entry.get("rule"),
+            fail_open=entry.get("fail_open"),
+            resize=resize,
+            app=app,
+            recovered=True,
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AppKeyError):
+        return None
+
+
+def _held(job: JobRecord | None) -> bool:
+    return job is not None and job.state == "PENDING" and job.priority == 0
+
+
+class Applier:
+    """Applies outcomes (module docstring)."""
+
+    def __init__(self, slurm: SlurmClient, journal: Journal, timed: Timer) -> None:
+        self.slurm = slurm
+        self.journal = journal
+        self.timed = timed
+        #: Outcomes applied except for the release (journal entries of the running daemon).
+        self.unreleased: dict[int, Outcome] = {}
+
+    # --- reading back ------------------------------------------------------------------
+
+    def read_jobs(self) -> dict[int, JobRecord] | None:
+        try:
+            with self.timed("squeue"):
+                return {j.job_id: j for j in self.slurm.jobs()}
+        except SlurmError as exc:
+            log.warning("readback_failed", error=printable(str(exc))[:200])
+            return None
+
+    # --- the steps ---------------------------------------------------------------------
+
+    def _write_journal(self, batch: Iterable[Outcome]) -> None:
+        entries = {o.job_id: journal_entry(o) for o in self.unreleased.values()}
+        entries.update({o.job_id: journal_entry(o) for o in batch})
+        try:
+            self.journal.write(entries)
+        except OSError as exc:  # no journal: still apply (a crash then redoes the decision)
+            log.error("journal_write_failed", error=printable(str(exc))[:200])
+
+    def apply(self, outcomes: Sequence[Outcome]) -> list[Applied]:
+        """Apply `outcomes` (distinct jobs) and return each one's final outcome and status."""
+        if not outcomes:
+            return []
+        self._write_journal(outcomes)
+        current = {o.job_id: o for o in outcomes}
+        gone: set[int] = set()
+        self._resize(current, gone)
+        self._comment(current, gone)
+        pending = self._release([o for o in current.values() if o.job_id not in gone], gone)
+        out = []
+        for job_id, outcome in current.items():
+            if job_id in gone:
+                status = GONE
+            elif job_id in pending:
+                status = PENDING_RELEASE
+                self.unreleased[job_id] = outcome
+            else:
+                status = RELEASED
+            if status != PENDING_RELEASE:
+                self.unreleased.pop(job_id, None)
+            out.append(Applied(outcome, status))
+        self._write_journal(())
+        return out
+
+    def _resize(self, current: dict[int, Outcome], gone: set[int]) -> None:
+        changes = [o.resize for o in current.values() if o.resize is not None]
+        if not changes:
+            return
+        try:
+            with self.timed("resize"):
+                self.slurm.resize(changes)
+            return
+        except SlurmError as exc:
+            log.warning("resize_failed", jobs=len(changes), error=printable(str(exc))[:300])
+        jobs = self.read_jobs()
+        for change in changes:
+            job = jobs.get(change.job_id) if jobs is not None else None
+            if jobs is not None and not _held(job):
+                gone.add(change.job_id)
+                continue
+            if job is not None and _matches(job, change):
+                continue
+            current[change.job_id] = self._undo(current[change.job_id], job)
+
+    def _undo(self, outcome: Outcome, job: JobRecord | None) -> Outcome:
+        """Put a partly resized job back as submitted and turn it into a slurm_error release."""
+        original = outcome.job
+        if job is not None and (
+            (job.nodes_min, job.nodes_max) != (original.nodes_min, original.nodes_max)
+            or job.time_limit_min != original.time_limit_min
+        ):
+            low, high = original.nodes_min or 1, original.nodes_max or original.nodes_min or 1
+            unlimited = original.time_limit_min is None and job.time_limit_min is not None
+            with contextlib.suppress(SlurmError, ValueError), self.timed("resize"):
+                self.slurm.resize(
+                    [Resize(original.job_id, low, high, original.time_limit_min, unlimited)]
+                )
+        return release_outcome(
+            original,
+            reasons.SLURM_ERROR,
+            "Slurm refused the new size or time limit; released as submitted",
+            outcome.app,
+            cluster=outcome.cluster,
+            policy=outcome.policy,
+            curve_version=outcome.curve_version,
+        )
+
+    def _comment(self, current: dict[int, Outcome], gone: set[int]) -> None:
+        groups: dict[str, list[int]] = defaultdict(list)
+        for outcome in current.values():
+            if outcome.job_id not in gone:
+                groups[outcome.admin_comment].append(outcome.job_id)
+        failed: list[tuple[str, list[int]]] = []
+        for text, ids in groups.items():
+            try:
+                with self.timed("comment"):
+                    self.slurm.set_admin_comment(ids, text)
+            except (SlurmError, ValueError) as exc:
+                log.warning("comment_failed", jobs=len(ids), error=printable(str(exc))[:300])
+                failed.append((text, ids))
+        if not failed:
+            return
+        jobs = self.read_jobs() or {}
+        for text, ids in failed:
+            for job_id in ids:
+                job = jobs.get(job_id)
+                if jobs and not _held(job):
+                    gone.add(job_id)
+                elif job is None or job.admin_comment != text:
+                    with contextlib.suppress(SlurmError, ValueError), self.timed("comment"):
+                        self.slurm.set_admin_comment([job_id], text)
+
+    def _release(self, outcomes: Sequence[Outcome], gone: set[int]) -> set[int]:
+        """Release; returns the ids still held afterwards (to retry next cycle)."""
+        ids = [o.job_id for o in outcomes]
+        if not ids:
+            return set()
+        try:
+            with self.timed("release"):
+                self.slurm.release(ids)
+            return set()
+        except SlurmError as exc:
+            log.warning("release_failed", jobs=len(ids), error=printable(str(exc))[:300])
+        jobs = self.read_jobs()
+        if jobs is None:
+            return set(ids)
+        still: set[int] = set()
+        for job_id in ids:
+            job = jobs.get(job_id)
+            if job is None:
+                gone.add(job_id)
+            if not _held(job):  # released after all, running, or gone
+                continue
+            try:
+                with self.timed("release"):
+                    self.slurm.release([job_id])
+            except SlurmError:
+                still.add(job_id)
+        return still
+
+    def finish(self, jobs: dict[int, JobRecord]) -> list[Outcome]:
+        """The unreleased outcomes whose jobs are still held (to release again)."""
+        out = []
+        for job_id, outcome in list(self.unreleased.items()):
+            if _held(jobs.get(job_id)):
+                out.append(outcome)
+            else:
+                self.unreleased.pop(job_id, None)
+        return out
+
+
+def _matches(job: JobRecord, change: Resize) -> bool:
+    if (job.nodes_min, job.nodes_max) != (change.min_nodes, change.max_nodes):
+        return False
+    return change.time_limit_min is None or job.time_limit_min == change.time_limit_min
+
+
+def released(applied: Iterable[Applied]) -> Iterator[Applied]:
+    return (a for a in applied if a.status == RELEASED)
+
+
+def is_fail_open(outcome: Outcome) -> bool:
+    return outcome.action == RELEASE

@@ -1,0 +1,121 @@
+"""The cluster as the policy sees it, per partition: idle nodes, pending demand, limits.
+
+Idle nodes come from ``sinfo --json`` and the partitions' limits (MaxNodes, MaxTime, size)
+from ``scontrol show partition``, both cached (``cluster_cache_s``, ``partition_cache_s``) so
+a burst does not query Slurm per job. Pending demand is the sum of the requested minimum
+nodes of the partition's pending jobs, taken from the sweep the batch came from (the job
+being decided is not counted). When sinfo fails the load counts as unknown (the policy then
+assumes a neutral load); it is not a reason to fail open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+
+import structlog
+
+from plugin.errors import printable
+from plugin.slurm import JobRecord, NodeRecord, PartitionRecord, SlurmError, SlurmReader
+from policies import ClusterState
+
+__all__ = ["ClusterView", "pending_demand"]
+
+log = structlog.get_logger("adaptalloc.daemon")
+
+
+def first_partition(partition: str) -> str:
+    """A job submitted to ``a,b`` is judged by ``a``."""
+    return partition.split(",", 1)[0].strip()
+
+
+def pending_demand(jobs: Iterable[JobRecord]) -> Counter[str]:
+    """Requested minimum nodes of the pending jobs, per (first) partition."""
+    demand: Counter[str] = Counter()
+    for job in jobs:
+        if job.state == "PENDING" and job.nodes_min:
+            demand[first_partition(job.partition)] += job.nodes_min
+    return demand
+
+
+class ClusterView:
+    """Cached nodes and partitions; `state` builds one job's ClusterState."""
+
+    def __init__(
+        self,
+        slurm: SlurmReader,
+        cache_s: float = 2.0,
+        partition_cache_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        timed: Callable[[str], AbstractContextManager[None]] | None = None,
+    ) -> None:
+        self.slurm = slurm
+        self.cache_s = cache_s
+        self.partition_cache_s = partition_cache_s
+        self.clock = clock
+        self._nodes: tuple[float, list[NodeRecord] | None] = (-1e18, None)
+        self._partitions: tuple[float, dict[str, PartitionRecord]] = (-1e18, {})
+        self._timed = timed
+
+    def _call(self, name: str, fn: Callable[[], object]) -> object:
+        if self._timed is None:
+            return fn()
+        with self._timed(name):
+            return fn()
+
+    def nodes(self) -> list[NodeRecord] | None:
+        stamp, cached = self._nodes
+        now = self.clock()
+        if now - stamp < self.cache_s:
+            return cached
+        try:
+            found = self._call("sinfo", self.slurm.nodes)
+        except SlurmError as exc:
+            log.warning("cluster_load_unknown", error=printable(str(exc))[:200])
+            found = None
+        nodes = found if isinstance(found, list) else None
+        self._nodes = (now, nodes)
+        return nodes
+
+    def partitions(self) -> dict[str, PartitionRecord]:
+        stamp, cached = self._partitions
+        now = self.clock()
+        if now - stamp < self.partition_cache_s and cached:
+            return cached
+        try:
+            found = self._call("partitions", self.slurm.partitions)
+        except SlurmError as exc:
+            log.warning("partitions_unknown", error=printable(str(exc))[:200])
+            return cached
+        table = {p.name: p for p in found} if isinstance(found, list) else {}
+        self._partitions = (now, table)
+        return table
+
+    def partition(self, name: str) -> PartitionRecord | None:
+        table = self.partitions()
+        wanted = first_partition(name)
+        if wanted:
+            return table.get(wanted)
+        return next((p for p in table.values() if p.default), None)
+
+    def state(self, job: JobRecord, demand: Counter[str]) -> ClusterState:
+        """The ClusterState for `job`, with the demand of the *other* pending jobs."""
+        part = self.partition(job.partition)
+        name = part.name if part is not None else first_partition(job.partition)
+        nodes = self.nodes()
+        idle: int | None = None
+        if nodes is not None:
+            idle = sum(1 for n in nodes if n.idle and (not name or name in n.partitions))
+        total = part.total_nodes if part is not None and part.total_nodes > 0 else None
+        if idle is not None and total is not None:
+            idle = min(idle, total)
+        others = max(demand.get(name, 0) - (job.nodes_min or 0), 0)
+        return ClusterState(
+            idle_nodes=idle,
+            pending_demand_nodes=others,
+            total_nodes=total,
+            max_nodes_per_job=part.max_nodes if part is not None else None,
+            max_time_min=part.max_time_min if part is not None else None,
+        )

@@ -1,0 +1,339 @@
+"""One held job to one outcome: resize it, keep it as submitted, or release it failing open.
+
+`Decider.decide` runs the steps of DESIGN.md's flow for one job and never raises: every
+failure becomes a release as submitted with a reason code (reasons.py).
+
+1. The range: a job whose range is no longer min < max is released (``not_moldable``).
+2. The tags: a v1 tag that cannot be honoured releases the job (``bad_tag``); ``resize=no``
+   too (``opted_out``; job_submit.lua does not hold those, this is a second check).
+3. The app key (plugin/appkey.py). A job without one (a generic name such as ``wrap`` and no
+   tag) is not a failure: the policy's fallback decides it, like an app without a curve.
+4. The curve, from Redis through `CurveSource` (short timeouts; once Redis fails, every read
+   fails at once for ``redis_retry_s``, so a burst does not wait on a dead Redis job by job):
+   ``store_unavailable``.
+5. The policy (policies.decide) with the partition's load and limits; an exception is
+   ``policy_error``. The size is checked against the user's own range before anything is
+   applied (root may set sizes below the user's minimum): ``out_of_range`` otherwise.
+
+The exploration counters (policies.ExplorationBudget) are kept here, in memory, since the
+daemon started: exploration's share is a share of what this daemon decided. A restart
+starts them afresh (they are a rate limiter, not accounting).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import structlog
+
+import policies
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule, parse_tag
+from plugin.daemon import marks, reasons
+from plugin.errors import printable
+from plugin.redis_conn import StoreError
+from plugin.slurm import JobRecord, Resize
+from plugin.store import CurveRecord, CurveStore
+from policies import ClusterState, Decision, ExplorationBudget
+
+__all__ = ["Budget", "CurveSource", "Decider", "Outcome"]
+
+log = structlog.get_logger("adaptalloc.daemon")
+
+RESIZE = "resize"
+KEEP = "keep"
+RELEASE = "release"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What happens to one held job, and everything its decision record needs.
+
+    action: "resize" (pin `resize`, record sized), "keep" (policy left it as submitted,
+    record kept) or "release" (fail-open, `fail_open` is the reason code).
+    """
+
+    job: JobRecord
+    action: str
+    admin_comment: str
+    reason: str
+    rule: str | None = None
+    fail_open: str | None = None
+    resize: Resize | None = None
+    app: AppKey | None = None
+    curve_version: int | None = None
+    curve_model: str | None = None
+    cluster: ClusterState | None = None
+    time_limit_reason: str = ""
+    policy: str = ""
+    budget: dict[str, Any] = field(default_factory=dict)
+    recovered: bool = False
+
+    @property
+    def job_id(self) -> int:
+        return self.job.job_id
+
+    @property
+    def nodes(self) -> int | None:
+        return self.resize.min_nodes if self.resize is not None else None
+
+    @property
+    def time_limit_min(self) -> int | None:
+        return self.resize.time_limit_min if self.resize is not None else None
+
+
+def _range(job: JobRecord) -> tuple[int | None, int | None]:
+    return job.nodes_min, job.nodes_max
+
+
+def release_outcome(
+    job: JobRecord, reason: str, detail: str, app: AppKey | None = None, **extra: Any
+) -> Outcome:
+    """The fail-open outcome: release as submitted, record `reason`."""
+    low, high = _range(job)
+    record = marks.released_record(reason, low, high)
+    comment = marks.admin_comment(record, marks.prior_text(job.admin_comment), app)
+    return Outcome(
+        job=job,
+        action=RELEASE,
+        admin_comment=comment,
+        reason=detail,
+        fail_open=reason,
+        app=app,
+        **extra,
+    )
+
+
+class CurveSource:
+    """Curves from the store for the decision path: a per-batch cache and a circuit breaker.
+
+    `get` raises StoreError when Redis fails, and for `retry_s` seconds after a failure
+    raises at once without asking Redis again.
+    """
+
+    def __init__(
+        self,
+        store: Callable[[], CurveStore],
+        retry_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        self._store_factory = store
+        self._store: CurveStore | None = None
+        self.retry_s = retry_s
+        self.clock = clock
+        self._down_until = -1e18
+        self._down_reason = ""
+        self._cache: dict[AppKey, CurveRecord | None] = {}
+        self._on_failure = on_failure
+
+    def begin_batch(self) -> None:
+        """Forget cached curves: each batch reads each app's curve once."""
+        self._cache = {}
+
+    @property
+    def down(self) -> bool:
+        return self.clock() < self._down_until
+
+    def store(self) -> CurveStore:
+        if self._store is None:
+            self._store = self._store_factory()
+        return self._store
+
+    def get(self, app: AppKey) -> CurveRecord | None:
+        if app in self._cache:
+            return self._cache[app]
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            record = self.store().curve_record(app)
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("curve")
+            log.warning("store_unavailable", error=self._down_reason, retry_s=self.retry_s)
+            raise
+        self._cache[app] = record
+        return record
+
+    def reset(self, store: Callable[[], CurveStore]) -> None:
+        """Use another store (after a configuration reload)."""
+        self._store_factory = store
+        self._store = None
+        self._down_until = -1e18
+        self._cache = {}
+
+
+@dataclass
+class Budget:
+    """The exploration counters since the daemon started (module docstring)."""
+
+    jobs_decided: int = 0
+    jobs_explored: int = 0
+    node_hours_decided: float = 0.0
+    node_hours_explored: float = 0.0
+
+    def value(self) -> ExplorationBudget:
+        return ExplorationBudget(
+            self.jobs_decided,
+            self.jobs_explored,
+            self.node_hours_decided,
+            self.node_hours_explored,
+        )
+
+    def count(self, nodes: int, runtime_s: float, explored: bool) -> None:
+        hours = nodes * max(runtime_s, 0.0) / 3600.0 if math.isfinite(runtime_s) else 0.0
+        self.jobs_decided += 1
+        self.node_hours_decided += hours
+        if explored:
+            self.jobs_explored += 1
+            self.node_hours_explored += hours
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "jobs_decided": self.jobs_decided,
+            "jobs_explored": self.jobs_explored,
+            "node_hours_decided": round(self.node_hours_decided, 3),
+            "node_hours_explored": round(self.node_hours_explored, 3),
+        }
+
+
+class Decider:
+    """Decides held jobs (module docstring). Replace `rule` and `policy` on SIGHUP."""
+
+    def __init__(
+        self,
+        rule: AppKeyRule,
+        policy: policies.PolicyConfig,
+        curves: CurveSource,
+        budget: Budget | None = None,
+    ) -> None:
+        self.rule = rule
+        self.policy = policy
+        self.curves = curves
+        self.budget = budget or Budget()
+
+    def decide(self, job: JobRecord, cluster: Callable[[JobRecord], ClusterState]) -> Outcome:
+        """The outcome for one held job; never raises (an error is ``internal_error``)."""
+        try:
+            return self._decide(job, cluster)
+        except Exception as exc:  # the decision path must fail open, whatever happened
+            log.error("decision_error", job_id=job.job_id, error=printable(repr(exc))[:300])
+            return release_outcome(job, reasons.INTERNAL_ERROR, f"internal error: {exc!r}"[:300])
+
+    def _tags(self, job: JobRecord) -> str | None:
+        """A fail-open reason when the job's tags forbid deciding it, else None."""
+        prior = marks.prior_text(job.admin_comment)
+        for text, where in ((prior, "admin_comment"), (job.comment, "comment")):
+            tag = parse_tag(text, where)
+            if tag is not None and tag.resize is False:
+                return reasons.OPTED_OUT
+        return None
+
+    def _decide(self, job: JobRecord, cluster: Callable[[JobRecord], ClusterState]) -> Outcome:
+        low, high = _range(job)
+        if low is None or high is None or not 1 <= low < high:
+            shown = f"{low}-{high}" if low is not None and high is not None else "unknown"
+            return release_outcome(
+                job, reasons.NOT_MOLDABLE, f"the job's node range ({shown}) is not a range"
+            )
+        try:
+            opted_out = self._tags(job)
+        except AppKeyError as exc:
+            return release_outcome(job, reasons.BAD_TAG, f"bad tag: {exc}")
+        if opted_out:
+            return release_outcome(job, opted_out, "the job's tag says resize=no")
+        # The key from a copy without the held marker (a plain word, never a tag anyway).
+        keyed = replace(job, admin_comment=marks.prior_text(job.admin_comment))
+        app: AppKey | None = None
+        missing = ""
+        try:
+            app = self.rule.key_for(keyed)
+        except AppKeyError as exc:
+            missing = f"the job has no app key ({exc})"
+        record: CurveRecord | None = None
+        if app is not None:
+            try:
+                record = self.curves.get(app)
+            except StoreError as exc:
+                return release_outcome(
+                    job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
+                )
+            if record is None:
+                missing = f"no curve is stored for app {app}"
+            elif record.curve is None:
+                why = record.note or record.error or "none fitted yet"
+                missing = f"app {app} has no usable curve ({printable(why)[:120]})"
+        return self._apply_policy(job, low, high, app, record, missing, cluster(job))
+
+    def _apply_policy(
+        self,
+        job: JobRecord,
+        low: int,
+        high: int,
+        app: AppKey | None,
+        record: CurveRecord | None,
+        missing: str,
+        state: ClusterState,
+    ) -> Outcome:
+        curve = record.curve if record is not None else None
+        extra: dict[str, Any] = {
+            "curve_version": record.version if record is not None else None,
+            "curve_model": curve.model if curve is not None else None,
+            "cluster": state,
+            "policy": self.policy.source,
+            "budget": self.budget.to_dict(),
+        }
+        limit = job.time_limit_min if job.time_limit_min and job.time_limit_min > 0 else None
+        try:
+            request = policies.Request(low, high, limit, job.partition, job.account, job.user)
+            settings = policies.effective(self.policy, job.partition, job.account)
+            decision = policies.decide(
+                request, curve, state, settings, self.budget.value(), missing or "no curve"
+            )
+        except Exception as exc:  # a policy bug must not keep a job held
+            return release_outcome(
+                job, reasons.POLICY_ERROR, f"policy error: {exc!r}", app, **extra
+            )
+        return self._outcome(job, low, high, app, curve, decision, extra)
+
+    def _outcome(
+        self,
+        job: JobRecord,
+        low: int,
+        high: int,
+        app: AppKey | None,
+        curve: Any,
+        decision: Decision,
+        extra: dict[str, Any],
+    ) -> Outcome:
+        prior = marks.prior_text(job.admin_comment)
+        common = {
+            "rule": decision.rule,
+            "reason": decision.reason,
+            "app": app,
+            "time_limit_reason": decision.time_limit_reason,
+            **extra,
+        }
+        if decision.nodes is None:
+            comment = marks.admin_comment(marks.kept_record(low, high, decision.rule), prior, app)
+            return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
+        n = decision.nodes
+        if not low <= n <= high:  # never outside the user's range, whatever the policy says
+            return release_outcome(
+                job,
+                reasons.OUT_OF_RANGE,
+                f"the policy chose {n} nodes, outside the job's range {low}-{high}",
+                app,
+                **extra,
+            )
+        resize = Resize(job.job_id, n, n, decision.time_limit_min)
+        if curve is not None:
+            runtime = float(curve.runtime(n))
+            self.budget.count(n, runtime, decision.rule == "exploration")
+        comment = marks.admin_comment(marks.sized_record(n, low, high, decision.rule), prior, app)
+        return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)

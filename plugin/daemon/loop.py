@@ -1,0 +1,502 @@
+"""The daemon's event loop: held jobs in, sized (or failed-open) jobs out.
+
+`Daemon.run` is short, the rq way; each step is a method::
+
+    startup()                        lock, metrics, learner thread, recovery of held jobs
+    while not stop requested:
+        maintenance()                heartbeat (while healthy), reload on SIGHUP
+        if wait_for_work():          a spool wake-up, or the periodic sweep is due
+            cycle()                  sweep squeue -> decide -> apply (grouped) -> record
+    drain()                          heartbeat off, then finish the jobs held meanwhile
+    finally: teardown()              heartbeat off, learner stopped, lock released
+
+Work comes from two places: job_submit.lua's spool line (a wake-up: the daemon notices the
+file grow within ``spool_poll_s``) and, as the safety net, a sweep every
+``sweep_interval_s``. Either way the daemon reads ``squeue --json`` once and takes every
+held job it finds (at most ``max_batch``), so a burst of submissions becomes a few batches.
+
+Health and the heartbeat: the heartbeat is written only while sweeps succeed (the last one
+less than ``unhealthy_after_s`` ago) and removed at once otherwise, so that job_submit.lua
+stops holding jobs the daemon cannot handle. Latency: a job's "held since" is the later of
+Slurm's submit time (whole seconds) and the moment the daemon saw the spool grow before
+the sweep that found it; "released at" is taken after the release command returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import redis
+import structlog
+
+from plugin.config import Config, load_config
+from plugin.daemon import reasons
+from plugin.daemon.apply import (
+    GONE,
+    PENDING_RELEASE,
+    RELEASED,
+    Applied,
+    Applier,
+    outcome_from_journal,
+)
+from plugin.daemon.cluster import ClusterView
+from plugin.daemon.decider import RELEASE, RESIZE, Budget, CurveSource, Decider, release_outcome
+from plugin.daemon.learning import LearnerThread
+from plugin.daemon.record import DecisionRecorder, decision_doc
+from plugin.daemon.signals import ForcedStop, Signals
+from plugin.daemon.state import Journal, SpoolWatcher, StateDir
+from plugin.daemon.sweep import Sweep, classify, held_by_us
+from plugin.errors import printable
+from plugin.learner import Learner
+from plugin.metrics import Metrics
+from plugin.policy_file import load_policy_config
+from plugin.redis_conn import connect
+from plugin.slurm import SlurmClient, SlurmError, slurm_client, slurm_reader
+from plugin.store import CurveStore, Retention
+
+__all__ = ["Daemon"]
+
+log = structlog.get_logger("adaptalloc.daemon")
+#: How often (in decisions) a long batch writes the heartbeat in between.
+BEAT_EVERY = 200
+#: Pause after the heartbeat is removed, for submissions that read it just before.
+DRAIN_PAUSE_S = 0.3
+
+
+def _version() -> str:
+    try:
+        return metadata.version("adaptalloc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+class Daemon:
+    """``adaptalloc daemon`` (see the module docstring).
+
+    Parameters
+    ----------
+    config : Config
+        The adaptalloc configuration ([daemon], [redis], [appkey], [learner], [slurm]).
+    state_dir : Path
+        Heartbeat, spool, journal and lock (plugin/daemon/state.py).
+    config_path, policy_path : str or None
+        Re-read on SIGHUP (None: the defaults, [daemon] policy_file).
+    redis_url : str or None
+        Overrides [redis] url and $REDIS_URL.
+    metrics_port : int or None
+        Overrides [daemon] metrics_port (0: no metrics endpoint).
+    learn : bool
+        Run the learner thread (and [daemon] learn).
+    slurm : SlurmClient or None
+        The Slurm adapter (default: chosen by [slurm] backend).
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        state_dir: Path,
+        *,
+        config_path: str | None = None,
+        policy_path: str | None = None,
+        redis_url: str | None = None,
+        metrics_port: int | None = None,
+        learn: bool = True,
+        slurm: SlurmClient | None = None,
+    ) -> None:
+        self.config = config
+        self.config_path = config_path
+        self.policy_path = policy_path
+        self.redis_url = redis_url
+        self.state = StateDir(state_dir)
+        self.metrics = Metrics()
+        self.metrics_port = config.daemon.metrics_port if metrics_port is None else metrics_port
+        self.learn = learn and config.daemon.learn
+        d = config.daemon
+        self.slurm = slurm or slurm_client(
+            config.slurm.backend, d.slurm_timeout_s, d.slurm_parallelism
+        )
+        self.wake = threading.Event()
+        self.signals = Signals(self.wake)
+        self.cluster = ClusterView(
+            self.slurm, d.cluster_cache_s, d.partition_cache_s, timed=self.metrics.slurm_call
+        )
+        self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
+        policy = load_policy_config(self._policy_file())
+        self.decider = Decider(config.appkey.rule(), policy, self.curves, Budget())
+        self.recorder = DecisionRecorder(
+            self._redis,
+            config.learner.decisions_maxlen,
+            d.decided_ttl_days * 86400.0,
+            d.redis_retry_s,
+            on_failure=self._store_failed,
+        )
+        self.journal = Journal(self.state.journal)
+        self.applier = Applier(self.slurm, self.journal, self.metrics.slurm_call)
+        self.spool = SpoolWatcher(self.state.spool)
+        self.learner_stop = threading.Event()
+        self.learner: LearnerThread | None = None
+        self.held_since: dict[int, float] = {}
+        self.last_sweep_ok = -1e18
+        self.next_sweep = 0.0
+        self.next_beat = 0.0
+        self.beating = False
+        self.wake_at: float | None = None
+        self.port = 0
+
+    # --- connections ---------------------------------------------------------------------
+
+    def _policy_file(self) -> str | None:
+        return self.policy_path or self.config.daemon.policy_file or None
+
+    def _redis(self) -> redis.Redis:
+        """A client for the decision path: short timeouts, no retries (fail open fast)."""
+        d = self.config.daemon
+        cfg = dataclasses.replace(
+            self.config.redis,
+            socket_timeout_s=d.redis_timeout_s,
+            connect_timeout_s=d.redis_timeout_s,
+            retries=0,
+        )
+        return connect(self.redis_url, cfg, check=False)
+
+    def _curve_store(self) -> CurveStore:
+        return CurveStore(self._redis())
+
+    def _store_failed(self, op: str) -> None:
+        self.metrics.store_failures.labels(op).inc()
+
+    def _make_learner(self) -> Learner:
+        cfg = self.config
+        client = connect(self.redis_url, cfg.redis, check=False)
+        store = CurveStore(
+            client,
+            Retention(cfg.learner.max_observations, cfg.learner.max_age_s),
+            decisions_maxlen=cfg.learner.decisions_maxlen,
+        )
+        return Learner(store, slurm_reader(cfg.slurm.backend, cfg.slurm.timeout_s), cfg)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped (SIGTERM, SIGINT); returns the process exit code."""
+        self.signals.install()
+        forced = False
+        try:
+            self.startup()
+            while not self.signals.stop_requested:
+                self.maintenance()
+                if self.wait_for_work():
+                    self.cycle()
+            self.drain()
+        except ForcedStop:
+            forced = True
+        finally:
+            self.teardown()
+        log.info("daemon_stopped", forced=forced)
+        return 0
+
+    def startup(self) -> None:
+        """Lock the state dir, serve metrics, start the learner, recover held jobs."""
+        self.state.prepare()
+        self.state.lock()
+        self.port = self.metrics.serve(self.metrics_port, self.config.daemon.metrics_address)
+        self.metrics.info.labels(_version(), self.slurm.backend).set(1)
+        journaled = self.journal.load()
+        log.info(
+            "daemon_started",
+            pid=os.getpid(),
+            version=_version(),
+            state_dir=str(self.state.path),
+            backend=self.slurm.backend,
+            policy=self.decider.policy.source,
+            config=self.config.source,
+            metrics_port=self.port,
+            learner=self.learn,
+            journaled=len(journaled),
+        )
+        self.recover(journaled)
+        if self.learn:
+            self.learner = LearnerThread(
+                self._make_learner,
+                self.config.daemon.learn_interval_s,
+                self.config.daemon.age_out_interval_s,
+                self.metrics,
+                self.learner_stop,
+            )
+            self.learner.start()
+
+    def recover(self, journaled: dict[int, dict[str, Any]]) -> None:
+        """Finish the journal's decisions and decide every job held while the daemon was down."""
+        jobs = self._read_queue()
+        if jobs is None:
+            return
+        for job_id, entry in journaled.items():
+            job = jobs.get(job_id)
+            outcome = outcome_from_journal(job, entry) if job is not None else None
+            if outcome is not None:
+                self.applier.unreleased[job_id] = outcome
+        held = sum(1 for j in jobs.values() if held_by_us(j))
+        log.info("recovery", held=held, journaled=len(self.applier.unreleased))
+        self.cycle(jobs)
+        while self.signals.stop_requested is False and self.cycle() > 0:
+            pass
+
+    def maintenance(self) -> None:
+        """Heartbeat on time while healthy (removed when not); reload when asked."""
+        if self.signals.reload_requested:
+            self.signals.reload_requested = False
+            self.reload()
+        now = time.monotonic()
+        d = self.config.daemon
+        healthy = now - self.last_sweep_ok < d.unhealthy_after_s
+        if healthy and now >= self.next_beat:
+            self._beat()
+            self.next_beat = now + d.heartbeat_interval_s
+        elif not healthy and self.beating:
+            log.warning("unhealthy", note="no successful sweep lately; job_submit stops holding")
+            self.state.stop_beating()
+            self.beating = False
+
+    def _beat(self) -> None:
+        try:
+            stamp = self.state.beat()
+        except OSError as exc:
+            log.error("heartbeat_failed", error=printable(str(exc))[:200])
+            return
+        self.metrics.heartbeat.set(stamp)
+        if not self.beating:
+            log.info("heartbeat_on", path=str(self.state.heartbeat))
+        self.beating = True
+
+    def wait_for_work(self) -> bool:
+        """Wait for a spool wake-up or the next sweep; False when a stop was requested."""
+        d = self.config.daemon
+        while not self.signals.stop_requested:
+            now = time.monotonic()
+            if self.spool.woken():
+                if self.wake_at is None:
+                    self.wake_at = time.time()
+                if d.batch_window_s:
+                    time.sleep(d.batch_window_s)
+                return True
+            if now >= self.next_sweep:
+                return True
+            if self.signals.reload_requested or now >= self.next_beat:
+                self.maintenance()
+            self.wake.wait(min(d.spool_poll_s, max(self.next_sweep - now, 0.0)))
+            self.wake.clear()
+        return False
+
+    def _read_queue(self) -> dict[int, Any] | None:
+        try:
+            with self.metrics.slurm_call("squeue"):
+                jobs = {j.job_id: j for j in self.slurm.jobs()}
+        except SlurmError as exc:
+            log.warning("sweep_failed", error=printable(str(exc))[:300])
+            return None
+        self.last_sweep_ok = time.monotonic()
+        return jobs
+
+    def cycle(self, jobs: dict[int, Any] | None = None) -> int:
+        """One sweep and its batch; returns how many held jobs were left for the next one."""
+        d = self.config.daemon
+        woke = self.wake_at
+        self.wake_at = None
+        self.next_sweep = time.monotonic() + d.sweep_interval_s
+        if jobs is None:
+            jobs = self._read_queue()
+        if jobs is None:
+            return 0
+        sweep = classify(
+            jobs.values(), time.time(), d.max_hold_s, self.applier.unreleased, d.max_batch
+        )
+        self.metrics.held.set(sweep.held)
+        self._note_held(sweep, woke)
+        if sweep.work:
+            self.handle(sweep)
+        if sweep.deferred:
+            self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
+        return sweep.deferred
+
+    def _note_held(self, sweep: Sweep, woke: float | None) -> None:
+        seen = time.time()
+        for job in sweep.to_decide:
+            if job.job_id not in self.held_since:
+                submitted = float(job.submit_time or seen)
+                self.held_since[job.job_id] = max(submitted, woke) if woke else submitted
+
+    def handle(self, sweep: Sweep) -> None:
+        """Decide the sweep's jobs, apply the outcomes, record them."""
+        started = time.perf_counter()
+        outcomes = []
+        for job in sweep.to_finish:
+            outcome = self.applier.unreleased.get(job.job_id)
+            if outcome is not None:
+                outcomes.append(outcome)
+        for job in sweep.stale:
+            outcomes.append(
+                release_outcome(
+                    job,
+                    reasons.WATCHDOG,
+                    f"held longer than max_hold_s ({self.config.daemon.max_hold_s:g} s)",
+                )
+            )
+        self.curves.begin_batch()
+        for count, job in enumerate(sweep.to_decide, start=1):
+            outcomes.append(self.decider.decide(job, lambda j: self.cluster.state(j, sweep.demand)))
+            if count % BEAT_EVERY == 0:
+                self.maintenance()
+        decided_ms = (time.perf_counter() - started) * 1000.0
+        applied = self.applier.apply(outcomes)
+        self.metrics.batch.observe(len(outcomes))
+        self.record(applied)
+        log.info(
+            "batch",
+            jobs=len(outcomes),
+            decided=len(sweep.to_decide),
+            finished=len(sweep.to_finish),
+            watchdog=len(sweep.stale),
+            deferred=sweep.deferred,
+            decide_ms=round(decided_ms, 1),
+            total_ms=round((time.perf_counter() - started) * 1000.0, 1),
+        )
+
+    def record(self, applied: Sequence[Applied]) -> None:
+        """Metrics, one ``decision`` log event per job, the stream entries."""
+        now = time.time()
+        docs = []
+        for item in applied:
+            outcome = item.outcome
+            since = self.held_since.pop(outcome.job_id, None)
+            if item.status == PENDING_RELEASE:
+                self.held_since[outcome.job_id] = since or now
+                log.warning("release_pending", job_id=outcome.job_id)
+                continue
+            latency = None if since is None or item.status != RELEASED else max(now - since, 0.0)
+            if item.status == GONE:
+                self.metrics.jobs.labels("gone").inc()
+            elif outcome.action == RELEASE:
+                self.metrics.jobs.labels("released").inc()
+                self.metrics.fail_open.labels(outcome.fail_open or "unknown").inc()
+            else:
+                self.metrics.jobs.labels("resized" if outcome.action == RESIZE else "kept").inc()
+                self.metrics.decisions.labels(outcome.rule or "unknown").inc()
+            if latency is not None:
+                self.metrics.latency.observe(latency)
+            doc = decision_doc(outcome, item.status, latency)
+            doc["released_at"] = round(now, 3) if item.status == RELEASED else None
+            log.info("decision", **doc)
+            if item.status == RELEASED:
+                docs.append(doc)
+        self.recorder.record(docs)
+
+    def drain(self) -> None:
+        """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""
+        self.state.stop_beating()
+        self.beating = False
+        time.sleep(DRAIN_PAUSE_S)
+        deadline = time.monotonic() + self.config.daemon.shutdown_grace_s
+        while time.monotonic() < deadline:
+            if self.cycle() == 0:
+                break
+        jobs = self._read_queue()
+        if jobs is None:
+            return
+        left = [j for j in jobs.values() if held_by_us(j)]
+        left += self.applier.finish(jobs)
+        if left:
+            self.release_all(left, reasons.SHUTDOWN, "the daemon stopped before deciding it")
+
+    def release_all(self, jobs: Sequence[Any], reason: str, detail: str) -> int:
+        """Release jobs as submitted (outcomes already decided are applied as they are)."""
+        outcomes = []
+        for job in jobs:
+            if hasattr(job, "action"):
+                outcomes.append(job)
+            else:
+                outcomes.append(release_outcome(job, reason, detail))
+        applied = self.applier.apply(outcomes)
+        self.record(applied)
+        return sum(1 for a in applied if a.status == RELEASED)
+
+    def teardown(self) -> None:
+        """Always: heartbeat off first, then the rest; ignores further signals."""
+        self.signals.quiet = True
+        self.state.stop_beating()
+        self.beating = False
+        self.learner_stop.set()
+        if self.learner is not None:
+            self.learner.join(timeout=5.0)
+        self.metrics.close()
+        self.state.unlock()
+        self.signals.restore()
+
+    # --- reload ----------------------------------------------------------------------------
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the adaptalloc TOML and the policy file; keep the old on error."""
+        try:
+            config = load_config(self.config_path)
+            policy = load_policy_config(self.policy_path or config.daemon.policy_file or None)
+            rule = config.appkey.rule()
+        except Exception as exc:  # a bad file must not stop the daemon
+            log.error("reload_failed", error=printable(str(exc))[:300], kept=self.config.source)
+            return
+        old = self.config
+        self.config = config
+        self.decider.rule = rule
+        self.decider.policy = policy
+        if config.redis != old.redis or config.daemon.redis_timeout_s != old.daemon.redis_timeout_s:
+            self.curves.reset(self._curve_store)
+            self.recorder.reset(self._redis)
+        self.curves.retry_s = config.daemon.redis_retry_s
+        self.cluster.cache_s = config.daemon.cluster_cache_s
+        self.cluster.partition_cache_s = config.daemon.partition_cache_s
+        if config.daemon.metrics_port != old.daemon.metrics_port:
+            log.warning("reload_partial", note="metrics_port changes need a restart")
+        log.info("config_reloaded", config=config.source, policy=policy.source)
+
+    # --- one-shot modes ----------------------------------------------------------------------
+
+    def run_once(self) -> int:
+        """Decide every held job now (journal first), without heartbeat or metrics; the
+        number of jobs handled."""
+        self.state.prepare()
+        self.state.lock()
+        try:
+            journaled = self.journal.load()
+            before = self.metrics_total()
+            self.recover(journaled)
+            return self.metrics_total() - before
+        finally:
+            self.state.unlock()
+
+    def metrics_total(self) -> int:
+        return int(
+            sum(
+                sample.value
+                for metric in self.metrics.jobs.collect()
+                for sample in metric.samples
+                if sample.name.endswith("_total")
+            )
+        )
+
+    def release_held(self) -> int:
+        """Release every job carrying the held marker as submitted; how many were released.
+
+        For admins (``adaptalloc daemon --release-held``): works while a daemon runs, with
+        a journal of its own.
+        """
+        self.applier.journal = Journal(self.state.path / "inflight-release.json")
+        jobs = self._read_queue()
+        if jobs is None:
+            raise SlurmError("cannot read the queue (squeue failed); nothing was released")
+        held = [j for j in jobs.values() if held_by_us(j)]
+        return self.release_all(held, reasons.BY_ADMIN, "released by an administrator")

@@ -1,0 +1,146 @@
+"""What the daemon reads and writes in a job's admin_comment (versioned, like jobstats' JS1:).
+
+job_submit.lua holds a moldable job and writes ``adaptalloc:v1:held`` in front of any
+admin_comment the job had. The daemon replaces that marker with its record, after the app
+key as a v1 tag (so that accounting, which keeps admin_comment, tells the learner which
+application the run was) and keeps the text that was there before:
+
+    adaptalloc:v1 app=lu size=w; adaptalloc:v1:sized n=16 range=4-64 rule=load_adaptive
+    adaptalloc:v1 app=lu; adaptalloc:v1:kept range=4-64 rule=fallback; <earlier text>
+    adaptalloc:v1:released reason=store_unavailable range=4-64
+
+``sized``: the daemon pinned the size (and maybe the time limit). ``kept``: the policy left
+the job as submitted. ``released``: the daemon failed open (reason code, plugin/daemon/
+reasons.py). The tag ends at ``;`` (plugin/appkey.py); words starting ``adaptalloc:v1:`` are
+never tags. Everything written here is built from validated parts: an AppKey, integers, rule
+names and reason codes from fixed sets, and the earlier admin text (set by Slurm
+administrators, escaped and cut).
+"""
+
+from __future__ import annotations
+
+import re
+
+from plugin.appkey import TAG_MARKER, AppKey, AppKeyError, parse_tag
+from plugin.errors import printable
+
+__all__ = [
+    "HELD",
+    "KEPT",
+    "RECORDS",
+    "RELEASED",
+    "SIZED",
+    "admin_comment",
+    "app_tag",
+    "is_held",
+    "kept_record",
+    "parse_record",
+    "prior_text",
+    "record_word",
+    "released_record",
+    "sized_record",
+]
+
+HELD = "adaptalloc:v1:held"
+SIZED = "adaptalloc:v1:sized"
+KEPT = "adaptalloc:v1:kept"
+RELEASED = "adaptalloc:v1:released"
+RECORDS = (SIZED, KEPT, RELEASED)
+#: Characters of earlier admin text kept.
+PRIOR_LIMIT = 400
+_TOKEN = re.compile(r"[a-z0-9_.@=-]+")
+_FIELD = re.compile(r"([a-z_]+)=([a-z0-9_.@-]+)")
+
+
+def _words(admin_comment: str | None) -> list[str]:
+    return (admin_comment or "").split()
+
+
+def is_held(admin_comment: str | None) -> bool:
+    """The job carries job_submit.lua's marker (the daemon has not recorded anything yet)."""
+    return HELD in _words(admin_comment)
+
+
+def record_word(admin_comment: str | None) -> str | None:
+    """SIZED, KEPT or RELEASED when the daemon's record is there, else None."""
+    for word in _words(admin_comment):
+        if word.rstrip(";") in RECORDS:
+            return word.rstrip(";")
+    return None
+
+
+def parse_record(admin_comment: str | None) -> dict[str, str]:
+    """The daemon's record as fields (``{"record": "sized", "n": "16", ...}``), {} if none."""
+    words = _words(admin_comment)
+    for i, word in enumerate(words):
+        if word.rstrip(";") in RECORDS:
+            out = {"record": word.rstrip(";").rsplit(":", 1)[1]}
+            if word.endswith(";"):
+                return out
+            for field in words[i + 1 :]:
+                match = _FIELD.fullmatch(field.rstrip(";"))
+                if match is None:
+                    break
+                out[match.group(1)] = match.group(2)
+                if field.endswith(";"):
+                    break
+            return out
+    return {}
+
+
+def prior_text(admin_comment: str | None) -> str:
+    """The admin text the job had before job_submit.lua's marker: marker removed once,
+    escaped, cut to PRIOR_LIMIT characters."""
+    words = _words(admin_comment)
+    if HELD in words:
+        words.remove(HELD)
+    text = printable(" ".join(words))
+    return text[:PRIOR_LIMIT]
+
+
+def app_tag(app: AppKey) -> str:
+    """The v1 tag naming `app` (``adaptalloc:v1 app=lu size=w``)."""
+    size = f" size={app.size}" if app.size is not None else ""
+    return f"{TAG_MARKER} app={app.name}{size}"
+
+
+def _token(value: object, what: str) -> str:
+    text = str(value)
+    if not _TOKEN.fullmatch(text):
+        raise ValueError(f"{what} {printable(text)[:40]!r} cannot go into an admin comment")
+    return text
+
+
+def sized_record(nodes: int, low: int, high: int, rule: str) -> str:
+    return f"{SIZED} n={int(nodes)} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}"
+
+
+def kept_record(low: int, high: int, rule: str) -> str:
+    return f"{KEPT} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}"
+
+
+def released_record(reason: str, low: int | None, high: int | None) -> str:
+    span = f" range={int(low)}-{int(high)}" if low is not None and high is not None else ""
+    return f"{RELEASED} reason={_token(reason, 'reason')}{span}"
+
+
+def _has_tag(text: str) -> bool:
+    try:
+        return parse_tag(text, "admin_comment") is not None
+    except AppKeyError:
+        return True  # an admin's tag we cannot read: do not add a second one
+
+
+def admin_comment(record: str, prior: str = "", app: AppKey | None = None) -> str:
+    """The admin comment the daemon sets: ``[tag; ]record[; prior]``.
+
+    The tag is left out when the earlier admin text has one already (a second tag would make
+    the key unreadable, and the earlier one is what named the app).
+    """
+    parts = []
+    if app is not None and not _has_tag(prior):
+        parts.append(app_tag(app) + ";")
+    parts.append(record + (";" if prior else ""))
+    if prior:
+        parts.append(prior)
+    return " ".join(parts)

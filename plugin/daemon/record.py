@@ -1,0 +1,130 @@
+"""Decision records: the Redis stream entry (once per job) and the ``decision`` log event.
+
+The stream entry has the layout `plugin.store.CurveStore.record_decision` writes (fields
+``app``, ``job_id``, ``doc``), so ``adaptalloc app KEY --decisions`` and the reports read
+both; it is written by plugin/lua/record_decision.lua behind a once-guard key
+(``adaptalloc:v1:decided:<job>-<submit>``, plugin/keys.py), so a job recovered after a crash
+is never recorded twice. Redis trouble never blocks a job: the record is skipped, counted
+and the log line (which carries every field) stays the source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from importlib import resources
+from typing import Any
+
+import redis
+import structlog
+
+from plugin import keys
+from plugin.daemon.decider import Outcome
+from plugin.errors import printable
+
+__all__ = ["DecisionRecorder", "decision_doc"]
+
+log = structlog.get_logger("adaptalloc.daemon")
+#: Entries per pipeline round trip.
+CHUNK = 500
+
+
+def decision_doc(outcome: Outcome, status: str, latency_s: float | None) -> dict[str, Any]:
+    """Everything needed to replay the decision (and to report on it)."""
+    job = outcome.job
+    cluster = outcome.cluster
+    return {
+        "job_id": job.job_id,
+        "app": None if outcome.app is None else str(outcome.app),
+        "user": printable(job.user)[:64],
+        "account": printable(job.account)[:64],
+        "partition": printable(job.partition)[:64],
+        "min_nodes": job.nodes_min,
+        "max_nodes": job.nodes_max,
+        "time_limit_min": job.time_limit_min,
+        "action": outcome.action,
+        "nodes": outcome.nodes,
+        "new_time_limit_min": outcome.time_limit_min,
+        "rule": outcome.rule,
+        "reason": outcome.reason,
+        "time_limit_reason": outcome.time_limit_reason,
+        "fail_open": outcome.fail_open,
+        "status": status,
+        "curve_version": outcome.curve_version,
+        "curve_model": outcome.curve_model,
+        "idle_nodes": cluster.idle_nodes if cluster is not None else None,
+        "pending_nodes": cluster.pending_demand_nodes if cluster is not None else None,
+        "total_nodes": cluster.total_nodes if cluster is not None else None,
+        "policy": outcome.policy,
+        "budget": outcome.budget,
+        "submit_time": job.submit_time,
+        "decided_at": round(time.time(), 3),
+        "latency_s": None if latency_s is None else round(latency_s, 3),
+        "recovered": outcome.recovered,
+    }
+
+
+class DecisionRecorder:
+    """Writes decision documents to the stream, pipelined, each at most once per job."""
+
+    def __init__(
+        self,
+        client: Callable[[], redis.Redis],
+        maxlen: int = 100_000,
+        ttl_s: float = 7 * 86400.0,
+        retry_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_failure: Callable[[str], None] | None = None,
+    ) -> None:
+        self._client_factory = client
+        self._client: Any = None
+        self._script: Any = None
+        self.maxlen = maxlen
+        self.ttl_s = int(max(ttl_s, 1))
+        self.retry_s = retry_s
+        self.clock = clock
+        self._down_until = -1e18
+        self._on_failure = on_failure
+
+    def _ready(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+            text = (resources.files("plugin") / "lua" / "record_decision.lua").read_text("utf-8")
+            self._script = self._client.register_script(text)
+        return self._client
+
+    def reset(self, client: Callable[[], redis.Redis]) -> None:
+        self._client_factory = client
+        self._client = None
+        self._down_until = -1e18
+
+    def record(self, docs: Sequence[dict[str, Any]]) -> int:
+        """Write `docs` (from decision_doc); returns how many were new. Never raises."""
+        if not docs or self.clock() < self._down_until:
+            if docs:
+                self._failed(len(docs), "Redis marked unavailable")
+            return 0
+        written = 0
+        try:
+            client = self._ready()
+            for start in range(0, len(docs), CHUNK):
+                pipe = client.pipeline(transaction=False)
+                for doc in docs[start : start + CHUNK]:
+                    guard = keys.decided(int(doc["job_id"]), int(doc.get("submit_time") or 0))
+                    text = json.dumps(doc, separators=(",", ":"), default=str)
+                    self._script(
+                        keys=[guard, keys.DECISIONS],
+                        args=[self.ttl_s, self.maxlen, doc.get("app") or "", doc["job_id"], text],
+                        client=pipe,
+                    )
+                written += sum(1 for reply in pipe.execute() if reply)
+        except (redis.RedisError, OSError) as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._failed(len(docs) - written, printable(str(exc))[:200])
+        return written
+
+    def _failed(self, count: int, why: str) -> None:
+        if self._on_failure is not None:
+            self._on_failure("record")
+        log.warning("decisions_not_recorded", jobs=count, error=why)

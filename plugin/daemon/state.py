@@ -1,0 +1,188 @@
+"""The daemon's state directory: what job_submit.lua reads and writes there, and what the
+daemon keeps for itself.
+
+* ``heartbeat``: Unix seconds, written every ``heartbeat_interval_s`` while the daemon is
+  healthy; job_submit.lua holds jobs only while it is fresh.
+* ``spool``: one ``held <epoch> <uid>`` line per held job, appended by job_submit.lua; the
+  daemon watches its size. A wake-up call only: 22.05's job_submit runs before the job id
+  is assigned, so the daemon finds the jobs by their marker.
+* ``inflight.json``: the decisions being applied, written before any job is changed, so a
+  crash mid-apply is finished at the next start, not redone.
+* ``daemon.lock``: flock'd by the running daemon (one per state directory), with its pid.
+
+The directory must be writable by the daemon and the spool by SlurmUser (slurmctld runs the
+hook); the heartbeat is made world-readable. Writes are atomic (temporary file, rename), so
+the hook never reads half a timestamp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from plugin.errors import AdaptallocError, printable
+
+__all__ = [
+    "DaemonLockedError",
+    "Journal",
+    "SpoolWatcher",
+    "StateDir",
+    "atomic_write",
+    "default_state_dir",
+]
+
+#: The spool is truncated once it grows past this many bytes (its lines are only nudges).
+SPOOL_TRUNCATE_BYTES = 1 << 20
+SYSTEM_STATE_DIR = "/var/lib/adaptalloc"
+
+
+class DaemonLockedError(AdaptallocError):
+    """Another daemon holds this state directory."""
+
+
+def default_state_dir(configured: str, environ: Mapping[str, str] | None = None) -> Path:
+    """``[daemon] state_dir``, else ``$ADAPTALLOC_STATE_DIR/adaptalloc`` (the testbed's,
+    which its job_submit.lua reads), else /var/lib/adaptalloc."""
+    env = os.environ if environ is None else environ
+    if configured:
+        return Path(configured)
+    if env.get("ADAPTALLOC_STATE_DIR"):
+        return Path(env["ADAPTALLOC_STATE_DIR"]) / "adaptalloc"
+    return Path(SYSTEM_STATE_DIR)
+
+
+def atomic_write(path: Path, text: str, mode: int = 0o644, sync: bool = False) -> None:
+    """Write `text` to `path` through a temporary file and a rename."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+class StateDir:
+    """Paths and small operations on the state directory."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.heartbeat = path / "heartbeat"
+        self.spool = path / "spool"
+        self.journal = path / "inflight.json"
+        self.lock_path = path / "daemon.lock"
+        self._lock: TextIO | None = None
+
+    def prepare(self) -> None:
+        """Create the directory (mode 755: slurmctld must reach heartbeat and spool)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            self.path.chmod(0o755)
+
+    def lock(self) -> None:
+        """Take the directory's lock; DaemonLockedError naming the holder if another has it."""
+        handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until unlock
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            handle.seek(0)
+            holder = handle.read().strip()[:20]
+            handle.close()
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise DaemonLockedError(
+                    f"another adaptalloc daemon (pid {printable(holder) or 'unknown'}) uses "
+                    f"{printable(str(self.path))}"
+                ) from exc
+            raise
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._lock = handle
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                self._lock.truncate(0)
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def beat(self, now: float | None = None) -> float:
+        """Write the heartbeat (whole Unix seconds, as the hook compares them)."""
+        stamp = time.time() if now is None else now
+        atomic_write(self.heartbeat, f"{int(stamp)}\n")
+        return stamp
+
+    def stop_beating(self) -> None:
+        """Remove the heartbeat: from now on the hook holds nothing."""
+        with contextlib.suppress(FileNotFoundError):
+            self.heartbeat.unlink()
+
+
+class SpoolWatcher:
+    """Notices job_submit.lua's wake-up lines by the spool's size (one stat per poll)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen = self._size()
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def woken(self) -> bool:
+        """True when lines were appended since the last call (truncating a large spool)."""
+        size = self._size()
+        grew = size != self._seen
+        if size > SPOOL_TRUNCATE_BYTES:
+            with contextlib.suppress(OSError):
+                os.truncate(self.path, 0)
+            size = 0
+        self._seen = size
+        return grew
+
+
+class Journal:
+    """The decisions being applied, by job id, in ``inflight.json`` (fsync'd before any job is
+    changed). A crash mid-apply leaves them there; the next start finishes them."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[int, dict[str, Any]]:
+        """The journal's entries; {} when there is none or it is unreadable (logged by caller)."""
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(doc, dict):
+            return {}
+        out: dict[int, dict[str, Any]] = {}
+        for key, value in doc.items():
+            if isinstance(key, str) and key.isdigit() and isinstance(value, dict):
+                out[int(key)] = value
+        return out
+
+    def write(self, entries: Mapping[int, Mapping[str, Any]]) -> None:
+        if not entries:
+            self.clear()
+            return
+        text = json.dumps({str(k): dict(v) for k, v in entries.items()}, separators=(",", ":"))
+        atomic_write(self.path, text, mode=0o600, sync=True)
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()

@@ -1,0 +1,83 @@
+"""What one look at the queue finds: which held jobs to decide, to finish, to release.
+
+Pure functions over `JobRecord` values (from ``squeue --json``, which 22.05 cannot filter:
+the filtering is here).
+
+* **held**: pending, priority 0, carrying job_submit.lua's marker. Decided, unless
+* **to finish**: the daemon has this job's decision in its journal (it crashed or a Slurm
+  command failed mid-apply): the journaled decision is applied again, never a new one;
+* **stale**: held longer than ``max_hold_s`` (the watchdog): released as submitted.
+
+A job with the daemon's record (sized/kept/released) that is held again but not in the
+journal was held by its user or an admin after the daemon released it: left alone. So is
+a job with the marker that is no longer held (an admin released it by hand).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from plugin.daemon import marks
+from plugin.daemon.cluster import pending_demand
+from plugin.slurm import JobRecord
+
+__all__ = ["Sweep", "classify", "held_by_us"]
+
+
+def held_by_us(job: JobRecord) -> bool:
+    """Pending at priority 0 with the held marker."""
+    return job.state == "PENDING" and job.priority == 0 and marks.is_held(job.admin_comment)
+
+
+def on_hold(job: JobRecord) -> bool:
+    return job.state == "PENDING" and job.priority == 0
+
+
+@dataclass
+class Sweep:
+    """The queue at one moment, sorted out."""
+
+    jobs: dict[int, JobRecord]
+    to_decide: list[JobRecord] = field(default_factory=list)
+    to_finish: list[JobRecord] = field(default_factory=list)
+    stale: list[JobRecord] = field(default_factory=list)
+    demand: Counter[str] = field(default_factory=Counter)
+    held: int = 0
+    deferred: int = 0
+
+    @property
+    def work(self) -> int:
+        return len(self.to_decide) + len(self.to_finish) + len(self.stale)
+
+
+def classify(
+    jobs: Iterable[JobRecord],
+    now: float,
+    max_hold_s: float,
+    journaled: Collection[int],
+    max_batch: int,
+) -> Sweep:
+    """Sort the queue (module docstring); at most `max_batch` jobs to decide, oldest first."""
+    table = {job.job_id: job for job in jobs}
+    sweep = Sweep(table, demand=pending_demand(table.values()))
+    candidates = []
+    for job in table.values():
+        if not on_hold(job):
+            continue
+        if job.job_id in journaled and (
+            marks.is_held(job.admin_comment) or marks.record_word(job.admin_comment)
+        ):
+            sweep.to_finish.append(job)
+        elif marks.is_held(job.admin_comment):
+            sweep.held += 1
+            age = now - job.submit_time if job.submit_time else 0.0
+            if age > max_hold_s:
+                sweep.stale.append(job)
+            else:
+                candidates.append(job)
+    candidates.sort(key=lambda j: (j.submit_time or 0, j.job_id))
+    sweep.to_decide = candidates[:max_batch]
+    sweep.deferred = len(candidates) - len(sweep.to_decide)
+    return sweep

@@ -1,0 +1,123 @@
+"""The daemon's Prometheus metrics (prometheus-client), on their own registry.
+
+| metric | type | labels | what |
+|---|---|---|---|
+| ``adaptalloc_decisions_total`` | counter | rule | jobs decided by the policy, by winning rule |
+| ``adaptalloc_fail_open_total`` | counter | reason | jobs released as submitted, by reason code |
+| ``adaptalloc_jobs_total`` | counter | outcome | jobs finished: resized, kept, released, gone |
+| ``adaptalloc_held_jobs`` | gauge | | jobs carrying the held marker at the last sweep |
+| ``adaptalloc_decision_latency_seconds`` | histogram | | held to released, per job |
+| ``adaptalloc_slurm_call_seconds`` | histogram | call | one adapter call (squeue, resize, ...) |
+| ``adaptalloc_slurm_call_failures_total`` | counter | call | adapter calls that raised |
+| ``adaptalloc_batch_jobs`` | histogram | | jobs per batch |
+| ``adaptalloc_store_failures_total`` | counter | op | failed Redis operations (curve, record) |
+| ``adaptalloc_learner_runs_total`` | counter | step | learner steps: poll, refit, age_out, error |
+| ``adaptalloc_heartbeat_timestamp_seconds`` | gauge | | Unix time of the last heartbeat written |
+| ``adaptalloc_daemon_info`` | gauge | version, backend | 1 |
+
+A registry per `Metrics` (not the global one), so a process can hold several daemons (the
+tests do) and the HTTP endpoint shows only these. ``port=0`` serves nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+__all__ = ["LATENCY_BUCKETS", "Metrics"]
+
+#: Seconds: decisions are aimed at well under 1 s; the watchdog bound is minutes.
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+SLURM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
+
+
+class Metrics:
+    """Every metric of one daemon (module docstring)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.decisions = Counter(
+            "adaptalloc_decisions",
+            "Jobs decided by the policy, by winning rule",
+            ["rule"],
+            registry=r,
+        )
+        self.fail_open = Counter(
+            "adaptalloc_fail_open", "Jobs released as submitted, by reason", ["reason"], registry=r
+        )
+        self.jobs = Counter(
+            "adaptalloc_jobs", "Held jobs finished, by outcome", ["outcome"], registry=r
+        )
+        self.held = Gauge("adaptalloc_held_jobs", "Jobs held at the last sweep", registry=r)
+        self.latency = Histogram(
+            "adaptalloc_decision_latency_seconds",
+            "Held to released, per job",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.slurm_seconds = Histogram(
+            "adaptalloc_slurm_call_seconds",
+            "Duration of one Slurm adapter call",
+            ["call"],
+            buckets=SLURM_BUCKETS,
+            registry=r,
+        )
+        self.slurm_failures = Counter(
+            "adaptalloc_slurm_call_failures",
+            "Slurm adapter calls that failed",
+            ["call"],
+            registry=r,
+        )
+        self.batch = Histogram(
+            "adaptalloc_batch_jobs", "Jobs per batch", buckets=BATCH_BUCKETS, registry=r
+        )
+        self.store_failures = Counter(
+            "adaptalloc_store_failures", "Redis operations that failed", ["op"], registry=r
+        )
+        self.learner = Counter(
+            "adaptalloc_learner_runs", "Learner steps, by step", ["step"], registry=r
+        )
+        self.heartbeat = Gauge(
+            "adaptalloc_heartbeat_timestamp_seconds", "Unix time of the last heartbeat", registry=r
+        )
+        self.info = Gauge(
+            "adaptalloc_daemon_info", "The daemon's version", ["version", "backend"], registry=r
+        )
+        self._server: tuple[Any, Any] | None = None
+
+    def serve(self, port: int, address: str = "127.0.0.1") -> int:
+        """Serve /metrics on `address`:`port` in a background thread; 0 serves nothing.
+
+        Returns the port (an OSError, e.g. the port is taken, propagates to the caller).
+        """
+        if port == 0:
+            return 0
+        self._server = start_http_server(port, addr=address, registry=self.registry)
+        return int(getattr(self._server[0], "server_port", port))
+
+    def close(self) -> None:
+        """Stop serving (prometheus-client >= 0.17 returns the server and its thread)."""
+        server = self._server
+        self._server = None
+        if server is not None:
+            with contextlib.suppress(Exception):
+                server[0].shutdown()
+                server[0].server_close()
+
+    @contextlib.contextmanager
+    def slurm_call(self, call: str) -> Iterator[None]:
+        """Time one Slurm adapter call; count it as failed if it raises."""
+        started = time.perf_counter()
+        try:
+            yield
+        except Exception:
+            self.slurm_failures.labels(call).inc()
+            raise
+        finally:
+            self.slurm_seconds.labels(call).observe(time.perf_counter() - started)
