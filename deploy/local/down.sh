@@ -10,17 +10,29 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
     cat <<USAGE
-usage: deploy/local/down.sh [--state-dir DIR]
+usage: deploy/local/down.sh [--state-dir DIR] [--daemon-only]
 
 Stops the testbed started by up.sh under DIR (default: \$ADAPTALLOC_STATE_DIR or
 <project>/.local). Running jobs are cancelled first so no job step outlives its
-slurmd; pending jobs stay in Slurm's saved state.
+slurmd; pending jobs stay in Slurm's saved state. The adaptalloc daemon (up.sh
+--with-daemon) is stopped first: it releases the jobs it holds. --daemon-only stops just
+the daemon.
 USAGE
 }
 
 parse_common_args "$@"
-((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
+DAEMON_ONLY=0
+for arg in "${REST_ARGS[@]+"${REST_ARGS[@]}"}"; do
+    case "$arg" in
+        --daemon-only) DAEMON_ONLY=1 ;;
+        *) die "unknown argument: $arg (see --help)" ;;
+    esac
+done
 [[ -d "$RUN_DIR" ]] || { log "nothing to stop: no $RUN_DIR"; exit 0; }
+
+# The daemon first, while Slurm still answers: it releases what it holds.
+stop_daemon
+((DAEMON_ONLY == 0)) || exit 0
 
 # stop COMPONENT: SIGTERM, wait, then SIGKILL if it would not go.
 stop() {

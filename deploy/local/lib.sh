@@ -161,8 +161,16 @@ components() {
     printf '%s\n' redis
 }
 
+# The adaptalloc daemon is optional (up.sh --with-daemon): not in components(), so a
+# testbed without it is still "up"; these helpers treat it like the others.
+DAEMON_COMPONENT=adaptalloc-daemon
+DEFAULT_METRICS_PORT=9405
+daemon_state_dir() { echo "$STATE_DIR/adaptalloc"; }
+venv_python() { echo "${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin/python"; }
+
 pid_file_of() {
     case "$1" in
+        adaptalloc-daemon) echo "$RUN_DIR/adaptalloc-daemon.pid" ;;
         munged) echo "$RUN_DIR/munged.pid" ;;
         mariadb) echo "$RUN_DIR/mariadb.pid" ;;
         slurmdbd) echo "$RUN_DIR/slurmdbd.pid" ;;
@@ -175,6 +183,7 @@ pid_file_of() {
 
 log_file_of() {
     case "$1" in
+        adaptalloc-daemon) echo "$LOG_DIR/adaptalloc-daemon.log" ;;
         munged) echo "$LOG_DIR/munged.log" ;;
         mariadb) echo "$LOG_DIR/mariadb.log" ;;
         slurmdbd) echo "$LOG_DIR/slurmdbd.log" ;;
@@ -188,6 +197,7 @@ log_file_of() {
 # program name and a command-line fragment that identify the process we started
 expected_cmd_of() {
     case "$1" in
+        adaptalloc-daemon) echo "python*|daemon --state-dir $(daemon_state_dir) " ;;
         munged) echo "munged|$MUNGE_SOCKET" ;;
         mariadb) echo "mariadbd|$MARIADB_DATADIR" ;;
         slurmdbd) echo "slurmdbd|slurmdbd" ;;
@@ -210,7 +220,8 @@ pid_matches() {
     prog="${spec%%|*}"
     fragment="${spec#*|}"
     argv0="${cmdline%% *}"
-    [[ "$(basename -- "$argv0")" == "$prog" ]] || return 1
+    # shellcheck disable=SC2053  # prog may be a glob (python*)
+    [[ "$(basename -- "$argv0")" == $prog ]] || return 1
     [[ "$cmdline " == *"$fragment"* ]] || return 1
     # slurmdbd is started without arguments: tie it to this state dir through
     # its environment instead (SLURM_CONF points into STATE_DIR).
@@ -299,4 +310,37 @@ wait_for() {
         fi
         sleep 0.5
     done
+}
+
+# heartbeat_fresh: the daemon's heartbeat exists and is at most 15 s old (what the hook reads)
+heartbeat_fresh() {
+    local hb stamp
+    hb="$(daemon_state_dir)/heartbeat"
+    [[ -s "$hb" ]] || return 1
+    stamp="$(tr -dc '0-9' <"$hb")"
+    [[ -n "$stamp" ]] && (($(date +%s) - stamp <= 15))
+}
+
+# stop_daemon: SIGTERM the adaptalloc daemon (it finishes the jobs in hand, releases what is
+# held, removes its heartbeat), SIGKILL after 60 s. Returns 0 when it was not running.
+stop_daemon() {
+    local comp=adaptalloc-daemon pid pf
+    pf="$(pid_file_of "$comp")"
+    if ! pid="$(running_pid "$comp")"; then
+        [[ -e "$pf" ]] && rm -f "$pf"
+        return 0
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    local deadline=$((SECONDS + 60))
+    while pid_matches "$pid" "$comp"; do
+        if ((SECONDS >= deadline)); then
+            warn "$comp (pid $pid) ignored SIGTERM for 60s; sending SIGKILL (held jobs are released at its next start)"
+            kill -KILL "$pid" 2>/dev/null || true
+            rm -f "$(daemon_state_dir)/heartbeat"
+            break
+        fi
+        sleep 0.2
+    done
+    rm -f "$pf"
+    log "$comp: stopped (pid $pid)"
 }

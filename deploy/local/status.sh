@@ -49,6 +49,21 @@ for comp in $(components); do
     [[ "$state" == up ]] || down=1
     row "$comp" "$state" "$pid" "$detail"
 done
+# The daemon is optional: "not started" is fine, a dead pid file or a stale heartbeat is not.
+dpf="$(pid_file_of "$DAEMON_COMPONENT")"
+if pid="$(running_pid "$DAEMON_COMPONENT")"; then
+    if heartbeat_fresh; then
+        row "$DAEMON_COMPONENT" up "$pid" "$(log_file_of "$DAEMON_COMPONENT")"
+    else
+        down=1
+        row "$DAEMON_COMPONENT" broken "$pid" "no fresh heartbeat (jobs are not held); $(log_file_of "$DAEMON_COMPONENT")"
+    fi
+elif [[ -e "$dpf" ]]; then
+    down=1
+    row "$DAEMON_COMPONENT" down - "stale pid file; $(log_file_of "$DAEMON_COMPONENT")"
+else
+    row "$DAEMON_COMPONENT" off - "not started (up.sh --with-daemon)"
+fi
 echo "state dir: $STATE_DIR (ports: slurmctld $SLURMCTLD_PORT, slurmdbd $SLURMDBD_PORT, mariadb $MARIADB_PORT, redis $REDIS_PORT, slurmd $((SLURMD_BASE_PORT + 1))-$((SLURMD_BASE_PORT + NODE_COUNT)))"
 if ((down)); then
     echo "something is down: deploy/local/up.sh starts what is missing"

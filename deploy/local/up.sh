@@ -12,11 +12,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 usage() {
     cat <<USAGE
-usage: deploy/local/up.sh [--state-dir DIR]
+usage: deploy/local/up.sh [--state-dir DIR] [--with-daemon]
 
 Installs what is missing (slurm-wlm, slurmctld, slurmd, slurmdbd, munge,
 mariadb-server, redis-server) from Debian's packages, then starts the testbed under
 DIR (default: \$ADAPTALLOC_STATE_DIR or <project>/.local) and writes DIR/env.
+With --with-daemon it also starts \`adaptalloc daemon\` in the background against the
+testbed (pid file DIR/run/adaptalloc-daemon.pid, log DIR/log/adaptalloc-daemon.log,
+metrics on port 9405 + the port offset, or \$ADAPTALLOC_METRICS_PORT; needs the venv of
+deploy/setup.sh). down.sh stops it.
 
 Environment: ADAPTALLOC_STATE_DIR, ADAPTALLOC_NODES (8), ADAPTALLOC_NODE_CPUS (4),
 ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_PORT_OFFSET (chosen
@@ -25,7 +29,13 @@ USAGE
 }
 
 parse_common_args "$@"
-((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
+WITH_DAEMON=0
+for arg in "${REST_ARGS[@]+"${REST_ARGS[@]}"}"; do
+    case "$arg" in
+        --with-daemon) WITH_DAEMON=1 ;;
+        *) die "unknown argument: $arg (see --help)" ;;
+    esac
+done
 
 T_START=$SECONDS
 STARTED=()
@@ -254,6 +264,34 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
 } >"$ENV_FILE.tmp"
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"
+
+# --- 10. the adaptalloc daemon (--with-daemon) ------------------------------------
+if ((WITH_DAEMON)) && ! running_pid "$DAEMON_COMPONENT" >/dev/null; then
+    PY="$(venv_python)"
+    [[ -x "$PY" ]] || die "--with-daemon needs the project's venv ($PY): run deploy/setup.sh first"
+    rm -f "$(pid_file_of "$DAEMON_COMPONENT")"
+    METRICS_PORT="${ADAPTALLOC_METRICS_PORT:-$((DEFAULT_METRICS_PORT + PORT_OFFSET))}"
+    if [[ "$METRICS_PORT" != 0 ]] && port_in_use "$METRICS_PORT"; then
+        warn "metrics port $METRICS_PORT is taken; the daemon runs without a metrics endpoint"
+        METRICS_PORT=0
+    fi
+    mkdir -p "$(daemon_state_dir)"
+    log "starting adaptalloc daemon (state $(daemon_state_dir), metrics port $METRICS_PORT)"
+    (
+        set -a
+        # shellcheck disable=SC1090  # written just above
+        source "$ENV_FILE"
+        set +a
+        cd "$PROJECT_ROOT"
+        exec setsid -f "$PY" -m plugin daemon --state-dir "$(daemon_state_dir)" \
+            --pid-file "$(pid_file_of "$DAEMON_COMPONENT")" --metrics-port "$METRICS_PORT" \
+            </dev/null >>"$(log_file_of "$DAEMON_COMPONENT")" 2>&1
+    )
+    STARTED+=("$DAEMON_COMPONENT")
+    daemon_up() { running_pid "$DAEMON_COMPONENT" >/dev/null && heartbeat_fresh; }
+    wait_for "the adaptalloc daemon's heartbeat" "$(log_file_of "$DAEMON_COMPONENT")" daemon_up
+    log "adaptalloc daemon up (pid $(running_pid "$DAEMON_COMPONENT")); log: $(log_file_of "$DAEMON_COMPONENT")"
+fi
 
 if ((${#CONFIG_CHANGED[@]})) && ((${#PRE_RUNNING[@]})); then
     warn "configuration changed (${CONFIG_CHANGED[*]}) while some daemons were running; run deploy/local/down.sh && deploy/local/up.sh to apply it"
