@@ -1,0 +1,55 @@
+"""Per-application efficiency reports (tracker issue 8): terminal, JSON/CSV, static HTML.
+
+The pipeline is visible in the modules, as in reportseff:
+
+    query.py      the store -> AppInputs          (the only module that reads Redis)
+    assemble.py   AppInputs -> AppReport          (pure; band.py, groups.py, decisions.py)
+    terminal.py   AppReport -> rich tables
+    export.py     AppReport -> JSON documents, CSV rows
+    svg.py        AppReport -> inline SVG plots
+    html.py       AppReport -> pages and a sortable index (jinja2, templates/)
+
+model.py holds the data classes that flow between them. plugin/cli_report.py is the
+command line (``adaptalloc report``).
+"""
+
+from plugin.report.assemble import assemble, fleet_row, size_grid
+from plugin.report.export import (
+    FLEET_COLUMNS,
+    JOB_COLUMNS,
+    app_document,
+    fleet_document,
+    job_rows,
+    jobs_document,
+    write_csv,
+)
+from plugin.report.html import INDEX, SiteWriter, page_name, render_app_page, render_index
+from plugin.report.model import AppInputs, AppReport, FleetRow, Run
+from plugin.report.query import app_inputs, fleet_inputs
+from plugin.report.terminal import render_app, render_fleet
+
+__all__ = [
+    "FLEET_COLUMNS",
+    "INDEX",
+    "JOB_COLUMNS",
+    "AppInputs",
+    "AppReport",
+    "FleetRow",
+    "Run",
+    "SiteWriter",
+    "app_document",
+    "app_inputs",
+    "assemble",
+    "fleet_document",
+    "fleet_inputs",
+    "fleet_row",
+    "job_rows",
+    "jobs_document",
+    "page_name",
+    "render_app",
+    "render_app_page",
+    "render_fleet",
+    "render_index",
+    "size_grid",
+    "write_csv",
+]

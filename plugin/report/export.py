@@ -1,0 +1,193 @@
+"""Exports: the report's figures as JSON documents and CSV tables.
+
+JSON (``--format json``), one document on stdout:
+
+* ``report APP``: `app_document`, the whole report of one app;
+* ``report --all``: ``{"apps": [FleetRow, ...]}``, one object per app (`fleet_document`);
+* ``--per-job``: ``{"jobs": [...]}``, one object per job, with job arrays and groups
+  summarised in one object each (`job_rows`).
+
+Numbers that cannot be computed are null (never NaN); times are Unix seconds.
+
+CSV (``--format csv``): a header and one row per app (`FLEET_COLUMNS`) or, with
+``--per-job``, per job or group (`JOB_COLUMNS`), quoted as RFC 4180 says (the csv module,
+CRLF line ends). Cells are written for spreadsheets too: a text cell that starts with
+``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, so that a
+spreadsheet shows it as text instead of running it as a formula (CSV formula injection;
+job ids, rules and app names can come from users). Numbers are never altered, so a
+negative saving stays a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, TextIO
+
+from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup
+
+__all__ = [
+    "FLEET_COLUMNS",
+    "JOB_COLUMNS",
+    "app_document",
+    "fleet_document",
+    "job_rows",
+    "jobs_document",
+    "safe_cell",
+    "write_csv",
+]
+
+FLEET_COLUMNS = (
+    "app",
+    "runs",
+    "node_hours",
+    "last_end",
+    "model",
+    "A",
+    "sigma",
+    "max_useful_n",
+    "pws_n",
+    "fit_error",
+    "reliable",
+    "reliability",
+    "suggest_n",
+    "anomalies",
+    "decisions",
+    "efficiency_chosen",
+    "efficiency_max",
+    "node_hours_saved",
+)
+JOB_COLUMNS = (
+    "app",
+    "group_id",
+    "kind",
+    "tasks",
+    "first_job",
+    "last_job",
+    "nodes",
+    "runtime_min",
+    "runtime_mean",
+    "runtime_max",
+    "efficiency_min",
+    "efficiency_mean",
+    "efficiency_max",
+    "node_hours",
+    "first_end",
+    "last_end",
+    "requested_min",
+    "requested_max",
+    "rule",
+)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def clean(value: Any) -> Any:
+    """JSON-able: tuples become lists, non-finite floats None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    return value
+
+
+def _decision(row: DecisionRow) -> dict[str, Any]:
+    return {**asdict(row), "node_hours_saved": row.node_hours_saved}
+
+
+def app_document(report: AppReport, decisions: int = 20) -> dict[str, Any]:
+    """The whole report of one app; the newest `decisions` decision rows (all in the summary)."""
+    doc: dict[str, Any] = {
+        "app": report.app,
+        "runs": report.runs,
+        "node_hours": report.node_hours,
+        "first_end": report.first_end,
+        "last_end": report.last_end,
+        "curve": None if report.curve is None else asdict(report.curve),
+        "curve_note": report.curve_note,
+        "sizes": [asdict(s) for s in report.sizes],
+        "anomalies": [a.to_dict() for a in report.anomalies],
+        "patterns": [p.to_dict() for p in report.patterns],
+        "reliability": [asdict(w) for w in report.warnings],
+        "suggest_n": report.suggest_n,
+        "band": None
+        if report.band is None
+        else {
+            "delta": report.band.delta,
+            "instances": report.band.instances,
+            "n": report.band.n,
+            "speedup_lo": report.band.speedup_lo,
+            "speedup_hi": report.band.speedup_hi,
+        },
+        "band_note": report.band_note,
+        "curve_points": None if report.grid is None else asdict(report.grid),
+        "groups": [asdict(g) for g in report.groups],
+        "decision_summary": asdict(report.decision_summary),
+        "decisions": [_decision(d) for d in report.decisions[:decisions]],
+    }
+    return dict(clean(doc))
+
+
+def fleet_document(rows: Iterable[FleetRow]) -> dict[str, Any]:
+    """``{"apps": [...]}``: one object per app with the `FLEET_COLUMNS` keys."""
+    return {"apps": [clean(asdict(r)) for r in rows]}
+
+
+def _job_row(app: str, group: JobGroup, decision: DecisionRow | None) -> dict[str, Any]:
+    row = {"app": app, **asdict(group)}
+    row["nodes"] = list(group.nodes)
+    row["requested_min"] = None if decision is None else decision.min_nodes
+    row["requested_max"] = None if decision is None else decision.max_nodes
+    row["rule"] = None if decision is None else decision.rule
+    return {k: row[k] for k in JOB_COLUMNS}
+
+
+def job_rows(report: AppReport) -> list[dict[str, Any]]:
+    """One row per job or group (`JOB_COLUMNS`); a lone job carries its decision if any."""
+    by_job = {}
+    for d in reversed(report.decisions):  # the newest decision of a job wins
+        if d.job_id:
+            by_job[d.job_id] = d
+    return [
+        clean(_job_row(report.app, g, by_job.get(g.first_job) if g.tasks == 1 else None))
+        for g in report.groups
+    ]
+
+
+def jobs_document(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"jobs": [...]}``."""
+    return {"jobs": list(rows)}
+
+
+def safe_cell(value: Any) -> Any:
+    """A CSV cell: None empty, lists joined with ';', text guarded against formulas."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        value = ";".join(str(v) for v in value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def write_csv(out: TextIO, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> None:
+    """Header and rows, RFC 4180 (CRLF, quotes doubled), every cell through `safe_cell`."""
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([safe_cell(row.get(c)) for c in columns])
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Mapping[str, Any]]) -> str:
+    """`write_csv` into a string."""
+    buffer = io.StringIO()
+    write_csv(buffer, columns, rows)
+    return buffer.getvalue()

@@ -1,0 +1,322 @@
+"""The report's data model: plain frozen values, from the store's inputs to the figures shown.
+
+The pipeline (plugin/report/__init__.py) is query (query.py, the only module that reads
+Redis) → assemble (assemble.py, pure) → render (terminal.py, html.py, svg.py, export.py).
+This module holds what flows between the steps:
+
+* `Run` and `AppInputs`: what the store holds about one app (its runs, its curve with the
+  curve's metadata, the daemon's decision records as they were written);
+* `AppReport`: everything a renderer shows about one app, already computed: per observed
+  size (`SizeRow`), the curve on a size grid (`CurvePoints`), the ADEPT envelope band
+  (`Band`), diagnostics, job arrays and groups (`JobGroup`), decisions (`DecisionRow`) and
+  their summary (`DecisionSummary`);
+* `FleetRow`: one app's line in the fleet index and in the one-row-per-app exports.
+
+Units: runtimes in seconds, node-hours in hours × nodes, times as Unix seconds. Figures
+that cannot be computed (no curve, no decisions) are None, never NaN. Strings that came
+from users (job ids, decision rules and reasons, notes, and the app name itself when a
+report is assembled from anything but the validated store) are kept as they are: escaping
+is the renderers' job, each for its medium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import predictor
+
+__all__ = [
+    "AppInputs",
+    "AppReport",
+    "Band",
+    "CurveFacts",
+    "CurvePoints",
+    "DecisionRow",
+    "DecisionSummary",
+    "FleetRow",
+    "JobGroup",
+    "ObservedPoint",
+    "ReliabilityWarning",
+    "Run",
+    "SizeRow",
+]
+
+
+# --- inputs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run of the app, as the store keeps it."""
+
+    job_id: str
+    nodes: int
+    runtime_s: float
+    end_time: float
+
+
+@dataclass(frozen=True)
+class AppInputs:
+    """What the store holds about one app; assembled into an `AppReport` by assemble.py.
+
+    curve: the stored curve (None: not fitted yet, not fittable, or unreadable; `curve_note`
+    says which). decisions: the daemon's records for this app, newest first, exactly as
+    `CurveStore.decisions` returns them (read defensively: see decisions.py).
+    """
+
+    app: str
+    runs: tuple[Run, ...]
+    curve: predictor.Curve | None = None
+    curve_note: str = ""
+    curve_version: int | None = None
+    fitted_at: float | None = None
+    refit_due: bool = False
+    decisions: tuple[Mapping[str, Any], ...] = ()
+
+
+# --- the figures of one app -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurveFacts:
+    """The stored curve's parameters and the sizes that matter to a scheduler.
+
+    model: "downey" or the model that model selection chose instead (then runtime, speedup,
+    efficiency, max_useful_n and pws_n are that model's; A and σ still describe the Downey
+    fit). max_useful_n is None when the runs show no knee.
+    """
+
+    model: str
+    method: str
+    A: float
+    sigma: float
+    t1: float
+    t1_known: bool
+    identified: bool
+    fit_error: float
+    max_useful_n: int | None
+    pws_n: int
+    reliable: bool
+    phases: int
+    version: int | None = None
+    fitted_at: float | None = None
+    refit_due: bool = False
+
+
+@dataclass(frozen=True)
+class SizeRow:
+    """One observed size: the runs there against the curve.
+
+    runtime_*: observed (seconds); predicted_runtime, speedup, efficiency: the curve's
+    (exactly `Curve.runtime/speedup/efficiency` at n); observed_speedup and
+    observed_efficiency: the curve's T(1) over the mean observed runtime (None without a
+    curve). anomaly: ADEPT's kind for this size ("point", "decline", "ambiguous_final") or "".
+    """
+
+    n: int
+    runs: int
+    runtime_mean: float
+    runtime_min: float
+    runtime_max: float
+    predicted_runtime: float | None = None
+    speedup: float | None = None
+    efficiency: float | None = None
+    observed_speedup: float | None = None
+    observed_efficiency: float | None = None
+    anomaly: str = ""
+    anomaly_weight: float | None = None
+
+
+@dataclass(frozen=True)
+class ObservedPoint:
+    """One run as a plot marker: size, runtime, speedup and efficiency against the curve's T(1)."""
+
+    job_id: str
+    n: int
+    runtime_s: float
+    speedup: float
+    efficiency: float
+    anomaly: bool
+
+
+@dataclass(frozen=True)
+class CurvePoints:
+    """The curve evaluated on a grid of whole sizes (ascending, 1 first)."""
+
+    n: tuple[int, ...]
+    runtime: tuple[float, ...]
+    speedup: tuple[float, ...]
+    efficiency: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Band:
+    """The ADEPT envelope drawn as a band: min and max speedup per size (band.py explains it).
+
+    Covers the sizes `n` (the grid from the last phase's smallest size on); delta is the
+    envelope's δ; instances is how many model instances the band was taken over.
+    """
+
+    n: tuple[int, ...]
+    speedup_lo: tuple[float, ...]
+    speedup_hi: tuple[float, ...]
+    delta: float
+    instances: int
+
+    @property
+    def efficiency_lo(self) -> tuple[float, ...]:
+        return tuple(s / k for s, k in zip(self.speedup_lo, self.n, strict=True))
+
+    @property
+    def efficiency_hi(self) -> tuple[float, ...]:
+        return tuple(s / k for s, k in zip(self.speedup_hi, self.n, strict=True))
+
+
+@dataclass(frozen=True)
+class ReliabilityWarning:
+    """A reliability problem (ADEPT Table 3): what, what to do, and the size to run next."""
+
+    problem: str
+    action: str
+    suggest_n: int | None
+
+
+@dataclass(frozen=True)
+class JobGroup:
+    """A job, or the tasks of a job array, or jobs submitted together, summarised.
+
+    kind: "job" (one run), "array" (ids ``<array>_<task>``) or "group" (consecutive job
+    ids of the same app on the same number of nodes: a loop of sbatch calls, or an array's
+    tasks under their own ids). efficiency_*: against the curve's T(1) (None without a curve).
+    """
+
+    group_id: str
+    kind: str
+    tasks: int
+    first_job: str
+    last_job: str
+    nodes: tuple[int, ...]
+    runtime_min: float
+    runtime_mean: float
+    runtime_max: float
+    efficiency_min: float | None
+    efficiency_mean: float | None
+    efficiency_max: float | None
+    node_hours: float
+    first_end: float
+    last_end: float
+
+
+@dataclass(frozen=True)
+class DecisionRow:
+    """One decision the daemon recorded, read defensively, with the curve's estimates.
+
+    Any field the record lacks or holds in an unexpected form is None ("" for text).
+    chosen is None when the job was released as submitted. rule: the policy rule, or
+    ``fail-open: <reason>`` for a job the daemon released untouched. action and status: the
+    daemon's ("resize", "keep", "release"; "released", "gone", ...). time_limit_min: the
+    limit the daemon set, else the job's own. efficiency_* and node_hours_*
+    are the *current* curve's predictions at the chosen size and at the requested maximum
+    (None without a curve or without those sizes).
+    """
+
+    entry_id: str
+    job_id: str
+    time: float | None
+    min_nodes: int | None
+    max_nodes: int | None
+    chosen: int | None
+    rule: str
+    reason: str
+    time_limit_min: int | None
+    action: str = ""
+    status: str = ""
+    efficiency_chosen: float | None = None
+    efficiency_max: float | None = None
+    node_hours_chosen: float | None = None
+    node_hours_max: float | None = None
+
+    @property
+    def node_hours_saved(self) -> float | None:
+        if self.node_hours_chosen is None or self.node_hours_max is None:
+            return None
+        return self.node_hours_max - self.node_hours_chosen
+
+
+@dataclass(frozen=True)
+class DecisionSummary:
+    """The decisions of one app in figures (model estimates from the current curve).
+
+    estimated: decisions with a chosen size, a requested maximum and a curve, over which the
+    means and sums are taken. node_hours_saved: Σ max·T(max) - n·T(n), in node-hours,
+    against running every one of those jobs at its requested maximum.
+    """
+
+    count: int = 0
+    as_submitted: int = 0
+    estimated: int = 0
+    by_rule: tuple[tuple[str, int], ...] = ()
+    chosen_sizes: tuple[tuple[int, int], ...] = ()
+    mean_efficiency_chosen: float | None = None
+    mean_efficiency_max: float | None = None
+    node_hours_chosen: float | None = None
+    node_hours_max: float | None = None
+    node_hours_saved: float | None = None
+
+
+@dataclass(frozen=True)
+class AppReport:
+    """Everything the report shows about one app (see the module docstring)."""
+
+    app: str
+    runs: int
+    node_hours: float
+    first_end: float | None
+    last_end: float | None
+    curve: CurveFacts | None
+    curve_note: str
+    sizes: tuple[SizeRow, ...]
+    points: tuple[ObservedPoint, ...] = ()
+    grid: CurvePoints | None = None
+    band: Band | None = None
+    band_note: str = ""
+    anomalies: tuple[predictor.Anomaly, ...] = ()
+    patterns: tuple[predictor.Pattern, ...] = ()
+    warnings: tuple[ReliabilityWarning, ...] = ()
+    groups: tuple[JobGroup, ...] = ()
+    decisions: tuple[DecisionRow, ...] = ()
+    decision_summary: DecisionSummary = field(default_factory=DecisionSummary)
+
+    @property
+    def suggest_n(self) -> int | None:
+        """The size whose next run would teach the curve the most (the first warning's)."""
+        return next((w.suggest_n for w in self.warnings if w.suggest_n is not None), None)
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """One app in the fleet index and in the one-row-per-app exports.
+
+    reliability: "reliable", "unreliable: <problems>", or why there is no curve.
+    """
+
+    app: str
+    runs: int
+    node_hours: float
+    last_end: float | None
+    model: str | None
+    A: float | None
+    sigma: float | None
+    max_useful_n: int | None
+    pws_n: int | None
+    fit_error: float | None
+    reliable: bool
+    reliability: str
+    suggest_n: int | None
+    anomalies: int
+    decisions: int
+    efficiency_chosen: float | None
+    efficiency_max: float | None
+    node_hours_saved: float | None
