@@ -261,6 +261,9 @@ cli.add_command(learn)
 from plugin.cli_simulate import simulate  # noqa: E402
 
 cli.add_command(simulate)
+from plugin.cli_report import report  # noqa: E402
+
+cli.add_command(report)
 from plugin.cli_daemon import daemon, decisions  # noqa: E402
 
 cli.add_command(daemon)
