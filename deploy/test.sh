@@ -8,5 +8,7 @@ SCRIPT_NAME=test.sh
 source "$(dirname "${BASH_SOURCE[0]}")/local/lib.sh"
 
 "$DEPLOY_LOCAL_DIR/../setup.sh"
+# The report's HTML tests open the pages in a real headless browser.
+ensure_debian_packages "$PROJECT_ROOT/.local/apt-test.log" chromium
 cd "$PROJECT_ROOT"
 exec "${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin/python" -m pytest "$@"
