@@ -7,7 +7,8 @@ Order, for every batch (the journal makes a crash anywhere in it harmless):
    line per job (split over ``slurm_parallelism`` processes for big batches);
 3. admin comment: the record, one ``scontrol update JobId=<list>`` per distinct text;
 4. release: one ``scontrol release <list>``;
-5. journal: the released jobs leave it.
+5. journal: once the batch is recorded (`commit`), the released jobs leave it; a crash
+   before that records them at the next start (once: plugin/daemon/record.py).
 
 scontrol goes on past a job that fails and exits 1 at the end; whenever a step fails the
 batch's jobs are read back (one ``squeue --json``) and each is judged on what Slurm says:
@@ -170,8 +171,11 @@ class Applier:
             if status != PENDING_RELEASE:
                 self.unreleased.pop(job_id, None)
             out.append(Applied(outcome, status))
-        self._write_journal(())
         return out
+
+    def commit(self) -> None:
+        """After the batch was recorded: the journal keeps only what is still unreleased."""
+        self._write_journal(())
 
     def _resize(self, current: dict[int, Outcome], gone: set[int]) -> None:
         changes = [o.resize for o in current.values() if o.resize is not None]

@@ -237,13 +237,20 @@ class Daemon:
         jobs = self._read_queue()
         if jobs is None:
             return
+        done = []
         for job_id, entry in journaled.items():
             job = jobs.get(job_id)
             outcome = outcome_from_journal(job, entry) if job is not None else None
-            if outcome is not None:
-                self.applier.unreleased[job_id] = outcome
+            if outcome is None:
+                continue
+            if job is not None and job.state == "PENDING" and job.priority == 0:
+                self.applier.unreleased[job_id] = outcome  # finish applying it
+            else:
+                done.append(Applied(outcome, RELEASED))  # applied; maybe not recorded yet
         held = sum(1 for j in jobs.values() if held_by_us(j))
-        log.info("recovery", held=held, journaled=len(self.applier.unreleased))
+        log.info("recovery", held=held, to_finish=len(self.applier.unreleased), to_record=len(done))
+        self.record(done)
+        self.applier.commit()
         self.cycle(jobs)
         while self.signals.stop_requested is False and self.cycle() > 0:
             pass
@@ -357,6 +364,7 @@ class Daemon:
         applied = self.applier.apply(outcomes)
         self.metrics.batch.observe(len(outcomes))
         self.record(applied)
+        self.applier.commit()
         log.info(
             "batch",
             jobs=len(outcomes),
@@ -424,6 +432,7 @@ class Daemon:
                 outcomes.append(release_outcome(job, reason, detail))
         applied = self.applier.apply(outcomes)
         self.record(applied)
+        self.applier.commit()
         return sum(1 for a in applied if a.status == RELEASED)
 
     def teardown(self) -> None:
