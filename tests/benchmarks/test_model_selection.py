@@ -13,43 +13,37 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from predictor.observations import prepare
-
 from .peers import MODEL_PEERS, adept, chosen_model, selected
-from .test_predictor_accuracy import DATA, PROTOCOLS, short, splits
+from .test_predictor_accuracy import PROTOCOLS, short, split_errors
 
 METHODS = {"ADEPT": adept, **MODEL_PEERS, "selected": selected}
 
 
 def run() -> tuple[dict[str, dict[str, list[float]]], list[tuple[str, str, str, float, float]]]:
-    """Per method and protocol the per-curve medians; and the curve/protocol/split cases
-    where the selection chose another model (curve, protocol, model, ADEPT %, selected %)."""
-    medians: dict[str, dict[str, list[float]]] = {m: {p: [] for p in PROTOCOLS} for m in METHODS}
+    """Per method and protocol the per-curve medians; and the splits where the selection
+    chose another model (curve, protocol, model, ADEPT %, selected %)."""
+    pooled: dict[tuple[str, str], dict[str, list[float]]] = {}
     departures: list[tuple[str, str, str, float, float]] = []
-    for path in sorted(DATA.glob("*.csv")):
-        data = np.loadtxt(path, delimiter=",", skiprows=1)
-        n, t = data[:, 0].astype(int), data[:, 1]
-        obs = prepare(n, t)
-        for protocol, cases in splits(obs.n).items():
-            errors: dict[str, list[float]] = {m: [] for m in METHODS}
-            for train, test in cases:
-                keep = np.isin(n, train)
-                truth = obs.runtime[np.isin(obs.n, test)]
-                for name, method in METHODS.items():
-                    errors[name] += list(np.abs(method(n[keep], t[keep], test) / truth - 1))
-                model = chosen_model(n[keep], t[keep])
-                if model != "adept":
-                    departures.append(
-                        (
-                            path.stem,
-                            short(protocol),
-                            model,
-                            100 * float(np.median(errors["ADEPT"][-truth.size :])),
-                            100 * float(np.median(errors["selected"][-truth.size :])),
-                        )
-                    )
-            for name in METHODS:
-                medians[name][protocol].append(100 * float(np.median(errors[name])))
+    for curve, protocol, n, t, errors in split_errors(METHODS):
+        row = pooled.setdefault((curve, protocol), {m: [] for m in METHODS})
+        for name, values in errors.items():
+            row[name] += values
+        model = chosen_model(n, t)
+        if model != "adept":
+            adept_pct = 100 * float(np.median(errors["ADEPT"]))
+            departures.append(
+                (
+                    curve,
+                    short(protocol),
+                    model,
+                    adept_pct,
+                    100 * float(np.median(errors["selected"])),
+                )
+            )
+    medians: dict[str, dict[str, list[float]]] = {m: {p: [] for p in PROTOCOLS} for m in METHODS}
+    for (_, protocol), row in pooled.items():
+        for name, values in row.items():
+            medians[name][protocol].append(100 * float(np.median(values)))
     return medians, departures
 
 

@@ -11,6 +11,7 @@ Figure: median absolute percentage error of the runtime per curve, and the media
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from rich.table import Table
 
 from predictor.observations import prepare
 
-from .peers import PEERS
+from .peers import PEERS, Predict
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 PROTOCOLS = ("interpolation", "extrapolation", "leave-one-out")
@@ -41,22 +42,37 @@ def splits(sizes: np.ndarray) -> dict[str, Splits]:
     }
 
 
-def error_table() -> dict[tuple[str, str], dict[str, float]]:
-    """{(curve, protocol): {peer: median |error| in %}}."""
-    out: dict[tuple[str, str], dict[str, float]] = {}
+def split_errors(
+    methods: dict[str, Predict],
+) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, dict[str, list[float]]]]:
+    """For every curve, protocol and split: (curve, protocol, train n, train t, {method:
+    |relative errors| at the split's test sizes}), the methods run side by side."""
     for path in sorted(DATA.glob("*.csv")):
         data = np.loadtxt(path, delimiter=",", skiprows=1)
         n, t = data[:, 0].astype(int), data[:, 1]
         obs = prepare(n, t)
         for protocol, cases in splits(obs.n).items():
-            errors: dict[str, list[float]] = {name: [] for name in PEERS}
             for train, test in cases:
                 keep = np.isin(n, train)
                 truth = obs.runtime[np.isin(obs.n, test)]
-                for name, peer in PEERS.items():
-                    errors[name] += list(np.abs(peer(n[keep], t[keep], test) / truth - 1))
-            out[(path.stem, protocol)] = {k: 100 * float(np.median(v)) for k, v in errors.items()}
-    return out
+                errors = {
+                    name: list(np.abs(method(n[keep], t[keep], test) / truth - 1))
+                    for name, method in methods.items()
+                }
+                yield path.stem, protocol, n[keep], t[keep], errors
+
+
+def error_table() -> dict[tuple[str, str], dict[str, float]]:
+    """{(curve, protocol): {peer: median |error| in % over the protocol's splits}}."""
+    pooled: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for curve, protocol, _, _, errors in split_errors(PEERS):
+        row = pooled.setdefault((curve, protocol), {name: [] for name in PEERS})
+        for name, values in errors.items():
+            row[name] += values
+    return {
+        key: {name: 100 * float(np.median(v)) for name, v in row.items()}
+        for key, row in pooled.items()
+    }
 
 
 def summary(table: dict[tuple[str, str], dict[str, float]], protocol: str) -> dict[str, float]:
