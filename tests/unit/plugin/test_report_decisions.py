@@ -1,0 +1,127 @@
+"""plugin.report.decisions: decision records read defensively, estimated with the curve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from plugin.report import assemble
+from plugin.report.decisions import estimate, parse_decision, summarise
+
+from .test_report_assemble import T0, curve_of, decision, make_inputs, make_runs
+
+
+def test_the_daemons_layout() -> None:
+    row = parse_decision(decision(7, 4, 64, 32))
+    assert (row.job_id, row.min_nodes, row.max_nodes, row.chosen) == ("7", 4, 64, 32)
+    assert row.rule == "efficiency"
+    assert row.time_limit_min == 30  # the limit the daemon set, not the job's 60
+    assert row.time == T0 + 7
+    assert (row.action, row.status) == ("resize", "released")
+
+
+def test_released_as_submitted_and_fail_open() -> None:
+    kept = parse_decision(decision(1, 4, 64, None))
+    assert kept.chosen is None
+    assert kept.time_limit_min == 60
+    failed = parse_decision(
+        {"job_id": 2, "min_nodes": 2, "max_nodes": 8, "nodes": None, "rule": None,
+         "fail_open": "no_curve", "action": "release"}
+    )  # fmt: skip
+    assert failed.rule == "fail-open: no_curve"
+    assert failed.chosen is None
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"request": {"min": 4, "max": 64}, "decision": {"nodes": 32, "rule": "pws"}},
+        {"requested": {"min_nodes": "4", "max_nodes": "64"}, "chosen_nodes": 32.0, "rule": "pws"},
+        {"range": "4-64", "nodes": 32, "rule": "pws"},
+        {"requested_nodes": " 4 - 64 ", "chosen": "32", "rule": "pws"},
+    ],
+)
+def test_other_shapes_of_the_same_decision(doc: dict[str, Any]) -> None:
+    row = parse_decision(doc)
+    assert (row.min_nodes, row.max_nodes, row.chosen, row.rule) == (4, 64, 32, "pws")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {},
+        {"unreadable": True},
+        {"min_nodes": True, "max_nodes": -3, "nodes": "lots", "time_limit_min": 1e300},
+        {"min_nodes": [1], "max_nodes": {"x": 1}, "nodes": float("nan"), "range": 12},
+        {"nodes": 2**40, "range": "9-", "decided_at": "yesterday", "job_id": None},
+    ],
+)
+def test_malformed_fields_become_none(bad: dict[str, Any]) -> None:
+    row = parse_decision(bad)
+    assert row.min_nodes is None
+    assert row.max_nodes is None
+    assert row.chosen is None
+    assert row.time is None
+    assert row.job_id == ""
+
+
+def test_time_from_iso_or_from_the_stream_id() -> None:
+    assert parse_decision({"decided_at": "2026-01-31T12:00:00+00:00"}).time == 1769860800.0
+    assert parse_decision({"id": "1769860800123-4"}).time == pytest.approx(1769860800.123)
+
+
+def test_long_text_is_cut_but_kept_as_it_is() -> None:
+    row = parse_decision({"reason": "<script>" + "x" * 10_000, "rule": "\x1b[31m"})
+    assert row.reason.startswith("<script>")
+    assert len(row.reason) == 500
+    assert row.rule == "\x1b[31m"  # the renderers escape it
+
+
+def test_estimates_are_node_hours_from_the_curve() -> None:
+    curve = curve_of(make_runs())
+    rows = estimate([parse_decision(decision(1, 4, 64, 16))], curve)
+    row = rows[0]
+    assert row.node_hours_chosen is not None
+    assert row.node_hours_max is not None
+    assert row.node_hours_saved is not None
+    assert row.node_hours_chosen == pytest.approx(16 * float(curve.runtime(16)) / 3600.0)
+    assert row.node_hours_max == pytest.approx(64 * float(curve.runtime(64)) / 3600.0)
+    assert row.efficiency_chosen == pytest.approx(float(curve.efficiency(16)))
+    assert row.efficiency_max == pytest.approx(float(curve.efficiency(64)))
+    assert row.node_hours_saved == pytest.approx(row.node_hours_max - row.node_hours_chosen)
+    assert row.node_hours_saved > 0  # this app scales sub-linearly
+
+
+def test_summary_counts_and_sums() -> None:
+    curve = curve_of(make_runs())
+    docs = [
+        decision(1, 4, 64, 16),
+        decision(2, 4, 32, 32, rule="pws"),
+        decision(3, 4, 64, None),
+        decision(4, 4, 64, 8, status="gone"),  # cancelled before it ran
+        {"job_id": 5},  # unreadable range
+    ]
+    rows = estimate([parse_decision(d) for d in docs], curve)
+    s = summarise(rows)
+    assert s.count == 5
+    assert s.as_submitted == 2
+    assert s.estimated == 2
+    assert dict(s.by_rule) == {"efficiency": 3, "pws": 1, "(none)": 1}
+    assert s.chosen_sizes == ((8, 1), (16, 1), (32, 1))
+    used = [r for r in rows if r.job_id in ("1", "2")]
+    assert s.node_hours_saved == pytest.approx(sum(r.node_hours_saved or 0 for r in used))
+    assert s.mean_efficiency_chosen == pytest.approx(
+        np.mean([float(curve.efficiency(16)), float(curve.efficiency(32))])
+    )
+    assert s.mean_efficiency_max == pytest.approx(
+        np.mean([float(curve.efficiency(64)), float(curve.efficiency(32))])
+    )
+
+
+def test_no_decisions_no_figures() -> None:
+    s = assemble(make_inputs(), band=False).decision_summary
+    assert s.count == 0
+    assert s.node_hours_saved is None
+    assert s.mean_efficiency_chosen is None
