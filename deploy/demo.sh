@@ -1,39 +1,186 @@
 #!/usr/bin/env bash
-# The main job, from a fresh Debian machine: set up Python (deploy/setup.sh), bring up the
-# local Slurm + Redis testbed (deploy/local/up.sh), then run adaptalloc's predictor on the
-# real strong-scaling curves bundled in tests/data/scaling: the fitted Downey curve of each,
-# and ADEPT's predictions at sizes nobody measured.
+# The main job, from a fresh Debian machine, in one command:
 #
-# The daemon that resizes held jobs on the testbed is not built yet (tracker issue 7); this
-# script grows into that end-to-end demo when it is.
+#  1. set up Python (deploy/setup.sh) and bring up the local Slurm + Redis testbed with the
+#     adaptalloc daemon (deploy/local/up.sh --with-daemon), its policy asking for 80%
+#     efficiency (.local/demo/policy.toml: on 8 nodes most real curves stay efficient at the
+#     default 50%, and the demo should show the sizes differ);
+#  2. import real strong-scaling studies (tests/data/scaling/) as the history of four
+#     applications, lu, hpc2, spm and cs267, their runtimes scaled to demo seconds
+#     (T(1) = 24 s), and fit their curves;
+#  3. submit a small workload of moldable jobs (sbatch --nodes=1-8) tagged with those apps
+#     (and one app nobody has seen), whose scripts sleep for the runtime their app's curve
+#     gives at $SLURM_NNODES: the daemon holds, sizes and releases each one;
+#  4. print each job's requested range, the size chosen, the rule and the reason, and its
+#     runtime once it has run; then where the reports are.
+#
+# Idempotent: re-running imports nothing twice and submits a fresh workload. The daemon is
+# stopped again at the end so that the testbed is quiet for deploy/test.sh (--keep-daemon
+# leaves it running: deploy/local/down.sh --daemon-only stops it later).
 
 SCRIPT_NAME=demo.sh
 # shellcheck source=local/lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/local/lib.sh"
 
 usage() {
-    echo "usage: deploy/demo.sh [--state-dir DIR]   (see the comment at the top of this script)"
+    echo "usage: deploy/demo.sh [--state-dir DIR] [--keep-daemon]   (see the comment at the top)"
 }
 parse_common_args "$@"
-((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
-
-"$DEPLOY_LOCAL_DIR/../setup.sh"
-"$DEPLOY_LOCAL_DIR/up.sh" --state-dir "$STATE_DIR"
-ADAPTALLOC="${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin/adaptalloc"
-DATA="$PROJECT_ROOT/tests/data/scaling"
-
-echo
-echo "== The local cluster adaptalloc will size jobs on =="
-# shellcheck disable=SC1091  # written by up.sh
-source "$STATE_DIR/env"
-sinfo --Format=partition,nodes,cpus,statecompact
-
-for curve in lan_thesis_npb_lu_W gamer_fdm_wave_only hpc_assignment2_openmp; do
-    echo
-    echo "== $curve: the fitted curve =="
-    "$ADAPTALLOC" fit "$DATA/$curve.csv"
+KEEP_DAEMON=0
+for arg in "${REST_ARGS[@]+"${REST_ARGS[@]}"}"; do
+    case "$arg" in
+        --keep-daemon) KEEP_DAEMON=1 ;;
+        *) die "unknown argument: $arg (see --help)" ;;
+    esac
 done
 
+T0=$SECONDS
+DEMO="$STATE_DIR/demo"
+mkdir -p "$DEMO"
+printf '[defaults]\nefficiency_threshold = 0.8\n' >"$DEMO/policy.toml"
+printf '[daemon]\npolicy_file = "%s"\nlearn_interval_s = 10.0\n' "$DEMO/policy.toml" >"$DEMO/adaptalloc.toml"
+export ADAPTALLOC_CONFIG="$DEMO/adaptalloc.toml"
+"$DEPLOY_LOCAL_DIR/../setup.sh"
+# A daemon left running by an earlier up.sh --with-daemon is restarted with the demo's policy.
+"$DEPLOY_LOCAL_DIR/down.sh" --state-dir "$STATE_DIR" --daemon-only >/dev/null
+"$DEPLOY_LOCAL_DIR/up.sh" --state-dir "$STATE_DIR" --with-daemon
+# shellcheck disable=SC1091  # written by up.sh
+source "$STATE_DIR/env"
+VENV="${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}"
+ADAPTALLOC="$VENV/bin/adaptalloc"
+PY="$VENV/bin/python"
+if ((KEEP_DAEMON == 0)); then
+    trap '"$DEPLOY_LOCAL_DIR/down.sh" --state-dir "$STATE_DIR" --daemon-only >/dev/null' EXIT
+fi
+
 echo
-echo "== gamer_fdm_wave_only: measured on 1..28 nodes; ADEPT's predictions beyond =="
-"$ADAPTALLOC" predict "$DATA/gamer_fdm_wave_only.csv" --at 32,48,64,96,128
+echo "== The cluster: 8 nodes; the daemon holds moldable jobs while its heartbeat is fresh =="
+sinfo --Format=partition,nodes,cpus,statecompact
+
+# --- 2. history: scaled copies of real studies, and each app's job script -----------------
+# app  file (tests/data/scaling)
+APPS=(
+    "lu lan_thesis_npb_lu_W"
+    "hpc2 hpc_assignment2_openmp"
+    "spm spm_project_workers"
+    "cs267 cs267hw4_mpi_N1e6"
+)
+echo
+echo "== History: real strong-scaling studies as past runs (runtimes scaled to T(1) = 24 s) =="
+for entry in "${APPS[@]}"; do
+    read -r app file <<<"$entry"
+    "$PY" - "$PROJECT_ROOT/tests/data/scaling/$file.csv" "$DEMO/$app.csv" "$DEMO/job-$app.sh" <<'PY'
+"""Scale a study to T(1) = 24 s; write the scaled CSV and a job script sleeping T(n)."""
+import csv
+import math
+import sys
+
+source, scaled_csv, script = sys.argv[1:4]
+rows = [(float(r["n"]), float(r["runtime"])) for r in csv.DictReader(open(source))]
+mean = {}
+for n, t in rows:
+    mean.setdefault(n, []).append(t)
+points = sorted((n, sum(ts) / len(ts)) for n, ts in mean.items())
+
+
+def runtime(n):
+    """log-log interpolation of the measured curve (the end segments extended)."""
+    pts = points if len(points) > 1 else points * 2
+    for (n0, t0), (n1, t1) in zip(pts, pts[1:]):
+        if n <= n1 or (n1, t1) == pts[-1]:
+            if n0 == n1:
+                return t0
+            w = (math.log(n) - math.log(n0)) / (math.log(n1) - math.log(n0))
+            return math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0)))
+    return pts[-1][1]
+
+
+scale = 24.0 / runtime(1.0)
+with open(scaled_csv, "w") as out:
+    out.write("n,runtime\n")
+    for n, t in rows:
+        out.write(f"{int(n)},{t * scale:.4f}\n")
+cases = "\n".join(f"    {n}) t={runtime(n) * scale:.2f} ;;" for n in range(1, 9))
+with open(script, "w") as out:
+    out.write(
+        "#!/bin/bash\n# Sleeps for the app's runtime at $SLURM_NNODES nodes (demo seconds).\n"
+        f'case "$SLURM_NNODES" in\n{cases}\n    *) t=5 ;;\nesac\n'
+        'echo "nodes=$SLURM_NNODES runtime=$t"\nsleep "$t"\n'
+    )
+PY
+    "$ADAPTALLOC" -q import csv "$DEMO/$app.csv" --app "$app"
+done
+cat >"$DEMO/job-newcode.sh" <<'SH'
+#!/bin/bash
+# An application adaptalloc has never seen: 6 s whatever the size.
+echo "nodes=$SLURM_NNODES"
+sleep 6
+SH
+echo
+"$ADAPTALLOC" -q apps
+
+# --- 3. the workload ---------------------------------------------------------------------------
+echo
+echo "== Submitting 9 moldable jobs at once: sbatch --nodes=1-8 --time=10, each tagged with its app =="
+JOBS=()
+for app in lu hpc2 spm cs267 lu hpc2 spm cs267 newcode; do
+    JOBS+=("$(sbatch --parsable --nodes=1-8 --time=10 --job-name="demo-$app" \
+        --comment="adaptalloc:v1 app=$app" --output=/dev/null --chdir="$DEMO" \
+        "$DEMO/job-$app.sh")")
+done
+IDS="$(IFS=,; echo "${JOBS[*]}")"
+echo "jobs ${JOBS[0]}..${JOBS[-1]}"
+
+decided() { "$ADAPTALLOC" decisions --job "$IDS" --last 500 --format json 2>/dev/null |
+    "$PY" -c 'import json,sys; sys.exit(0 if len(json.load(sys.stdin)["decisions"]) >= int(sys.argv[1]) else 1)' "${#JOBS[@]}"; }
+wait_for "the daemon's decisions on the demo jobs" "$(log_file_of adaptalloc-daemon)" decided
+finished() { [[ -z "$(squeue -h -j "$IDS" -o %i 2>/dev/null)" ]]; }
+WAIT_TIMEOUT=150 wait_for "the demo jobs to finish" "$LOG_DIR/slurmctld.log" finished
+
+# --- 4. what happened ----------------------------------------------------------------------------
+echo
+echo "== What the daemon decided, and how long each job ran =="
+"$ADAPTALLOC" -q decisions --job "$IDS" --last 500 --format json >"$DEMO/decisions.json"
+sacct -j "$IDS" -X -n -P -o jobid,nnodes,elapsedraw,state >"$DEMO/sacct.txt" 2>/dev/null || true
+"$PY" - "$DEMO/decisions.json" "$DEMO/sacct.txt" <<'PY'
+import json
+import sys
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+decisions = json.load(open(sys.argv[1]))["decisions"]
+runs = {}
+for line in open(sys.argv[2]):
+    parts = line.strip().split("|")
+    if len(parts) == 4:
+        runs[int(parts[0])] = parts[1:]
+table = Table(box=box.SIMPLE_HEAD)
+for column in ("job", "app", "asked", "chosen", "limit", "rule", "ran", "reason"):
+    table.add_column(column, overflow="fold", justify="right" if column in ("chosen", "ran") else "left")
+for d in decisions:
+    nodes, elapsed, state = runs.get(d["job_id"], ["?", "?", "?"])
+    chosen = str(d["nodes"]) if d["nodes"] is not None else f"kept ({nodes})"
+    limit = f"{d['new_time_limit_min']} min" if d.get("new_time_limit_min") else "10 min"
+    rule = d.get("rule") or f"released: {d.get('fail_open')}"
+    ran = f"{elapsed} s on {nodes}" if state == "COMPLETED" else state.lower()
+    table.add_row(str(d["job_id"]), str(d.get("app") or "-"), f"{d['min_nodes']}-{d['max_nodes']}",
+                  chosen, limit, rule, ran, d["reason"])
+Console(width=160).print(table)
+PY
+
+echo
+echo "== Reports =="
+if "$ADAPTALLOC" report --help >/dev/null 2>&1; then
+    "$ADAPTALLOC" -q report --all --html "$DEMO/report" >/dev/null
+    echo "Per-application reports: $DEMO/report/index.html  (text: $ADAPTALLOC report --all)"
+else
+    echo "Reports come with tracker issue 8 (adaptalloc report); meanwhile: $ADAPTALLOC apps"
+fi
+echo "Every decision: $ADAPTALLOC decisions --last 50; the daemon's log: $(log_file_of adaptalloc-daemon)"
+echo "Metrics: http://127.0.0.1:$((DEFAULT_METRICS_PORT + PORT_OFFSET))/metrics while the daemon runs"
+echo "Demo done in $((SECONDS - T0)) s."
+if ((KEEP_DAEMON == 0)); then
+    echo "(The daemon stops now so the testbed is quiet for deploy/test.sh; deploy/demo.sh --keep-daemon keeps it.)"
+fi
