@@ -52,7 +52,7 @@ from plugin.report import (
     render_fleet,
     write_csv,
 )
-from plugin.report.model import AppReport
+from plugin.report.model import AppReport, FleetRow
 from plugin.store import CurveStore
 
 __all__ = ["report"]
@@ -96,27 +96,23 @@ def _check_options(
         raise click.BadParameter(str(exc), param_hint="APP") from None
 
 
-def _emit_rows(output_format: str, per_job: bool, reports: Iterable[AppReport]) -> int:
-    """JSON or CSV of app rows or job rows; returns the number of apps."""
-    apps = 0
-    if per_job:
-        rows = []
-        for r in reports:
-            rows += job_rows(r)
-            apps += 1
+def _emit_rows(
+    output_format: str, apps: list[FleetRow] | None, jobs: list[dict[str, Any]] | None
+) -> None:
+    """JSON or CSV of app rows, or of job rows (--per-job); text: the fleet table."""
+    if jobs is not None:
         if output_format == "json":
-            emit_json(jobs_document(rows))
+            emit_json(jobs_document(jobs))
         else:
-            write_csv(sys.stdout, JOB_COLUMNS, rows)
-        return apps
-    fleet = [fleet_row(r) for r in reports]
+            write_csv(sys.stdout, JOB_COLUMNS, jobs)
+        return
+    rows = apps or []
     if output_format == "json":
-        emit_json(fleet_document(fleet))
+        emit_json(fleet_document(rows))
     elif output_format == "csv":
-        write_csv(sys.stdout, FLEET_COLUMNS, fleet_document(fleet)["apps"])
+        write_csv(sys.stdout, FLEET_COLUMNS, fleet_document(rows)["apps"])
     else:
-        render_fleet(fleet, stdout_console())
-    return len(fleet)
+        render_fleet(rows, stdout_console())
 
 
 def _fleet(
@@ -129,15 +125,27 @@ def _fleet(
 ) -> int:
     """Every app: a site, or rows; one app's report in memory at a time. Returns the count."""
     total, stream = fleet_inputs(store)
+    band = html_dir is not None and not no_band
+    reports = (assemble(inputs, band=band) for inputs in stream)
+    if html_dir is None:
+        rows: list[FleetRow] = []
+        jobs: list[dict[str, Any]] = []
+        with _progress(total, "report") as advance:
+            for one in _counted(reports, advance):
+                if per_job:
+                    jobs += job_rows(one)
+                else:
+                    rows.append(fleet_row(one))
+        # After the bar is gone, so that stdout holds only the output.
+        _emit_rows(output_format, None if per_job else rows, jobs if per_job else None)
+        return total
+    site = SiteWriter(html_dir, generated)
     with _progress(total, "report") as advance:
-        reports = (assemble(i, band=html_dir is not None and not no_band) for i in stream)
-        if html_dir is None:
-            return _emit_rows(output_format, per_job, _counted(reports, advance))
-        site = SiteWriter(html_dir, generated)
         for one in _counted(reports, advance):
             site.add(one)
-        _site_summary(output_format, html_dir, site.finish(), len(site.rows))
-        return len(site.rows)
+        index = site.finish()
+    _site_summary(output_format, html_dir, index, len(site.rows))
+    return len(site.rows)
 
 
 def _counted(reports: Iterable[AppReport], advance: Callable[[], None]) -> Iterator[AppReport]:
@@ -182,8 +190,10 @@ def _single(
         render_app(one, stdout_console(), shown)
     elif output_format == "json" and not per_job:
         emit_json(app_document(one, shown))
+    elif per_job:
+        _emit_rows(output_format, None, job_rows(one))
     else:
-        _emit_rows(output_format, per_job, [one])
+        _emit_rows(output_format, [fleet_row(one)], None)
     return {"app": str(app), "runs": one.runs, "decisions": one.decision_summary.count}
 
 

@@ -205,6 +205,8 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
         the_band, band_note = envelope_band(
             [r.nodes for r in runs], [r.runtime_s for r in runs], grid
         )
+    else:
+        band_note = "No runs are stored any more, so no envelope band."
     return replace(
         base,
         curve=_facts(inputs, curve),
