@@ -24,11 +24,13 @@ the sweep that found it; "released at" is taken after the release command return
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -58,7 +60,7 @@ from plugin.learner import Learner
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
 from plugin.redis_conn import connect
-from plugin.slurm import SlurmClient, SlurmError, slurm_client, slurm_reader
+from plugin.slurm import SlurmClient, SlurmError, SlurmReader, slurm_client, slurm_reader
 from plugin.store import CurveStore, Retention
 
 __all__ = ["Daemon"]
@@ -124,8 +126,9 @@ class Daemon:
         )
         self.wake = threading.Event()
         self.signals = Signals(self.wake)
+        self.slurm_ms: defaultdict[str, float] = defaultdict(float)
         self.cluster = ClusterView(
-            self.slurm, d.cluster_cache_s, d.partition_cache_s, timed=self.metrics.slurm_call
+            self.slurm, d.cluster_cache_s, d.partition_cache_s, timed=self.timed
         )
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
@@ -138,7 +141,7 @@ class Daemon:
             on_failure=self._store_failed,
         )
         self.journal = Journal(self.state.journal)
-        self.applier = Applier(self.slurm, self.journal, self.metrics.slurm_call)
+        self.applier = Applier(self.slurm, self.journal, self.timed)
         self.spool = SpoolWatcher(self.state.spool)
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
@@ -149,6 +152,18 @@ class Daemon:
         self.beating = False
         self.wake_at: float | None = None
         self.port = 0
+        #: (job id, submit time) -> admin comment, for held jobs (read once per job).
+        self.comments: dict[tuple[int, int | None], str] = {}
+
+    @contextlib.contextmanager
+    def timed(self, call: str) -> Iterator[None]:
+        """One Slurm adapter call: its metric, and its time added to the batch's log line."""
+        started = time.perf_counter()
+        try:
+            with self.metrics.slurm_call(call):
+                yield
+        finally:
+            self.slurm_ms[call] += (time.perf_counter() - started) * 1000.0
 
     # --- connections ---------------------------------------------------------------------
 
@@ -302,20 +317,46 @@ class Daemon:
         return False
 
     def _read_queue(self) -> dict[int, Any] | None:
+        """The pending jobs, with the admin comment of every held one (cached per job)."""
         try:
-            with self.metrics.slurm_call("squeue"):
-                jobs = {j.job_id: j for j in self.slurm.jobs()}
+            with self.timed("squeue"):
+                pending = self.slurm.pending_jobs()
+            held = {(j.job_id, j.submit_time): j for j in pending if j.priority == 0}
+            new = [key[0] for key in held if key not in self.comments]
+            if new:
+                with self.timed("admin_comment"):
+                    found = self.slurm.held_admin_comments(new)
+                unknown = [job_id for job_id, text in found.items() if text is None]
+                if unknown:  # text after the marker: the exact, slow way
+                    with self.timed("squeue_json"):
+                        found.update(SlurmReader.held_admin_comments(self.slurm, unknown))
+                for key in held:
+                    if key[0] in found:
+                        self.comments[key] = found[key[0]] or ""
         except SlurmError as exc:
             log.warning("sweep_failed", error=printable(str(exc))[:300])
             return None
+        self.comments = {key: text for key, text in self.comments.items() if key in held}
         self.last_sweep_ok = time.monotonic()
-        return jobs
+        out: dict[int, Any] = {}
+        for job in pending:
+            key = (job.job_id, job.submit_time)
+            if key in self.comments:
+                job = dataclasses.replace(job, admin_comment=self.comments[key])  # noqa: PLW2901
+            out[job.job_id] = job
+        return out
+
+    def forget_comments(self, job_ids: Sequence[int]) -> None:
+        """The daemon changed these jobs' admin comments: read them again next time."""
+        ids = set(job_ids)
+        self.comments = {k: v for k, v in self.comments.items() if k[0] not in ids}
 
     def cycle(self, jobs: dict[int, Any] | None = None) -> int:
         """One sweep and its batch; returns how many held jobs were left for the next one."""
         d = self.config.daemon
         woke = self.wake_at
         self.wake_at = None
+        self.slurm_ms.clear()
         self.next_sweep = time.monotonic() + d.sweep_interval_s
         if jobs is None:
             jobs = self._read_queue()
@@ -362,6 +403,7 @@ class Daemon:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
         applied = self.applier.apply(outcomes)
+        self.forget_comments([o.job_id for o in outcomes])
         self.metrics.batch.observe(len(outcomes))
         self.record(applied)
         self.applier.commit()
@@ -374,6 +416,7 @@ class Daemon:
             deferred=sweep.deferred,
             decide_ms=round(decided_ms, 1),
             total_ms=round((time.perf_counter() - started) * 1000.0, 1),
+            slurm_ms={k: round(v, 1) for k, v in self.slurm_ms.items()},
         )
 
     def record(self, applied: Sequence[Applied]) -> None:
@@ -431,6 +474,7 @@ class Daemon:
             else:
                 outcomes.append(release_outcome(job, reason, detail))
         applied = self.applier.apply(outcomes)
+        self.forget_comments([o.job_id for o in outcomes])
         self.record(applied)
         self.applier.commit()
         return sum(1 for a in applied if a.status == RELEASED)

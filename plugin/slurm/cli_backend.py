@@ -14,6 +14,8 @@ plugin/slurm/parse.py.
 | accounting_enabled | ``scontrol show config`` |
 | version | ``sinfo --version`` |
 | scontrol_job | ``scontrol show job -o ID`` (raw fields, for diagnostics) |
+| pending_jobs | ``squeue --states=PENDING --Format=...`` with nonce separators (pending.py) |
+| held_admin_comments | ``scontrol show job -o ID`` per job, a few at a time (pending.py) |
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from plugin.slurm.parse import (
     parse_slurm_version,
     parse_squeue_json,
 )
+from plugin.slurm.pending import admin_comments, new_separator, parse_pending, pending_format
 from plugin.slurm.reader import SlurmReader
 from plugin.slurm.records import FINAL_STATES, JobRecord, NodeRecord, PartitionRecord
 
@@ -143,6 +146,18 @@ class CliSlurmReader(SlurmReader):
 
     def version(self) -> tuple[int, int, int]:
         return parse_slurm_version(self.run("sinfo", "--version"))
+
+    def pending_jobs(self) -> list[JobRecord]:
+        """Pending jobs from squeue's formatted output: no JSON of every job (pending.py)."""
+        sep = new_separator()
+        out = self.run(
+            "squeue", "--noheader", "--states=PENDING", f"--Format={pending_format(sep)}"
+        )
+        return parse_pending(out, sep)
+
+    def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
+        """The held marker from each job's own ``scontrol show job -o`` (pending.py)."""
+        return admin_comments(self.run, sorted(job_ids), int(getattr(self, "parallelism", 4)))
 
     def scontrol_job(self, job_id: int) -> dict[str, str]:
         """``scontrol show job -o ID`` as raw ``Key -> Value`` text (see parse_key_values)."""

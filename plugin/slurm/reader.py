@@ -60,6 +60,19 @@ class SlurmReader(ABC):
     def version(self) -> tuple[int, int, int]:
         """The installed Slurm's (major, minor, micro)."""
 
+    def pending_jobs(self) -> list[JobRecord]:
+        """The pending jobs; admin_comment may be None (unknown: see held_admin_comments)."""
+        return [job for job in self.jobs() if job.state == "PENDING"]
+
+    def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
+        """Job id -> admin comment, for the daemon's held jobs ("" when there is none).
+
+        The CLI backend reads only the held marker cheaply and gives None when more text
+        follows it; `jobs` is the slow, exact way, used here by default.
+        """
+        wanted = set(job_ids)
+        return {j.job_id: j.admin_comment or "" for j in self.jobs() if j.job_id in wanted}
+
     def job(self, job_id: int) -> JobRecord | None:
         """One job slurmctld still knows, or None."""
         for record in self.jobs():
