@@ -1,0 +1,366 @@
+"""The daemon's pieces without Slurm or Redis: admin_comment records, sorting the queue, the
+decision of one job with every fail-open path, the grouped apply and its recovery, the
+journal, the state directory."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import policies
+import predictor
+from plugin import keys
+from plugin.appkey import AppKey, AppKeyRule
+from plugin.daemon import marks, reasons
+from plugin.daemon.apply import GONE, RELEASED, Applier, journal_entry, outcome_from_journal
+from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.daemon.state import DaemonLockedError, Journal, SpoolWatcher, StateDir
+from plugin.daemon.sweep import classify
+from plugin.redis_conn import StoreUnavailable
+from plugin.slurm import JobRecord, Resize, SlurmCommandError
+from plugin.store import CurveRecord
+
+NOW = 1_800_000_000
+
+
+def job(job_id: int = 7, **fields: Any) -> JobRecord:
+    base: dict[str, Any] = {
+        "job_id": job_id,
+        "name": "lulesh",
+        "user": "ann",
+        "account": "phys",
+        "partition": "debug",
+        "state": "PENDING",
+        "source": "squeue",
+        "comment": "",
+        "admin_comment": marks.HELD,
+        "nodes_min": 2,
+        "nodes_max": 8,
+        "time_limit_min": 60,
+        "submit_time": NOW - 5,
+        "priority": 0,
+    }
+    base.update(fields)
+    return JobRecord(**base)
+
+
+# --- admin_comment ----------------------------------------------------------------------------
+
+
+def test_the_record_replaces_the_marker_and_keeps_earlier_text() -> None:
+    app = AppKey("lu", "w")
+    record = marks.sized_record(16, 4, 64, "load_adaptive")
+    assert marks.admin_comment(record, "", app) == (
+        "adaptalloc:v1 app=lu size=w; adaptalloc:v1:sized n=16 range=4-64 rule=load_adaptive"
+    )
+    prior = marks.prior_text(f"{marks.HELD} ticket 42")
+    assert prior == "ticket 42"
+    text = marks.admin_comment(marks.released_record("watchdog", 4, 64), prior, None)
+    assert text == "adaptalloc:v1:released reason=watchdog range=4-64; ticket 42"
+    assert marks.parse_record(text) == {"record": "released", "reason": "watchdog", "range": "4-64"}
+
+
+def test_the_learner_reads_the_app_from_the_daemons_record() -> None:
+    text = marks.admin_comment(marks.sized_record(8, 1, 8, "cap"), "", AppKey("lu"))
+    finished = job(admin_comment=text, name="wrap", state="COMPLETED")
+    assert AppKeyRule().key_for(finished) == AppKey("lu")
+    assert marks.record_word(text) == marks.SIZED
+    assert not marks.is_held(text)
+
+
+def test_no_second_tag_when_an_admin_already_tagged_the_job() -> None:
+    prior = "adaptalloc:v1 app=admin-set;"
+    text = marks.admin_comment(marks.kept_record(1, 4, "fallback"), prior, AppKey("other"))
+    assert text.count("adaptalloc:v1 ") == 1
+    assert AppKeyRule().key_for(job(admin_comment=text)) == AppKey("admin-set")
+
+
+def test_records_refuse_anything_but_plain_tokens() -> None:
+    with pytest.raises(ValueError, match="cannot go into"):
+        marks.released_record("x; rm -rf", 1, 2)
+
+
+# --- the queue ------------------------------------------------------------------------------
+
+
+def test_classify_sorts_held_stale_journaled_and_foreign_jobs() -> None:
+    jobs = [
+        job(1),
+        job(2, submit_time=NOW - 500),  # held too long: the watchdog
+        job(3, admin_comment="adaptalloc:v1:sized n=2 range=2-8 rule=cap"),  # journaled
+        job(4, admin_comment="adaptalloc:v1:sized n=2 range=2-8 rule=cap"),  # user hold
+        job(5, admin_comment=""),  # held by its user, never ours
+        job(6, priority=1000),  # released by hand
+        job(7, state="RUNNING"),
+        job(8, submit_time=NOW - 3),
+    ]
+    sweep = classify(jobs, NOW, 120.0, {3}, max_batch=1)
+    assert [j.job_id for j in sweep.to_decide] == [1]
+    assert sweep.deferred == 1
+    assert [j.job_id for j in sweep.stale] == [2]
+    assert [j.job_id for j in sweep.to_finish] == [3]
+    assert sweep.held == 3
+    assert sweep.demand == Counter({"debug": 2 * 7})
+
+
+# --- one decision ---------------------------------------------------------------------------
+
+
+class FakeStore:
+    def __init__(self, records: dict[str, CurveRecord | None] | None = None) -> None:
+        self.records = records or {}
+        self.calls = 0
+        self.down = False
+
+    def curve_record(self, app: AppKey) -> CurveRecord | None:
+        self.calls += 1
+        if self.down:
+            raise StoreUnavailable("Redis at redis://x: connection refused")
+        return self.records.get(str(app))
+
+
+def lu_record() -> CurveRecord:
+    n = [1, 2, 4, 8, 16, 32]
+    t = [100.0 / s for s in (1.0, 1.97, 3.83, 7.24, 13.07, 20.77)]
+    fit = predictor.fit(n, t)
+    return CurveRecord(predictor.Curve.from_fit(fit), 3, 3, None, 6, "adept", True)
+
+
+def decider(store: FakeStore, clock: list[float] | None = None) -> Decider:
+    ticks = clock if clock is not None else [0.0]
+    curves = CurveSource(lambda: store, retry_s=5.0, clock=lambda: ticks[0])  # type: ignore[arg-type, return-value]
+    return Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+
+
+def idle(_: JobRecord) -> policies.ClusterState:
+    return policies.ClusterState(idle_nodes=8, pending_demand_nodes=0, total_nodes=8)
+
+
+def test_a_known_app_is_resized_inside_its_range_with_a_new_limit() -> None:
+    d = decider(FakeStore({"lulesh": lu_record()}))
+    outcome = d.decide(job(), idle)
+    assert outcome.action == "resize"
+    assert outcome.resize is not None
+    assert 2 <= outcome.resize.min_nodes == outcome.resize.max_nodes <= 8
+    assert outcome.resize.time_limit_min is not None
+    assert outcome.resize.time_limit_min < 60
+    assert outcome.admin_comment.startswith("adaptalloc:v1 app=lulesh; adaptalloc:v1:sized n=")
+    assert outcome.curve_version == 3
+    assert d.budget.jobs_decided == 1
+
+
+def test_an_app_without_a_curve_gets_the_fallback() -> None:
+    outcome = decider(FakeStore()).decide(job(), idle)
+    assert outcome.action == "keep"
+    assert outcome.rule == "fallback"
+    assert "no curve is stored for app lulesh" in outcome.reason
+    assert "adaptalloc:v1:kept range=2-8 rule=fallback" in outcome.admin_comment
+
+
+def test_a_job_without_an_app_key_gets_the_fallback_too() -> None:
+    outcome = decider(FakeStore()).decide(job(name="wrap"), idle)
+    assert (outcome.action, outcome.app) == ("keep", None)
+    assert "has no app key" in outcome.reason
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"nodes_min": 4, "nodes_max": 4}, reasons.NOT_MOLDABLE),
+        ({"nodes_max": None}, reasons.NOT_MOLDABLE),
+        ({"comment": "adaptalloc:v1 app=lu colour=red"}, reasons.BAD_TAG),
+        ({"comment": "adaptalloc:v2 app=lu"}, reasons.BAD_TAG),
+        ({"comment": "adaptalloc:v1 resize=no"}, reasons.OPTED_OUT),
+    ],
+)
+def test_fail_open_before_the_store_is_asked(fields: dict[str, Any], reason: str) -> None:
+    store = FakeStore()
+    outcome = decider(store).decide(job(**fields), idle)
+    assert outcome.action == "release"
+    assert outcome.fail_open == reason
+    assert outcome.resize is None
+    assert f"adaptalloc:v1:released reason={reason}" in outcome.admin_comment
+    assert store.calls == 0
+
+
+def test_redis_down_fails_open_and_is_not_asked_again_for_a_while() -> None:
+    store = FakeStore()
+    store.down = True
+    clock = [0.0]
+    d = decider(store, clock)
+    for k in range(3):
+        outcome = d.decide(job(k + 1), idle)
+        assert outcome.fail_open == reasons.STORE_UNAVAILABLE
+    assert store.calls == 1
+    clock[0] = 6.0
+    store.down = False
+    assert d.decide(job(9), idle).action == "keep"
+
+
+def test_a_size_outside_the_range_is_never_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        policies, "decide", lambda *a, **k: policies.Decision(1, None, "cap", "below the range")
+    )
+    outcome = decider(FakeStore({"lulesh": lu_record()})).decide(job(), idle)
+    assert outcome.fail_open == reasons.OUT_OF_RANGE
+
+
+def test_a_policy_error_fails_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> policies.Decision:
+        raise ZeroDivisionError("bug")
+
+    monkeypatch.setattr(policies, "decide", broken)
+    outcome = decider(FakeStore({"lulesh": lu_record()})).decide(job(), idle)
+    assert outcome.fail_open == reasons.POLICY_ERROR
+
+
+def test_an_unexpected_error_fails_open() -> None:
+    def no_cluster(_: JobRecord) -> policies.ClusterState:
+        raise RuntimeError("sinfo exploded")
+
+    outcome = decider(FakeStore()).decide(job(), no_cluster)
+    assert outcome.fail_open == reasons.INTERNAL_ERROR
+
+
+# --- applying a batch -------------------------------------------------------------------------
+
+
+class FakeSlurm:
+    """Records the writer calls; `fail` names the calls that raise; `queue` is read back."""
+
+    backend = "fake"
+
+    def __init__(self, queue: Sequence[JobRecord] = (), fail: Sequence[str] = ()) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.queue = list(queue)
+        self.fail = list(fail)
+
+    def _call(self, name: str, arg: Any) -> None:
+        self.calls.append((name, arg))
+        if name in self.fail:
+            self.fail.remove(name)
+            raise SlurmCommandError(f"scontrol {name} failed")
+
+    def resize(self, changes: Sequence[Resize]) -> None:
+        self._call("resize", [c.line() for c in changes])
+
+    def set_admin_comment(self, job_ids: Sequence[int], text: str) -> None:
+        self._call("comment", (tuple(job_ids), text))
+
+    def release(self, job_ids: Sequence[int]) -> None:
+        self._call("release", tuple(job_ids))
+
+    def jobs(self) -> list[JobRecord]:
+        return list(self.queue)
+
+
+def nothing(_: str) -> Any:
+    import contextlib  # noqa: PLC0415
+
+    return contextlib.nullcontext()
+
+
+def outcomes(count: int) -> list[Any]:
+    d = decider(FakeStore({"lulesh": lu_record()}))
+    return [d.decide(job(j), idle) for j in range(1, count + 1)]
+
+
+def test_a_batch_costs_three_commands(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    applier = Applier(slurm, Journal(tmp_path / "j.json"), nothing)  # type: ignore[arg-type]
+    batch = outcomes(5)
+    applied = applier.apply(batch)
+    assert [a.status for a in applied] == [RELEASED] * 5
+    assert [name for name, _ in slurm.calls] == ["resize", "comment", "release"]
+    assert len(slurm.calls[0][1]) == 5
+    assert slurm.calls[2][1] == (1, 2, 3, 4, 5)
+    assert (tmp_path / "j.json").exists()  # until the batch is recorded
+    applier.commit()
+    assert not (tmp_path / "j.json").exists()
+
+
+def test_a_refused_resize_is_undone_and_the_job_released_as_submitted(tmp_path: Path) -> None:
+    batch = outcomes(2)
+    taken = batch[0].resize
+    assert taken is not None
+    # Job 1 took its size; job 2 got its time limit but not its size; job 3 is not ours.
+    queue = [
+        job(
+            1,
+            nodes_min=taken.min_nodes,
+            nodes_max=taken.max_nodes,
+            time_limit_min=taken.time_limit_min,
+        ),
+        job(2, time_limit_min=7),
+    ]
+    slurm = FakeSlurm(queue, fail=["resize"])
+    applied = Applier(slurm, Journal(tmp_path / "j"), nothing).apply(batch)  # type: ignore[arg-type]
+    first, second = applied
+    assert first.outcome.action == "resize"
+    assert second.outcome.fail_open == reasons.SLURM_ERROR
+    undo = slurm.calls[1]
+    assert undo == ("resize", ["update JobId=2 NumNodes=2-8 TimeLimit=60"])
+    assert second.status == RELEASED
+
+
+def test_jobs_cancelled_meanwhile_are_gone_and_a_failed_release_is_retried(tmp_path: Path) -> None:
+    batch = outcomes(3)
+    still_held = job(2, admin_comment=batch[1].admin_comment)
+    slurm = FakeSlurm([still_held], fail=["release"])
+    applied = Applier(slurm, Journal(tmp_path / "j"), nothing).apply(batch)  # type: ignore[arg-type]
+    statuses = {a.outcome.job_id: a.status for a in applied}
+    assert statuses == {1: GONE, 2: RELEASED, 3: GONE}
+    assert slurm.calls[-1] == ("release", (2,))
+
+
+def test_the_journal_gives_back_the_decision_to_finish(tmp_path: Path) -> None:
+    outcome = outcomes(1)[0]
+    journal = Journal(tmp_path / "inflight.json")
+    journal.write({outcome.job_id: journal_entry(outcome)})
+    entry = journal.load()[outcome.job_id]
+    pinned = dataclasses.replace(outcome.job, nodes_min=4, nodes_max=4)  # resized, then crash
+    again = outcome_from_journal(pinned, entry)
+    assert again is not None
+    assert again.recovered
+    assert again.resize == outcome.resize
+    assert again.admin_comment == outcome.admin_comment
+    assert (again.job.nodes_min, again.job.nodes_max) == (2, 8)
+    other = dataclasses.replace(pinned, submit_time=NOW + 999)  # a reused job id
+    assert outcome_from_journal(other, entry) is None
+
+
+def test_the_record_once_guard_key() -> None:
+    assert keys.decided(123, 1700000000) == "adaptalloc:v1:decided:123-1700000000"
+    with pytest.raises(ValueError, match="job_id"):
+        keys.decided(-1, 0)
+
+
+# --- the state directory ------------------------------------------------------------------------
+
+
+def test_heartbeat_lock_and_spool(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "state")
+    state.prepare()
+    state.lock()
+    try:
+        with pytest.raises(DaemonLockedError, match="another adaptalloc daemon"):
+            StateDir(tmp_path / "state").lock()
+        state.beat(now=1234.9)
+        assert state.heartbeat.read_text() == "1234\n"
+        assert state.heartbeat.stat().st_mode & 0o777 == 0o644
+        watcher = SpoolWatcher(state.spool)
+        assert not watcher.woken()
+        with open(state.spool, "a") as spool:
+            spool.write("held 1 0\n")
+        assert watcher.woken()
+        assert not watcher.woken()
+        state.stop_beating()
+        assert not state.heartbeat.exists()
+    finally:
+        state.unlock()
+    StateDir(tmp_path / "state").lock()  # free again

@@ -1,0 +1,138 @@
+"""Signals sent to a real ``adaptalloc daemon`` process, with Slurm's commands replaced by
+scripts on PATH (no cluster needed): SIGHUP reloads, SIGTERM stops cleanly and removes the
+heartbeat, a second SIGTERM stops at once, and a daemon that cannot sweep stops beating."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import REPO_ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def write_exe(path: Path, text: str) -> None:
+    path.write_text(text)
+    path.chmod(0o755)
+
+
+class Daemon:
+    def __init__(self, tmp: Path, squeue: str) -> None:
+        self.bin = tmp / "bin"
+        self.bin.mkdir()
+        write_exe(self.bin / "squeue", f"#!/bin/sh\n{squeue}\n")
+        for name in ("sinfo", "scontrol", "sacct"):
+            write_exe(self.bin / name, "#!/bin/sh\nexit 1\n")
+        self.state = tmp / "state"
+        self.log = tmp / "daemon.log"
+        self.config = tmp / "adaptalloc.toml"
+        self.config.write_text(
+            "[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 0.2\n"
+            "slurm_timeout_s = 60.0\nheartbeat_interval_s = 0.5\nunhealthy_after_s = 2.0\n"
+        )
+        env = dict(
+            os.environ,
+            PATH=f"{self.bin}{os.pathsep}{os.environ['PATH']}",
+            PYTHONPATH=str(REPO_ROOT),
+            ADAPTALLOC_STATE_DIR=str(tmp / "no-testbed"),
+        )
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - our interpreter and module
+                [
+                    sys.executable,
+                    "-m",
+                    "plugin",
+                    "daemon",
+                    "--config",
+                    str(self.config),
+                    "--state-dir",
+                    str(self.state),
+                    "--redis-url",
+                    "redis://127.0.0.1:1/0",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                cwd=tmp,
+            )
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("event") == name:
+                out.append(event)
+        return out
+
+    def wait(self, what: str, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"{what}; log:\n{self.log.read_text()[-2000:]}"
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Callable[[str], Daemon]]:
+    made: list[Daemon] = []
+
+    def make(squeue: str) -> Daemon:
+        made.append(Daemon(tmp_path, squeue))
+        return made[-1]
+
+    yield make
+    for daemon in made:
+        if daemon.proc.poll() is None:
+            daemon.proc.kill()
+            daemon.proc.wait(10)
+
+
+def test_sighup_reloads_and_sigterm_stops_cleanly(daemons: Callable[[str], Daemon]) -> None:
+    daemon = daemons("exit 0")  # an empty queue, quickly
+    heartbeat = daemon.state / "heartbeat"
+    daemon.wait("the heartbeat", heartbeat.exists)
+    daemon.proc.send_signal(signal.SIGHUP)
+    daemon.wait("the reload", lambda: bool(daemon.events("config_reloaded")))
+    assert daemon.proc.poll() is None
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(30) == 0
+    assert not heartbeat.exists()
+    assert daemon.events("daemon_stopped")[-1]["forced"] is False
+
+
+def test_a_second_sigterm_stops_at_once(daemons: Callable[[str], Daemon]) -> None:
+    daemon = daemons("exit 0")
+    daemon.wait("the heartbeat", (daemon.state / "heartbeat").exists)
+    (daemon.bin / "squeue").write_text("#!/bin/sh\nexec sleep 50\n")  # Slurm hangs now
+    time.sleep(0.5)  # the loop is inside squeue
+    daemon.proc.send_signal(signal.SIGTERM)
+    time.sleep(1.0)
+    assert daemon.proc.poll() is None  # the first one waits for the jobs in hand
+    started = time.monotonic()
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(20) == 0
+    assert time.monotonic() - started < 10
+    assert daemon.events("daemon_stopped")[-1]["forced"] is True
+    assert not (daemon.state / "heartbeat").exists()
+
+
+def test_no_heartbeat_while_the_queue_cannot_be_read(daemons: Callable[[str], Daemon]) -> None:
+    daemon = daemons("echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
+    time.sleep(2.5)
+    assert not (daemon.state / "heartbeat").exists()
+    assert daemon.events("sweep_failed")
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(30) == 0

@@ -1,0 +1,69 @@
+"""The daemon's metrics: names as documented, failures counted, served over HTTP."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+
+from plugin.metrics import Metrics
+
+NAMES = (
+    "adaptalloc_decisions_total",
+    "adaptalloc_fail_open_total",
+    "adaptalloc_jobs_total",
+    "adaptalloc_held_jobs",
+    "adaptalloc_decision_latency_seconds_bucket",
+    "adaptalloc_slurm_call_seconds_bucket",
+    "adaptalloc_slurm_call_failures_total",
+    "adaptalloc_batch_jobs_bucket",
+    "adaptalloc_store_failures_total",
+    "adaptalloc_learner_runs_total",
+    "adaptalloc_heartbeat_timestamp_seconds",
+    "adaptalloc_daemon_info",
+)
+
+
+def test_every_documented_metric_is_exposed_and_failures_are_counted() -> None:
+    metrics = Metrics()
+    metrics.decisions.labels("cap").inc()
+    metrics.fail_open.labels("watchdog").inc()
+    metrics.jobs.labels("resized").inc()
+    metrics.latency.observe(0.3)
+    metrics.batch.observe(12)
+    metrics.store_failures.labels("curve").inc()
+    metrics.learner.labels("poll").inc()
+    metrics.info.labels("0.1.0", "cli").set(1)
+    with metrics.slurm_call("squeue"):
+        pass
+    with pytest.raises(RuntimeError), metrics.slurm_call("release"):
+        raise RuntimeError("scontrol failed")
+    names = {s.name for m in metrics.registry.collect() for s in m.samples}
+    assert set(NAMES) <= names
+    assert (
+        metrics.registry.get_sample_value(
+            "adaptalloc_slurm_call_failures_total", {"call": "release"}
+        )
+        == 1.0
+    )
+    assert (
+        metrics.registry.get_sample_value("adaptalloc_slurm_call_seconds_count", {"call": "squeue"})
+        == 1.0
+    )
+
+
+def test_served_on_a_port_and_not_at_all_on_port_0() -> None:
+    metrics = Metrics()
+    assert metrics.serve(0) == 0
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert metrics.serve(port) == port
+    try:
+        metrics.held.set(3)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+        assert "adaptalloc_held_jobs 3.0" in text
+    finally:
+        metrics.close()
