@@ -232,7 +232,7 @@ def _single(
 @click.option(
     "--no-band",
     is_flag=True,
-    help="Leave out the ADEPT envelope band (it costs a refit per app, about 20 ms).",
+    help="Leave out the ADEPT envelope band (it costs a refit per app, about 30 ms).",
 )
 @store_options
 def report(

@@ -155,7 +155,7 @@ def _curve_points(curve: predictor.Curve, grid: tuple[int, ...]) -> CurvePoints:
 def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
     """The report of one app from its store inputs.
 
-    band: compute the ADEPT envelope band (a refit of the runs, some 20 ms; only the plots
+    band: compute the ADEPT envelope band (a refit of the runs, some 30 ms; only the plots
     need it). Decisions are estimated against the current curve (decisions.py).
     """
     runs = sorted(inputs.runs, key=lambda r: (r.end_time, r.job_id))
