@@ -108,6 +108,8 @@ with open(script, "w") as out:
         'echo "nodes=$SLURM_NNODES runtime=$t"\nsleep "$t"\n'
     )
 PY
+    # A fresh history each run: earlier demo runs (and anything else tagged so) are forgotten.
+    "$ADAPTALLOC" -q forget "$app" --yes >/dev/null 2>&1 || true
     "$ADAPTALLOC" -q import csv "$DEMO/$app.csv" --app "$app"
 done
 cat >"$DEMO/job-newcode.sh" <<'SH'
@@ -117,13 +119,30 @@ echo "nodes=$SLURM_NNODES"
 sleep 6
 SH
 echo
-"$ADAPTALLOC" -q apps
+"$ADAPTALLOC" -q apps --format json >"$DEMO/apps.json"
+"$PY" - "$DEMO/apps.json" lu hpc2 spm cs267 <<'PY'
+import json
+import sys
+
+wanted = sys.argv[2:]
+for app in json.load(open(sys.argv[1]))["apps"]:
+    if app["app"] in wanted:
+        curve = (app.get("curve") or {}).get("parameters") or {}
+        name, runs, a = app["app"], app["observations"], curve.get("A", 0.0)
+        print(f"{name:6} {runs:3} runs   curve: A = {a:5.1f}, max useful size "
+              f"{curve.get('max_useful_n')}, processor working set {curve.get('pws_n')}, "
+              f"model {curve.get('model')}")
+PY
 
 # --- 3. the workload ---------------------------------------------------------------------------
 echo
 echo "== Submitting 9 moldable jobs at once: sbatch --nodes=1-8 --time=10, each tagged with its app =="
 JOBS=()
-for app in lu hpc2 spm cs267 lu hpc2 spm cs267 newcode; do
+# The unknown app gets a new name each run: the learner learns from every finished job,
+# so yesterday's "newcode" would have a curve today.
+NEWCODE="newcode-$(date +%H%M%S)"
+cp "$DEMO/job-newcode.sh" "$DEMO/job-$NEWCODE.sh"
+for app in lu hpc2 spm cs267 lu hpc2 spm cs267 "$NEWCODE"; do
     JOBS+=("$(sbatch --parsable --nodes=1-8 --time=10 --job-name="demo-$app" \
         --comment="adaptalloc:v1 app=$app" --output=/dev/null --chdir="$DEMO" \
         "$DEMO/job-$app.sh")")

@@ -7,9 +7,10 @@
   them against the time until the daemon released the last one; aim: within 1.5x;
 * the daemon's memory (VmRSS now, VmHWM peak) after each phase.
 
-Every job is of an app with a curve (lu), so each goes the whole way: curve read, policy,
-its own resize line, comment, release. Only correctness is asserted (each job released
-exactly once, by slurmctld's log); the figures are printed, machines here are shared.
+Every job is of an app with a curve (bench-lu: NPB LU's), so each goes the whole way:
+curve read, policy, its own resize line, comment, release. Only correctness is asserted
+(each job released exactly once, by slurmctld's log); the figures are printed, machines
+here are shared.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class Submitter:
                 "--parsable",
                 "--nodes=1-2",
                 "--job-name=bench-daemon",
-                "--comment=adaptalloc:v1 app=lu",
+                "--comment=adaptalloc:v1 app=bench-lu",
                 "--output=/dev/null",
                 f"--chdir={self.workdir}",
                 "--wrap",
@@ -123,8 +124,8 @@ def test_daemon_keeps_pace(
     client = connect(url)
     client.flushdb()
     store = CurveStore(client)
-    import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("lu"))
-    assert refit_app(store, AppKey.parse("lu")).status == "written"
+    import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("bench-lu"))
+    assert refit_app(store, AppKey.parse("bench-lu")).status == "written"
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
     daemon = daemon_factory(config="max_hold_s = 600.0\n", args=("--redis-url", url)).start()
     idle_rss = rss_kib(daemon.pid)

@@ -62,13 +62,13 @@ def test_a_moldable_job_runs_on_the_chosen_size_with_the_rescaled_limit(
     daemon_factory: Factory,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    learn_curve(scratch_url(local_cluster), "lu", "lan_thesis_npb_lu_W.csv")
+    learn_curve(scratch_url(local_cluster), "it-lu", "lan_thesis_npb_lu_W.csv")
     daemon = daemon_factory().start()
     out = tmp_path / "nodes.txt"
     job = submit_job(
         "--nodes=1-8",
         "--time=60",
-        "--comment=adaptalloc:v1 app=lu",
+        "--comment=adaptalloc:v1 app=it-lu",
         f"--output={out}",
         wrap="echo NNODES=$SLURM_NNODES",
     )
@@ -85,7 +85,7 @@ def test_a_moldable_job_runs_on_the_chosen_size_with_the_rescaled_limit(
     assert fields["TimeLimit"] == f"00:{limit:02d}:00"
     record = slurm.wait_sacct_job(job, {"COMPLETED"})
     comment = record["comment"]["administrator"]
-    assert comment.startswith(f"adaptalloc:v1 app=lu; adaptalloc:v1:sized n={n} range=1-8 ")
+    assert comment.startswith(f"adaptalloc:v1 app=it-lu; adaptalloc:v1:sized n={n} range=1-8 ")
     assert f"rule={decision['rule']}" in comment
 
 
@@ -181,13 +181,15 @@ def test_redis_down_releases_jobs_unmodified_and_the_daemon_keeps_running(
     private_redis: tuple[str, Callable[[], None], Callable[[], None]],
 ) -> None:
     url, stop_redis, start_redis = private_redis
-    learn_curve(url, "lu", "lan_thesis_npb_lu_W.csv")
+    learn_curve(url, "it-lu", "lan_thesis_npb_lu_W.csv")
     daemon = daemon_factory(config="redis_retry_s = 1.0\n", args=("--redis-url", url)).start()
-    before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=lu", wrap="true")
+    before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
     assert daemon.wait_decision(before)["action"] == "resize"
 
     stop_redis()
-    during = submit_job("--nodes=2-6", "--time=30", "--comment=adaptalloc:v1 app=lu", wrap="true")
+    during = submit_job(
+        "--nodes=2-6", "--time=30", "--comment=adaptalloc:v1 app=it-lu", wrap="true"
+    )
     decision = daemon.wait_decision(during)
     assert decision["action"] == "release"
     assert decision["fail_open"] == "store_unavailable"
@@ -202,7 +204,7 @@ def test_redis_down_releases_jobs_unmodified_and_the_daemon_keeps_running(
 
     start_redis()  # an empty Redis: the app has no curve now, so the fallback decides
     time.sleep(1.5)  # past redis_retry_s
-    after = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=lu", wrap="true")
+    after = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
     assert daemon.wait_decision(after)["rule"] == "fallback"
 
 
