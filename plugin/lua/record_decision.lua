@@ -1,4 +1,4 @@
--- Record one daemon decision in the decision stream, once per job.
+-- record_decision: append one daemon decision to the decision stream, once per job.
 -- KEYS[1]  adaptalloc:v1:decided:<job>-<submit>  string, the once-guard (set with a TTL)
 -- KEYS[2]  adaptalloc:v1:decisions               stream of decisions
 -- ARGV[1]  TTL of the guard, seconds
@@ -7,6 +7,7 @@
 -- ARGV[4]  job id
 -- ARGV[5]  the decision document (JSON)
 -- Returns the new entry's id, or false when this job's decision was recorded before.
+
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
     return false
 end
