@@ -55,7 +55,7 @@ from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import Journal, SpoolWatcher, StateDir
 from plugin.daemon.sweep import Sweep, classify, held_by_us
-from plugin.errors import printable
+from plugin.errors import InputError, printable
 from plugin.learner import Learner
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
@@ -221,7 +221,14 @@ class Daemon:
         """Lock the state dir, serve metrics, start the learner, recover held jobs."""
         self.state.prepare()
         self.state.lock()
-        self.port = self.metrics.serve(self.metrics_port, self.config.daemon.metrics_address)
+        address = self.config.daemon.metrics_address
+        try:
+            self.port = self.metrics.serve(self.metrics_port, address)
+        except OSError as exc:
+            raise InputError(
+                f"cannot serve metrics on {printable(address)}:{self.metrics_port}: "
+                f"{exc.strerror or exc} (set [daemon] metrics_port, or --metrics-port 0)"
+            ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
         journaled = self.journal.load()
         log.info(
