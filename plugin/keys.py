@@ -85,6 +85,16 @@ def app_curve(app: AppKey) -> str:
     return _app(app) + "curve"
 
 
+def app_forgotten(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:forgotten``: when the app was last forgotten (Unix seconds).
+
+    A tombstone with a time to live: runs of the app that ended before it are not counted
+    again (the learner re-reads a window of finished jobs; without it a forgotten app came
+    back from its own old runs).
+    """
+    return _app(app) + "forgotten"
+
+
 def app_keys(app: AppKey) -> tuple[str, str, str, str]:
     """All per-app keys (what ``forget`` deletes besides the index entries)."""
     return app_observations(app), app_runs(app), app_state(app), app_curve(app)

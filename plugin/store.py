@@ -50,6 +50,9 @@ log = structlog.get_logger("adaptalloc.store")
 
 #: Largest decision document accepted, in bytes of JSON.
 MAX_DECISION_BYTES = 64 * 1024
+#: How long a forgotten app's old runs stay uncountable: a day, well past any window the
+#: learner re-reads (its overlap is minutes) and short enough not to pile up tombstones.
+FORGET_TOMBSTONE_S = 24 * 3600
 #: Apps or observations per pipeline round trip.
 PIPELINE_CHUNK = 500
 #: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
@@ -265,6 +268,7 @@ class CurveStore:
             keys.APPS,
             keys.DIRTY,
             keys.JOBS,
+            keys.app_forgotten(app),
         ]
         return self._add(keys=keys_, args=argv, client=pipe)
 
@@ -459,10 +463,15 @@ class CurveStore:
 
     @guarded
     def forget(self, app: AppKey | str) -> bool:
-        """Remove everything of one app; False when the store did not know it."""
+        """Remove everything of one app; False when the store did not know it.
+
+        Its runs that ended before now are not counted again for FORGET_TOMBSTONE_S (the
+        learner re-reads recent finished jobs); new runs are learned as usual.
+        """
         key = _app_key(app)
         removed = self._forget(
-            keys=[*keys.app_keys(key), keys.APPS, keys.DIRTY, keys.JOBS], args=[str(key)]
+            keys=[*keys.app_keys(key), keys.APPS, keys.DIRTY, keys.JOBS, keys.app_forgotten(key)],
+            args=[str(key), repr(self.clock()), FORGET_TOMBSTONE_S],
         )
         return int(removed) > 0
 

@@ -8,13 +8,15 @@
 -- KEYS[4]  adaptalloc:v1:apps             zset  app -> end time of its latest run
 -- KEYS[5]  adaptalloc:v1:dirty            zset  app -> when it first needed a refit
 -- KEYS[6]  adaptalloc:v1:jobs             hash  job id -> app that counted it
+-- KEYS[7]  adaptalloc:v1:app:<app>:forgotten  string  when the app was forgotten, if it was
 -- ARGV[1]  the app key (string form)
 -- ARGV[2]  now, Unix seconds
 -- ARGV[3]  most observations kept for the app (the newest by end time)
 -- ARGV[4]  oldest end time kept, Unix seconds, or '-inf' to keep every age
 -- ARGV[5], ARGV[6], ARGV[7], ...  triples: job id, end time, observation JSON
 -- Returns {added, duplicates, removed}: new job ids kept, job ids already counted (by this
--- or another app), and older observations removed by ageing and trimming.
+-- or another app) or ended before the app was forgotten, and older observations removed by
+-- ageing and trimming.
 
 local app, now, cap, oldest = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 
@@ -39,10 +41,13 @@ for i = 5, #ARGV, 3 do
   end
 end
 
+local forgotten = tonumber(redis.call('GET', KEYS[7]) or '')
 local new_ids, duplicates = {}, 0
 for i = 5, #ARGV, 3 do
   local id, ended, doc = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  if oldest == '-inf' or tonumber(ended) >= tonumber(oldest) then
+  if forgotten ~= nil and tonumber(ended) <= forgotten then
+    duplicates = duplicates + 1
+  elseif oldest == '-inf' or tonumber(ended) >= tonumber(oldest) then
     if redis.call('HSETNX', KEYS[6], id, app) == 1 then
       redis.call('HSET', KEYS[1], id, doc)
       redis.call('ZADD', KEYS[2], ended, id)

@@ -1,5 +1,7 @@
 -- forget: remove everything the store keeps about one app, atomically: its observations
--- (and their entries in the job index), state, curve, index entry and dirty mark.
+-- (and their entries in the job index), state, curve, index entry and dirty mark, and leave
+-- a tombstone with the time, so that its runs that ended before now are not counted again
+-- (add_observations skips them; the learner re-reads a window of finished jobs).
 -- The decision stream is a log of what the daemon did and is left as it is.
 --
 -- KEYS[1]  adaptalloc:v1:app:<app>:obs    hash  job id -> observation JSON
@@ -9,8 +11,15 @@
 -- KEYS[5]  adaptalloc:v1:apps             zset  the index
 -- KEYS[6]  adaptalloc:v1:dirty            zset
 -- KEYS[7]  adaptalloc:v1:jobs             hash  job id -> app
+-- KEYS[8]  adaptalloc:v1:app:<app>:forgotten  string  the tombstone
 -- ARGV[1]  the app key (string form)
+-- ARGV[2]  now, Unix seconds
+-- ARGV[3]  how long the tombstone lasts, seconds
 -- Returns the number of keys and index entries removed (0: the app was unknown).
+
+if tonumber(ARGV[2]) == nil or tonumber(ARGV[3]) == nil or tonumber(ARGV[3]) < 1 then
+  return redis.error_reply('forget: bad ARGV')
+end
 
 local ids = redis.call('HKEYS', KEYS[1])
 for i = 1, #ids, 1000 do
@@ -19,4 +28,7 @@ end
 local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
 removed = removed + redis.call('ZREM', KEYS[5], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[1])
+if removed > 0 then
+  redis.call('SET', KEYS[8], ARGV[2], 'EX', math.floor(tonumber(ARGV[3])))
+end
 return removed

@@ -347,7 +347,9 @@ def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: A
     snapshot = store.refit_input(LULESH)
     store.record_decision({"app": str(LULESH), "nodes": 4})
     assert store.forget("lulesh@large") is True
-    assert [k for k in redis_client.keys("*") if "lulesh" in k] == []
+    # Only the tombstone is left, and it expires.
+    assert [k for k in redis_client.keys("*") if "lulesh" in k] == [keys.app_forgotten(LULESH)]
+    assert 0 < redis_client.ttl(keys.app_forgotten(LULESH)) <= 24 * 3600
     assert redis_client.hkeys(keys.JOBS) == [str(200 + i) for i in range(6)]
     assert [s.app for s in store.apps()] == [other]
     assert store.forget(LULESH) is False
@@ -357,8 +359,20 @@ def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: A
     assert late.status == "forgotten"
     assert redis_client.exists(keys.app_curve(LULESH)) == 0
     assert len(store.decisions(LULESH)) == 1  # the decision log is kept
-    # its jobs may be counted again, e.g. after a rebuild
-    assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
+
+
+def test_a_forgotten_app_learns_new_runs_but_not_its_old_ones_again(
+    store: CurveStore, clock: Clock
+) -> None:
+    """The learner re-reads a window of finished jobs: the runs from before `forget` must not
+    bring the app back, the runs of the rebuilt application must count."""
+    store.add_observations(LULESH, runs(LULESH, 100))
+    assert store.forget(LULESH) is True
+    assert store.add_observations(LULESH, runs(LULESH, 100)) == 0
+    assert store.apps() == []
+    clock.now = NOW + 3600
+    assert store.add_observations(LULESH, runs(LULESH, 300, end=NOW + 3600)) == len(SIZES)
+    assert [s.app for s in store.apps()] == [LULESH]
 
 
 # --- decisions --------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ def test_per_app_keys_are_exact() -> None:
     )
 
 
+def test_the_forget_tombstone_key_is_exact() -> None:
+    assert keys.app_forgotten(AppKey("npb-lu")) == "adaptalloc:v1:app:npb-lu:forgotten"
+
+
 def test_learner_and_import_keys_are_exact() -> None:
     assert keys.learner("sacct") == "adaptalloc:v1:learner:sacct"
     assert keys.learner("squeue") == "adaptalloc:v1:learner:squeue"
