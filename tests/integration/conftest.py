@@ -98,6 +98,24 @@ def local_cluster() -> Iterator[LocalCluster]:
     if not env_file.is_file():
         pytest.fail(f"deploy/local/up.sh succeeded but wrote no {env_file}", pytrace=False)
     env = read_env_file(env_file)
+    # A daemon left running (up.sh --with-daemon, or the demo with --keep-daemon) would hold
+    # and resize the tests' jobs; the daemon tests start their own. Stop it (it releases
+    # what it holds); a no-op when none runs.
+    stopped = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(DOWN_SH), "--daemon-only"],
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=UP_SH_TIMEOUT_S,
+        check=False,
+    )
+    if stopped.returncode != 0:
+        pytest.fail(
+            "a running adaptalloc daemon would interfere with the tests and "
+            f"deploy/local/down.sh --daemon-only failed:\n{stopped.stdout}{stopped.stderr}",
+            pytrace=False,
+        )
 
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
