@@ -12,8 +12,10 @@
 
 Work comes from two places: job_submit.lua's spool line (a wake-up: the daemon notices the
 file grow within ``spool_poll_s``) and, as the safety net, a sweep every
-``sweep_interval_s``. Either way the daemon reads ``squeue --json`` once and takes every
-held job it finds (at most ``max_batch``), so a burst of submissions becomes a few batches.
+``sweep_interval_s``. Either way the daemon reads the pending jobs once (the cheap,
+nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the admin comment
+of held jobs it has not seen yet) and takes every held job it finds (at most ``max_batch``),
+so a burst of submissions becomes a few batches.
 
 Health and the heartbeat: the heartbeat is written only while sweeps succeed (the last one
 less than ``unhealthy_after_s`` ago) and removed at once otherwise, so that job_submit.lua

@@ -1,7 +1,7 @@
 """What one look at the queue finds: which held jobs to decide, to finish, to release.
 
-Pure functions over `JobRecord` values (from ``squeue --json``, which 22.05 cannot filter:
-the filtering is here).
+Pure functions over `JobRecord` values (the pending jobs the loop read, see
+plugin/slurm/pending.py; Slurm 22.05 cannot filter its JSON output, so the filtering is here).
 
 * **held**: pending, priority 0, carrying job_submit.lua's marker. Decided, unless
 * **to finish**: the daemon has this job's decision in its journal (it crashed or a Slurm
