@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -258,7 +258,7 @@ class Daemon:
 
     def recover(self, journaled: dict[int, dict[str, Any]]) -> None:
         """Finish the journal's decisions and decide every job held while the daemon was down."""
-        jobs = self._read_queue()
+        jobs = self._read_queue(journaled)
         if jobs is None:
             return
         done = []
@@ -325,8 +325,13 @@ class Daemon:
             self.wake.clear()
         return False
 
-    def _read_queue(self) -> dict[int, Any] | None:
-        """The pending jobs, with the admin comment of every held one (cached per job)."""
+    def _read_queue(self, journaled: Collection[int] = ()) -> dict[int, Any] | None:
+        """The pending jobs, with the admin comment of every held one (cached per job).
+
+        `journaled` (with the applier's unreleased jobs): ids whose record may already have
+        replaced the held marker, so their comment is read in full.
+        """
+        exact = set(journaled) | set(self.applier.unreleased)
         try:
             with self.timed("squeue"):
                 pending = self.slurm.pending_jobs()
@@ -335,8 +340,14 @@ class Daemon:
             if new:
                 with self.timed("admin_comment"):
                     found = self.slurm.held_admin_comments(new)
-                unknown = [job_id for job_id, text in found.items() if text is None]
-                if unknown:  # text after the marker: the exact, slow way
+                # Text after the marker, or a journaled job whose record replaced the marker
+                # (the fast read sees no marker and says ""): the exact, slow way.
+                unknown = [
+                    job_id
+                    for job_id, text in found.items()
+                    if text is None or (text == "" and job_id in exact)
+                ]
+                if unknown:
                     with self.timed("squeue_json"):
                         found.update(SlurmReader.held_admin_comments(self.slurm, unknown))
                 for key in held:

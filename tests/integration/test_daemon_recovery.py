@@ -10,7 +10,9 @@ keeps the recovered records single).
 
 from __future__ import annotations
 
+import json
 import re
+import signal
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -86,3 +88,63 @@ def test_killed_mid_burst_every_job_is_released_exactly_once(
     assert sorted(per_job[j] for j in jobs) == [1] * BURST
     # the second daemon found jobs held while the first was dead
     assert second.events("recovery")[0]["held"] + second.events("recovery")[0]["to_finish"] > 0
+
+
+def test_a_crash_between_the_record_and_the_release_is_finished_from_the_journal(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    redis_client: Any,
+) -> None:
+    """The narrowest window: the record replaced the held marker, the release never came.
+
+    The fast admin-comment read sees no marker on such a job; the journal must still finish
+    it (one release, the journaled decision, recorded once), not leave it held for ever.
+    """
+    first = daemon_factory().start()
+    first.signal(signal.SIGSTOP)  # its heartbeat stays fresh: job_submit.lua holds the jobs
+    jobs = [
+        submit_job("--nodes=1-2", "--comment=adaptalloc:v1 app=window", wrap="true")
+        for _ in range(3)
+    ]
+    first.kill()
+    journal: dict[str, Any] = {}
+    for job in jobs:
+        fields = job_fields(slurm, job)
+        assert fields.get("priority") == 0
+        assert marks.is_held(fields.get("admin_comment"))
+        record = marks.admin_comment(marks.kept_record(1, 2, "fallback"))
+        slurm.run("scontrol", "update", f"JobId={job}", f"AdminComment={record}")
+        journal[str(job)] = {
+            "submit": fields["submit_time"],
+            "action": "keep",
+            "comment": record,
+            "resize": None,
+            "rule": "fallback",
+            "fail_open": None,
+            "app": "window",
+            "reason": "journaled by a daemon that crashed before the release",
+            "range": [1, 2],
+        }
+    (first.state_dir / "inflight.json").write_text(json.dumps(journal))
+    log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
+
+    second = daemon_factory().start()
+    slurm.wait_for(
+        "the journaled jobs to be released",
+        lambda: not any(job_fields(slurm, job).get("priority") == 0 for job in jobs),
+        60,
+    )
+    assert second.stop() == 0
+
+    assert second.events("recovery")[0]["to_finish"] == len(jobs)
+    released = releases_logged(local_cluster, log_offset)
+    assert [released[job] for job in jobs] == [1] * len(jobs)
+    for job in jobs:
+        decision = second.decision(job)
+        assert decision is not None
+        assert (decision["recovered"], decision["reason"]) == (True, journal[str(job)]["reason"])
+    entries = redis_client.xrange(keys.DECISIONS, "-", "+")
+    assert sorted(int(fields["job_id"]) for _, fields in entries) == sorted(jobs)
+    assert not (first.state_dir / "inflight.json").exists()
