@@ -120,6 +120,15 @@ class DaemonProcess:
             self.kill()
             pytest.fail(f"the daemon did not stop within {timeout:.0f}s", pytrace=False)
 
+    def wait_exit(self, timeout: float = STOP_TIMEOUT_S) -> int:
+        """Wait for an exit already asked for (another SIGTERM would force it); the exit code."""
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail(f"the daemon did not stop within {timeout:.0f}s", pytrace=False)
+
     def kill(self) -> None:
         """SIGKILL (no teardown): the heartbeat stays behind until the test removes it."""
         if self.proc is not None and self.proc.poll() is None:
