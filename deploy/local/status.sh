@@ -20,7 +20,7 @@ parse_common_args "$@"
 ((${#REST_ARGS[@]} == 0)) || die "unknown argument: ${REST_ARGS[0]} (see --help)"
 
 down=0
-row() { printf '%-14s %-6s %-8s %s\n' "$@"; }
+row() { printf '%-18s %-6s %-8s %s\n' "$@"; }
 row COMPONENT STATE PID DETAIL
 slurmctld_up() { timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; }
 
