@@ -114,11 +114,7 @@ class DaemonProcess:
             return 0
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            pytest.fail(f"the daemon did not stop within {timeout:.0f}s", pytrace=False)
+        return self.wait_exit(timeout)
 
     def wait_exit(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """Wait for an exit already asked for (another SIGTERM would force it); the exit code."""
