@@ -31,8 +31,8 @@ from integration.conftest import (  # noqa: F401 - fixtures
     redis_client,
     slurm,
 )
-from integration.daemon_harness import DaemonProcess, daemon_factory, scratch_url  # noqa: F401
-from integration.testbed import LocalCluster, SlurmCLI
+from integration.daemon_harness import DaemonProcess, daemon_factory  # noqa: F401
+from integration.testbed import LocalCluster, SlurmCLI, scratch_url
 from rich.console import Console
 from rich.table import Table
 
@@ -120,7 +120,7 @@ def test_daemon_keeps_pace(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    url = scratch_url(local_cluster, BENCH_DB)
+    url = scratch_url(BENCH_DB)
     client = connect(url)
     client.flushdb()
     store = CurveStore(client)

@@ -18,9 +18,6 @@ machine.
 from __future__ import annotations
 
 import io
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +26,7 @@ from typing import Any
 import numpy as np
 import pytest
 from integration.conftest import local_cluster, redis_client  # noqa: F401 - fixtures reused
-from integration.testbed import PROJECT_ROOT, REDIS_SCRATCH_DB
+from integration.testbed import adaptalloc
 from rich.console import Console
 from rich.table import Table
 
@@ -50,10 +47,6 @@ TEMPLATES = 20
 SAMPLE = 200
 SIZES = np.array([1, 2, 4, 8, 16, 32, 64])
 NOW = 1_800_000_000.0
-
-
-def scratch_url() -> str:
-    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
 
 
 def fleet(store: CurveStore, seed: int = 11) -> None:
@@ -117,15 +110,7 @@ def fleet(store: CurveStore, seed: int = 11) -> None:
 def cli(*args: str, cwd: Path) -> float:
     """Run the CLI on the scratch database; returns the wall time in seconds."""
     started = time.perf_counter()
-    proc = subprocess.run(  # noqa: S603 - our interpreter and module
-        [sys.executable, "-m", "plugin", "-q", *args, "--redis-url", scratch_url()],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
+    proc = adaptalloc(*args, cwd=cwd, timeout=3600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return time.perf_counter() - started
 

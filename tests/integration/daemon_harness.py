@@ -22,15 +22,11 @@ from typing import Any
 
 import pytest
 
-from .testbed import DOWN_SH, PROJECT_ROOT, REDIS_SCRATCH_DB, LocalCluster, SlurmCLI
+from .testbed import DOWN_SH, PROJECT_ROOT, LocalCluster, SlurmCLI, scratch_url
 
 #: Upper bound for the daemon to start (heartbeat written) or stop.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 90.0
-
-
-def scratch_url(cluster: LocalCluster, db: int = REDIS_SCRATCH_DB) -> str:
-    return cluster.redis_url.rsplit("/", 1)[0] + f"/{db}"
 
 
 def free_port() -> int:
@@ -206,9 +202,7 @@ def daemon_factory(
     def make(
         config: str = "", policy: str | None = None, args: tuple[str, ...] = ()
     ) -> DaemonProcess:
-        process = DaemonProcess(
-            local_cluster, tmp_path, scratch_url(local_cluster), config, policy, args
-        )
+        process = DaemonProcess(local_cluster, tmp_path, scratch_url(), config, policy, args)
         made.append(process)
         return process
 

@@ -33,9 +33,8 @@ from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
     free_port,
     held,
     job_fields,
-    scratch_url,
 )
-from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob
+from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +61,7 @@ def test_a_moldable_job_runs_on_the_chosen_size_with_the_rescaled_limit(
     daemon_factory: Factory,  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    learn_curve(scratch_url(local_cluster), "it-lu", "lan_thesis_npb_lu_W.csv")
+    learn_curve(scratch_url(), "it-lu", "lan_thesis_npb_lu_W.csv")
     daemon = daemon_factory().start()
     out = tmp_path / "nodes.txt"
     job = submit_job(

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -22,28 +20,11 @@ from plugin.redis_conn import connect
 from plugin.slurm import CliSlurmReader
 from plugin.store import CurveStore
 
-from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB, SlurmCLI, SubmitJob
+from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
 LU_CSV = PROJECT_ROOT / "tests" / "data" / "scaling" / "lan_thesis_npb_lu_W.csv"
-
-
-def scratch_url() -> str:
-    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
-
-
-def adaptalloc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the CLI against the scratch database; JSON output parsed by the caller."""
-    return subprocess.run(  # noqa: S603 - our interpreter and module
-        [sys.executable, "-m", "plugin", "-q", *args, "--redis-url", scratch_url()],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -204,15 +185,7 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     bad_key = adaptalloc("app", "evil:*", cwd=tmp_path)
     assert bad_key.returncode == 2
     assert bad_key.stderr.count("\n") == 1
-    down = subprocess.run(
-        [sys.executable, "-m", "plugin", "-q", "apps", "--redis-url", "redis://127.0.0.1:1/0"],
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    down = adaptalloc("apps", cwd=tmp_path, timeout=60, redis_url="redis://127.0.0.1:1/0")
     assert down.returncode == 1
     assert down.stderr.startswith("adaptalloc: error: Redis at redis://127.0.0.1:1/0")
     assert down.stdout == ""

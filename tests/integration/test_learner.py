@@ -29,7 +29,7 @@ from plugin.redis_conn import connect
 from plugin.slurm import CliSlurmReader
 from plugin.store import CurveStore
 
-from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB, SlurmCLI, SubmitJob
+from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +38,6 @@ CONFIG = Config(learner=LearnerConfig(initial_lookback_s=1800.0, refit_debounce_
 
 def fresh_name() -> str:
     return f"it-{uuid.uuid4().hex[:10]}"
-
-
-def scratch_url() -> str:
-    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
 
 
 def new_learner(config: Config = CONFIG) -> Learner:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from plugin.appkey import AppKey
 from plugin.learner import refit_app
 from plugin.store import CurveStore, Observation, Retention
 
-from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB
+from .testbed import PROJECT_ROOT, adaptalloc
 
 pytestmark = pytest.mark.integration
 
@@ -33,23 +31,6 @@ NOW = 1_800_000_000.0
 LULESH = AppKey("lulesh", "large")
 HOSTILE_REASON = "<script>document.title='x'</script> \x1b[31m \"quoted\""
 FORMULA_RULE = '=HYPERLINK("http://example.invalid","click")'
-
-
-def scratch_url() -> str:
-    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
-
-
-def adaptalloc(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The CLI on the scratch database (stderr: JSON log lines, not a terminal)."""
-    return subprocess.run(  # noqa: S603 - our interpreter and module
-        [sys.executable, "-m", "plugin", "-q", *map(str, args), "--redis-url", scratch_url()],
-        cwd=cwd,
-        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PYTHONIOENCODING="utf-8"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def ok(proc: subprocess.CompletedProcess[str]) -> str:

@@ -28,7 +28,7 @@ from plugin.learner import refit_app
 from plugin.redis_conn import StoreError, StoreUnavailable, connect
 from plugin.store import CurveStore, Observation, Retention
 
-from .testbed import PROJECT_ROOT, REDIS_SCRATCH_DB
+from .testbed import PROJECT_ROOT, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -69,11 +69,6 @@ def clock() -> Clock:
 @pytest.fixture
 def store(redis_client: Any, clock: Clock) -> CurveStore:
     return CurveStore(redis_client, Retention(max_observations=50, max_age_s=None), clock=clock)
-
-
-def scratch_url(redis_client: Any) -> str:
-    url: str = os.environ["REDIS_URL"]
-    return url.rsplit("/", 1)[0] + f"/{REDIS_SCRATCH_DB}"
 
 
 # --- schema -----------------------------------------------------------------------------------
@@ -237,7 +232,7 @@ def test_runs_at_one_size_store_no_curve_with_the_reason(store: CurveStore) -> N
 def test_two_writers_at_once_stay_consistent(redis_client: Any) -> None:
     """Two learners add runs and refit the same apps concurrently, each on its own client."""
     apps = [AppKey(f"app{k}") for k in range(4)]
-    url = scratch_url(redis_client)
+    url = scratch_url()
     errors: list[BaseException] = []
 
     def learner(offset: int) -> None:
@@ -316,7 +311,7 @@ def test_killing_a_learner_mid_refit_leaves_a_consistent_store(
     before = redis_client.hgetall(keys.app_curve(LULESH))
     store.add_observations(LULESH, runs(LULESH, 200))
     proc = subprocess.Popen(  # noqa: S603 - our interpreter and our code
-        [sys.executable, "-c", KILLED_REFIT, scratch_url(redis_client)],
+        [sys.executable, "-c", KILLED_REFIT, scratch_url()],
         cwd=PROJECT_ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -430,7 +425,7 @@ def test_unreachable_redis_raises_store_unavailable() -> None:
 
 
 def test_wrong_credentials_raise_store_unavailable(redis_client: Any) -> None:
-    url = scratch_url(redis_client)
+    url = scratch_url()
     bad = url.replace("://:", "://:wrong", 1) if "://:" in url else url
     with pytest.raises(StoreUnavailable, match="refused our credentials") as info:
         connect(bad, FAST_FAIL)

@@ -8,7 +8,9 @@ changes with bounded polls that fail with a pointer to the logs.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,6 +33,35 @@ SLURM_CMD_TIMEOUT_S = 60
 #: Upper bound for waiting on Slurm state changes (a job finishing, sacct catching up).
 #: A readiness bound that turns a hang into a clear failure, not a speed check.
 WAIT_TIMEOUT_S = 120.0
+
+
+def scratch_url(db: int = REDIS_SCRATCH_DB) -> str:
+    """The testbed's Redis (``$REDIS_URL``, set by the local_cluster fixture) on database `db`."""
+    return os.environ["REDIS_URL"].rsplit("/", 1)[0] + f"/{db}"
+
+
+def adaptalloc(
+    *args: str | Path, cwd: Path, timeout: float = 300.0, redis_url: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``adaptalloc -q ARGS --redis-url URL`` run by this interpreter (an argument list, never a
+    shell) on the scratch database unless `redis_url` is given; stderr holds JSON log lines."""
+    return subprocess.run(  # noqa: S603 - our interpreter and module
+        [
+            sys.executable,
+            "-m",
+            "plugin",
+            "-q",
+            *map(str, args),
+            "--redis-url",
+            redis_url or scratch_url(),
+        ],
+        cwd=cwd,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), PYTHONIOENCODING="utf-8"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @dataclass(frozen=True)
