@@ -37,6 +37,7 @@ from .testbed import (
     UP_SH,
     UP_SH_TIMEOUT_S,
     LocalCluster,
+    PrivateRedis,
     SlurmCLI,
     SubmitJob,
 )
@@ -173,6 +174,16 @@ def redis_client(local_cluster: LocalCluster) -> Iterator[Any]:
     finally:
         client.flushdb()
         client.close()
+
+
+@pytest.fixture
+def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
+    """A redis-server of the test's own (not started yet), stopped at teardown."""
+    server = PrivateRedis(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,12 +26,6 @@ from .testbed import DOWN_SH, PROJECT_ROOT, LocalCluster, SlurmCLI, scratch_url
 #: Upper bound for the daemon to start (heartbeat written) or stop.
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 90.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class DaemonProcess:

@@ -10,16 +10,13 @@ test_daemon_recovery.py.
 
 from __future__ import annotations
 
-import shutil
 import signal
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from plugin.appkey import AppKey
 from plugin.importers import import_csv
@@ -30,11 +27,10 @@ from plugin.store import CurveStore
 from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
     DaemonProcess,
     daemon_factory,
-    free_port,
     held,
     job_fields,
 )
-from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
+from .testbed import PROJECT_ROOT, LocalCluster, PrivateRedis, SlurmCLI, SubmitJob, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -124,68 +120,20 @@ def test_an_unknown_app_follows_the_fallback(
     assert decision["app"] is None
 
 
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
-    """A redis-server of this test's own, to stop and start without touching the testbed's:
-    (url, stop, start)."""
-    port = free_port()
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is part of the testbed"
-    procs: list[subprocess.Popen[bytes]] = []
-
-    def start() -> None:
-        procs.append(
-            subprocess.Popen(  # noqa: S603 - fixed argument list
-                [
-                    binary,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--dir",
-                    str(tmp_path),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop() -> None:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-
-    start()
-    yield f"redis://127.0.0.1:{port}/0", stop, start
-    stop()
-
-
 def test_redis_down_releases_jobs_unmodified_and_the_daemon_keeps_running(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
     daemon_factory: Factory,  # noqa: F811
-    private_redis: tuple[str, Callable[[], None], Callable[[], None]],
+    private_redis: PrivateRedis,
 ) -> None:
-    url, stop_redis, start_redis = private_redis
+    private_redis.start()
+    url = private_redis.url
     learn_curve(url, "it-lu", "lan_thesis_npb_lu_W.csv")
     daemon = daemon_factory(config="redis_retry_s = 1.0\n", args=("--redis-url", url)).start()
     before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
     assert daemon.wait_decision(before)["action"] == "resize"
 
-    stop_redis()
+    private_redis.stop()
     during = submit_job(
         "--nodes=2-6", "--time=30", "--comment=adaptalloc:v1 app=it-lu", wrap="true"
     )
@@ -201,7 +149,7 @@ def test_redis_down_releases_jobs_unmodified_and_the_daemon_keeps_running(
     assert daemon.alive()
     assert daemon.fresh_heartbeat()
 
-    start_redis()  # an empty Redis: the app has no curve now, so the fallback decides
+    private_redis.start()  # an empty Redis: the app has no curve now, so the fallback decides
     time.sleep(1.5)  # past redis_retry_s
     after = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
     assert daemon.wait_decision(after)["rule"] == "fallback"

@@ -12,9 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +25,7 @@ from plugin.learner import refit_app
 from plugin.redis_conn import StoreError, StoreUnavailable, connect
 from plugin.store import CurveStore, Observation, Retention
 
-from .testbed import PROJECT_ROOT, scratch_url
+from .testbed import PROJECT_ROOT, PrivateRedis, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -432,61 +429,16 @@ def test_wrong_credentials_raise_store_unavailable(redis_client: Any) -> None:
     assert "wrong" not in str(info.value)  # the password is masked
 
 
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
-    """A redis-server of this test's own on a free port; every process it started is stopped."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    started: list[subprocess.Popen[bytes]] = []
-    yield port, started
-    for proc in started:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=30)
-
-
-def _start_redis(port: int, tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
-    proc = subprocess.Popen(  # noqa: S603 - fixed argument list
-        [  # noqa: S607 - the testbed's redis-server, found on PATH as up.sh finds it
-            "redis-server",
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(tmp_path),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    started.append(proc)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            redis.Redis(port=port, socket_connect_timeout=0.2).ping()
-            return
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    pytest.fail(f"redis-server on port {port} did not start")
-
-
 def test_the_store_fails_clearly_while_redis_is_down_and_reconnects(
-    own_redis: tuple[int, list[subprocess.Popen[bytes]]], tmp_path: Path
+    private_redis: PrivateRedis,
 ) -> None:
-    port, started = own_redis
-    _start_redis(port, tmp_path, started)
-    store = CurveStore(connect(f"redis://127.0.0.1:{port}/0", FAST_FAIL))
+    private_redis.start()
+    store = CurveStore(connect(private_redis.url, FAST_FAIL))
     assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
-    started[-1].terminate()
-    started[-1].wait(timeout=30)
+    private_redis.stop()
     # How long this takes is FAST_FAIL's timeouts' business; no wall-clock bound is asserted.
     with pytest.raises(StoreUnavailable, match="unreachable"):
         store.curve(LULESH)
-    _start_redis(port, tmp_path, started)  # empty again: no persistence
+    private_redis.start()  # empty again: no persistence
     assert store.curve(LULESH) is None  # the same client reconnected
     assert store.add_observations(LULESH, runs(LULESH, 100)) == 6

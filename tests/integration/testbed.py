@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -62,6 +63,66 @@ def adaptalloc(
         timeout=timeout,
         check=False,
     )
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PrivateRedis:
+    """A redis-server of one test's own on a free loopback port, without persistence: stopped
+    and started again (empty) without touching the testbed's."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.workdir = workdir
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, timeout: float = 30.0) -> None:
+        """Start it and wait until it answers PING."""
+        import redis  # noqa: PLC0415 - only the tests that stop Redis need a client here
+
+        self.procs.append(
+            subprocess.Popen(  # noqa: S603 - fixed argument list
+                [  # noqa: S607 - the testbed's redis-server, found on PATH as up.sh finds it
+                    "redis-server",
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.workdir),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"redis-server on port {self.port} did not start", pytrace=False)
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop every server this object started (SIGTERM, then wait)."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=30)
 
 
 @dataclass(frozen=True)
