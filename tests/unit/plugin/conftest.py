@@ -8,12 +8,14 @@ env file (``.local/env``) cannot change what the tests see.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,6 +91,20 @@ def write_file(tmp_path: Path) -> Callable[[str, bytes | str], Path]:
         return path
 
     return write
+
+
+def json_document(result: CliResult) -> dict[str, Any]:
+    """The run succeeded and stdout is exactly one JSON object (json.loads refuses extra data)."""
+    assert result.returncode == 0, result
+    assert "Traceback" not in result.stderr
+    doc = json.loads(result.stdout)
+    assert isinstance(doc, dict)
+    return doc
+
+
+def log_events(result: CliResult) -> list[dict[str, Any]]:
+    """stderr is not a terminal here, so every log line is a JSON event."""
+    return [json.loads(line) for line in result.stderr_lines]
 
 
 def assert_one_error_line(result: CliResult, exit_code: int = 1) -> str:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import LU_CSV, CliResult, RunCli, assert_one_error_line
+from .conftest import LU_CSV, RunCli, assert_one_error_line, json_document, log_events
 
 WriteFile = Callable[[str, bytes | str], Path]
 
@@ -38,20 +36,6 @@ EXTRA_TYPES: dict[str, type | tuple[type, ...]] = {
     "delta": (float, type(None)),
 }
 AMDAHL_CSV = "n,runtime\n1,100\n2,52.5\n4,28.75\n8,16.875\n"
-
-
-def json_document(result: CliResult) -> dict[str, Any]:
-    """The run succeeded and stdout is exactly one JSON object (json.loads refuses extra data)."""
-    assert result.returncode == 0, result
-    assert "Traceback" not in result.stderr
-    doc = json.loads(result.stdout)
-    assert isinstance(doc, dict)
-    return doc
-
-
-def log_events(result: CliResult) -> list[dict[str, Any]]:
-    """stderr is not a terminal here, so every log line is a JSON event."""
-    return [json.loads(line) for line in result.stderr_lines]
 
 
 # --- fit ------------------------------------------------------------------------------------

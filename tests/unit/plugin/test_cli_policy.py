@@ -5,24 +5,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import LU_CSV, REPO_ROOT, CliResult, RunCli, assert_one_error_line
+from .conftest import (
+    LU_CSV,
+    REPO_ROOT,
+    RunCli,
+    assert_one_error_line,
+    json_document,
+)
 
 WriteFile = Callable[[str, bytes | str], Path]
 EXAMPLE = REPO_ROOT / "deploy" / "policy.example.toml"
 LU_JOB = ("--observations", LU_CSV, "--nodes", "4-64", "--idle", "40", "--total", "64")
 CANDIDATE_RULES = ["efficiency", "pws", "cap", "load_adaptive", "exploration"]
-
-
-def json_document(result: CliResult) -> dict[str, Any]:
-    assert result.returncode == 0, result
-    assert "Traceback" not in result.stderr
-    doc = json.loads(result.stdout)
-    assert isinstance(doc, dict)
-    return doc
 
 
 # --- decide ---------------------------------------------------------------------------------

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -16,7 +14,7 @@ from plugin.cli_simulate import duration, parse_moldable, stored_curves
 from plugin.swf import read_swf
 from policies.simulation.workload import model_curve
 
-from .conftest import REPO_ROOT, CliResult, RunCli, assert_one_error_line
+from .conftest import REPO_ROOT, RunCli, assert_one_error_line, json_document, log_events
 
 WriteFile = Callable[[str, bytes | str], Path]
 SWF = REPO_ROOT / "tests" / "data" / "swf"
@@ -26,18 +24,6 @@ LUBLIN = SWF / "lublin_256.swf"
 CONTRACT_KEYS = {"mean_response_s", "mean_bounded_slowdown", "utilization", "jobs"}
 EXTRA_KEYS = {"mean_wait_s", "makespan_s", "node_hours", "killed"}
 FAST = ("--jobs", "300")
-
-
-def json_document(result: CliResult) -> dict[str, Any]:
-    assert result.returncode == 0, result
-    assert "Traceback" not in result.stderr
-    doc = json.loads(result.stdout)  # exactly one document: json.loads refuses extra data
-    assert isinstance(doc, dict)
-    return doc
-
-
-def log_events(result: CliResult) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in result.stderr_lines]
 
 
 def test_json_follows_the_contract(run_cli: RunCli) -> None:
