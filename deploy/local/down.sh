@@ -34,29 +34,6 @@ done
 stop_daemon
 ((DAEMON_ONLY == 0)) || exit 0
 
-# stop COMPONENT: SIGTERM, wait, then SIGKILL if it would not go.
-stop() {
-    local comp="$1" pid pf
-    pf="$(pid_file_of "$comp")"
-    if ! pid="$(running_pid "$comp")"; then
-        [[ -e "$pf" ]] && { log "$comp: not running (removing stale $pf)"; rm -f "$pf"; }
-        return 0
-    fi
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 30))
-    while pid_matches "$pid" "$comp"; do
-        if ((SECONDS >= deadline)); then
-            warn "$comp (pid $pid) ignored SIGTERM for 30s; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-            sleep 0.5
-            break
-        fi
-        sleep 0.2
-    done
-    rm -f "$pf"
-    log "$comp: stopped (pid $pid)"
-}
-
 # Cancel running jobs while slurmctld still answers, so their slurmstepd
 # processes end with them instead of outliving the slurmd that started them.
 if running_pid slurmctld >/dev/null && timeout 10 scontrol ping 2>/dev/null | grep -q 'is UP'; then
@@ -72,16 +49,16 @@ if running_pid slurmctld >/dev/null && timeout 10 scontrol ping 2>/dev/null | gr
     fi
 fi
 
-for node in $(node_names); do stop "slurmd:$node"; done
+for node in $(node_names); do stop_component "slurmd:$node" 30; done
 # slurmd pid files of nodes beyond the current ADAPTALLOC_NODES (an earlier, larger testbed)
 for pf in "$RUN_DIR"/slurmd.node*.pid; do
     [[ -e "$pf" ]] || continue
     node="${pf##*/slurmd.}"; node="${node%.pid}"
-    stop "slurmd:$node"
+    stop_component "slurmd:$node" 30
 done
-stop slurmctld
-stop slurmdbd
-stop mariadb
-stop redis
-stop munged
+stop_component slurmctld 30
+stop_component slurmdbd 30
+stop_component mariadb 30
+stop_component redis 30
+stop_component munged 30
 log "down (state kept in $STATE_DIR)"

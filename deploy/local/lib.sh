@@ -321,26 +321,35 @@ heartbeat_fresh() {
     [[ -n "$stamp" ]] && (($(date +%s) - stamp <= 15))
 }
 
-# stop_daemon: SIGTERM the adaptalloc daemon (it finishes the jobs in hand, releases what is
-# held, removes its heartbeat), SIGKILL after 60 s. Returns 0 when it was not running.
-stop_daemon() {
-    local comp=adaptalloc-daemon pid pf
+# stop_component COMPONENT GRACE_S [NOTE]: SIGTERM the process of its pid file, SIGKILL it
+# when it is still there after GRACE_S seconds (NOTE says what that costs). Returns 0 when it
+# was not running (a stale pid file is removed).
+stop_component() {
+    local comp="$1" grace="$2" note="${3:-}" pid pf
     pf="$(pid_file_of "$comp")"
     if ! pid="$(running_pid "$comp")"; then
-        [[ -e "$pf" ]] && rm -f "$pf"
+        [[ -e "$pf" ]] && { log "$comp: not running (removing stale $pf)"; rm -f "$pf"; }
         return 0
     fi
     kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + 60))
+    local deadline=$((SECONDS + grace))
     while pid_matches "$pid" "$comp"; do
         if ((SECONDS >= deadline)); then
-            warn "$comp (pid $pid) ignored SIGTERM for 60s; sending SIGKILL (held jobs are released at its next start)"
+            warn "$comp (pid $pid) ignored SIGTERM for ${grace}s; sending SIGKILL${note:+ ($note)}"
             kill -KILL "$pid" 2>/dev/null || true
-            rm -f "$(daemon_state_dir)/heartbeat"
+            sleep 0.5
             break
         fi
         sleep 0.2
     done
     rm -f "$pf"
     log "$comp: stopped (pid $pid)"
+}
+
+# stop_daemon: SIGTERM the adaptalloc daemon (it finishes the jobs in hand, releases what is
+# held, removes its heartbeat), SIGKILL after 60 s; the heartbeat goes either way, so that
+# job_submit.lua stops holding jobs at once.
+stop_daemon() {
+    stop_component adaptalloc-daemon 60 "held jobs are released at its next start"
+    rm -f "$(daemon_state_dir)/heartbeat"
 }
