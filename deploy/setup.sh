@@ -24,7 +24,7 @@ fi
 wanted="$(sha256sum "$PROJECT_ROOT/pyproject.toml" | cut -d' ' -f1)"
 if [[ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]]; then
     log "installing adaptalloc and its dev tools into $VENV (pip)"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$PROJECT_ROOT[dev]" ||
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "${PROJECT_ROOT}[dev]" ||
         die "pip install failed"
     echo "$wanted" >"$STAMP"
 fi
