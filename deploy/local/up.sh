@@ -53,6 +53,8 @@ mkdir -p "$ETC_DIR" "$RUN_DIR" "$LOG_DIR" "$SECRET_DIR" "$MUNGE_DIR" "$MARIADB_D
 chmod 700 "$SECRET_DIR"
 # munged wants its socket directory searchable by all (the key inside stays 600)
 chmod 755 "$MUNGE_DIR"
+# slurmstepd runs a job's script from the spool as the job's user: traversable, not listable
+chmod 711 "$(dirname "$SLURM_SPOOL_DIR")" "$SLURM_SPOOL_DIR"
 # The munge and MariaDB sockets must fit in sockaddr_un (108 bytes).
 ((${#MUNGE_SOCKET} < 100)) || die "state dir path too long for a unix socket: $MUNGE_SOCKET (use --state-dir with a shorter path)"
 
@@ -245,7 +247,17 @@ wait_for "Redis to answer PING with the password" "$(log_file_of redis)" redis_p
 wait_for "all $NODE_COUNT nodes to be idle (or busy with jobs) in 'sinfo -N -p debug'" \
     "$LOG_DIR/slurmctld.log and $LOG_DIR/slurmd.node*.log" nodes_all_ready
 
-# --- 9. the env file ----------------------------------------------------------
+# --- 9. a non-root user for the user-side tests ---------------------------------
+# adaptalloc runs beside slurmctld as root and treats every job field as hostile: the tests
+# submit as an ordinary Unix user to exercise that side (holds, releases, comments).
+TEST_USER="${ADAPTALLOC_TEST_USER:-aatest}"
+if ! id -u "$TEST_USER" >/dev/null 2>&1; then
+    log "creating the unprivileged test user '$TEST_USER'"
+    useradd --create-home --shell /bin/bash "$TEST_USER" ||
+        die "useradd $TEST_USER failed (up.sh needs root to create the test user)"
+fi
+
+# --- 10. the env file ---------------------------------------------------------
 shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
 {
     echo "# Written by deploy/local/up.sh. Use: source $(shq "$ENV_FILE")"
@@ -261,11 +273,12 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export ADAPTALLOC_MUNGE_SOCKET=%s\n' "$(shq "$MUNGE_SOCKET")"
     printf 'export ADAPTALLOC_LOG_DIR=%s\n' "$(shq "$LOG_DIR")"
     printf 'export ADAPTALLOC_PORT_OFFSET=%s\n' "$(shq "$PORT_OFFSET")"
+    printf 'export ADAPTALLOC_TEST_USER=%s\n' "$(shq "$TEST_USER")"
 } >"$ENV_FILE.tmp"
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"
 
-# --- 10. the adaptalloc daemon (--with-daemon) ------------------------------------
+# --- 11. the adaptalloc daemon (--with-daemon) ------------------------------------
 if ((WITH_DAEMON)) && ! running_pid "$DAEMON_COMPONENT" >/dev/null; then
     PY="$(venv_python)"
     [[ -x "$PY" ]] || die "--with-daemon needs the project's venv ($PY): run deploy/setup.sh first"

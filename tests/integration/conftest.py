@@ -21,6 +21,7 @@ Fixtures:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -194,14 +195,24 @@ def submit_job(
 
     Submits with ``sbatch --parsable`` as an argument list (never a shell), from a
     temporary directory, output to /dev/null unless an ``--output`` is given, and a
-    job name naming the test unless a ``--job-name`` is given. Every job submitted
-    is cancelled at teardown (a no-op for finished ones).
+    job name naming the test unless a ``--job-name`` is given. ``as_user=NAME``
+    submits as that unprivileged Unix user (``slurm.test_user`` is the testbed's), from
+    a directory it owns. Every job submitted is cancelled at teardown (a no-op for
+    finished ones).
     """
     submitted: list[int] = []
     default_name = f"adaptalloc-test-{request.node.name}"[:100]
 
-    def submit(*sbatch_args: str, wrap: str | None = None) -> int:
-        args = ["sbatch", "--parsable", f"--chdir={tmp_path}"]
+    def submit(*sbatch_args: str, wrap: str | None = None, as_user: str | None = None) -> int:
+        workdir = tmp_path
+        if as_user is not None:  # a directory the user may write into, as on a real cluster
+            workdir = tmp_path / f"as-{as_user}"
+            workdir.mkdir(exist_ok=True)
+            shutil.chown(workdir, user=as_user)
+            for parent in (tmp_path, *tmp_path.parents):
+                if parent.stat().st_mode & 0o011 != 0o011:
+                    parent.chmod(parent.stat().st_mode | 0o011)  # traversable, not listable
+        args = ["sbatch", "--parsable", f"--chdir={workdir}"]
         if not any(a.startswith(("--output", "-o")) for a in sbatch_args):
             args.append("--output=/dev/null")
         if not any(a.startswith(("--job-name", "-J")) for a in sbatch_args):
@@ -209,7 +220,7 @@ def submit_job(
         args.extend(sbatch_args)
         if wrap is not None:
             args.extend(["--wrap", wrap])
-        out = slurm.run(*args).stdout.strip()
+        out = slurm.run(*args, as_user=as_user).stdout.strip()
         job_id = int(out.split(";", 1)[0])  # "ID" or "ID;cluster"
         submitted.append(job_id)
         return job_id

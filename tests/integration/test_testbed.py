@@ -84,6 +84,21 @@ def test_moldable_job_runs_completes_and_is_accounted(
     assert record["required"]["CPUs"] >= 1
 
 
+def test_an_unprivileged_user_submits_runs_and_cannot_touch_admin_fields(
+    slurm: SlurmCLI, submit_job: SubmitJob
+) -> None:
+    user = slurm.test_user
+    job_id = submit_job("--nodes=1-2", "--hold", wrap="sleep 1", as_user=user)
+
+    assert slurm.show_job(job_id)["UserId"].startswith(f"{user}(")
+    refused = slurm.run(
+        "scontrol", "update", f"JobId={job_id}", "AdminComment=mine", check=False, as_user=user
+    )
+    assert refused.returncode != 0
+    slurm.run("scontrol", "release", str(job_id), as_user=user)
+    assert slurm.wait_job_state(job_id, {"COMPLETED", "FAILED"})["JobState"] == "COMPLETED"
+
+
 def test_failed_job_is_accounted_with_its_exit_code(slurm: SlurmCLI, submit_job: SubmitJob) -> None:
     job_id = submit_job("--nodes=1", wrap="exit 3")
 

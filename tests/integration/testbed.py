@@ -163,10 +163,32 @@ class SlurmCLI:
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run one Slurm command, e.g. ``run("scontrol", "release", "12")``."""
+    @property
+    def test_user(self) -> str:
+        """The testbed's unprivileged Unix user (up.sh creates it)."""
+        return self.cluster.env.get("ADAPTALLOC_TEST_USER", "aatest")
+
+    def run(
+        self, *args: str, check: bool = True, as_user: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run one Slurm command, e.g. ``run("scontrol", "release", "12")``.
+
+        ``as_user`` runs it as that Unix user (``runuser``, still no shell), with the
+        testbed's SLURM_CONF: what an ordinary user of the cluster can do.
+        """
+        argv = list(args)
+        if as_user is not None:
+            argv = [
+                "runuser",
+                "-u",
+                as_user,
+                "--",
+                "env",
+                f"SLURM_CONF={os.environ['SLURM_CONF']}",
+                *argv,
+            ]
         proc = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-            list(args),
+            argv,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
