@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The project's static checks, as CI and pre-commit run them: ruff (lint and format),
+# mypy strict on the packages, shellcheck on every shell script. Installs shellcheck from
+# Debian when missing; needs the venv (deploy/setup.sh). Exit 1 when any check fails.
+
+SCRIPT_NAME=lint.sh
+# shellcheck source=local/lib.sh source-path=SCRIPTDIR
+source "$(dirname "${BASH_SOURCE[0]}")/local/lib.sh"
+
+ensure_debian_packages "$PROJECT_ROOT/.local/apt-lint.log" shellcheck
+VENV_BIN="${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin"
+cd "$PROJECT_ROOT"
+
+failed=()
+run_check() {
+    local name="$1"
+    shift
+    if "$@"; then
+        log "$name: clean"
+    else
+        failed+=("$name")
+    fi
+}
+run_check "ruff check" "$VENV_BIN/ruff" check --quiet .
+run_check "ruff format" "$VENV_BIN/ruff" format --check --quiet .
+run_check "mypy" "$VENV_BIN/mypy"
+mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
+run_check "shellcheck" shellcheck -x "${scripts[@]}"
+
+((${#failed[@]} == 0)) || die "failed: ${failed[*]}"
+log "all static checks clean"
