@@ -3,7 +3,8 @@ adaptalloc's job_submit hook for Slurm (JobSubmitPlugins=lua; Slurm loads this f
 directory of slurm.conf).
 
 What it does, and all it does: a moldable job (min nodes < max nodes) that is not opted out, not
-a job array, not submitted held or with a priority of its own, in an enabled partition,
+a job array, not submitted held or with a priority of its own, that the daemon can size (see
+leave_alone below), in an enabled partition,
 submitted while the adaptalloc daemon's heartbeat is fresh, is held
 (priority 0) and marked in admin_comment with "adaptalloc:v1:held"; a line is appended to the
 daemon's spool file to wake it. The daemon then picks the size, sets it and the time limit,
@@ -25,7 +26,9 @@ Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 
 local MARKER = "adaptalloc:v1:held"
 local CONF_NAME = "adaptalloc_submit.conf"
-local NO_VAL = 0xfffffffe -- Slurm's "not set" for 32-bit fields (and NO_VAL + 1 for infinite)
+-- Slurm's "not set" for 32-bit and 16-bit fields (NO_VAL + 1 and NO_VAL16 + 1 mean infinite).
+local NO_VAL = 0xfffffffe
+local NO_VAL16 = 0xfffe
 
 local function script_dir()
     local source = debug.getinfo(1, "S").source
@@ -79,6 +82,49 @@ local function moldable(job_desc)
     return low ~= nil and high ~= nil and low >= 1 and low < NO_VAL and high < NO_VAL and high > low
 end
 
+local function given(text)
+    return text ~= nil and text ~= ""
+end
+
+-- A 16-bit option the submitter turned on: not 0, not NO_VAL16 (unset) or infinite.
+local function on(value)
+    return value ~= nil and value ~= 0 and value < NO_VAL16
+end
+
+-- Why a moldable job must not be held, or nil. An immediate allocation (salloc/srun -I)
+-- fails when it cannot start at once, which a held job cannot. The daemon sizes a job from
+-- the idle nodes of its one partition; that count does not say what a job can run on when it
+-- asks for a reservation, features, nodes to use or to avoid, contiguous nodes or several
+-- partitions, and a hetjob component starts only with its siblings.
+local function leave_alone(job_desc)
+    if on(job_desc.immediate) then
+        return "an immediate allocation"
+    end
+    local offset = job_desc.het_job_offset
+    if offset ~= nil and offset < NO_VAL then
+        return "a hetjob component"
+    end
+    if given(job_desc.reservation) then
+        return "a reservation"
+    end
+    if given(job_desc.features) then
+        return "a constraint"
+    end
+    if given(job_desc.req_nodes) then
+        return "a node list"
+    end
+    if given(job_desc.exc_nodes) then
+        return "excluded nodes"
+    end
+    if on(job_desc.contiguous) then
+        return "contiguous nodes"
+    end
+    if given(job_desc.partition) and job_desc.partition:find(",", 1, true) then
+        return "several partitions"
+    end
+    return nil
+end
+
 -- A job whose priority the submitter set (sbatch --hold gives 0, an admin's --priority a
 -- number) keeps it: releasing it would undo that. Job arrays pass too: Slurm cannot set
 -- NumNodes on a whole array ("Job resizing not supported for job arrays").
@@ -102,13 +148,21 @@ local function opted_out(comment)
     return tag ~= nil and (" " .. tag .. " "):find("%sresize=no%s") ~= nil
 end
 
+-- The settings when the job is to be held; else nil, and why when the job was moldable.
 local function decide(job_desc)
-    if not moldable(job_desc) or not ours_to_hold(job_desc) or opted_out(job_desc.comment) then
+    if not moldable(job_desc) then
         return nil
+    end
+    if not ours_to_hold(job_desc) or opted_out(job_desc.comment) then
+        return nil, "submitted held, with a priority, as an array or opted out"
+    end
+    local why = leave_alone(job_desc)
+    if why then
+        return nil, why
     end
     local conf = read_conf()
     if conf == nil or not partition_enabled(conf, job_desc.partition) or not daemon_alive(conf) then
-        return nil
+        return nil, "no settings, not in an enabled partition or no fresh daemon heartbeat"
     end
     return conf
 end
@@ -122,12 +176,15 @@ local function wake_daemon(conf, submit_uid)
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
-    local ok, conf = pcall(decide, job_desc)
+    local ok, conf, why = pcall(decide, job_desc)
     if not ok then
-        slurm.log_info("adaptalloc: job_submit left a job untouched after an error: %s", tostring(conf))
-        return slurm.SUCCESS
+        why = "error: " .. tostring(conf)
+        conf = nil
     end
     if conf == nil then
+        if why then
+            slurm.log_info("adaptalloc: left a moldable job from uid %d alone: %s", submit_uid, why)
+        end
         return slurm.SUCCESS
     end
     job_desc.priority = 0
