@@ -268,7 +268,11 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     end
     local announced, written = pcall(announce, conf, submit_uid)
     if not (announced and written) then
-        return left_alone(submit_uid, "the spool in " .. conf.state_dir .. " cannot be written")
+        local spool = "the spool in " .. conf.state_dir .. " cannot be written"
+        if not announced then
+            spool = spool .. ": error: " .. tostring(written)
+        end
+        return left_alone(submit_uid, spool)
     end
     local comment = job_desc.admin_comment
     local held, err = pcall(hold, job_desc)

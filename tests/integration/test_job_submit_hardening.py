@@ -8,8 +8,10 @@ test user; the fixtures put everything back.
 
 from __future__ import annotations
 
+import os
 import pwd
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from .job_submit_harness import (  # noqa: F401 - fixture_* are fixtures
     held,
     untouched,
 )
-from .testbed import LocalCluster, SlurmCLI, SubmitJob
+from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob
 
 pytestmark = pytest.mark.integration
 
@@ -182,3 +184,72 @@ def test_a_hold_sets_only_the_priority_and_the_marker(
         and our_fields.get(key) != their_fields.get(key)
     }
     assert differing == {}
+
+
+HOOK = PROJECT_ROOT / "deploy" / "slurm" / "job_submit.lua"
+#: Prepended to the hook: io.open raises for a path ending in {name}, as a Lua fault would.
+FAULT = """local real_open = io.open
+io.open = function(path, mode)
+    if path:sub(-#"{name}") == "{name}" then
+        error("injected fault opening " .. path)
+    end
+    return real_open(path, mode)
+end
+"""
+
+
+def bump_mtime(path: Path, after: Path) -> None:
+    """Make slurmctld reload the script on the next submission: it reloads when the file's
+    mtime (whole seconds) is later than the one it loaded, so set `path`'s ahead of now and
+    of `after`'s (the script loaded so far)."""
+    ahead = max(int(time.time()) + 2, int(after.stat().st_mtime) + 1)
+    os.utime(path, (ahead, ahead))
+
+
+@pytest.fixture
+def faulty_hook(local_cluster: LocalCluster) -> Iterator[Callable[[str], None]]:
+    """Replace the hook slurmctld loads by the repo's with a fault injected; the link to the
+    repo's hook is put back (and reloaded) at teardown."""
+    loaded = local_cluster.slurm_conf.parent / "job_submit.lua"
+    target = os.readlink(loaded)
+
+    def inject(name: str) -> None:
+        text = FAULT.replace("{name}", name) + HOOK.read_text()
+        scratch = loaded.with_name("job_submit.lua.faulty")
+        scratch.write_text(text)
+        bump_mtime(scratch, after=loaded)
+        scratch.replace(loaded)
+
+    try:
+        yield inject
+    finally:
+        injected = loaded.with_name("job_submit.lua.injected")
+        loaded.replace(injected)
+        loaded.symlink_to(target)
+        bump_mtime(HOOK, after=injected)
+        injected.unlink()
+
+
+@pytest.mark.parametrize("name", ["/heartbeat", "/spool"])
+def test_a_fault_in_the_hook_leaves_the_job_untouched(
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_heartbeat: Heartbeat,
+    local_cluster: LocalCluster,
+    faulty_hook: Callable[[str], None],
+    name: str,
+) -> None:
+    """A Lua error while deciding (heartbeat) or announcing (spool): the job is accepted as
+    submitted, and the error is logged with the uid."""
+    uid = pwd.getpwnam(slurm.test_user).pw_uid
+    log = local_cluster.log_dir / "slurmctld.log"
+    start = log.stat().st_size
+    faulty_hook(name)
+    job = submit_as_user(slurm, submit_job)
+    assert untouched(slurm, job)
+    needle = f"left a moldable job from uid {uid} alone: "
+    assert any(
+        "error: " in line
+        and line.endswith(f"injected fault opening {daemon_heartbeat.path.parent}{name}")
+        for line in log_lines_after(log, start, needle)
+    )
