@@ -14,8 +14,9 @@ logs (slurm.log_info, with the submitting uid) what it held and which moldable j
 alone and why.
 
 Fail-open: any error in here (missing or bad config, unreadable heartbeat, spool not written,
-a Lua fault) leaves the job exactly as submitted. A Lua runtime error escaping this hook would
-reject the submission, so the work runs under pcall, and job_desc is only changed once
+a Lua fault) leaves the job exactly as submitted. A Lua runtime error escaping this hook is
+logged by 22.05 with the job accepted as the hook left it, and rejects the submission in
+later versions; so all the work runs under pcall, and job_desc is only changed once
 everything it depends on has been read and the spool line written. The job id is not known
 yet when Slurm calls this hook (job_desc.job_id is NO_VAL in 22.05), so the spool line is a
 wake-up call; the daemon finds held jobs by their marker.
@@ -252,19 +253,18 @@ end
 
 local function left_alone(submit_uid, why)
     slurm.log_info("adaptalloc: left a moldable job from uid %d alone: %s", submit_uid, why)
-    return slurm.SUCCESS
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid)
+local function submit(job_desc, part_list, submit_uid)
     local ok, conf, why = pcall(decide, job_desc, part_list)
     if not ok then
         return left_alone(submit_uid, "error: " .. tostring(conf))
     end
     if conf == nil then
         if why then
-            return left_alone(submit_uid, why)
+            left_alone(submit_uid, why)
         end
-        return slurm.SUCCESS
+        return
     end
     local announced, written = pcall(announce, conf, submit_uid)
     if not (announced and written) then
@@ -283,6 +283,12 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
         return left_alone(submit_uid, "error: " .. tostring(err))
     end
     slurm.log_info("adaptalloc: held a moldable job from uid %d for sizing", submit_uid)
+end
+
+-- Every submission is accepted: a fault anywhere in submit (logging included) ends it there.
+-- Before the hold, that leaves the job as submitted; hold() is the last change made.
+function slurm_job_submit(job_desc, part_list, submit_uid)
+    pcall(submit, job_desc, part_list, submit_uid)
     return slurm.SUCCESS
 end
 
