@@ -1,70 +1,130 @@
 --[[
 adaptalloc's job_submit hook for Slurm (JobSubmitPlugins=lua; Slurm loads this file from the
-directory of slurm.conf).
+directory of slurm.conf). Written against Slurm 22.05's job_submit/lua: the job_desc fields
+read here are those its _get_job_req_field exposes.
 
 What it does, and all it does: a moldable job (min nodes < max nodes) that is not opted out, not
-a job array, not submitted held or with a priority of its own, in an enabled partition,
-submitted while the adaptalloc daemon's heartbeat is fresh, is held
-(priority 0) and marked in admin_comment with "adaptalloc:v1:held"; a line is appended to the
-daemon's spool file to wake it. The daemon then picks the size, sets it and the time limit,
-and releases the job. Every other job passes untouched.
+a job array, not submitted held or with a priority of its own, that the daemon can size
+(see leave_alone below), in an enabled partition, submitted while the adaptalloc daemon's
+heartbeat is fresh, is held (priority 0) and marked in admin_comment with
+"adaptalloc:v1:held", once a line announcing it is appended to the daemon's spool file. The
+daemon then picks the size, sets it and the time limit, and releases the job. Every other job
+passes untouched. It sets job_desc.admin_comment and job_desc.priority and nothing else, and
+logs (slurm.log_info, with the submitting uid) what it held and which moldable jobs it left
+alone and why.
 
-Fail-open: any error in here (missing config, unreadable heartbeat, a Lua fault) leaves the
-job exactly as submitted. A Lua runtime error escaping this hook would reject the submission,
-so the work runs under pcall, and job_desc is only changed once everything it depends on has
-been read. The job id is not known yet when Slurm calls this hook (job_desc.job_id is NO_VAL
-in 22.05), so the spool line is a wake-up call; the daemon finds held jobs by their marker.
+Fail-open: any error in here (missing or bad config, unreadable heartbeat, spool not written,
+a Lua fault) leaves the job exactly as submitted. A Lua runtime error escaping this hook is
+logged by 22.05 with the job accepted as the hook left it, and rejects the submission in
+later versions; so all the work runs under pcall, and job_desc is only changed once
+everything it depends on has been read and the spool line written. The job id is not known
+yet when Slurm calls this hook (job_desc.job_id is NO_VAL in 22.05), so the spool line is a
+wake-up call; the daemon finds held jobs by their marker.
 
-Configuration, adaptalloc_submit.conf beside this file (key = value lines, # comments):
-  state_dir          the daemon's state directory: heartbeat file "heartbeat" (epoch seconds),
-                     spool file "spool" (required; without it nothing is held)
-  heartbeat_max_age  seconds after which the daemon counts as gone (default 15)
-  partitions         "*" (default) or a comma-separated list of partitions to enable
+Configuration, adaptalloc_submit.conf beside this file ("key = value" lines; a "#" starts a
+comment, wherever it is, so values cannot contain one):
+  state_dir          the daemon's state directory: heartbeat file "heartbeat" (whole epoch
+                     seconds), spool file "spool" (required: a job is held only once its line
+                     is written there)
+  heartbeat_max_age  seconds (a whole number) after which the daemon counts as gone (default
+                     15); a heartbeat from the future, or one that is not a whole number of
+                     seconds, counts as no heartbeat
+  partitions         "*" (default) or a comma-separated list of partitions to enable; a job
+                     that names no partition is in the one partition part_list flags default
+                     (if exactly one is), else it is not held
+A bad state_dir or heartbeat_max_age holds nothing.
 Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 --]]
 
 local MARKER = "adaptalloc:v1:held"
 local CONF_NAME = "adaptalloc_submit.conf"
-local NO_VAL = 0xfffffffe -- Slurm's "not set" for 32-bit fields (and NO_VAL + 1 for infinite)
+local DEFAULT_MAX_AGE = 15
+-- Slurm's "not set" for 32-bit and 16-bit fields (NO_VAL + 1 and NO_VAL16 + 1 mean infinite).
+local NO_VAL = 0xfffffffe
+local NO_VAL16 = 0xfffe
 
 local function script_dir()
     local source = debug.getinfo(1, "S").source
     return source:match("^@(.*)/[^/]*$") or "."
 end
 
+-- A whole number of seconds written in decimal digits, or nil: tonumber() would also take
+-- "1e999" (infinity), "inf", "nan" and "0x10", none of which the daemon writes.
+local function whole_seconds(text)
+    local digits = text and text:match("^%s*(%d+)%s*$")
+    if digits == nil or #digits > 12 then
+        return nil
+    end
+    return tonumber(digits)
+end
+
+-- The settings, or nil and why when the hook must hold nothing.
 local function read_conf()
     local file = io.open(script_dir() .. "/" .. CONF_NAME, "r")
     if not file then
-        return nil
+        return nil, CONF_NAME .. " is missing"
     end
-    local conf = { heartbeat_max_age = "15", partitions = "*" }
+    local conf = { partitions = "*" }
     for line in file:lines() do
-        local key, value = line:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
-        if key and not line:match("^%s*#") then
+        local key, value = line:gsub("#.*$", ""):match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+        if key then
             conf[key] = value
         end
     end
     file:close()
-    conf.heartbeat_max_age = tonumber(conf.heartbeat_max_age) or 15
     if conf.state_dir == nil or conf.state_dir == "" then
-        return nil
+        return nil, CONF_NAME .. " sets no state_dir"
+    end
+    if conf.heartbeat_max_age == nil then
+        conf.heartbeat_max_age = DEFAULT_MAX_AGE
+    else
+        conf.heartbeat_max_age = whole_seconds(conf.heartbeat_max_age)
+        if conf.heartbeat_max_age == nil then
+            return nil, CONF_NAME .. ": heartbeat_max_age is not a whole number of seconds"
+        end
     end
     return conf
 end
 
+-- Alive: a heartbeat of whole seconds, no later than now and at most heartbeat_max_age old.
 local function daemon_alive(conf)
     local file = io.open(conf.state_dir .. "/heartbeat", "r")
     if not file then
         return false
     end
-    local stamp = tonumber(file:read("*l") or "")
+    local stamp = whole_seconds(file:read("*l"))
     file:close()
-    return stamp ~= nil and os.time() - stamp <= conf.heartbeat_max_age
+    if stamp == nil then
+        return false
+    end
+    local age = os.time() - stamp
+    return age >= 0 and age <= conf.heartbeat_max_age
 end
 
-local function partition_enabled(conf, partition)
+-- The partition Slurm gives a job that names none: the one part_list flags default. Nil
+-- when none or several are flagged.
+local function default_partition(part_list)
+    local found = nil
+    for name, part in pairs(part_list or {}) do
+        if part.flag_default == 1 then
+            if found ~= nil then
+                return nil
+            end
+            found = name
+        end
+    end
+    return found
+end
+
+local function partition_enabled(conf, partition, part_list)
     if conf.partitions == "*" then
         return true
+    end
+    if partition == nil or partition == "" then
+        partition = default_partition(part_list)
+        if partition == nil then
+            return false
+        end
     end
     for name in conf.partitions:gmatch("[^,%s]+") do
         if name == partition then
@@ -77,6 +137,49 @@ end
 local function moldable(job_desc)
     local low, high = job_desc.min_nodes, job_desc.max_nodes
     return low ~= nil and high ~= nil and low >= 1 and low < NO_VAL and high < NO_VAL and high > low
+end
+
+local function given(text)
+    return text ~= nil and text ~= ""
+end
+
+-- A 16-bit option the submitter turned on: not 0, not NO_VAL16 (unset) or infinite.
+local function on(value)
+    return value ~= nil and value ~= 0 and value < NO_VAL16
+end
+
+-- Why a moldable job must not be held, or nil. An immediate allocation (salloc/srun -I)
+-- fails when it cannot start at once, which a held job cannot. The daemon sizes a job from
+-- the idle nodes of its one partition; that count does not say what a job can run on when it
+-- asks for a reservation, features, nodes to use or to avoid, contiguous nodes or several
+-- partitions, and a hetjob component starts only with its siblings.
+local function leave_alone(job_desc)
+    if on(job_desc.immediate) then
+        return "an immediate allocation"
+    end
+    local offset = job_desc.het_job_offset
+    if offset ~= nil and offset < NO_VAL then
+        return "a hetjob component"
+    end
+    if given(job_desc.reservation) then
+        return "a reservation"
+    end
+    if given(job_desc.features) then
+        return "a constraint"
+    end
+    if given(job_desc.req_nodes) then
+        return "a node list"
+    end
+    if given(job_desc.exc_nodes) then
+        return "excluded nodes"
+    end
+    if on(job_desc.contiguous) then
+        return "contiguous nodes"
+    end
+    if given(job_desc.partition) and job_desc.partition:find(",", 1, true) then
+        return "several partitions"
+    end
+    return nil
 end
 
 -- A job whose priority the submitter set (sbatch --hold gives 0, an admin's --priority a
@@ -102,43 +205,90 @@ local function opted_out(comment)
     return tag ~= nil and (" " .. tag .. " "):find("%sresize=no%s") ~= nil
 end
 
-local function decide(job_desc)
-    if not moldable(job_desc) or not ours_to_hold(job_desc) or opted_out(job_desc.comment) then
+-- The settings when the job is to be held; else nil, and why when the job was moldable.
+local function decide(job_desc, part_list)
+    if not moldable(job_desc) then
         return nil
     end
-    local conf = read_conf()
-    if conf == nil or not partition_enabled(conf, job_desc.partition) or not daemon_alive(conf) then
-        return nil
+    if not ours_to_hold(job_desc) or opted_out(job_desc.comment) then
+        return nil, "submitted held, with a priority, as an array or opted out"
+    end
+    local why = leave_alone(job_desc)
+    if why then
+        return nil, why
+    end
+    local conf, bad = read_conf()
+    if conf == nil then
+        return nil, bad
+    end
+    if not partition_enabled(conf, job_desc.partition, part_list) then
+        return nil, "not in an enabled partition"
+    end
+    if not daemon_alive(conf) then
+        return nil, "no fresh daemon heartbeat"
     end
     return conf
 end
 
-local function wake_daemon(conf, submit_uid)
+-- True only once the whole line is in the spool (close flushes: a full disk fails there).
+local function announce(conf, submit_uid)
     local spool = io.open(conf.state_dir .. "/spool", "a")
-    if spool then
-        spool:write(string.format("held %d %d\n", os.time(), submit_uid))
-        spool:close()
+    if not spool then
+        return false
     end
+    local wrote = spool:write(string.format("held %d %d\n", os.time(), submit_uid))
+    local closed = spool:close()
+    return wrote ~= nil and closed == true
 end
 
-function slurm_job_submit(job_desc, part_list, submit_uid)
-    local ok, conf = pcall(decide, job_desc)
-    if not ok then
-        slurm.log_info("adaptalloc: job_submit left a job untouched after an error: %s", tostring(conf))
-        return slurm.SUCCESS
-    end
-    if conf == nil then
-        return slurm.SUCCESS
-    end
-    job_desc.priority = 0
-    if job_desc.admin_comment == nil or job_desc.admin_comment == "" then
+local function hold(job_desc)
+    local comment = job_desc.admin_comment
+    if comment == nil or comment == "" then
         job_desc.admin_comment = MARKER
     else
-        job_desc.admin_comment = MARKER .. " " .. job_desc.admin_comment
+        job_desc.admin_comment = MARKER .. " " .. comment
     end
-    -- The daemon's sweep finds the job even if this nudge cannot be written.
-    pcall(wake_daemon, conf, submit_uid)
+    job_desc.priority = 0
+end
+
+local function left_alone(submit_uid, why)
+    slurm.log_info("adaptalloc: left a moldable job from uid %d alone: %s", submit_uid, why)
+end
+
+local function submit(job_desc, part_list, submit_uid)
+    local ok, conf, why = pcall(decide, job_desc, part_list)
+    if not ok then
+        return left_alone(submit_uid, "error: " .. tostring(conf))
+    end
+    if conf == nil then
+        if why then
+            left_alone(submit_uid, why)
+        end
+        return
+    end
+    local announced, written = pcall(announce, conf, submit_uid)
+    if not (announced and written) then
+        local spool = "the spool in " .. conf.state_dir .. " cannot be written"
+        if not announced then
+            spool = spool .. ": error: " .. tostring(written)
+        end
+        return left_alone(submit_uid, spool)
+    end
+    local comment = job_desc.admin_comment
+    local held, err = pcall(hold, job_desc)
+    if not held then
+        pcall(function()
+            job_desc.admin_comment = comment or ""
+        end)
+        return left_alone(submit_uid, "error: " .. tostring(err))
+    end
     slurm.log_info("adaptalloc: held a moldable job from uid %d for sizing", submit_uid)
+end
+
+-- Every submission is accepted: a fault anywhere in submit (logging included) ends it there.
+-- Before the hold, that leaves the job as submitted; hold() is the last change made.
+function slurm_job_submit(job_desc, part_list, submit_uid)
+    pcall(submit, job_desc, part_list, submit_uid)
     return slurm.SUCCESS
 end
 

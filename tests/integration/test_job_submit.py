@@ -7,42 +7,19 @@ other tests' jobs are never held.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .testbed import LocalCluster, SlurmCLI, SubmitJob
+from .job_submit_harness import (  # noqa: F401 - fixture_* are fixtures
+    MARKER,
+    Heartbeat,
+    fixture_daemon_heartbeat,
+    held,
+)
+from .testbed import SlurmCLI, SubmitJob
 
 pytestmark = pytest.mark.integration
-MARKER = "adaptalloc:v1:held"
-
-
-class Heartbeat:
-    def __init__(self, state_dir: Path) -> None:
-        self.path = state_dir / "heartbeat"
-        self.spool = state_dir / "spool"
-
-    def beat(self, age_s: int = 0) -> None:
-        self.path.write_text(f"{int(time.time()) - age_s}\n")
-
-    def stop(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def daemon_heartbeat(local_cluster: LocalCluster) -> Iterator[Heartbeat]:
-    state = Path(local_cluster.env["ADAPTALLOC_STATE_DIR"]) / "adaptalloc"
-    heartbeat = Heartbeat(state)
-    heartbeat.beat()
-    yield heartbeat
-    heartbeat.stop()
-
-
-def held(slurm: SlurmCLI, job_id: int) -> tuple[bool, dict[str, str]]:
-    fields = slurm.show_job(job_id)
-    return fields.get("Reason", "").startswith("JobHeld"), fields
 
 
 def test_a_moldable_job_is_held_and_marked(
