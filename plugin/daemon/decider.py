@@ -323,15 +323,20 @@ class Decider:
             comment = marks.admin_comment(marks.kept_record(low, high, decision.rule), prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
         n = decision.nodes
-        if not low <= n <= high:  # never outside the user's range, whatever the policy says
+        # A policy that releases with a range sets max_nodes (Slurm picks in [n, max_nodes] at
+        # start time); the lead switches this to the attribute once Decision has it on main.
+        top = getattr(decision, "max_nodes", None)
+        top = n if top is None else top
+        if not low <= n <= top <= high:  # never outside the user's range, whatever the policy
+            chosen = f"{n}" if top == n else f"{n}-{top}"
             return release_outcome(
                 job,
                 reasons.OUT_OF_RANGE,
-                f"the policy chose {n} nodes, outside the job's range {low}-{high}",
+                f"the policy chose {chosen} nodes, outside the job's range {low}-{high}",
                 app,
                 **extra,
             )
-        resize = Resize(job.job_id, n, n, decision.time_limit_min)
+        resize = Resize(job.job_id, n, top, decision.time_limit_min)
         if curve is not None:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")

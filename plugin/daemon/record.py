@@ -45,6 +45,7 @@ def decision_doc(outcome: Outcome, status: str, latency_s: float | None) -> dict
         "time_limit_min": job.time_limit_min,
         "action": outcome.action,
         "nodes": outcome.nodes,
+        "nodes_upto": outcome.resize.max_nodes if outcome.resize is not None else None,
         "new_time_limit_min": outcome.time_limit_min,
         "rule": outcome.rule,
         "reason": outcome.reason,
