@@ -67,6 +67,7 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
+from plugin.daemon.guard import KillGuard
 from plugin.daemon.learning import LearnerThread
 from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
@@ -186,6 +187,7 @@ class Daemon:
         self.journal = Journal(self.state.journal)
         self.applier = Applier(self.slurm, self.journal, self.timed)
         self.spool = SpoolWatcher(self.state.spool)
+        self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
@@ -274,6 +276,7 @@ class Daemon:
             ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
         journaled = self.journal.load()
+        watched = self.guard.load()
         log.info(
             "daemon_started",
             pid=os.getpid(),
@@ -285,6 +288,7 @@ class Daemon:
             metrics_port=self.port,
             learner=self.learn,
             journaled=len(journaled),
+            guard_watched=watched,
         )
         self.recover(journaled)
         if self.learn:
@@ -444,6 +448,7 @@ class Daemon:
             self.handle(sweep)
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
+        self.guard.tick()
         return sweep.deferred
 
     def _note_held(self, sweep: Sweep, woke: float | None) -> None:
@@ -525,6 +530,7 @@ class Daemon:
             if item.status == RELEASED:
                 docs.append(doc)
         self.recorder.record(docs)
+        self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:
         """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""
