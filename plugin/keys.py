@@ -16,6 +16,7 @@
 | ``adaptalloc:v1:guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
 | ``adaptalloc:v1:guard:raises`` | stream | every limit the kill guard raised, capped |
 | ``adaptalloc:v1:app:<app>:guard`` | hash | raised, killed, censored counts; limit safety |
+| ``adaptalloc:v1:app:<app>:censored`` | hash | job id -> censored run JSON (a lower bound) |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
@@ -43,6 +44,7 @@ __all__ = [
     "JOBS",
     "LEARNER_SOURCES",
     "PREFIX",
+    "app_censored",
     "app_curve",
     "app_guard",
     "app_keys",
@@ -97,6 +99,13 @@ def app_guard(app: AppKey) -> str:
     """``adaptalloc:v1:app:<app>:guard``: the kill guard's and the learner's counts for the app
     (``raised``, ``killed``, ``censored``) and its time-limit safety factor (``safety``)."""
     return _app(app) + "guard"
+
+
+def app_censored(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:censored``: job id -> a run stopped before it finished
+    (TIMEOUT, PREEMPTED), in the observation JSON; its runtime is a lower bound. Kept apart
+    from ``:obs`` so that no fit reads it as a completed run."""
+    return _app(app) + "censored"
 
 
 def app_forgotten(app: AppKey) -> str:

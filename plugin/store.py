@@ -53,6 +53,8 @@ MAX_DECISION_BYTES = 64 * 1024
 #: How long a forgotten app's old runs stay uncountable: a day, well past any window the
 #: learner re-reads (its overlap is minutes) and short enough not to pile up tombstones.
 FORGET_TOMBSTONE_S = 24 * 3600
+#: Censored runs kept per app (the newest by end time).
+MAX_CENSORED = 1000
 #: Apps or observations per pipeline round trip.
 PIPELINE_CHUNK = 500
 #: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
@@ -626,6 +628,44 @@ class CurveStore:
         if field not in ("killed", "censored"):
             raise ValueError(f"unknown guard count {field!r}")
         self.client.hincrby(keys.app_guard(app), field, int(by))
+
+    @guarded
+    def add_censored(self, groups: Mapping[AppKey, Sequence[Observation]]) -> int:
+        """Store runs stopped before they finished (TIMEOUT, PREEMPTED) as lower bounds, in
+        ``app:<app>:censored``, apart from the observations: `refit_input` never reads them, so
+        no fit takes one for a completed run. A job counts once (its first record wins) and
+        adds to the app's ``censored`` count; each app keeps its newest MAX_CENSORED.
+        Returns how many were new."""
+        added = 0
+        for app, runs in groups.items():
+            key = keys.app_censored(app)
+            pipe = self.client.pipeline(transaction=False)
+            for run in runs:
+                pipe.hsetnx(key, run.job_id, run.to_json())
+            pipe.hlen(key)
+            *flags, size = pipe.execute()
+            new = sum(int(flag) for flag in flags)
+            if new:
+                self.client.hincrby(keys.app_guard(app), "censored", new)
+            if int(size) > MAX_CENSORED:
+                kept = sorted(self.censored_runs(app), key=lambda r: r.end_time)
+                drop = [r.job_id for r in kept[: len(kept) - MAX_CENSORED]]
+                if drop:
+                    self.client.hdel(key, *drop)
+            added += new
+        return added
+
+    @guarded
+    def censored_runs(self, app: AppKey | str) -> list[Observation]:
+        """The app's censored runs (runtime: at least this long), oldest first."""
+        key = _app_key(app)
+        out = []
+        for job_id, text in self.client.hgetall(keys.app_censored(key)).items():
+            try:
+                out.append(Observation.from_json(key, job_id, text))
+            except (ValueError, KeyError, TypeError):
+                log.error("censored_run_unreadable", app=str(key), job_id=printable(job_id)[:64])
+        return sorted(out, key=lambda r: (r.end_time, r.job_id))
 
     @guarded
     def limit_safety(self, app: AppKey) -> float:
