@@ -6,7 +6,8 @@
     while not stop requested:
         maintenance()                heartbeat (while healthy), reload on SIGHUP
         if wait_for_work():          a spool wake-up, or the periodic sweep is due
-            cycle()                  sweep squeue -> decide -> apply (grouped) -> record
+            cycle()                  sweep squeue -> decide -> apply (grouped) -> record,
+                                     then the kill guard's tick
     drain()                          heartbeat off, then finish the jobs held meanwhile
     finally: teardown()              heartbeat off, learner stopped, lock released
 
@@ -26,9 +27,13 @@ retry, the daemon beats again after ``unhealthy_after_s`` (one job held then sho
 writes work). A journaled job (decided, not yet released) held longer than ``max_hold_s``
 is released as submitted too (the watchdog), its range and limit put back.
 
-Latency: a job's "held since" is the later of
-Slurm's submit time (whole seconds) and the moment the daemon saw the spool grow before
-the sweep that found it; "released at" is taken after the release command returned.
+Latency: a job's "held since" is the later of Slurm's submit time (whole seconds) and the
+moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
+after the release command returned.
+
+The kill guard (plugin/daemon/guard.py) is ticked after every sweep: it watches the jobs
+released with a shortened limit and raises a limit back to the user's before Slurm would
+kill the job at it.
 """
 
 from __future__ import annotations
