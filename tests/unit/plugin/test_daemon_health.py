@@ -52,6 +52,7 @@ def daemon(tmp_path: Path, slurm: FakeSlurm) -> Daemon:
     return Daemon(
         load_config(str(config)),
         tmp_path / "state",
+        redis_url="redis://127.0.0.1:1/0",  # no Redis: records and watches fail, logged
         metrics_port=0,
         learn=False,
         slurm=slurm,  # type: ignore[arg-type]
@@ -107,3 +108,33 @@ def test_a_journaled_decision_past_max_hold_is_released_as_submitted() -> None:
 def test_the_journal_keeps_the_submitted_limit() -> None:
     [decided] = outcomes(1)
     assert journal_entry(decided)["limit"] == 60
+
+
+def test_the_loop_releases_an_overdue_journaled_job_as_submitted(tmp_path: Path) -> None:
+    from plugin.daemon.record import decision_doc  # noqa: PLC0415
+    from plugin.daemon.sweep import classify  # noqa: PLC0415
+
+    [decided] = outcomes(1)
+    assert decided.resize is not None
+    pinned = job(
+        1,
+        nodes_min=decided.resize.min_nodes,
+        nodes_max=decided.resize.max_nodes,
+        time_limit_min=decided.resize.time_limit_min,
+        admin_comment=decided.admin_comment,
+        submit_time=int(time.time()) - 1000,  # held far longer than max_hold_s
+    )
+    slurm = FakeSlurm([pinned])
+    d = daemon(tmp_path, slurm)
+    d.applier.unreleased[1] = decided
+    sweep = classify([pinned], time.time(), d.config.daemon.max_hold_s, {1}, 10)
+    assert [j.job_id for j in sweep.to_finish] == [1]
+    d.handle(sweep)
+    assert ("resize", ["update JobId=1 NumNodes=2-8 TimeLimit=60"]) in slurm.calls
+    assert slurm.calls[-1] == ("release", (1,))
+    [(_, (_, text))] = [c for c in slurm.calls if c[0] == "comment"]
+    assert "adaptalloc:v1:released reason=watchdog range=2-8" in text
+    assert not d.applier.unreleased
+    released = watchdog_outcome(decided, 120.0)
+    doc = decision_doc(released, "released", None)
+    assert (doc["action"], doc["nodes"], doc["new_time_limit_min"]) == ("release", None, None)
