@@ -284,12 +284,16 @@ def app(
     observations = ctx.store.observations(key)
     newest = list(reversed(observations))[:show] if show else []
     decisions = ctx.store.decisions(key, show_decisions) if show_decisions else []
+    guard = ctx.store.guard_counts(key)
+    censored = list(reversed(ctx.store.censored_runs(key)))[:show] if show else []
     if output_format == "json":
         _emit(
             {
                 **summary.to_dict(),
                 "recent_observations": [o.to_dict() for o in newest],
                 "decisions": decisions,
+                "guard": guard,
+                "recent_censored_runs": [o.to_dict() for o in censored],
             }
         )
         return
@@ -320,6 +324,19 @@ def app(
                 o.job_id, f"{o.nodes:,}", format_runtime(o.runtime_s), _stamp(o.end_time), o.source
             )
         console.print(table)
+    console.print(
+        f"censored runs (stopped at a limit or preempted, not fitted): {guard['censored_runs']:,}"
+        f"; limits raised by the kill guard: {guard['limits_raised']:,}"
+        f"; killed at a limit adaptalloc set: {guard['killed_at_our_limit']:,}"
+        f"; limit safety x{guard['limit_safety']:g}",
+        highlight=False,
+    )
+    for o in censored:
+        console.print(
+            f"  censored {o.job_id}: at least {format_runtime(o.runtime_s)} on {o.nodes:,} "
+            f"nodes, ended {_stamp(o.end_time)}",
+            highlight=False,
+        )
     for d in decisions:
         console.print(f"decision {d.get('id')}: {printable(str(d))[:200]}", highlight=False)
     sys.stdout.flush()

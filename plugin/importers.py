@@ -29,7 +29,7 @@ import structlog
 
 from plugin.appkey import AppKey
 from plugin.errors import InputError, printable
-from plugin.learner import Ingestor, IngestStats
+from plugin.learner import CENSORED_STATES, Ingestor, IngestStats
 from plugin.observations_csv import DEFAULT_MAX_ROWS, read_observations
 from plugin.slurm import SlurmReader
 from plugin.store import CurveStore, Observation
@@ -104,7 +104,7 @@ def import_sacct(
     cursor = start
     while cursor < until:
         end = min(cursor + step, until)
-        jobs = reader.finished_jobs(cursor, end - 1, states=("COMPLETED",))
+        jobs = reader.finished_jobs(cursor, end - 1, states=("COMPLETED", *CENSORED_STATES))
         stats = ingestor.ingest(jobs)
         store.save_checkpoint(import_id, end, stats.counts())
         result.stats.merge(stats)

@@ -13,6 +13,10 @@
 | ``adaptalloc:v1:learner:<source>`` | hash | the learner's watermark for sacct or squeue |
 | ``adaptalloc:v1:import:<id>`` | hash | checkpoint of one ``import sacct`` range |
 | ``adaptalloc:v1:decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
+| ``adaptalloc:v1:guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
+| ``adaptalloc:v1:guard:raises`` | stream | every limit the kill guard raised, capped |
+| ``adaptalloc:v1:app:<app>:guard`` | hash | raised, killed, censored counts; limit safety |
+| ``adaptalloc:v1:app:<app>:censored`` | hash | job id -> censored run JSON (a lower bound) |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
@@ -35,10 +39,14 @@ __all__ = [
     "APPS",
     "DECISIONS",
     "DIRTY",
+    "GUARD_RAISES",
+    "GUARD_WATCH",
     "JOBS",
     "LEARNER_SOURCES",
     "PREFIX",
+    "app_censored",
     "app_curve",
+    "app_guard",
     "app_keys",
     "app_observations",
     "app_runs",
@@ -53,6 +61,8 @@ APPS = PREFIX + "apps"
 DIRTY = PREFIX + "dirty"
 DECISIONS = PREFIX + "decisions"
 JOBS = PREFIX + "jobs"
+GUARD_WATCH = PREFIX + "guard:watch"
+GUARD_RAISES = PREFIX + "guard:raises"
 #: Where the learner can read finished jobs from; each has its own watermark.
 LEARNER_SOURCES = ("sacct", "squeue")
 
@@ -83,6 +93,19 @@ def app_state(app: AppKey) -> str:
 def app_curve(app: AppKey) -> str:
     """``adaptalloc:v1:app:<app>:curve``: curve JSON and metadata."""
     return _app(app) + "curve"
+
+
+def app_guard(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:guard``: the kill guard's and the learner's counts for the app
+    (``raised``, ``killed``, ``censored``) and its time-limit safety factor (``safety``)."""
+    return _app(app) + "guard"
+
+
+def app_censored(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:censored``: job id -> a run stopped before it finished
+    (TIMEOUT, PREEMPTED), in the observation JSON; its runtime is a lower bound. Kept apart
+    from ``:obs`` so that no fit reads it as a completed run."""
+    return _app(app) + "censored"
 
 
 def app_forgotten(app: AppKey) -> str:

@@ -4,8 +4,12 @@ Every source of observations (the live learner, ``import sacct``, the benchmark)
 the same `Ingestor`: a job counts only when it COMPLETED (Slurm's word for "exited 0"; the
 exit code is checked too where the source reports a trustworthy one), ran for more than 0 s
 on between 1 and the configured maximum of nodes, ended within the retention age, and
-yields a valid app key. Rejections are counted by reason and logged once per job, the
-reason escaped. A COMPLETED job with 0 allocated nodes is slurmdbd's not-yet-complete
+yields a valid app key. A run stopped before it finished (TIMEOUT, PREEMPTED:
+`CENSORED_STATES`) passes the same checks but is *censored*: its runtime is only a lower
+bound ("at least this long"), so it is stored apart (`CurveStore.add_censored`) and never
+fed to a fit as a completed run; `adaptalloc app` and the report show them. Rejections are
+counted by reason and logged once per job, the reason escaped. A COMPLETED job with 0
+allocated nodes is slurmdbd's not-yet-complete
 record: it is *unsettled*, not rejected, and a later poll (the windows overlap) counts it.
 
 `Learner.poll_once` is one step the daemon schedules: read jobs that ended since the
@@ -35,6 +39,7 @@ from plugin.slurm import JobRecord, SlurmReader
 from plugin.store import AddResult, CurveStore, Observation
 
 __all__ = [
+    "CENSORED_STATES",
     "IngestStats",
     "Ingestor",
     "JobRejectedError",
@@ -48,6 +53,8 @@ __all__ = [
 
 log = structlog.get_logger("adaptalloc.learner")
 
+#: Final states of runs stopped before they finished: their runtime is a lower bound.
+CENSORED_STATES = frozenset({"TIMEOUT", "PREEMPTED"})
 #: Job ids whose rejection was already logged, per ingestor (bounded).
 _LOGGED_REJECTIONS = 10_000
 
@@ -73,6 +80,7 @@ class IngestStats:
     duplicates: int = 0
     removed: int = 0
     unsettled: int = 0
+    censored: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     apps: set[str] = field(default_factory=set)
 
@@ -82,6 +90,7 @@ class IngestStats:
         self.duplicates += other.duplicates
         self.removed += other.removed
         self.unsettled += other.unsettled
+        self.censored += other.censored
         self.rejected.update(other.rejected)
         self.apps |= other.apps
 
@@ -93,6 +102,7 @@ class IngestStats:
             "duplicates": self.duplicates,
             "removed": self.removed,
             "unsettled": self.unsettled,
+            "censored": self.censored,
             "rejected": sum(self.rejected.values()),
         }
 
@@ -129,11 +139,20 @@ class Ingestor:
         self.clock = clock
         self._logged: OrderedDict[int, None] = OrderedDict()
 
-    def observation(self, job: JobRecord, now: float | None = None) -> Observation:
-        """The job as an observation; raises JobRejectedError or UnsettledJobError."""
-        if job.state != "COMPLETED":
+    def observation(
+        self, job: JobRecord, now: float | None = None, censored: bool = False
+    ) -> Observation:
+        """The job as an observation; raises JobRejectedError or UnsettledJobError.
+
+        With `censored`, the job must have been stopped before it finished (CENSORED_STATES;
+        its exit code is Slurm's kill, not the program's) and the runtime is a lower bound.
+        """
+        if censored:
+            if job.state not in CENSORED_STATES:
+                raise JobRejectedError("state", f"state {printable(job.state)[:20]} not censored")
+        elif job.state != "COMPLETED":
             raise JobRejectedError("state", f"state {printable(job.state)[:20] or 'unknown'}")
-        if job.exit_code not in (None, 0) or job.exit_signal:
+        elif job.exit_code not in (None, 0) or job.exit_signal:
             detail = f"exit code {job.exit_code}, signal {job.exit_signal}"
             raise JobRejectedError("exit_code", detail)
         if not job.elapsed_s or job.elapsed_s <= 0:
@@ -175,6 +194,7 @@ class Ingestor:
         stats = IngestStats()
         now = self.clock()
         groups: dict[AppKey, list[Observation]] = {}
+        censored: dict[AppKey, list[Observation]] = {}
         seen_ids: set[int] = set()
         for job in jobs:
             if job.job_id in seen_ids:  # the same job twice in one read
@@ -182,8 +202,9 @@ class Ingestor:
                 continue
             seen_ids.add(job.job_id)
             stats.seen += 1
+            lower_bound = job.state in CENSORED_STATES
             try:
-                obs = self.observation(job, now)
+                obs = self.observation(job, now, censored=lower_bound)
             except UnsettledJobError:
                 stats.unsettled += 1
                 continue
@@ -191,7 +212,9 @@ class Ingestor:
                 stats.rejected[exc.code] += 1
                 self._log_rejection(job, exc)
                 continue
-            groups.setdefault(obs.app, []).append(obs)
+            (censored if lower_bound else groups).setdefault(obs.app, []).append(obs)
+        if censored:
+            stats.censored += self.store.add_censored(censored)
         result = self.store.add_batch(groups) if groups else AddResult()
         stats.added += result.added
         stats.duplicates += result.duplicates
@@ -364,7 +387,7 @@ class Learner:
         """Finished jobs of the window, comments filled in from squeue where accounting
         lacks them (slurm.conf without ``AccountingStoreFlags=job_comment``)."""
         if self.source == "sacct":
-            jobs = self.reader.finished_jobs(since, until, states=("COMPLETED",))
+            jobs = self.reader.finished_jobs(since, until, states=("COMPLETED", *CENSORED_STATES))
             return self.with_comments(jobs)
         return self.reader.recently_finished(since, until)
 

@@ -12,6 +12,9 @@
 | ``adaptalloc_batch_jobs`` | histogram | | jobs per batch |
 | ``adaptalloc_store_failures_total`` | counter | op | failed Redis operations (curve, record) |
 | ``adaptalloc_learner_runs_total`` | counter | step | learner steps: poll, refit, age_out, error |
+| ``adaptalloc_guard_raises_total`` | counter | | time limits the kill guard raised |
+| ``adaptalloc_guard_kills_total`` | counter | | jobs killed at a limit adaptalloc set (0) |
+| ``adaptalloc_guard_watched_jobs`` | gauge | | jobs with a shortened limit being watched |
 | ``adaptalloc_heartbeat_timestamp_seconds`` | gauge | | Unix time of the last heartbeat written |
 | ``adaptalloc_daemon_info`` | gauge | version, backend | 1 |
 
@@ -82,6 +85,15 @@ class Metrics:
         )
         self.learner = Counter(
             "adaptalloc_learner_runs", "Learner steps, by step", ["step"], registry=r
+        )
+        self.guard_raises = Counter(
+            "adaptalloc_guard_raises", "Time limits the kill guard raised", registry=r
+        )
+        self.guard_kills = Counter(
+            "adaptalloc_guard_kills", "Jobs killed at a time limit adaptalloc set", registry=r
+        )
+        self.guard_watched = Gauge(
+            "adaptalloc_guard_watched_jobs", "Jobs whose shortened limit is watched", registry=r
         )
         self.heartbeat = Gauge(
             "adaptalloc_heartbeat_timestamp_seconds", "Unix time of the last heartbeat", registry=r

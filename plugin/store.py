@@ -53,6 +53,8 @@ MAX_DECISION_BYTES = 64 * 1024
 #: How long a forgotten app's old runs stay uncountable: a day, well past any window the
 #: learner re-reads (its overlap is minutes) and short enough not to pile up tombstones.
 FORGET_TOMBSTONE_S = 24 * 3600
+#: Censored runs kept per app (the newest by end time).
+MAX_CENSORED = 1000
 #: Apps or observations per pipeline round trip.
 PIPELINE_CHUNK = 500
 #: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
@@ -584,6 +586,110 @@ class CurveStore:
             elif int(curve["obs_version"]) > int(version or 0):
                 problems.append("curve newer than the observations it was fitted from")
         return problems
+
+    # --- the kill guard and censored runs (plugin/daemon/guard.py, plugin/learner.py) -------
+
+    @guarded
+    def guard_watches(self) -> dict[str, str]:
+        """The kill guard's watched jobs: job id -> watch JSON."""
+        return dict(self.client.hgetall(keys.GUARD_WATCH))
+
+    @guarded
+    def save_guard_watch(self, job_id: int, doc: Mapping[str, Any]) -> None:
+        self.client.hset(keys.GUARD_WATCH, str(int(job_id)), json.dumps(doc, separators=(",", ":")))
+
+    @guarded
+    def drop_guard_watch(self, job_id: int) -> None:
+        self.client.hdel(keys.GUARD_WATCH, str(int(job_id)))
+
+    @guarded
+    def record_limit_raise(
+        self, app: AppKey | None, doc: Mapping[str, Any], growth: float, cap: float
+    ) -> float | None:
+        """Append one raise to the capped stream; for an app, count it and grow the app's
+        limit safety, ``safety <- min(cap, safety * growth)``. The new safety (None: no app)."""
+        text = json.dumps(doc, separators=(",", ":"), default=str)
+        fields = {"app": "" if app is None else str(app), "doc": text}
+        self.client.xadd(keys.GUARD_RAISES, fields, maxlen=self.decisions_maxlen, approximate=True)
+        if app is None:
+            return None
+        key = keys.app_guard(app)
+        safety = min(cap, self.limit_safety(app) * growth)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hincrby(key, "raised", 1)
+        pipe.hset(key, "safety", repr(safety))
+        pipe.execute()
+        return safety
+
+    @guarded
+    def count_for_guard(self, app: AppKey, field: str, by: int = 1) -> None:
+        """Add to one of an app's guard counts: ``killed`` (at a limit adaptalloc set) or
+        ``censored`` (runs stopped at a limit or preempted: lower bounds)."""
+        if field not in ("killed", "censored"):
+            raise ValueError(f"unknown guard count {field!r}")
+        self.client.hincrby(keys.app_guard(app), field, int(by))
+
+    @guarded
+    def add_censored(self, groups: Mapping[AppKey, Sequence[Observation]]) -> int:
+        """Store runs stopped before they finished (TIMEOUT, PREEMPTED) as lower bounds, in
+        ``app:<app>:censored``, apart from the observations: `refit_input` never reads them, so
+        no fit takes one for a completed run. A job counts once (its first record wins) and
+        adds to the app's ``censored`` count; each app keeps its newest MAX_CENSORED.
+        Returns how many were new."""
+        added = 0
+        for app, runs in groups.items():
+            key = keys.app_censored(app)
+            pipe = self.client.pipeline(transaction=False)
+            for run in runs:
+                pipe.hsetnx(key, run.job_id, run.to_json())
+            pipe.hlen(key)
+            *flags, size = pipe.execute()
+            new = sum(int(flag) for flag in flags)
+            if new:
+                self.client.hincrby(keys.app_guard(app), "censored", new)
+            if int(size) > MAX_CENSORED:
+                kept = sorted(self.censored_runs(app), key=lambda r: r.end_time)
+                drop = [r.job_id for r in kept[: len(kept) - MAX_CENSORED]]
+                if drop:
+                    self.client.hdel(key, *drop)
+            added += new
+        return added
+
+    @guarded
+    def censored_runs(self, app: AppKey | str) -> list[Observation]:
+        """The app's censored runs (runtime: at least this long), oldest first."""
+        key = _app_key(app)
+        out = []
+        for job_id, text in self.client.hgetall(keys.app_censored(key)).items():
+            try:
+                out.append(Observation.from_json(key, job_id, text))
+            except (ValueError, KeyError, TypeError):
+                log.error("censored_run_unreadable", app=str(key), job_id=printable(job_id)[:64])
+        return sorted(out, key=lambda r: (r.end_time, r.job_id))
+
+    @guarded
+    def limit_safety(self, app: AppKey) -> float:
+        """The app's time-limit safety factor (>= 1; 1 when never raised or unreadable)."""
+        value = _float(self.client.hget(keys.app_guard(app), "safety"))
+        return value if value is not None and math.isfinite(value) and value >= 1.0 else 1.0
+
+    @guarded
+    def guard_counts(self, app: AppKey | str) -> dict[str, Any]:
+        """``{"limits_raised", "killed_at_our_limit", "censored_runs", "limit_safety"}``."""
+        raw = self.client.hgetall(keys.app_guard(_app_key(app)))
+
+        def count(name: str) -> int:
+            value = _float(raw.get(name))
+            return int(value) if value is not None and math.isfinite(value) else 0
+
+        safety = _float(raw.get("safety"))
+        ok = safety is not None and math.isfinite(safety) and safety >= 1.0
+        return {
+            "limits_raised": count("raised"),
+            "killed_at_our_limit": count("killed"),
+            "censored_runs": count("censored"),
+            "limit_safety": round(safety, 4) if ok and safety is not None else 1.0,
+        }
 
 
 def _app_key(app: AppKey | str) -> AppKey:

@@ -20,12 +20,18 @@ batch's jobs are read back (one ``squeue --json``) and each is judged on what Sl
   job is never kept held for want of a comment);
 * a release that did not take: retried once per job; a job still held stays in the
   journal and is released at the next cycle (status ``pending_release``).
+
+Write health: `writes_failed_at` is the monotonic time of the first release the batch could
+not make (Slurm refused the writes: no operator privileges, slurmctld refusing updates) and
+None again once a release goes through. The loop counts it in the daemon's health, so the
+heartbeat stops while Slurm refuses the daemon's writes (issue 16).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,6 +81,7 @@ def journal_entry(outcome: Outcome) -> dict[str, Any]:
         "app": None if outcome.app is None else str(outcome.app),
         "reason": outcome.reason[:300],
         "range": [outcome.job.nodes_min, outcome.job.nodes_max],
+        "limit": outcome.job.time_limit_min,
     }
 
 
@@ -90,7 +97,10 @@ def outcome_from_journal(job: JobRecord, entry: dict[str, Any]) -> Outcome | Non
         ):
             return None
         low, high = entry.get("range") or [None, None]
-        original = dataclasses.replace(job, nodes_min=low, nodes_max=high)
+        limit = entry.get("limit", job.time_limit_min)
+        original = dataclasses.replace(
+            job, nodes_min=low, nodes_max=high, time_limit_min=None if limit is None else int(limit)
+        )
         app = AppKey.parse(entry["app"]) if entry.get("app") else None
         spec = entry.get("resize")
         resize = (
@@ -122,12 +132,29 @@ def _held(job: JobRecord | None) -> bool:
 class Applier:
     """Applies outcomes (module docstring)."""
 
-    def __init__(self, slurm: SlurmClient, journal: Journal, timed: Timer) -> None:
+    def __init__(
+        self,
+        slurm: SlurmClient,
+        journal: Journal,
+        timed: Timer,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.slurm = slurm
         self.journal = journal
         self.timed = timed
+        self.clock = clock
         #: Outcomes applied except for the release (journal entries of the running daemon).
         self.unreleased: dict[int, Outcome] = {}
+        #: When releases started failing (module docstring); None while they work.
+        self.writes_failed_at: float | None = None
+
+    def _writes(self, ok: bool) -> None:
+        if ok:
+            if self.writes_failed_at is not None:
+                log.info("writes_recovered")
+            self.writes_failed_at = None
+        elif self.writes_failed_at is None:
+            self.writes_failed_at = self.clock()
 
     # --- reading back ------------------------------------------------------------------
 
@@ -253,11 +280,13 @@ class Applier:
         try:
             with self.timed("release"):
                 self.slurm.release(ids)
+            self._writes(ok=True)
             return set()
         except SlurmError as exc:
             log.warning("release_failed", jobs=len(ids), error=printable(str(exc))[:300])
         jobs = self.read_jobs()
         if jobs is None:
+            self._writes(ok=False)
             return set(ids)
         still: set[int] = set()
         for job_id in ids:
@@ -271,6 +300,7 @@ class Applier:
                     self.slurm.release([job_id])
             except SlurmError:
                 still.add(job_id)
+        self._writes(ok=not still)
         return still
 
     def finish(self, jobs: dict[int, JobRecord]) -> list[Outcome]:

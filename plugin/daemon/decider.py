@@ -39,7 +39,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
 
-__all__ = ["Budget", "CurveSource", "Decider", "Outcome"]
+__all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
@@ -85,6 +85,15 @@ class Outcome:
         return self.resize.time_limit_min if self.resize is not None else None
 
 
+def with_safety(limit_min: int, user_limit_min: int | None, safety: float) -> int:
+    """``min(user limit, ceil(limit * safety))``: the app's kill-guard safety (grown each time
+    the guard had to raise one of its limits, plugin/daemon/guard.py) applied to a limit the
+    policy shortened; a limit not shorter than the user's is left as it is."""
+    if user_limit_min is None or limit_min >= user_limit_min or safety <= 1.0:
+        return limit_min
+    return min(user_limit_min, math.ceil(limit_min * safety))
+
+
 def _range(job: JobRecord) -> tuple[int | None, int | None]:
     return job.nodes_min, job.nodes_max
 
@@ -128,11 +137,27 @@ class CurveSource:
         self._down_until = -1e18
         self._down_reason = ""
         self._cache: dict[AppKey, CurveRecord | None] = {}
+        self._safety: dict[AppKey, float] = {}
         self._on_failure = on_failure
 
     def begin_batch(self) -> None:
         """Forget cached curves: each batch reads each app's curve once."""
         self._cache = {}
+        self._safety = {}
+
+    def safety(self, app: AppKey) -> float:
+        """The app's time-limit safety (1 when Redis fails: the curve read fails first)."""
+        if app in self._safety:
+            return self._safety[app]
+        value = 1.0
+        if not self.down:
+            try:
+                value = self.store().limit_safety(app)
+            except StoreError:
+                if self._on_failure is not None:
+                    self._on_failure("safety")
+        self._safety[app] = value
+        return value
 
     @property
     def down(self) -> bool:
@@ -166,6 +191,7 @@ class CurveSource:
         self._store = None
         self._down_until = -1e18
         self._cache = {}
+        self._safety = {}
 
 
 @dataclass
@@ -323,15 +349,30 @@ class Decider:
             comment = marks.admin_comment(marks.kept_record(low, high, decision.rule), prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
         n = decision.nodes
-        if not low <= n <= high:  # never outside the user's range, whatever the policy says
+        # A policy that releases with a range sets max_nodes (Slurm picks in [n, max_nodes] at
+        # start time); the lead switches this to the attribute once Decision has it on main.
+        top = getattr(decision, "max_nodes", None)
+        top = n if top is None else top
+        if not low <= n <= top <= high:  # never outside the user's range, whatever the policy
+            chosen = f"{n}" if top == n else f"{n}-{top}"
             return release_outcome(
                 job,
                 reasons.OUT_OF_RANGE,
-                f"the policy chose {n} nodes, outside the job's range {low}-{high}",
+                f"the policy chose {chosen} nodes, outside the job's range {low}-{high}",
                 app,
                 **extra,
             )
-        resize = Resize(job.job_id, n, n, decision.time_limit_min)
+        limit = decision.time_limit_min
+        if limit is not None and app is not None:
+            safety = self.curves.safety(app)
+            guarded = with_safety(limit, job.time_limit_min, safety)
+            if guarded != limit:
+                common["time_limit_reason"] = (
+                    f"{decision.time_limit_reason} Then x {safety:.3g}, this app's safety "
+                    f"after the kill guard raised its limits: {limit} -> {guarded} min."
+                ).strip()
+                limit = guarded
+        resize = Resize(job.job_id, n, top, limit)
         if curve is not None:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")

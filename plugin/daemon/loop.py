@@ -6,7 +6,8 @@
     while not stop requested:
         maintenance()                heartbeat (while healthy), reload on SIGHUP
         if wait_for_work():          a spool wake-up, or the periodic sweep is due
-            cycle()                  sweep squeue -> decide -> apply (grouped) -> record
+            cycle()                  sweep squeue -> decide -> apply (grouped) -> record,
+                                     then the kill guard's tick
     drain()                          heartbeat off, then finish the jobs held meanwhile
     finally: teardown()              heartbeat off, learner stopped, lock released
 
@@ -18,10 +19,21 @@ of held jobs it has not seen yet) and takes every held job it finds (at most ``m
 so a burst of submissions becomes a few batches.
 
 Health and the heartbeat: the heartbeat is written only while sweeps succeed (the last one
-less than ``unhealthy_after_s`` ago) and removed at once otherwise, so that job_submit.lua
-stops holding jobs the daemon cannot handle. Latency: a job's "held since" is the later of
-Slurm's submit time (whole seconds) and the moment the daemon saw the spool grow before
-the sweep that found it; "released at" is taken after the release command returned.
+less than ``unhealthy_after_s`` ago) *and* Slurm accepts the daemon's writes, and removed at
+once otherwise, so that job_submit.lua stops holding jobs the daemon cannot handle. Writes
+count as failing from the first release Slurm refused (plugin/daemon/apply.py) until one
+goes through; the refused jobs are retried every sweep meanwhile. When nothing is left to
+retry, the daemon beats again after ``unhealthy_after_s`` (one job held then shows whether
+writes work). A journaled job (decided, not yet released) held longer than ``max_hold_s``
+is released as submitted too (the watchdog), its range and limit put back.
+
+Latency: a job's "held since" is the later of Slurm's submit time (whole seconds) and the
+moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
+after the release command returned.
+
+The kill guard (plugin/daemon/guard.py) is ticked after every sweep: it watches the jobs
+released with a shortened limit and raises a limit back to the user's before Slurm would
+kill the job at it.
 """
 
 from __future__ import annotations
@@ -51,7 +63,16 @@ from plugin.daemon.apply import (
     outcome_from_journal,
 )
 from plugin.daemon.cluster import ClusterView
-from plugin.daemon.decider import RELEASE, RESIZE, Budget, CurveSource, Decider, release_outcome
+from plugin.daemon.decider import (
+    RELEASE,
+    RESIZE,
+    Budget,
+    CurveSource,
+    Decider,
+    Outcome,
+    release_outcome,
+)
+from plugin.daemon.guard import KillGuard
 from plugin.daemon.learning import LearnerThread
 from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
@@ -62,7 +83,14 @@ from plugin.learner import Learner
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
 from plugin.redis_conn import connect
-from plugin.slurm import SlurmClient, SlurmError, SlurmReader, slurm_client, slurm_reader
+from plugin.slurm import (
+    Resize,
+    SlurmClient,
+    SlurmError,
+    SlurmReader,
+    slurm_client,
+    slurm_reader,
+)
 from plugin.store import CurveStore, Retention
 
 __all__ = ["Daemon"]
@@ -79,6 +107,25 @@ def _version() -> str:
         return metadata.version("adaptalloc")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def watchdog_outcome(outcome: Outcome, max_hold_s: float) -> Outcome:
+    """A journaled decision held too long, turned into a release as submitted: the job's
+    submitted range and limit are put back (a resize to them) before the release."""
+    job = outcome.job
+    released = release_outcome(
+        job,
+        reasons.WATCHDOG,
+        f"held longer than max_hold_s ({max_hold_s:g} s) with its decision unreleased",
+        outcome.app,
+        curve_version=outcome.curve_version,
+        policy=outcome.policy,
+    )
+    low, high = job.nodes_min, job.nodes_max
+    if outcome.resize is None or low is None or high is None or not 1 <= low <= high:
+        return released
+    undo = Resize(job.job_id, low, high, job.time_limit_min)
+    return dataclasses.replace(released, resize=undo)
 
 
 class Daemon:
@@ -145,6 +192,7 @@ class Daemon:
         self.journal = Journal(self.state.journal)
         self.applier = Applier(self.slurm, self.journal, self.timed)
         self.spool = SpoolWatcher(self.state.spool)
+        self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
@@ -233,6 +281,7 @@ class Daemon:
             ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
         journaled = self.journal.load()
+        watched = self.guard.load()
         log.info(
             "daemon_started",
             pid=os.getpid(),
@@ -244,6 +293,7 @@ class Daemon:
             metrics_port=self.port,
             learner=self.learn,
             journaled=len(journaled),
+            guard_watched=watched,
         )
         self.recover(journaled)
         if self.learn:
@@ -286,14 +336,26 @@ class Daemon:
             self.reload()
         now = time.monotonic()
         d = self.config.daemon
-        healthy = now - self.last_sweep_ok < d.unhealthy_after_s
-        if healthy and now >= self.next_beat:
+        problem = self.health_problem(now)
+        if problem is None and now >= self.next_beat:
             self._beat()
             self.next_beat = now + d.heartbeat_interval_s
-        elif not healthy and self.beating:
-            log.warning("unhealthy", note="no successful sweep lately; job_submit stops holding")
+        elif problem is not None and self.beating:
+            log.warning("unhealthy", note=f"{problem}; job_submit stops holding")
             self.state.stop_beating()
             self.beating = False
+
+    def health_problem(self, now: float) -> str | None:
+        """Why the daemon is unhealthy (module docstring), or None when it is healthy."""
+        d = self.config.daemon
+        if now - self.last_sweep_ok >= d.unhealthy_after_s:
+            return "no successful sweep lately"
+        failed_at = self.applier.writes_failed_at
+        if failed_at is not None and (
+            self.applier.unreleased or now - failed_at < d.unhealthy_after_s
+        ):
+            return "Slurm refuses the daemon's releases"
+        return None
 
     def _beat(self) -> None:
         try:
@@ -391,6 +453,7 @@ class Daemon:
             self.handle(sweep)
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
+        self.guard.tick()
         return sweep.deferred
 
     def _note_held(self, sweep: Sweep, woke: float | None) -> None:
@@ -404,10 +467,15 @@ class Daemon:
         """Decide the sweep's jobs, apply the outcomes, record them."""
         started = time.perf_counter()
         outcomes = []
+        now = time.time()
+        max_hold = self.config.daemon.max_hold_s
         for job in sweep.to_finish:
             outcome = self.applier.unreleased.get(job.job_id)
-            if outcome is not None:
-                outcomes.append(outcome)
+            if outcome is None:
+                continue
+            if job.submit_time and now - job.submit_time > max_hold and outcome.action != RELEASE:
+                outcome = watchdog_outcome(outcome, max_hold)
+            outcomes.append(outcome)
         for job in sweep.stale:
             outcomes.append(
                 release_outcome(
@@ -467,6 +535,7 @@ class Daemon:
             if item.status == RELEASED:
                 docs.append(doc)
         self.recorder.record(docs)
+        self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:
         """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""

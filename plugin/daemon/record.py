@@ -20,7 +20,7 @@ import redis
 import structlog
 
 from plugin import keys
-from plugin.daemon.decider import Outcome
+from plugin.daemon.decider import RELEASE, Outcome
 from plugin.errors import printable
 
 __all__ = ["DecisionRecorder", "decision_doc"]
@@ -34,6 +34,8 @@ def decision_doc(outcome: Outcome, status: str, latency_s: float | None) -> dict
     """Everything needed to replay the decision (and to report on it)."""
     job = outcome.job
     cluster = outcome.cluster
+    # A release's resize only puts the submitted range back (the watchdog): no size chosen.
+    resize = None if outcome.action == RELEASE else outcome.resize
     return {
         "job_id": job.job_id,
         "app": None if outcome.app is None else str(outcome.app),
@@ -44,8 +46,9 @@ def decision_doc(outcome: Outcome, status: str, latency_s: float | None) -> dict
         "max_nodes": job.nodes_max,
         "time_limit_min": job.time_limit_min,
         "action": outcome.action,
-        "nodes": outcome.nodes,
-        "new_time_limit_min": outcome.time_limit_min,
+        "nodes": None if resize is None else resize.min_nodes,
+        "nodes_upto": None if resize is None else resize.max_nodes,
+        "new_time_limit_min": None if resize is None else resize.time_limit_min,
         "rule": outcome.rule,
         "reason": outcome.reason,
         "time_limit_reason": outcome.time_limit_reason,

@@ -175,6 +175,7 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
         groups=group_runs(runs, None if curve is None else curve.t1),
         decisions=tuple(decisions),
         decision_summary=summarise(decisions),
+        guard=inputs.guard,
     )
     if curve is None:
         return base
@@ -255,4 +256,7 @@ def fleet_row(report: AppReport) -> FleetRow:
         efficiency_chosen=s.mean_efficiency_chosen,
         efficiency_max=s.mean_efficiency_max,
         node_hours_saved=s.node_hours_saved,
+        limits_raised=report.guard.limits_raised,
+        killed_at_our_limit=report.guard.killed_at_our_limit,
+        censored_runs=report.guard.censored_runs,
     )

@@ -59,6 +59,9 @@ FLEET_COLUMNS = (
     "efficiency_chosen",
     "efficiency_max",
     "node_hours_saved",
+    "limits_raised",
+    "killed_at_our_limit",
+    "censored_runs",
 )
 JOB_COLUMNS = (
     "app",
@@ -128,6 +131,7 @@ def app_document(report: AppReport, decisions: int = 20) -> dict[str, Any]:
         "groups": [asdict(g) for g in report.groups],
         "decision_summary": asdict(report.decision_summary),
         "decisions": [_decision(d) for d in report.decisions[:decisions]],
+        "guard": asdict(report.guard),
     }
     return dict(clean(doc))
 

@@ -58,6 +58,37 @@ class Run:
 
 
 @dataclass(frozen=True)
+class GuardCounts:
+    """What the kill guard and the learner counted for one app (`CurveStore.guard_counts`).
+
+    killed_at_our_limit: jobs killed at a time limit adaptalloc set, below the user's (the
+    promise is 0). limits_raised: limits the kill guard gave back to a running job.
+    censored_runs: runs stopped at a limit or preempted, kept as lower bounds, never fitted.
+    limit_safety: the factor the daemon multiplies this app's shortened limits by.
+    """
+
+    limits_raised: int = 0
+    killed_at_our_limit: int = 0
+    censored_runs: int = 0
+    limit_safety: float = 1.0
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> GuardCounts:
+        def count(name: str) -> int:
+            value = doc.get(name)
+            return value if isinstance(value, int) and value >= 0 else 0
+
+        safety = doc.get("limit_safety")
+        ok = isinstance(safety, int | float) and safety >= 1.0
+        return cls(
+            count("limits_raised"),
+            count("killed_at_our_limit"),
+            count("censored_runs"),
+            float(safety) if ok else 1.0,  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True)
 class AppInputs:
     """What the store holds about one app; assembled into an `AppReport` by assemble.py.
 
@@ -74,6 +105,7 @@ class AppInputs:
     fitted_at: float | None = None
     refit_due: bool = False
     decisions: tuple[Mapping[str, Any], ...] = ()
+    guard: GuardCounts = field(default_factory=GuardCounts)
 
 
 # --- the figures of one app -------------------------------------------------------------
@@ -288,6 +320,7 @@ class AppReport:
     groups: tuple[JobGroup, ...] = ()
     decisions: tuple[DecisionRow, ...] = ()
     decision_summary: DecisionSummary = field(default_factory=DecisionSummary)
+    guard: GuardCounts = field(default_factory=GuardCounts)
 
     @property
     def suggest_n(self) -> int | None:
@@ -320,3 +353,6 @@ class FleetRow:
     efficiency_chosen: float | None
     efficiency_max: float | None
     node_hours_saved: float | None
+    limits_raised: int = 0
+    killed_at_our_limit: int = 0
+    censored_runs: int = 0

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from plugin.appkey import AppKey, AppKeyError
-from plugin.report.model import AppInputs, Run
+from plugin.report.model import AppInputs, GuardCounts, Run
 from plugin.store import AppSummary, CurveRecord, CurveStore, Observation
 
 __all__ = ["DEFAULT_MAX_DECISIONS", "app_inputs", "fleet_inputs"]
@@ -64,7 +65,8 @@ def app_inputs(
     if summary is None:
         return None
     decisions = tuple(store.decisions(app, max_decisions)) if max_decisions else ()
-    return _inputs(summary, store.observations(app), decisions)
+    guard = GuardCounts.from_dict(store.guard_counts(app))
+    return replace(_inputs(summary, store.observations(app), decisions), guard=guard)
 
 
 def _app_of(doc: Mapping[str, Any]) -> str | None:
@@ -92,6 +94,7 @@ def fleet_inputs(
     def generate() -> Iterator[AppInputs]:
         for summary in summaries:
             docs = tuple(by_app.get(str(summary.app), ()))
-            yield _inputs(summary, store.observations(summary.app), docs)
+            guard = GuardCounts.from_dict(store.guard_counts(summary.app))
+            yield replace(_inputs(summary, store.observations(summary.app), docs), guard=guard)
 
     return len(summaries), generate()

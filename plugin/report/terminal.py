@@ -218,6 +218,23 @@ def decision_sentence(report: AppReport) -> str:
     return text
 
 
+def guard_sentence(report: AppReport) -> str:
+    """The kill guard's and the learner's counts in one sentence."""
+    g = report.guard
+    text = (
+        f"Jobs killed at a time limit adaptalloc set: {g.killed_at_our_limit:,}"
+        f"{' (should be 0)' if g.killed_at_our_limit else ''}; limits raised back to the "
+        f"user's by the kill guard: {g.limits_raised:,}"
+    )
+    if g.limit_safety > 1.0:
+        text += f" (this app's shortened limits are now x{g.limit_safety:.3g} longer)"
+    text += (
+        f". Censored runs (stopped at a limit or preempted; lower bounds, not fitted): "
+        f"{g.censored_runs:,}."
+    )
+    return text
+
+
 def _groups_table(groups: Sequence[JobGroup]) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="job arrays and groups", pad_edge=False)
     table.add_column("group", no_wrap=True, overflow="ellipsis", max_width=16)
@@ -255,6 +272,7 @@ def render_app(report: AppReport, console: Console, decisions: int = 10) -> None
     if report.decisions and decisions:
         console.print(_decisions_table(report.decisions[:decisions]))
     _say(console, decision_sentence(report))
+    _say(console, guard_sentence(report))
 
 
 def _reliable_short(row: FleetRow) -> Text:

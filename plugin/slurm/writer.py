@@ -154,6 +154,10 @@ class SlurmWriter(ABC):
     def release(self, job_ids: Sequence[int]) -> None:
         """Release the holds of every job (priority recomputed by Slurm)."""
 
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        """Set one job's time limit, running or not (the daemon's kill guard raises it)."""
+        raise SlurmCommandError(f"{type(self).__name__} cannot change time limits")
+
 
 class SlurmClient(SlurmReader, SlurmWriter, ABC):
     """Both sides of the adapter, as the daemon uses them."""
@@ -227,6 +231,13 @@ class ScontrolWriter(SlurmWriter):
     def release(self, job_ids: Sequence[int]) -> None:
         for ids in id_chunks(job_ids):
             self._argv("scontrol", "release", ids)
+
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        if isinstance(minutes, bool) or not isinstance(minutes, int):
+            raise ValueError(f"time limit must be whole minutes, got {minutes!r}")
+        if not 1 <= minutes <= MAX_TIME_LIMIT_MIN:
+            raise ValueError(f"time limit must be 1..{MAX_TIME_LIMIT_MIN} minutes, got {minutes}")
+        self._argv("scontrol", "update", f"JobId={_check_id(job_id)}", f"TimeLimit={minutes}")
 
 
 class CliSlurm(ScontrolWriter, CliSlurmReader, SlurmClient):

@@ -245,3 +245,31 @@ def test_a_learner_catching_up_reads_bounded_windows(redis_client: Any) -> None:
     first = learner.poll_once()
     assert first.watermark == first.until < now
     assert learner.window()[0] == first.until - CONFIG.learner.overlap_s
+
+
+def test_a_run_killed_at_its_limit_is_a_censored_run_never_fitted(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]]
+) -> None:
+    name = fresh_name()
+    ids = run_jobs(
+        {
+            "one": ((f"--job-name={name}", "--nodes=1"), "sleep 1", "COMPLETED"),
+            "two": ((f"--job-name={name}", "--nodes=2"), "sleep 1", "COMPLETED"),
+            # Killed by Slurm at its 1-minute limit: it ran "at least 60 s" on 2 nodes.
+            "killed": ((f"--job-name={name}", "--nodes=2", "--time=1"), "sleep 600", "TIMEOUT"),
+        }
+    )
+    app = AppKey(name)
+    learner = new_learner()
+    result = learner.poll_once()
+    assert result.stats.censored >= 1
+    assert job_ids(learner, app) == sorted(str(ids[k]) for k in ("one", "two"))
+    [censored] = learner.store.censored_runs(app)
+    assert censored.job_id == str(ids["killed"])
+    assert censored.nodes == 2
+    assert censored.runtime_s >= 60
+    assert learner.store.guard_counts(app)["censored_runs"] == 1
+    assert new_learner().poll_once().stats.censored == 0  # the overlap re-reads it: once
+    refit = learner.store.refit_input(app)
+    assert refit is not None
+    assert str(ids["killed"]) not in {o.job_id for o in refit.observations}

@@ -180,3 +180,29 @@ def test_errors_are_one_line(
     lines = [line for line in proc.stderr.splitlines() if not line.startswith("{")]
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("adaptalloc: error: ")
+
+
+def test_the_guard_counts_and_censored_runs_in_report_and_app(
+    store: CurveStore, tmp_path: Path
+) -> None:
+    store.record_limit_raise(LULESH, {"job_id": 2001, "from_min": 45, "to_min": 120}, 1.25, 4.0)
+    store.count_for_guard(LULESH, "killed")
+    stopped = Observation("4000", LULESH, 16, 2700.0, NOW - 50, "sacct")
+    assert store.add_censored({LULESH: [stopped]}) == 1
+    doc = json.loads(ok(adaptalloc("report", str(LULESH), "--format", "json", cwd=tmp_path)))
+    assert doc["guard"] == {
+        "limits_raised": 1,
+        "killed_at_our_limit": 1,
+        "censored_runs": 1,
+        "limit_safety": 1.25,
+    }
+    fleet = json.loads(ok(adaptalloc("report", "--all", "--format", "json", cwd=tmp_path)))
+    [row] = [r for r in fleet["apps"] if r["app"] == str(LULESH)]
+    assert (row["limits_raised"], row["killed_at_our_limit"], row["censored_runs"]) == (1, 1, 1)
+    text = " ".join(ok(adaptalloc("report", str(LULESH), cwd=tmp_path)).split())
+    assert "Jobs killed at a time limit adaptalloc set: 1 (should be 0)" in text
+    app = json.loads(ok(adaptalloc("app", str(LULESH), "--format", "json", cwd=tmp_path)))
+    assert app["guard"]["censored_runs"] == 1
+    assert [r["job_id"] for r in app["recent_censored_runs"]] == ["4000"]
+    shown = " ".join(ok(adaptalloc("app", str(LULESH), cwd=tmp_path)).split())
+    assert "censored 4000: at least 2700 s on 16 nodes" in shown

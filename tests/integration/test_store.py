@@ -442,3 +442,76 @@ def test_the_store_fails_clearly_while_redis_is_down_and_reconnects(
     private_redis.start()  # empty again: no persistence
     assert store.curve(LULESH) is None  # the same client reconnected
     assert store.add_observations(LULESH, runs(LULESH, 100)) == 6
+
+
+def test_the_guard_counts_safety_and_watches(store: CurveStore, redis_client: Any) -> None:
+    assert store.guard_counts(LULESH) == {
+        "limits_raised": 0,
+        "killed_at_our_limit": 0,
+        "censored_runs": 0,
+        "limit_safety": 1.0,
+    }
+    assert store.limit_safety(LULESH) == 1.0
+    doc = {"job_id": 12, "from_min": 3, "to_min": 10}
+    assert store.record_limit_raise(LULESH, doc, 1.25, 1.5) == 1.25
+    assert store.record_limit_raise(LULESH, doc, 1.25, 1.5) == 1.5  # capped
+    assert store.record_limit_raise(None, doc, 1.25, 1.5) is None  # no app: only the stream
+    store.count_for_guard(LULESH, "killed")
+    store.count_for_guard(LULESH, "censored", 3)
+    with pytest.raises(ValueError, match="guard count"):
+        store.count_for_guard(LULESH, "raised")
+    assert store.guard_counts(LULESH) == {
+        "limits_raised": 2,
+        "killed_at_our_limit": 1,
+        "censored_runs": 3,
+        "limit_safety": 1.5,
+    }
+    assert redis_client.xlen(keys.GUARD_RAISES) == 3
+    assert redis_client.hget(keys.app_guard(LULESH), "safety") == "1.5"
+    store.save_guard_watch(12, {"job_id": 12})
+    assert store.guard_watches() == {"12": '{"job_id":12}'}
+    store.drop_guard_watch(12)
+    assert store.guard_watches() == {}
+    redis_client.hset(keys.app_guard(LULESH), "safety", "nan")
+    assert store.limit_safety(LULESH) == 1.0  # unreadable: no extra safety, never less
+
+
+def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock: Clock) -> None:
+    from plugin.appkey import AppKeyRule  # noqa: PLC0415
+    from plugin.learner import Ingestor  # noqa: PLC0415
+    from plugin.slurm import JobRecord  # noqa: PLC0415
+
+    def finished(job_id: int, state: str, nodes: int, elapsed: int) -> JobRecord:
+        return JobRecord(
+            job_id=job_id,
+            name="lulesh",
+            user="ann",
+            account="phys",
+            partition="batch",
+            state=state,
+            source="sacct",
+            comment="adaptalloc:v1 size=large",
+            nodes_alloc=nodes,
+            elapsed_s=elapsed,
+            end_time=int(clock()) - 60,
+        )
+
+    jobs = [
+        finished(1, "COMPLETED", 4, 300),
+        finished(2, "COMPLETED", 8, 160),
+        finished(3, "TIMEOUT", 16, 600),
+        finished(4, "PREEMPTED", 16, 50),
+        finished(3, "TIMEOUT", 16, 600),  # read twice
+    ]
+    ingest = Ingestor(store, AppKeyRule(), 64, None, clock)
+    stats = ingest.ingest(jobs)
+    assert (stats.added, stats.censored) == (2, 2)
+    assert ingest.ingest(jobs[2:4]).censored == 0  # a job counts once
+    fitted = store.refit_input(LULESH)
+    assert fitted is not None
+    assert sorted(o.job_id for o in fitted.observations) == ["1", "2"]
+    assert [(r.job_id, r.nodes, r.runtime_s) for r in store.censored_runs(LULESH)] == [
+        ("3", 16, 600.0),
+        ("4", 16, 50.0),
+    ]
+    assert store.guard_counts(LULESH)["censored_runs"] == 2

@@ -116,12 +116,16 @@ class FakeStore:
         self.records = records or {}
         self.calls = 0
         self.down = False
+        self.safety: dict[str, float] = {}
 
     def curve_record(self, app: AppKey) -> CurveRecord | None:
         self.calls += 1
         if self.down:
             raise StoreUnavailable("Redis at redis://x: connection refused")
         return self.records.get(str(app))
+
+    def limit_safety(self, app: AppKey) -> float:
+        return self.safety.get(str(app), 1.0)
 
 
 def lu_record() -> CurveRecord:

@@ -131,8 +131,10 @@ def test_a_second_sigterm_stops_at_once(daemons: Callable[[str], Daemon]) -> Non
 
 def test_no_heartbeat_while_the_queue_cannot_be_read(daemons: Callable[[str], Daemon]) -> None:
     daemon = daemons("echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
-    time.sleep(2.5)
+    # Wait for the sweeps to fail (a loaded machine may take seconds to start Python), then
+    # for several more heartbeat intervals: never a heartbeat.
+    daemon.wait("failed sweeps", lambda: len(daemon.events("sweep_failed")) >= 2)
+    time.sleep(1.0)
     assert not (daemon.state / "heartbeat").exists()
-    assert daemon.events("sweep_failed")
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(30) == 0

@@ -268,3 +268,36 @@ def test_fleet_row_carries_the_figures(report: Any) -> None:
     assert row.efficiency_chosen == s.mean_efficiency_chosen
     assert row.node_hours_saved == s.node_hours_saved
     assert row.reliable == report.curve.reliable
+
+
+def test_the_guard_counts_reach_every_form_of_the_report(inputs: AppInputs) -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    from plugin.report.export import FLEET_COLUMNS, app_document, fleet_document  # noqa: PLC0415
+    from plugin.report.model import GuardCounts  # noqa: PLC0415
+    from plugin.report.terminal import render_app  # noqa: PLC0415
+
+    counts = GuardCounts.from_dict(
+        {"limits_raised": 3, "killed_at_our_limit": 1, "censored_runs": 2, "limit_safety": 1.5625}
+    )
+    assert counts == GuardCounts(3, 1, 2, 1.5625)
+    assert GuardCounts.from_dict({"limits_raised": -1, "limit_safety": "x"}) == GuardCounts()
+    made = assemble(replace(inputs, guard=counts), band=False)
+    assert made.guard == counts
+    row = fleet_row(made)
+    assert (row.limits_raised, row.killed_at_our_limit, row.censored_runs) == (3, 1, 2)
+    assert {"limits_raised", "killed_at_our_limit", "censored_runs"} <= set(FLEET_COLUMNS)
+    assert fleet_document([row])["apps"][0]["killed_at_our_limit"] == 1
+    assert app_document(made)["guard"] == {
+        "limits_raised": 3,
+        "killed_at_our_limit": 1,
+        "censored_runs": 2,
+        "limit_safety": 1.5625,
+    }
+    console = Console(record=True, width=100)
+    render_app(made, console)
+    text = " ".join(console.export_text().split())
+    assert "Jobs killed at a time limit adaptalloc set: 1 (should be 0)" in text
+    assert "limits raised back to the user's by the kill guard: 3" in text
+    assert "x1.56 longer" in text
+    assert "Censored runs (stopped at a limit or preempted; lower bounds, not fitted): 2." in text

@@ -117,6 +117,18 @@ def test_jobs_that_are_not_observations(changes: dict[str, object], code: str) -
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("state", ["TIMEOUT", "PREEMPTED"])
+def test_a_run_stopped_at_a_limit_is_a_censored_observation(state: str) -> None:
+    # Slurm's kill gives a non-zero exit status: not the program's failure, so not checked.
+    stopped = job(state=state, exit_code=0, exit_signal=9)
+    obs = ingestor().observation(stopped, censored=True)
+    assert (obs.nodes, obs.runtime_s) == (4, 120.0)  # at least 120 s on 4 nodes
+    with pytest.raises(JobRejectedError, match="not censored"):
+        ingestor().observation(job(), censored=True)  # a completed run is not a lower bound
+    with pytest.raises(JobRejectedError, match="state"):
+        ingestor().observation(stopped)  # and a censored one is never a completed run
+
+
 def test_zero_nodes_on_a_completed_job_is_unsettled_not_rejected() -> None:
     with pytest.raises(UnsettledJobError):
         ingestor().observation(job(nodes_alloc=0))
