@@ -58,7 +58,7 @@ class PolicySettings:
     light_pressure: float = 0.5
     heavy_pressure: float = 2.0
     limit_to_idle: bool = True
-    max_fit_error: float = 0.25
+    max_fit_error: float = 0.10
     fallback: str = "as_submitted"
     exploration_job_share: float = 0.1
     exploration_node_hour_share: float = 0.1

@@ -54,7 +54,55 @@ def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
         assert candidate["reason"]
     by_rule = {c["rule"]: c["nodes"] for c in doc["candidates"]}
     assert (by_rule["pws"], by_rule["cap"], by_rule["load_adaptive"]) == (33, 48, 40)
-    assert doc["time_limit_reason"].startswith("60 min written for 4 nodes × predicted runtime")
+    assert doc["time_limit_reason"].startswith("60 min written for 4 nodes × pessimistic runtime")
+
+
+def test_decide_never_raises_a_limit_above_the_users(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # issue 15 item 3: an application that does not speed up (10 h at any size, a clean fit:
+    # fit_error 0, reliable); the user asked for 60 min on 1-2 nodes and the limit was raised
+    # to the curve's 720 min (root's limit skips the QOS). Failed before: 720.
+    slow = write_file("slow.csv", "n,runtime\n1,36000\n2,36000\n4,36000\n8,36000\n")
+    doc = json_document(
+        run_cli(
+            "decide",
+            "--observations",
+            str(slow),
+            "--nodes",
+            "1-2",
+            "--time-limit",
+            "60",
+            "--explain",
+            "--format",
+            "json",
+        )
+    )
+    assert (doc["nodes"], doc["time_limit_min"]) == (1, 60)
+    assert "720 min" in doc["reason"]  # the user is told the curve predicts more
+    assert "kept at the user's 60 min" in doc["time_limit_reason"]
+
+
+def test_decide_does_not_cut_a_limit_on_extrapolation(run_cli: RunCli) -> None:
+    # issue 14 item 2: NPB MG runs only up to 16 nodes; 60 min at 4 was cut to 17 at 31.
+    # T(16)/T(4) in the data is 15.05/50.57, so the limit must stay at least 60 · 0.298 = 18.
+    mg = str(REPO_ROOT / "tests" / "data" / "scaling" / "npb_mg_C_rpi_cluster.csv")
+    doc = json_document(
+        run_cli(
+            "decide",
+            "--observations",
+            mg,
+            "--nodes",
+            "4-64",
+            "--time-limit",
+            "60",
+            "--explain",
+            "--format",
+            "json",
+        )
+    )
+    assert doc["time_limit_min"] is None or 18 <= doc["time_limit_min"] <= 60
+    assert "never shortens a limit" in doc["time_limit_reason"]
 
 
 def test_decide_text_and_explain_table(run_cli: RunCli) -> None:

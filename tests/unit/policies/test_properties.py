@@ -2,8 +2,10 @@
 
 * the size is inside the user's range and the partition's limits (or the job is left alone);
 * under the load-adaptive rule, more idle nodes never give a smaller size;
-* the time limit never exceeds the partition's maximum, and without one it is never shorter
-  than the floor or the predicted runtime;
+* the time limit never exceeds the user's own limit nor the partition's maximum, and below
+  those it is never shorter than the floor or the predicted runtime;
+* less data never shortens a limit: the same curve observed over a shorter range (its
+  largest sizes dropped) never gives a shorter limit for the same size;
 * the same inputs always give the same decision.
 """
 
@@ -16,8 +18,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import predictor
-from policies import ClusterState, ExplorationBudget, Feasible, PolicySettings, Request, decide
+from policies import (
+    DEFAULTS,
+    ClusterState,
+    ExplorationBudget,
+    Feasible,
+    PolicySettings,
+    Request,
+    decide,
+)
 from policies.config import EFFICIENCY_BASELINES, FALLBACKS, STRATEGIES, TIME_LIMIT_REFERENCES
+from policies.profile import RuntimeProfile
+from policies.time_limit import time_limit
 
 from .curves import make_curve
 
@@ -185,7 +197,7 @@ def test_more_idle_nodes_never_give_a_smaller_size(
 
 @EXAMPLES
 @given(requests(), curves(), clusters(), policy_settings(), budgets())
-def test_the_time_limit_never_exceeds_the_partition_maximum(
+def test_the_time_limit_never_exceeds_the_users_nor_the_partition_maximum(
     request: Request,
     curve: predictor.Curve | None,
     cluster: ClusterState,
@@ -195,14 +207,56 @@ def test_the_time_limit_never_exceeds_the_partition_maximum(
     d = decide(request, curve, cluster, config, budget)
     if d.time_limit_min is None:
         return
+    assert request.time_limit_min is not None
+    assert d.time_limit_min <= request.time_limit_min
     if cluster.max_time_min is not None:
         assert d.time_limit_min <= cluster.max_time_min
-    else:
-        assert curve is not None
-        assert d.nodes is not None
-        predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
-        assert d.time_limit_min >= config.time_limit_floor_min
-        assert d.time_limit_min >= math.ceil(predicted - 1e-9)
+    assert curve is not None
+    assert d.nodes is not None
+    ceiling = min(request.time_limit_min, cluster.max_time_min or request.time_limit_min)
+    predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
+    assert d.time_limit_min >= min(ceiling, config.time_limit_floor_min)
+    assert d.time_limit_min >= min(ceiling, math.ceil(predicted - 1e-9))
+
+
+@EXAMPLES
+@given(
+    st.integers(1, 200),
+    st.integers(0, 300),
+    st.integers(1, 20_000),
+    st.floats(1.0, 500.0),
+    st.just(0.0) | st.floats(1e-6, 8.0),
+    st.floats(0.0, 0.1),
+    st.sets(st.integers(1, 512), min_size=3, max_size=8),
+    st.integers(1, 2),
+    st.data(),
+)
+def test_less_data_never_shortens_a_limit(
+    lo: int,
+    width: int,
+    user: int,
+    A: float,
+    sigma: float,
+    fit_error: float,
+    observed: set[int],
+    dropped: int,
+    data: st.DataObject,
+) -> None:
+    """The same prediction observed over a shorter range never gives a shorter limit."""
+    request = Request(lo, lo + width, user)
+    chosen = data.draw(st.integers(lo, lo + width))
+    full = tuple(sorted(observed))
+    long = make_curve(A, sigma, observed=full, fit_error=fit_error)
+    short = replace(long, observed_n=full[:-dropped])
+    limits = []
+    for curve in (long, short):
+        profile = RuntimeProfile.of(curve, lo, lo + width)
+        limits.append(time_limit(request, profile, chosen, ClusterState(), DEFAULTS).minutes)
+    assert limits[0] is not None
+    assert limits[1] is not None
+    assert limits[1] >= limits[0]
+    assert limits[0] <= user
+    assert limits[1] <= user
 
 
 @EXAMPLES
