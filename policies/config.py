@@ -16,8 +16,9 @@ Layout::
 Precedence, most specific first: ``[account.NAME]``, then ``[partition.NAME]``, then
 ``[defaults]``, then the built-in defaults (`PolicySettings()`). Every table is optional; unknown
 keys and tables are errors, so that a typo never passes silently. Rules that involve two keys
-(light_pressure below heavy_pressure) are checked on every combination a job can meet: the
-defaults, each partition, each account, and each partition with each account.
+(light_pressure below heavy_pressure below crowded_pressure) are checked on every combination
+a job can meet: the defaults, each partition, each account, and each partition with each
+account.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class PolicySettings:
     efficiency_baseline: str = "auto"
     light_pressure: float = 0.5
     heavy_pressure: float = 2.0
+    crowded_pressure: float = 8.0
     limit_to_idle: bool = True
     max_fit_error: float = 0.10
     fallback: str = "as_submitted"
@@ -152,10 +154,18 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             "size; in between the size is interpolated. Must exceed light_pressure.",
             _number(0.0, math.inf, low_open=True),
         ),
+        "crowded_pressure": KeySpec(
+            "a number > 0",
+            "Load pressure at or above which the job gets the user's minimum, the most "
+            "efficient size of its range; from heavy_pressure up the size slides from the "
+            "efficient size down to it. Must exceed heavy_pressure.",
+            _number(0.0, math.inf, low_open=True),
+        ),
         "limit_to_idle": KeySpec(
             "true or false",
-            "Under the load-adaptive rule, never go above the efficient size by more than "
-            "the idle nodes allow, so that the extra nodes do not delay the start.",
+            "Under the load-adaptive rule, never go past the idle nodes (nor below the user's "
+            "minimum): without an estimate of the wait, a larger size cannot be shown to "
+            "finish sooner.",
             _boolean,
         ),
         "max_fit_error": KeySpec(
@@ -283,26 +293,26 @@ def _named_tables(source: str, prefix: str, tables: object) -> dict[str, Mapping
     return out
 
 
+#: Keys that must rise in this order on every combination of tables.
+ORDERED = (("light_pressure", "heavy_pressure"), ("heavy_pressure", "crowded_pressure"))
+
+
 def _check_combination(
     source: str, settings: PolicySettings, where: str, sets: Mapping[str, Any], context: str = ""
 ) -> None:
     """Two-key rules, reported against the key the table `where` sets (`sets`)."""
-    light, heavy = settings.light_pressure, settings.heavy_pressure
-    if light < heavy:
-        return
-    if "heavy_pressure" in sets and "light_pressure" in sets:
-        context = ""
-    if "heavy_pressure" in sets and "light_pressure" not in sets:
+    for below, above in ORDERED:
+        low, high = getattr(settings, below), getattr(settings, above)
+        if low < high:
+            continue
+        said = "" if above in sets and below in sets else context
+        if above in sets and below not in sets:
+            raise PolicyConfigError(
+                source, f"{where}.{above}", f"must be above {below}{said} ({low:g}), got {high:g}"
+            )
         raise PolicyConfigError(
-            source,
-            f"{where}.heavy_pressure",
-            f"must be above light_pressure{context} ({light:g}), got {heavy:g}",
+            source, f"{where}.{below}", f"must be below {above}{said} ({high:g}), got {low:g}"
         )
-    raise PolicyConfigError(
-        source,
-        f"{where}.light_pressure",
-        f"must be below heavy_pressure{context} ({heavy:g}), got {light:g}",
-    )
 
 
 def parse_config(doc: Mapping[str, object], source: str) -> PolicyConfig:

@@ -143,7 +143,7 @@ def decide(
         efficiency = efficiency_rule(profile, settings)
         pws = pws_rule(profile)
         cap = cap_rule(curve, lo, hi)
-        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings)
+        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
         explore = exploration_rule(profile, allowed, budget, settings)
         candidates += [efficiency, pws, cap, load, explore.candidate]
         unusable = unusable_because(curve, settings)

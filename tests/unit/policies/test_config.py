@@ -183,6 +183,21 @@ def test_odd_table_names_are_quoted_in_messages() -> None:
     assert message.startswith(f'{SOURCE}: partition."gpu a100".strategy must be one of')
 
 
+def test_crowded_pressure_must_stay_above_heavy() -> None:
+    assert refused("[defaults]\ncrowded_pressure = 1.5") == (
+        f"{SOURCE}: defaults.crowded_pressure must be above heavy_pressure of the built-in "
+        "defaults (2), got 1.5"
+    )
+    assert refused("[partition.p]\nheavy_pressure = 9.0") == (
+        f"{SOURCE}: partition.p.heavy_pressure must be below crowded_pressure of defaults (8), "
+        "got 9"
+    )
+    assert (
+        parse("[defaults]\nheavy_pressure = 9.0\ncrowded_pressure = 20.0").defaults.crowded_pressure
+        == 20.0
+    )
+
+
 def test_light_pressure_must_stay_below_heavy_in_every_combination() -> None:
     assert refused("[defaults]\nlight_pressure = 3.0") == (
         f"{SOURCE}: defaults.light_pressure must be below heavy_pressure of the built-in "

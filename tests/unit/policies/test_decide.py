@@ -81,8 +81,21 @@ def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> No
 def test_strategies_and_the_cap() -> None:
     light = decide(JOB, LU, LIGHT)
     assert (light.nodes, light.rule) == (48, "load_adaptive")
+    # issue 14 item 1: 200 nodes pending for 4 idle (pressure 50) gave the efficient size, 33
+    # nodes (a long wait, 55% more node-hours than the user's minimum). Crowded: the minimum.
     heavy = decide(JOB, LU, HEAVY)
-    assert (heavy.nodes, heavy.rule) == (33, "load_adaptive")
+    assert (heavy.nodes, heavy.rule) == (4, "load_adaptive")
+    assert "crowded" in heavy.reason
+    assert "pressure 50.00" in heavy.reason
+    # At the heavy pressure itself (8 pending for 4 idle = 2) the efficient size, 33, would not
+    # fit the 4 idle nodes, so the job takes what can start now.
+    at_heavy = decide(JOB, LU, ClusterState(idle_nodes=4, pending_demand_nodes=8, total_nodes=64))
+    assert at_heavy.nodes == 4
+    roomy = ClusterState(idle_nodes=40, pending_demand_nodes=80, total_nodes=64)
+    assert decide(JOB, LU, roomy).nodes == 33  # pressure 2: the efficient size, within idle
+    busier = ClusterState(idle_nodes=40, pending_demand_nodes=200, total_nodes=64)
+    # pressure 5, halfway from heavy (2) to crowded (8): 4 + ⌊0.5·(33 - 4)⌋ = 18
+    assert decide(JOB, LU, busier).nodes == 18
     pws = decide(JOB, LU, LIGHT, replace(DEFAULTS, strategy="pws"))
     assert (pws.nodes, pws.rule) == (33, "pws")
     # Efficiency against the 2-node runs stays at 50% up to 49 nodes, one past the knee.

@@ -1,7 +1,8 @@
 """Properties every decision keeps, on random curves, jobs, clusters and settings (hypothesis).
 
 * the size is inside the user's range and the partition's limits (or the job is left alone);
-* under the load-adaptive rule, more idle nodes never give a smaller size;
+* under the load-adaptive rule, more idle nodes never give a smaller size, and more pending
+  demand (more pressure) never gives more nodes;
 * the time limit never exceeds the user's own limit nor the partition's maximum, and below
   those it is never shorter than the floor or the predicted runtime;
 * less data never shortens a limit: the same curve observed over a shorter range (its
@@ -109,7 +110,8 @@ def policy_settings(draw: st.DrawFn) -> PolicySettings:
         efficiency_threshold=draw(st.floats(0.01, 1.0)),
         efficiency_baseline=draw(st.sampled_from(EFFICIENCY_BASELINES)),
         light_pressure=light,
-        heavy_pressure=light + draw(st.floats(0.01, 10.0)),
+        heavy_pressure=(heavy := light + draw(st.floats(0.01, 10.0))),
+        crowded_pressure=heavy + draw(st.floats(0.01, 20.0)),
         limit_to_idle=draw(st.booleans()),
         max_fit_error=draw(st.floats(0.01, 1.0)),
         fallback=draw(st.sampled_from(FALLBACKS)),
@@ -193,6 +195,45 @@ def test_more_idle_nodes_never_give_a_smaller_size(
         assert sizes[1] >= sizes[0]
     else:
         assert sizes[0] == sizes[1]  # leaving the job alone does not depend on the load
+
+
+@EXAMPLES
+@given(
+    requests(),
+    curves(),
+    st.none() | st.integers(0, 1000),
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.none() | st.integers(1, 500),
+    policy_settings(),
+    budgets(),
+)
+def test_more_pressure_never_gives_more_nodes(
+    request: Request,
+    curve: predictor.Curve | None,
+    idle: int | None,
+    pending_a: int,
+    pending_b: int,
+    max_nodes: int | None,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    less, more = sorted((pending_a, pending_b))
+    config = replace(config, strategy="load_adaptive")
+    sizes = [
+        decide(
+            request,
+            curve,
+            ClusterState(idle, pending, max_nodes_per_job=max_nodes),
+            config,
+            budget,
+        ).nodes
+        for pending in (less, more)
+    ]
+    if sizes[0] is not None and sizes[1] is not None:
+        assert sizes[1] <= sizes[0]
+    else:
+        assert sizes[0] == sizes[1]
 
 
 @EXAMPLES
