@@ -3,7 +3,8 @@
 decide
     Fits the curve from an observation CSV, builds the request and the cluster state from
     options, and prints the decision: ``{"nodes", "time_limit_min", "rule", "reason"}`` with
-    ``--format json`` (DESIGN.md), plus ``"time_limit_reason"`` and every rule's
+    ``--format json`` (DESIGN.md) and ``"max_nodes"`` (null when pinned, the range's largest
+    size with release = "range"), plus ``"time_limit_reason"`` and every rule's
     ``"candidates"`` with ``--explain``.
 policy check
     Validates a policy file and prints the settings in effect for the defaults and for each
@@ -128,6 +129,8 @@ def _headline(decision: policies.Decision) -> str:
     if decision.nodes is None:
         return f"Left as submitted (rule: {decision.rule})."
     size = f"{decision.nodes} node" if decision.nodes == 1 else f"{decision.nodes} nodes"
+    if decision.max_nodes is not None:
+        size = f"{decision.nodes}-{decision.max_nodes} nodes (Slurm picks at start)"
     limit = (
         "time limit unchanged"
         if decision.time_limit_min is None
@@ -306,6 +309,7 @@ def decide(
         pending=pending,
         nodes=decision.nodes,
         new_time_limit_min=decision.time_limit_min,
+        new_max_nodes=decision.max_nodes,
         rule=decision.rule,
         reason=printable(decision.reason),
         elapsed_ms=elapsed_ms(started),

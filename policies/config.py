@@ -35,6 +35,7 @@ STRATEGIES = ("load_adaptive", "efficiency", "pws")
 EFFICIENCY_BASELINES = ("auto", "t1", "smallest_observed")
 FALLBACKS = ("as_submitted", "min", "max")
 TIME_LIMIT_REFERENCES = ("min", "max")
+RELEASES = ("pinned", "range")
 TABLES = ("defaults", "partition", "account")
 #: Characters of a bad value quoted in an error message.
 _SHOWN = 40
@@ -68,6 +69,7 @@ class PolicySettings:
     time_limit_reference: str = "min"
     time_limit_safety_factor: float = 1.2
     time_limit_floor_min: int = 5
+    release: str = "pinned"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -211,6 +213,13 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             "a whole number of minutes ≥ 1",
             "The shortest time limit adaptalloc sets, in minutes.",
             _whole(1),
+        ),
+        "release": KeySpec(
+            _one_of(RELEASES),
+            "How a sized job is released: pinned (exactly the chosen size) or range (the "
+            "narrowed range [efficient, larger useful size], so that Slurm still picks the size "
+            "when the job starts; its time limit fits the range's smallest size).",
+            _choice(RELEASES),
         ),
     }
 )

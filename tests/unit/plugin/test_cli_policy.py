@@ -27,7 +27,8 @@ CANDIDATE_RULES = ["efficiency", "pws", "cap", "load_adaptive", "exploration"]
 
 def test_decide_json_is_exactly_the_contract(run_cli: RunCli) -> None:
     doc = json_document(run_cli("decide", *LU_JOB, "--time-limit", "60", "--format", "json"))
-    assert list(doc) == ["nodes", "time_limit_min", "rule", "reason"]
+    assert list(doc) == ["nodes", "time_limit_min", "rule", "reason", "max_nodes"]
+    assert doc["max_nodes"] is None  # pinned by default
     # NPB LU: maximum useful size 48, limited to the 40 idle nodes under a light load.
     assert doc["nodes"] == 40
     assert doc["rule"] == "load_adaptive"
@@ -45,6 +46,7 @@ def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
         "time_limit_min",
         "rule",
         "reason",
+        "max_nodes",
         "time_limit_reason",
         "candidates",
     ]
@@ -81,6 +83,18 @@ def test_decide_never_raises_a_limit_above_the_users(
     assert (doc["nodes"], doc["time_limit_min"]) == (1, 60)
     assert "720 min" in doc["reason"]  # the user is told the curve predicts more
     assert "kept at the user's 60 min" in doc["time_limit_reason"]
+
+
+def test_decide_releases_a_range_when_the_policy_says_so(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    config = write_file("range.toml", '[defaults]\nrelease = "range"\n')
+    args = ("decide", *LU_JOB, "--time-limit", "60", "--config", str(config))
+    doc = json_document(run_cli(*args, "--format", "json"))
+    # NPB LU: the efficient size 33 (pws) to the larger useful size 48 (the cap).
+    assert (doc["nodes"], doc["max_nodes"], doc["rule"]) == (33, 48, "load_adaptive")
+    assert "range 33-48" in doc["reason"]
+    assert run_cli(*args).stdout.startswith("33-48 nodes (Slurm picks at start), time limit ")
 
 
 def test_decide_does_not_cut_a_limit_on_extrapolation(run_cli: RunCli) -> None:

@@ -20,6 +20,8 @@ from policies import (
     decide,
 )
 from policies.decide import MAX_NODES
+from policies.profile import RuntimeProfile
+from policies.time_limit import time_limit
 
 from .curves import LU_CSV_NAME, make_curve, optimized_for, unreliable
 
@@ -180,13 +182,15 @@ def test_reasons_are_one_sentence_each() -> None:
 
 def test_to_dict_is_the_cli_contract() -> None:
     d = decide(JOB, LU, LIGHT)
-    assert list(d.to_dict()) == ["nodes", "time_limit_min", "rule", "reason"]
+    assert list(d.to_dict()) == ["nodes", "time_limit_min", "rule", "reason", "max_nodes"]
+    assert d.to_dict()["max_nodes"] is None  # pinned
     explained = d.to_dict(explain=True)
     assert list(explained) == [
         "nodes",
         "time_limit_min",
         "rule",
         "reason",
+        "max_nodes",
         "time_limit_reason",
         "candidates",
     ]
@@ -200,3 +204,49 @@ def test_an_absurd_range_without_a_partition_limit_is_cut_to_max_nodes() -> None
     assert d.reason.endswith("; adaptalloc considers at most 1,048,576 nodes per job")
     huge = decide(Request(MAX_NODES + 1, 10**9), curve, ClusterState())
     assert (huge.nodes, huge.rule) == (None, "partition_limit")
+
+
+# --- release with a range -------------------------------------------------------------------
+
+RANGE = replace(DEFAULTS, release="range")
+
+
+def test_pinned_by_default() -> None:
+    d = decide(JOB, LU, LIGHT)
+    assert (d.nodes, d.max_nodes) == (48, None)
+
+
+def test_range_release_carries_the_efficient_to_the_larger_useful_size() -> None:
+    # NPB LU 4-64: efficient size 33 (pws), larger useful size 48 (the cap).
+    roomy = ClusterState(idle_nodes=40, total_nodes=64)
+    pinned = decide(JOB, LU, roomy)
+    d = decide(JOB, LU, roomy, RANGE)
+    assert pinned.nodes == 40  # light load, limited to the 40 idle nodes
+    assert (d.nodes, d.max_nodes, d.rule) == (33, 48, "load_adaptive")
+    assert "range 33-48" in d.reason
+    assert d.to_dict()["max_nodes"] == 48
+    # The time limit fits the range's smallest size, 33, longer than the pinned 40's.
+    at_33 = time_limit(JOB, RuntimeProfile.of(LU, 4, 64), 33, roomy, DEFAULTS)
+    assert d.time_limit_min == at_33.minutes
+    assert d.time_limit_reason == at_33.reason
+    assert pinned.time_limit_min is not None
+    assert d.time_limit_min is not None
+    assert d.time_limit_min > pinned.time_limit_min
+    # Crowded: the range starts at the user's minimum and Slurm may still give up to 48.
+    crowded = decide(JOB, LU, HEAVY, RANGE)
+    assert (crowded.nodes, crowded.max_nodes) == (4, 48)
+
+
+def test_range_release_stays_pinned_for_exploration_fallback_and_feasible_sizes() -> None:
+    shaky = replace(LU, diagnostics=unreliable("runner_up", 16))
+    budget = ExplorationBudget(jobs_decided=50, node_hours_decided=100.0)
+    explored = decide(JOB, shaky, LIGHT, RANGE, budget)
+    assert (explored.nodes, explored.rule, explored.max_nodes) == (16, "exploration", None)
+    fallback = decide(JOB, None, LIGHT, replace(RANGE, fallback="min"))
+    assert (fallback.nodes, fallback.max_nodes) == (4, None)
+    two = Request(4, 64, time_limit_min=60, feasible=Feasible.named("powers_of_two"))
+    tagged = decide(two, LU, LIGHT, RANGE)
+    assert (tagged.nodes, tagged.max_nodes) == (32, None)
+    assert "pinned at 32 nodes" in tagged.reason
+    # A range that narrows to one size is pinned.
+    assert decide(Request(4, 4, 60), LU, LIGHT, RANGE).max_nodes is None

@@ -1,6 +1,7 @@
 """Properties every decision keeps, on random curves, jobs, clusters and settings (hypothesis).
 
-* the size is inside the user's range and the partition's limits (or the job is left alone);
+* the size (or the released range) is inside the user's range and the partition's limits (or
+  the job is left alone);
 * under the load-adaptive rule, more idle nodes never give a smaller size, and more pending
   demand (more pressure) never gives more nodes;
 * the time limit never exceeds the user's own limit nor the partition's maximum, and below
@@ -28,7 +29,13 @@ from policies import (
     Request,
     decide,
 )
-from policies.config import EFFICIENCY_BASELINES, FALLBACKS, STRATEGIES, TIME_LIMIT_REFERENCES
+from policies.config import (
+    EFFICIENCY_BASELINES,
+    FALLBACKS,
+    RELEASES,
+    STRATEGIES,
+    TIME_LIMIT_REFERENCES,
+)
 from policies.profile import RuntimeProfile
 from policies.time_limit import time_limit
 
@@ -121,6 +128,7 @@ def policy_settings(draw: st.DrawFn) -> PolicySettings:
         time_limit_reference=draw(st.sampled_from(TIME_LIMIT_REFERENCES)),
         time_limit_safety_factor=draw(st.floats(1.0, 3.0)),
         time_limit_floor_min=draw(st.integers(1, 60)),
+        release=draw(st.sampled_from(RELEASES)),
     )
 
 
@@ -151,9 +159,14 @@ def test_the_size_is_inside_the_range_and_the_partition_limits(
         assert d.rule in ("fallback", "partition_limit")
         return
     assert request.min_nodes <= d.nodes <= request.max_nodes
+    top = d.nodes if d.max_nodes is None else d.max_nodes
+    assert d.nodes <= top <= request.max_nodes
+    if d.max_nodes is not None:
+        assert config.release == "range"
+        assert d.nodes < d.max_nodes
     limit = cluster.node_limit
     if limit is not None:
-        assert d.nodes <= limit
+        assert top <= limit
     if d.time_limit_min is not None:
         assert d.time_limit_min >= 1
 
