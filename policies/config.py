@@ -39,6 +39,12 @@ RELEASES = ("pinned", "range")
 TABLES = ("defaults", "partition", "account")
 #: Characters of a bad value quoted in an error message.
 _SHOWN = 40
+#: Sane upper bounds. A setting beyond them passes no useful policy and could make every
+#: decision fail (a safety factor of 1e308 overflows the limit arithmetic).
+MAX_PRESSURE = 1e6  # pending nodes per idle node: far beyond any queue
+MAX_FIT_ERROR = 0.5  # the time limit divides by T(ref)·(1 - fit_error)
+MAX_SAFETY_FACTOR = 10.0
+MAX_FLOOR_MIN = 10_080  # a week
 
 
 class PolicyConfigError(ValueError):
@@ -100,7 +106,10 @@ def _number(
     def accepts(v: object) -> object | None:
         if isinstance(v, bool) or not isinstance(v, int | float):
             return None
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer beyond any float
+            return None
         if not math.isfinite(x):
             return None
         if x < low or (low_open and x == low) or x > high or (high_open and x == high):
@@ -110,8 +119,10 @@ def _number(
     return accepts
 
 
-def _whole(low: int) -> Callable[[object], object | None]:
-    return lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= low else None
+def _whole(low: int, high: int) -> Callable[[object], object | None]:
+    return lambda v: (
+        v if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high else None
+    )
 
 
 def _boolean(v: object) -> object | None:
@@ -145,23 +156,23 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             _choice(EFFICIENCY_BASELINES),
         ),
         "light_pressure": KeySpec(
-            "a number ≥ 0",
+            "a number in [0, 1e6]",
             "Load pressure (pending nodes per idle node) at or below which the load is light "
             "and the job gets the larger useful size.",
-            _number(0.0, math.inf),
+            _number(0.0, MAX_PRESSURE),
         ),
         "heavy_pressure": KeySpec(
-            "a number > 0",
+            "a number in (0, 1e6]",
             "Load pressure at or above which the load is heavy and the job gets the efficient "
             "size; in between the size is interpolated. Must exceed light_pressure.",
-            _number(0.0, math.inf, low_open=True),
+            _number(0.0, MAX_PRESSURE, low_open=True),
         ),
         "crowded_pressure": KeySpec(
-            "a number > 0",
+            "a number in (0, 1e6]",
             "Load pressure at or above which the job gets the user's minimum, the most "
             "efficient size of its range; from heavy_pressure up the size slides from the "
             "efficient size down to it. Must exceed heavy_pressure.",
-            _number(0.0, math.inf, low_open=True),
+            _number(0.0, MAX_PRESSURE, low_open=True),
         ),
         "limit_to_idle": KeySpec(
             "true or false",
@@ -171,10 +182,11 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             _boolean,
         ),
         "max_fit_error": KeySpec(
-            "a number > 0",
+            "a number in (0, 0.5]",
             "A curve whose largest relative fitting error exceeds this is unusable and the "
-            "fallback applies.",
-            _number(0.0, math.inf, low_open=True),
+            "fallback applies; it never shortens a time limit either. 0.10 agrees with "
+            "ADEPT's reliability check.",
+            _number(0.0, MAX_FIT_ERROR, low_open=True),
         ),
         "fallback": KeySpec(
             _one_of(FALLBACKS),
@@ -205,14 +217,14 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             _choice(TIME_LIMIT_REFERENCES),
         ),
         "time_limit_safety_factor": KeySpec(
-            "a number ≥ 1",
+            "a number in [1, 10]",
             "Multiplies the rescaled limit and the predicted runtime, against prediction error.",
-            _number(1.0, math.inf),
+            _number(1.0, MAX_SAFETY_FACTOR),
         ),
         "time_limit_floor_min": KeySpec(
-            "a whole number of minutes ≥ 1",
-            "The shortest time limit adaptalloc sets, in minutes.",
-            _whole(1),
+            "a whole number of minutes in [1, 10080]",
+            "The shortest time limit adaptalloc sets, in minutes (never above the user's own).",
+            _whole(1, MAX_FLOOR_MIN),
         ),
         "release": KeySpec(
             _one_of(RELEASES),
@@ -257,7 +269,8 @@ def _show(value: object) -> str:
         text = json.dumps(value[:_SHOWN])
         return text if len(value) <= _SHOWN else f'{text[:-1]}..." ({len(value):,} characters)'
     if isinstance(value, int | float):
-        return repr(value)
+        text = repr(value)
+        return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text)} digits)"
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, list):

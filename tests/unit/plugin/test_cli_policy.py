@@ -289,6 +289,17 @@ def test_policy_check_shows_the_effective_settings_per_table(
             "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 10)",
         ),
         (b"\xff\xfe", "not UTF-8 text"),
+        # issue 15 item 7: tomllib recurses per level and raised RecursionError (exit 70)
+        (
+            "[defaults]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
+            "not a policy file: arrays or tables nested too deeply",
+        ),
+        ("a = " + "{b = " * 5_000 + "1" + "}" * 5_000 + "\n", "not a policy file: arrays or"),
+        ("[defaults]\nlight_pressure = " + "9" * 5_000 + "\n", "not a policy file: Exceeds the"),
+        (
+            "[defaults]\ntime_limit_safety_factor = 1e308\n",
+            "defaults.time_limit_safety_factor must be a number in [1, 10], got 1e+308",
+        ),
     ],
 )
 def test_policy_check_refuses_with_one_line(
@@ -297,6 +308,17 @@ def test_policy_check_refuses_with_one_line(
     policy = write_file("policy.toml", content)
     line = assert_one_error_line(run_cli("policy", "check", policy))
     assert line.startswith(f"adaptalloc: error: {policy}: {expected}")
+
+
+def test_decide_with_an_absurd_safety_factor_is_one_line(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # It passed `policy check` and every decision died with an OverflowError (exit 70).
+    policy = write_file("policy.toml", "[defaults]\ntime_limit_safety_factor = 1e308\n")
+    line = assert_one_error_line(
+        run_cli("decide", *LU_JOB, "--time-limit", "60", "--config", policy)
+    )
+    assert "time_limit_safety_factor must be a number in [1, 10]" in line
 
 
 def test_policy_check_unreadable_file(run_cli: RunCli, tmp_path: Path) -> None:
