@@ -219,6 +219,23 @@ class Load:
     words: str
 
 
+def load_rule_words(settings: PolicySettings) -> str:
+    """The load-adaptive rule with this policy's thresholds, for ``--explain``."""
+    idle = (
+        "never past the idle nodes (a larger size's wait is unknown, so its completion "
+        "cannot be shown to be sooner)"
+        if settings.limit_to_idle
+        else "not limited to the idle nodes (limit_to_idle is off)"
+    )
+    return (
+        f"with pressure p = pending nodes / idle nodes, the size slides from the larger "
+        f"useful size (p ≤ {settings.light_pressure:g}) to the efficient size (p = "
+        f"{settings.heavy_pressure:g}) down to the user's minimum (p ≥ "
+        f"{settings.crowded_pressure:g}), linearly in between; more pressure never gives more "
+        f"nodes; {idle}"
+    )
+
+
 def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
     """w in [0, 1] between e (0) and u (1); 0 from heavy_pressure up (module doc)."""
     if cluster.idle_nodes is None:

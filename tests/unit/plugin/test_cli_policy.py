@@ -49,7 +49,10 @@ def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
         "max_nodes",
         "time_limit_reason",
         "candidates",
+        "load_rule",
     ]
+    assert "user's minimum (p ≥ 8)" in doc["load_rule"]
+    assert "never past the idle nodes" in doc["load_rule"]
     assert [c["rule"] for c in doc["candidates"]] == CANDIDATE_RULES
     for candidate in doc["candidates"]:
         assert list(candidate) == ["rule", "nodes", "reason"]
@@ -134,6 +137,7 @@ def test_decide_text_and_explain_table(run_cli: RunCli) -> None:
     assert "time limit unchanged" in text.splitlines()[0]
     assert "Every rule's candidate" in text
     assert "load_adaptive *" in text
+    assert "Load rule: with pressure p = pending nodes / idle nodes" in text
     for rule in CANDIDATE_RULES:
         assert rule in text
 
@@ -171,6 +175,7 @@ def test_decide_with_a_policy_file_and_partition_limits(
         "rule": "partition_limit",
         "reason": "the job asks for at least 80 nodes but the partition allows at most 64 per "
         "job, so it is left as submitted",
+        "max_nodes": None,
     }
 
 
