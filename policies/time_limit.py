@@ -48,7 +48,8 @@ class TimeLimit:
 
     minutes: int | None
     reason: str
-    #: For the decision's own reason: set when MaxTime cut the limit below the prediction.
+    #: For the decision's own reason: set when the prediction exceeds the limit set (the
+    #: user's own, which stands, or the partition's MaxTime).
     note: str = ""
 
 
