@@ -3,8 +3,9 @@
 decide
     Fits the curve from an observation CSV, builds the request and the cluster state from
     options, and prints the decision: ``{"nodes", "time_limit_min", "rule", "reason"}`` with
-    ``--format json`` (DESIGN.md), plus ``"time_limit_reason"`` and every rule's
-    ``"candidates"`` with ``--explain``.
+    ``--format json`` (DESIGN.md) and ``"max_nodes"`` (null when pinned, the range's largest
+    size with release = "range"), plus ``"time_limit_reason"`` and every rule's
+    ``"candidates"`` and the ``"load_rule"`` with ``--explain``.
 policy check
     Validates a policy file and prints the settings in effect for the defaults and for each
     partition and account table.
@@ -43,6 +44,7 @@ from plugin.cli_common import stdout_console as _stdout_console
 from plugin.errors import InputError, printable, quote_value
 from plugin.learner import curve_from_fit
 from plugin.policy_file import load_policy_config
+from policies.rules import load_rule_words
 
 __all__ = ["decide", "load_policy_config", "parse_range", "policy"]
 
@@ -128,6 +130,8 @@ def _headline(decision: policies.Decision) -> str:
     if decision.nodes is None:
         return f"Left as submitted (rule: {decision.rule})."
     size = f"{decision.nodes} node" if decision.nodes == 1 else f"{decision.nodes} nodes"
+    if decision.max_nodes is not None:
+        size = f"{decision.nodes}-{decision.max_nodes} nodes (Slurm picks at start)"
     limit = (
         "time limit unchanged"
         if decision.time_limit_min is None
@@ -136,13 +140,18 @@ def _headline(decision: policies.Decision) -> str:
     return f"{size}, {limit} (rule: {decision.rule})."
 
 
-def render_decision(decision: policies.Decision, console: Console, explain: bool) -> None:
-    """The decision for people: a headline, why, and with `explain` every rule's candidate."""
+def render_decision(
+    decision: policies.Decision, console: Console, explain: bool, load_rule: str = ""
+) -> None:
+    """The decision for people: a headline, why, and with `explain` every rule's candidate
+    and the load rule."""
     _say(console, _headline(decision))
     _say(console, f"Why: {printable(decision.reason)}.")
     _say(console, f"Time limit: {printable(decision.time_limit_reason)}.")
     if not explain:
         return
+    if load_rule:
+        _say(console, f"Load rule: {load_rule}.")
     table = Table(box=box.SIMPLE, show_header=True, title="Every rule's candidate")
     table.add_column("rule")
     table.add_column("nodes", justify="right")
@@ -289,10 +298,14 @@ def decide(
     decision = policies.decide(
         request, curve, cluster, settings, missing=missing or "no curve is known"
     )
+    load_rule = load_rule_words(settings)
     if output_format == "json":
-        emit_json(decision.to_dict(explain))
+        doc = decision.to_dict(explain)
+        if explain:
+            doc["load_rule"] = load_rule
+        emit_json(doc)
     else:
-        render_decision(decision, _stdout_console(), explain)
+        render_decision(decision, _stdout_console(), explain, load_rule)
         sys.stdout.flush()
     log.info(
         "decide",
@@ -306,6 +319,7 @@ def decide(
         pending=pending,
         nodes=decision.nodes,
         new_time_limit_min=decision.time_limit_min,
+        new_max_nodes=decision.max_nodes,
         rule=decision.rule,
         reason=printable(decision.reason),
         elapsed_ms=elapsed_ms(started),

@@ -32,6 +32,10 @@ def load_policy_config(path: str | None) -> policies.PolicyConfig:
         raise InputError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{name}: not valid TOML: {printable(str(exc))}") from exc
+    except ValueError as exc:  # an integer beyond Python's 4300-digit conversion limit
+        raise InputError(f"{name}: not a policy file: {printable(str(exc))[:120]}") from exc
+    except RecursionError as exc:  # tomllib recurses once per nested array or inline table
+        raise InputError(f"{name}: not a policy file: arrays or tables nested too deeply") from exc
     try:
         return policies.parse_config(doc, name)
     except policies.PolicyConfigError as exc:

@@ -6,6 +6,7 @@ node count, a time limit and the reason. Pure code: no I/O, no logging, no globa
     settings = policies.effective(config, partition="batch", account="physics")
     decision = policies.decide(request, curve, cluster, settings, budget)
     decision.nodes, decision.time_limit_min, decision.rule, decision.reason
+    decision.max_nodes   # None: pinned at nodes; else release with NumNodes=nodes-max_nodes
 
 The decision flow is in decide.py, each rule and its literature in rules.py, the time limit in
 time_limit.py, feasible sizes in feasible.py and the configuration's keys in config.py.

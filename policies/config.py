@@ -16,8 +16,9 @@ Layout::
 Precedence, most specific first: ``[account.NAME]``, then ``[partition.NAME]``, then
 ``[defaults]``, then the built-in defaults (`PolicySettings()`). Every table is optional; unknown
 keys and tables are errors, so that a typo never passes silently. Rules that involve two keys
-(light_pressure below heavy_pressure) are checked on every combination a job can meet: the
-defaults, each partition, each account, and each partition with each account.
+(light_pressure below heavy_pressure below crowded_pressure) are checked on every combination
+a job can meet: the defaults, each partition, each account, and each partition with each
+account.
 """
 
 from __future__ import annotations
@@ -34,9 +35,16 @@ STRATEGIES = ("load_adaptive", "efficiency", "pws")
 EFFICIENCY_BASELINES = ("auto", "t1", "smallest_observed")
 FALLBACKS = ("as_submitted", "min", "max")
 TIME_LIMIT_REFERENCES = ("min", "max")
+RELEASES = ("pinned", "range")
 TABLES = ("defaults", "partition", "account")
 #: Characters of a bad value quoted in an error message.
 _SHOWN = 40
+#: Sane upper bounds. A setting beyond them passes no useful policy and could make every
+#: decision fail (a safety factor of 1e308 overflows the limit arithmetic).
+MAX_PRESSURE = 1e6  # pending nodes per idle node: far beyond any queue
+MAX_FIT_ERROR = 0.5  # the time limit divides by T(ref)·(1 - fit_error)
+MAX_SAFETY_FACTOR = 10.0
+MAX_FLOOR_MIN = 10_080  # a week
 
 
 class PolicyConfigError(ValueError):
@@ -57,8 +65,9 @@ class PolicySettings:
     efficiency_baseline: str = "auto"
     light_pressure: float = 0.5
     heavy_pressure: float = 2.0
+    crowded_pressure: float = 8.0
     limit_to_idle: bool = True
-    max_fit_error: float = 0.25
+    max_fit_error: float = 0.10
     fallback: str = "as_submitted"
     exploration_job_share: float = 0.1
     exploration_node_hour_share: float = 0.1
@@ -66,6 +75,7 @@ class PolicySettings:
     time_limit_reference: str = "min"
     time_limit_safety_factor: float = 1.2
     time_limit_floor_min: int = 5
+    release: str = "pinned"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,7 +106,10 @@ def _number(
     def accepts(v: object) -> object | None:
         if isinstance(v, bool) or not isinstance(v, int | float):
             return None
-        x = float(v)
+        try:
+            x = float(v)
+        except OverflowError:  # an integer beyond any float
+            return None
         if not math.isfinite(x):
             return None
         if x < low or (low_open and x == low) or x > high or (high_open and x == high):
@@ -106,8 +119,10 @@ def _number(
     return accepts
 
 
-def _whole(low: int) -> Callable[[object], object | None]:
-    return lambda v: v if isinstance(v, int) and not isinstance(v, bool) and v >= low else None
+def _whole(low: int, high: int) -> Callable[[object], object | None]:
+    return lambda v: (
+        v if isinstance(v, int) and not isinstance(v, bool) and low <= v <= high else None
+    )
 
 
 def _boolean(v: object) -> object | None:
@@ -141,28 +156,37 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             _choice(EFFICIENCY_BASELINES),
         ),
         "light_pressure": KeySpec(
-            "a number ≥ 0",
+            "a number in [0, 1e6]",
             "Load pressure (pending nodes per idle node) at or below which the load is light "
             "and the job gets the larger useful size.",
-            _number(0.0, math.inf),
+            _number(0.0, MAX_PRESSURE),
         ),
         "heavy_pressure": KeySpec(
-            "a number > 0",
+            "a number in (0, 1e6]",
             "Load pressure at or above which the load is heavy and the job gets the efficient "
             "size; in between the size is interpolated. Must exceed light_pressure.",
-            _number(0.0, math.inf, low_open=True),
+            _number(0.0, MAX_PRESSURE, low_open=True),
+        ),
+        "crowded_pressure": KeySpec(
+            "a number in (0, 1e6]",
+            "Load pressure at or above which the job gets the user's minimum, the most "
+            "efficient size of its range; from heavy_pressure up the size slides from the "
+            "efficient size down to it. Must exceed heavy_pressure.",
+            _number(0.0, MAX_PRESSURE, low_open=True),
         ),
         "limit_to_idle": KeySpec(
             "true or false",
-            "Under the load-adaptive rule, never go above the efficient size by more than "
-            "the idle nodes allow, so that the extra nodes do not delay the start.",
+            "Under the load-adaptive rule, never go past the idle nodes (nor below the user's "
+            "minimum): without an estimate of the wait, a larger size cannot be shown to "
+            "finish sooner.",
             _boolean,
         ),
         "max_fit_error": KeySpec(
-            "a number > 0",
+            "a number in (0, 0.5]",
             "A curve whose largest relative fitting error exceeds this is unusable and the "
-            "fallback applies.",
-            _number(0.0, math.inf, low_open=True),
+            "fallback applies; it never shortens a time limit either. 0.10 agrees with "
+            "ADEPT's reliability check.",
+            _number(0.0, MAX_FIT_ERROR, low_open=True),
         ),
         "fallback": KeySpec(
             _one_of(FALLBACKS),
@@ -193,14 +217,21 @@ KEYS: Mapping[str, KeySpec] = MappingProxyType(
             _choice(TIME_LIMIT_REFERENCES),
         ),
         "time_limit_safety_factor": KeySpec(
-            "a number ≥ 1",
+            "a number in [1, 10]",
             "Multiplies the rescaled limit and the predicted runtime, against prediction error.",
-            _number(1.0, math.inf),
+            _number(1.0, MAX_SAFETY_FACTOR),
         ),
         "time_limit_floor_min": KeySpec(
-            "a whole number of minutes ≥ 1",
-            "The shortest time limit adaptalloc sets, in minutes.",
-            _whole(1),
+            "a whole number of minutes in [1, 10080]",
+            "The shortest time limit adaptalloc sets, in minutes (never above the user's own).",
+            _whole(1, MAX_FLOOR_MIN),
+        ),
+        "release": KeySpec(
+            _one_of(RELEASES),
+            "How a sized job is released: pinned (exactly the chosen size) or range (the "
+            "narrowed range [efficient, larger useful size], so that Slurm still picks the size "
+            "when the job starts; its time limit fits the range's smallest size).",
+            _choice(RELEASES),
         ),
     }
 )
@@ -238,7 +269,8 @@ def _show(value: object) -> str:
         text = json.dumps(value[:_SHOWN])
         return text if len(value) <= _SHOWN else f'{text[:-1]}..." ({len(value):,} characters)'
     if isinstance(value, int | float):
-        return repr(value)
+        text = repr(value)
+        return text if len(text) <= _SHOWN else f"{text[:_SHOWN]}... ({len(text)} digits)"
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, list):
@@ -283,26 +315,26 @@ def _named_tables(source: str, prefix: str, tables: object) -> dict[str, Mapping
     return out
 
 
+#: Keys that must rise in this order on every combination of tables.
+ORDERED = (("light_pressure", "heavy_pressure"), ("heavy_pressure", "crowded_pressure"))
+
+
 def _check_combination(
     source: str, settings: PolicySettings, where: str, sets: Mapping[str, Any], context: str = ""
 ) -> None:
     """Two-key rules, reported against the key the table `where` sets (`sets`)."""
-    light, heavy = settings.light_pressure, settings.heavy_pressure
-    if light < heavy:
-        return
-    if "heavy_pressure" in sets and "light_pressure" in sets:
-        context = ""
-    if "heavy_pressure" in sets and "light_pressure" not in sets:
+    for below, above in ORDERED:
+        low, high = getattr(settings, below), getattr(settings, above)
+        if low < high:
+            continue
+        said = "" if above in sets and below in sets else context
+        if above in sets and below not in sets:
+            raise PolicyConfigError(
+                source, f"{where}.{above}", f"must be above {below}{said} ({low:g}), got {high:g}"
+            )
         raise PolicyConfigError(
-            source,
-            f"{where}.heavy_pressure",
-            f"must be above light_pressure{context} ({light:g}), got {heavy:g}",
+            source, f"{where}.{below}", f"must be below {above}{said} ({high:g}), got {low:g}"
         )
-    raise PolicyConfigError(
-        source,
-        f"{where}.light_pressure",
-        f"must be below heavy_pressure{context} ({heavy:g}), got {light:g}",
-    )
 
 
 def parse_config(doc: Mapping[str, object], source: str) -> PolicyConfig:

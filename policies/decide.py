@@ -20,7 +20,11 @@ The flow (rules.py states each rule and its literature):
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
-7. The time limit for that size (time_limit.py).
+7. The release (release = "range"): a size chosen by the strategy is widened to the
+   narrowed range [min(size, e), max(size, u)], e the efficient and u the larger useful size,
+   so that Slurm picks within it at start time. Exploration and the fallback stay pinned, and
+   so does a job whose feasible sizes are restricted (a range would admit the others).
+8. The time limit for that size, or for the range's smallest size (time_limit.py).
 
 `decide` is a pure function: the same inputs always give the same decision.
 """
@@ -99,6 +103,31 @@ def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
     return n, "".join(f"; {note}" for note in notes)
 
 
+def _release_range(
+    size: int, rule: str, by_rule: dict[str, Candidate], allowed: Allowed, lo: int, hi: int
+) -> tuple[int, int | None, str]:
+    """(smallest size, largest size or None when pinned, what to add to the reason)."""
+    if rule not in ("load_adaptive", "efficiency", "pws", "cap"):
+        return size, None, ""
+    if allowed.sizes is not None:
+        return size, None, f"; pinned at {nodes(size)}, since only {allowed.what} are feasible"
+    eff, pws, cap = by_rule["efficiency"].size, by_rule["pws"].size, by_rule["cap"].nodes
+    small, large = min(eff, pws), max(eff, pws)
+    if cap is not None:
+        large = max(small, min(large, cap))
+    low = max(lo, min(size, small))
+    high = min(hi, max(size, large))
+    if low == high:
+        return size, None, ""
+    return (
+        low,
+        high,
+        f"; released as the range {low}-{high} nodes (the efficient to the larger useful "
+        "size), so that Slurm picks the size when the job starts; the time limit fits "
+        f"{nodes(low)}",
+    )
+
+
 def decide(
     request: Request,
     curve: Curve | None,
@@ -134,6 +163,7 @@ def decide(
 
     candidates: list[Candidate] = []
     usable: RuntimeProfile | None = None
+    max_nodes: int | None = None
     if curve is None:
         winner = fallback_rule(request, lo, hi, missing, settings)
         candidates.append(winner)
@@ -143,7 +173,7 @@ def decide(
         efficiency = efficiency_rule(profile, settings)
         pws = pws_rule(profile)
         cap = cap_rule(curve, lo, hi)
-        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings)
+        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
         explore = exploration_rule(profile, allowed, budget, settings)
         candidates += [efficiency, pws, cap, load, explore.candidate]
         unusable = unusable_because(curve, settings)
@@ -170,7 +200,13 @@ def decide(
                 else (f"adaptalloc considers at most {MAX_NODES:,}")
             )
             reason += f"; {most} nodes per job"
+        if settings.release == "range" and usable is not None:
+            by_rule = {c.rule: c for c in candidates}
+            size, max_nodes, released = _release_range(size, rule, by_rule, allowed, lo, hi)
+            reason += released
     limit_for = time_limit(request, usable, size, cluster, settings)
     if limit_for.note:
         reason += f"; {limit_for.note}"
-    return Decision(size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason)
+    return Decision(
+        size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason, max_nodes
+    )

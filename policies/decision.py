@@ -43,6 +43,9 @@ class Decision:
     set in minutes, or None to leave the job's limit as it is. rule: the rule that decided the
     size (one of RULES, or PARTITION_LIMIT). reason: why, one sentence. candidates: every
     rule's proposal, for ``--explain``. time_limit_reason: how the time limit was derived.
+    max_nodes: None when the job is pinned at `nodes` (NumNodes=nodes-nodes); otherwise the
+    job is released with the range NumNodes=nodes-max_nodes (release = "range"), so that Slurm
+    picks the size at start time, and time_limit_min fits `nodes`, the range's smallest size.
     """
 
     nodes: int | None
@@ -51,19 +54,21 @@ class Decision:
     reason: str
     candidates: tuple[Candidate, ...] = ()
     time_limit_reason: str = ""
+    max_nodes: int | None = None
 
     @property
     def as_submitted(self) -> bool:
         return self.nodes is None
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
-        """The CLI contract {"nodes", "time_limit_min", "rule", "reason"}; with `explain`, also
-        "time_limit_reason" and "candidates"."""
+        """The CLI contract {"nodes", "time_limit_min", "rule", "reason", "max_nodes"} (max_nodes
+        null when pinned); with `explain`, also "time_limit_reason" and "candidates"."""
         doc: dict[str, Any] = {
             "nodes": self.nodes,
             "time_limit_min": self.time_limit_min,
             "rule": self.rule,
             "reason": self.reason,
+            "max_nodes": self.max_nodes,
         }
         if explain:
             doc["time_limit_reason"] = self.time_limit_reason

@@ -22,13 +22,21 @@ load_adaptive
     Under light load give a job more nodes, under heavy load fewer and more efficient ones
     (Naik, Setia and Squillante, JPDC 1997; Sodan and Huang's SCOJO, 2006; Barsanti and Sodan,
     JSSPP 2006; ADEPT [1]-[5]). The load is the pressure p = pending / max(idle, 1): nodes
-    wanted by the jobs waiting in the partition per idle node. With the efficient size
-    e = min(efficiency, pws) and the larger useful size u = min(max(efficiency, pws), cap):
-    w = 1 for p ≤ light_pressure, 0 for p ≥ heavy_pressure, linear in between, and the size is
-    e + ⌊w·(u - e)⌋; an unknown load is neutral, w = 1/2. With limit_to_idle the size goes
-    above e only as far as the idle nodes allow, so the extra nodes never delay the start.
-    More idle nodes (other things equal) lower p and raise the idle limit, so they never give
-    a smaller size.
+    wanted by the jobs waiting in the partition per idle node. Three anchors in the user's
+    range: its minimum lo (the most efficient size: E(n) does not rise with n), the efficient
+    size e = min(efficiency, pws) and the larger useful size u = min(max(efficiency, pws), cap).
+    The size slides down them as the pressure rises:
+
+        p ≤ light_pressure                    u
+        light_pressure < p < heavy_pressure   e + ⌊w·(u - e)⌋, w = (heavy - p)/(heavy - light)
+        heavy_pressure ≤ p < crowded_pressure lo + ⌊v·(e - lo)⌋, v = (crowded - p)/(crowded - heavy)
+        p ≥ crowded_pressure                  lo, the user's minimum
+
+    An unknown load is neutral, w = 1/2. With limit_to_idle the size never goes past the idle
+    nodes (nor below lo): a size above them waits for nodes to free, and with no estimate of
+    that wait the predicted completion (wait + runtime) cannot be shown to be better. So more
+    pressure never gives more nodes, and more idle nodes (other things equal) lower p and raise
+    the idle limit, so they never give a smaller size.
 exploration
     When the curve is not reliable and ADEPT's reliability judgment (section IX, Table 3)
     suggests a size to run next inside the range, run the job there, while the explored share
@@ -211,13 +219,30 @@ class Load:
     words: str
 
 
+def load_rule_words(settings: PolicySettings) -> str:
+    """The load-adaptive rule with this policy's thresholds, for ``--explain``."""
+    idle = (
+        "never past the idle nodes (a larger size's wait is unknown, so its completion "
+        "cannot be shown to be sooner)"
+        if settings.limit_to_idle
+        else "not limited to the idle nodes (limit_to_idle is off)"
+    )
+    return (
+        f"with pressure p = pending nodes / idle nodes, the size slides from the larger "
+        f"useful size (p ≤ {settings.light_pressure:g}) to the efficient size (p = "
+        f"{settings.heavy_pressure:g}) down to the user's minimum (p ≥ "
+        f"{settings.crowded_pressure:g}), linearly in between; more pressure never gives more "
+        f"nodes; {idle}"
+    )
+
+
 def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
+    """w in [0, 1] between e (0) and u (1); 0 from heavy_pressure up (module doc)."""
     if cluster.idle_nodes is None:
         return Load(0.5, "the load is unknown (taken as neutral)")
-    idle, pending = cluster.idle_nodes, cluster.pending_demand_nodes
-    pressure = pending / max(idle, 1)
+    pressure = _pressure(cluster)
     light, heavy = settings.light_pressure, settings.heavy_pressure
-    state = f"{nodes(pending)} pending for {idle} idle, pressure {pressure:.2f}"
+    state = _state(cluster)
     if pressure <= light:
         return Load(1.0, f"the partition is lightly loaded ({state} ≤ {light:g})")
     if pressure >= heavy:
@@ -228,27 +253,55 @@ def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
     )
 
 
-def load_adaptive_rule(
-    efficiency: Candidate,
-    pws: Candidate,
-    cap: Candidate,
-    cluster: ClusterState,
-    settings: PolicySettings,
-) -> Candidate:
-    """Interpolate between the efficient and the larger useful size by load (module doc)."""
-    small = min(efficiency.size, pws.size)
-    large = max(efficiency.size, pws.size)
-    if cap.nodes is not None:
-        large = max(small, min(large, cap.nodes))
+def _pressure(cluster: ClusterState) -> float:
+    return cluster.pending_demand_nodes / max(cluster.idle_nodes or 0, 1)
+
+
+def _state(cluster: ClusterState) -> str:
+    idle, pending = cluster.idle_nodes, cluster.pending_demand_nodes
+    return f"{nodes(pending)} pending for {idle} idle, pressure {_pressure(cluster):.2f}"
+
+
+def crowding_weight(cluster: ClusterState, settings: PolicySettings) -> float:
+    """v in [0, 1] between lo (0) and e (1): 1 below heavy_pressure, 0 from crowded_pressure."""
+    if cluster.idle_nodes is None:
+        return 1.0
+    pressure = _pressure(cluster)
+    heavy, crowded = settings.heavy_pressure, settings.crowded_pressure
+    if pressure <= heavy:
+        return 1.0
+    if pressure >= crowded:
+        return 0.0
+    return (crowded - pressure) / (crowded - heavy)
+
+
+def _lean(
+    lo: int, small: int, large: int, cluster: ClusterState, settings: PolicySettings
+) -> tuple[int, str]:
+    """The size by load between the anchors lo ≤ small ≤ large, and how it was reached."""
     load = load_weight(cluster, settings)
-    if small == large:
-        return Candidate(
-            "load_adaptive",
-            small,
-            f"the efficient and the larger useful size are both {nodes(small)}, so the load "
-            f"does not change the size ({load.words})",
-        )
+    crowding = crowding_weight(cluster, settings)
     # The slack keeps w = 0.8 from landing a whole size low through rounding (0.7999...).
+    if crowding < 1.0:
+        n = lo + math.floor(crowding * (small - lo) + _TOL)
+        crowded = settings.crowded_pressure
+        if crowding == 0.0:
+            words = (
+                f"the partition is crowded ({_state(cluster)} ≥ {crowded:g}), so the job takes "
+                f"the user's minimum, {nodes(lo)}, the most efficient size"
+            )
+        else:
+            words = (
+                f"{load.words}, so the job takes {nodes(n)}, {percent(1.0 - crowding)} of the way "
+                f"from the efficient size {small} down to the user's minimum {lo} (crowded at "
+                f"{crowded:g})"
+            )
+        return n, words
+    if small == large:
+        return small, (
+            f"the efficient and the larger useful size are both {nodes(small)}, so the load "
+            f"does not change the size ({load.words})"
+        )
     n = small + math.floor(load.weight * (large - small) + _TOL)
     if load.weight == 1.0:
         how = f"so the job leans to the larger useful size, {nodes(large)}"
@@ -259,14 +312,33 @@ def load_adaptive_rule(
             f"so the job takes {nodes(n)}, {percent(load.weight)} of the way from the "
             f"efficient size {small} to the larger useful size {large}"
         )
+    return n, f"{load.words}, {how}"
+
+
+def load_adaptive_rule(
+    efficiency: Candidate,
+    pws: Candidate,
+    cap: Candidate,
+    cluster: ClusterState,
+    settings: PolicySettings,
+    lo: int | None = None,
+) -> Candidate:
+    """Slide from the larger useful size through the efficient size down to the user's minimum
+    `lo` as the load rises (module doc); `lo` defaults to the efficient size."""
+    small = min(efficiency.size, pws.size)
+    large = max(efficiency.size, pws.size)
+    if cap.nodes is not None:
+        large = max(small, min(large, cap.nodes))
+    least = small if lo is None else min(lo, small)
+    n, words = _lean(least, small, large, cluster, settings)
     idle = cluster.idle_nodes
-    if settings.limit_to_idle and idle is not None and n > max(small, idle):
-        if idle <= small:
-            how += f", but with only {idle} idle it stays at the efficient size, {nodes(small)}"
+    if settings.limit_to_idle and idle is not None and n > max(least, idle):
+        if idle <= least:
+            words += f", but with only {idle} idle it takes the user's minimum, {nodes(least)}"
         else:
-            how += f", limited to the {idle} idle nodes so that it can start now"
-        n = max(small, idle)
-    return Candidate("load_adaptive", n, f"{load.words}, {how}")
+            words += f", limited to the {idle} idle nodes so that it can start now"
+        n = max(least, idle)
+    return Candidate("load_adaptive", n, words)
 
 
 # --- exploration and fallback -----------------------------------------------------------------

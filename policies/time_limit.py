@@ -1,22 +1,33 @@
-"""The time limit for the chosen size.
+"""The time limit for the chosen size: never above the user's own, never cut on a guess.
 
 The user wrote their limit L for some size r (the range's minimum by default; configurable
 with time_limit_reference = "min" | "max"). For the chosen size n the new limit is
 
-    L' = ⌈ L · T(n)/T(r) · safety ⌉
+    L' = ⌈ L · T⁺(n)/T⁻(r) · safety ⌉
 
-then bounded:
+with the curve taken pessimistically:
 
-* when n ≥ r (the job gets at least the nodes the limit was written for) L' is at most L: the
-  curve says the job is no slower, so it never needs more time than its user asked for;
-* never below time_limit_floor_min, nor below the predicted runtime ⌈T(n)/60 · safety⌉ (the
-  curve's runtimes are in seconds);
-* never above the partition's MaxTime, even when the prediction says more (the reason says
-  so).
+* its own uncertainty: with m the curve's fit_error (the largest relative error of the fit
+  over the observed runs; ADEPT's check, section IX), the true runtime at n may be up to
+  T(n)·(1+m) and at r as low as T(r)·(1-m). So T⁺(n) = T̃(n)·(1+m), T⁻(r) = T(r)·(1-m);
+* no better than flat past the data: for n above the largest observed size N the curve is
+  an extrapolation the runs cannot confirm, so T̃(n) = max(T(n), T(N)). The limit is then
+  never shorter than L·T(N)/T(r): a code that stops scaling at N still fits.
 
-Without a user limit the decision leaves the limit alone (None: the partition's default
-applies); likewise without a usable curve, when the job is left as submitted, or when
-scale_time_limit is off.
+Then bounded:
+
+* never above L: adaptalloc sets the limit as root, which skips QOS limits, so a limit above
+  the user's own request would give the job time the user never asked for;
+* never below time_limit_floor_min, nor below the pessimistic runtime ⌈T⁺(n)/60 · safety⌉ (the
+  curve's runtimes are in seconds), except that L stays the ceiling (the reason says when the
+  curve predicts more than L);
+* never above the partition's MaxTime (the reason says when that is below the prediction).
+
+An unreliable curve never shortens a limit: when the curve is not identified, has a
+reliability problem (predictor/reliability.py) or a fit_error above max_fit_error, the user's
+L stands. Without a user limit the decision leaves the limit alone (None: the partition's
+default applies, which a pessimistic prediction cannot know to be safe); likewise without a
+usable curve, when the job is left as submitted, or when scale_time_limit is off.
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ from policies.config import PolicySettings
 from policies.inputs import ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.rules import number
+from predictor import Curve
 
 
 @dataclass(frozen=True)
@@ -36,13 +48,57 @@ class TimeLimit:
 
     minutes: int | None
     reason: str
-    #: For the decision's own reason: set when MaxTime cut the limit below the prediction.
+    #: For the decision's own reason: set when the prediction exceeds the limit set (the
+    #: user's own, which stands, or the partition's MaxTime).
     note: str = ""
 
 
 def _ceil(minutes: float) -> int:
     """Whole minutes, rounding up but forgiving float noise (12.0000000001 -> 12)."""
     return max(1, math.ceil(minutes - 1e-9))
+
+
+def untrusted_because(curve: Curve, settings: PolicySettings) -> str:
+    """Why the curve must not shorten a limit, or "" when it may."""
+    if not curve.identified:
+        return "the curve is not identified"
+    if not curve.reliable:
+        problems = ", ".join(sorted({p.problem for p in curve.diagnostics.reliability}))
+        return f"the curve is not reliable ({problems})"
+    if not (curve.fit_error <= settings.max_fit_error and curve.fit_error < 1.0):
+        return (
+            f"its fitting error {number(100.0 * curve.fit_error)}% exceeds max_fit_error "
+            f"{number(100.0 * settings.max_fit_error)}%"
+        )
+    return ""
+
+
+def pessimistic_runtime(profile: RuntimeProfile, n: int) -> float:
+    """T̃(n)·(1+m): flat past the largest observed size N, widened by the fit error m."""
+    curve = profile.curve
+    t = profile.at(n)
+    largest = curve.largest_observed
+    if n > largest:
+        t = max(t, profile.at(largest))
+    return t * (1.0 + max(curve.fit_error, 0.0))
+
+
+def _left_alone(
+    user: int | None, profile: RuntimeProfile | None, chosen: int | None, settings: PolicySettings
+) -> str:
+    """Why the user's limit stands as it is, or "" when it is rescaled."""
+    if chosen is None:
+        return "the job is left as submitted, time limit included"
+    if user is None:
+        return "the job gave no time limit, so the partition's default applies"
+    if not settings.scale_time_limit:
+        return f"scale_time_limit is off, so the user's {user} min stand"
+    if profile is None:
+        return f"without a usable curve the user's {user} min stand"
+    untrusted = untrusted_because(profile.curve, settings)
+    if untrusted:
+        return f"{untrusted}, so it never shortens a limit: the user's {user} min stand"
+    return ""
 
 
 def time_limit(
@@ -55,28 +111,29 @@ def time_limit(
     """The time limit for `chosen` nodes (None: the job is left as submitted); `profile` is the
     usable curve's runtimes (it must hold the range's min and max), None without one."""
     user = request.time_limit_min
-    if chosen is None:
-        return TimeLimit(None, "the job is left as submitted, time limit included")
-    if user is None:
-        return TimeLimit(None, "the job gave no time limit, so the partition's default applies")
-    if not settings.scale_time_limit:
-        return TimeLimit(None, f"scale_time_limit is off, so the user's {user} min stand")
-    if profile is None:
-        return TimeLimit(None, f"without a usable curve the user's {user} min stand")
+    alone = _left_alone(user, profile, chosen, settings)
+    if alone or user is None or profile is None or chosen is None:
+        return TimeLimit(None, alone)
 
+    curve = profile.curve
     ref = request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
-    t_chosen, t_ref = profile.at(chosen), profile.at(ref)
+    margin = max(curve.fit_error, 0.0)
+    t_chosen = pessimistic_runtime(profile, chosen)
+    t_ref = profile.at(ref) * (1.0 - margin)
     ratio = t_chosen / t_ref
     safety = settings.time_limit_safety_factor
-    scaled = user * ratio * safety
-    minutes = _ceil(scaled)
-    why = (
-        f"{user} min written for {ref} nodes × predicted runtime ratio "
-        f"T({chosen})/T({ref}) = {number(ratio)} × safety {safety:g} gives {minutes} min"
+    minutes = _ceil(user * ratio * safety)
+    largest = curve.largest_observed
+    flat = (
+        f", taken flat past the largest observed size {largest}"
+        if chosen > largest and profile.at(largest) > profile.at(chosen)
+        else ""
     )
-    if chosen >= ref and minutes > user:
-        minutes = user
-        why += f", kept at the user's {user} min since the job gets no fewer nodes"
+    why = (
+        f"{user} min written for {ref} nodes × pessimistic runtime ratio "
+        f"T({chosen})·(1+m)/(T({ref})·(1-m)) = {number(ratio)} with the fit error m = "
+        f"{number(100.0 * margin)}%{flat} × safety {safety:g} gives {minutes} min"
+    )
     predicted = _ceil(t_chosen / 60.0 * safety)
     if minutes < settings.time_limit_floor_min and settings.time_limit_floor_min >= predicted:
         minutes = settings.time_limit_floor_min
@@ -84,16 +141,24 @@ def time_limit(
     if minutes < predicted:
         minutes = predicted
         why += (
-            f", raised to the predicted runtime {number(t_chosen / 60.0)} min × safety "
+            f", raised to the pessimistic runtime {number(t_chosen / 60.0)} min × safety "
             f"{safety:g} = {predicted} min"
         )
+    note = ""
+    if minutes > user:
+        minutes = user
+        why += f", kept at the user's {user} min: adaptalloc never raises a limit"
+        if predicted > user:
+            note = (
+                f"the curve predicts {predicted} min with its margins, more than the user's "
+                f"{user} min limit, which stands"
+            )
     limit = cluster.max_time_min
     if limit is not None and minutes > limit:
         why += f", cut to the partition's maximum of {limit} min"
-        note = ""
         if predicted > limit:
             shorter = f"shorter than the {predicted} min the curve predicts with its safety factor"
             why += f", {shorter}"
             note = f"the time limit is the partition's maximum of {limit} min, {shorter}"
         return TimeLimit(limit, why, note)
-    return TimeLimit(minutes, why)
+    return TimeLimit(minutes, why, note)

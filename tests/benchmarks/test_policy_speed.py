@@ -117,7 +117,10 @@ def check(cases: list[Case], decisions: list[Decision]) -> None:
             continue
         assert request.min_nodes <= d.nodes <= request.max_nodes
         assert cluster.node_limit is None or d.nodes <= cluster.node_limit
-        assert d.time_limit_min is not None
+        if d.time_limit_min is None:  # an untrusted curve never shortens the user's limit
+            assert "never shortens a limit" in d.time_limit_reason
+            continue
+        assert request.time_limit_min is None or d.time_limit_min <= request.time_limit_min
         assert cluster.max_time_min is None or d.time_limit_min <= cluster.max_time_min
 
 

@@ -27,7 +27,8 @@ CANDIDATE_RULES = ["efficiency", "pws", "cap", "load_adaptive", "exploration"]
 
 def test_decide_json_is_exactly_the_contract(run_cli: RunCli) -> None:
     doc = json_document(run_cli("decide", *LU_JOB, "--time-limit", "60", "--format", "json"))
-    assert list(doc) == ["nodes", "time_limit_min", "rule", "reason"]
+    assert list(doc) == ["nodes", "time_limit_min", "rule", "reason", "max_nodes"]
+    assert doc["max_nodes"] is None  # pinned by default
     # NPB LU: maximum useful size 48, limited to the 40 idle nodes under a light load.
     assert doc["nodes"] == 40
     assert doc["rule"] == "load_adaptive"
@@ -45,16 +46,80 @@ def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
         "time_limit_min",
         "rule",
         "reason",
+        "max_nodes",
         "time_limit_reason",
         "candidates",
+        "load_rule",
     ]
+    assert "user's minimum (p ≥ 8)" in doc["load_rule"]
+    assert "never past the idle nodes" in doc["load_rule"]
     assert [c["rule"] for c in doc["candidates"]] == CANDIDATE_RULES
     for candidate in doc["candidates"]:
         assert list(candidate) == ["rule", "nodes", "reason"]
         assert candidate["reason"]
     by_rule = {c["rule"]: c["nodes"] for c in doc["candidates"]}
     assert (by_rule["pws"], by_rule["cap"], by_rule["load_adaptive"]) == (33, 48, 40)
-    assert doc["time_limit_reason"].startswith("60 min written for 4 nodes × predicted runtime")
+    assert doc["time_limit_reason"].startswith("60 min written for 4 nodes × pessimistic runtime")
+
+
+def test_decide_never_raises_a_limit_above_the_users(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # issue 15 item 3: an application that does not speed up (10 h at any size, a clean fit:
+    # fit_error 0, reliable); the user asked for 60 min on 1-2 nodes and the limit was raised
+    # to the curve's 720 min (root's limit skips the QOS). Failed before: 720.
+    slow = write_file("slow.csv", "n,runtime\n1,36000\n2,36000\n4,36000\n8,36000\n")
+    doc = json_document(
+        run_cli(
+            "decide",
+            "--observations",
+            str(slow),
+            "--nodes",
+            "1-2",
+            "--time-limit",
+            "60",
+            "--explain",
+            "--format",
+            "json",
+        )
+    )
+    assert (doc["nodes"], doc["time_limit_min"]) == (1, 60)
+    assert "720 min" in doc["reason"]  # the user is told the curve predicts more
+    assert "kept at the user's 60 min" in doc["time_limit_reason"]
+
+
+def test_decide_releases_a_range_when_the_policy_says_so(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    config = write_file("range.toml", '[defaults]\nrelease = "range"\n')
+    args = ("decide", *LU_JOB, "--time-limit", "60", "--config", str(config))
+    doc = json_document(run_cli(*args, "--format", "json"))
+    # NPB LU: the efficient size 33 (pws) to the larger useful size 48 (the cap).
+    assert (doc["nodes"], doc["max_nodes"], doc["rule"]) == (33, 48, "load_adaptive")
+    assert "range 33-48" in doc["reason"]
+    assert run_cli(*args).stdout.startswith("33-48 nodes (Slurm picks at start), time limit ")
+
+
+def test_decide_does_not_cut_a_limit_on_extrapolation(run_cli: RunCli) -> None:
+    # issue 14 item 2: NPB MG runs only up to 16 nodes; 60 min at 4 was cut to 17 at 31.
+    # T(16)/T(4) in the data is 15.05/50.57, so the limit must stay at least 60 · 0.298 = 18.
+    mg = str(REPO_ROOT / "tests" / "data" / "scaling" / "npb_mg_C_rpi_cluster.csv")
+    doc = json_document(
+        run_cli(
+            "decide",
+            "--observations",
+            mg,
+            "--nodes",
+            "4-64",
+            "--time-limit",
+            "60",
+            "--explain",
+            "--format",
+            "json",
+        )
+    )
+    assert doc["time_limit_min"] is None or 18 <= doc["time_limit_min"] <= 60
+    assert "never shortens a limit" in doc["time_limit_reason"]
 
 
 def test_decide_text_and_explain_table(run_cli: RunCli) -> None:
@@ -72,6 +137,7 @@ def test_decide_text_and_explain_table(run_cli: RunCli) -> None:
     assert "time limit unchanged" in text.splitlines()[0]
     assert "Every rule's candidate" in text
     assert "load_adaptive *" in text
+    assert "Load rule: with pressure p = pending nodes / idle nodes" in text
     for rule in CANDIDATE_RULES:
         assert rule in text
 
@@ -109,6 +175,7 @@ def test_decide_with_a_policy_file_and_partition_limits(
         "rule": "partition_limit",
         "reason": "the job asks for at least 80 nodes but the partition allows at most 64 per "
         "job, so it is left as submitted",
+        "max_nodes": None,
     }
 
 
@@ -227,6 +294,17 @@ def test_policy_check_shows_the_effective_settings_per_table(
             "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 10)",
         ),
         (b"\xff\xfe", "not UTF-8 text"),
+        # issue 15 item 7: tomllib recurses per level and raised RecursionError (exit 70)
+        (
+            "[defaults]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
+            "not a policy file: arrays or tables nested too deeply",
+        ),
+        ("a = " + "{b = " * 5_000 + "1" + "}" * 5_000 + "\n", "not a policy file: arrays or"),
+        ("[defaults]\nlight_pressure = " + "9" * 5_000 + "\n", "not a policy file: Exceeds the"),
+        (
+            "[defaults]\ntime_limit_safety_factor = 1e308\n",
+            "defaults.time_limit_safety_factor must be a number in [1, 10], got 1e+308",
+        ),
     ],
 )
 def test_policy_check_refuses_with_one_line(
@@ -235,6 +313,17 @@ def test_policy_check_refuses_with_one_line(
     policy = write_file("policy.toml", content)
     line = assert_one_error_line(run_cli("policy", "check", policy))
     assert line.startswith(f"adaptalloc: error: {policy}: {expected}")
+
+
+def test_decide_with_an_absurd_safety_factor_is_one_line(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # It passed `policy check` and every decision died with an OverflowError (exit 70).
+    policy = write_file("policy.toml", "[defaults]\ntime_limit_safety_factor = 1e308\n")
+    line = assert_one_error_line(
+        run_cli("decide", *LU_JOB, "--time-limit", "60", "--config", policy)
+    )
+    assert "time_limit_safety_factor must be a number in [1, 10]" in line
 
 
 def test_policy_check_unreadable_file(run_cli: RunCli, tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def test_whole_numbers_are_accepted_for_numbers_and_stored_as_floats() -> None:
         ),
         (
             "[defaults]\nlight_pressure = true",
-            "defaults.light_pressure must be a number ≥ 0, got true",
+            "defaults.light_pressure must be a number in [0, 1e6], got true",
         ),
         (
             '[account.physics]\nstrategy = "greedy"',
@@ -126,11 +126,35 @@ def test_whole_numbers_are_accepted_for_numbers_and_stored_as_floats() -> None:
         ),
         (
             "[defaults]\ntime_limit_floor_min = 2.5",
-            "defaults.time_limit_floor_min must be a whole number of minutes ≥ 1, got 2.5",
+            "defaults.time_limit_floor_min must be a whole number of minutes in [1, 10080], got "
+            "2.5",
         ),
         (
             "[defaults]\ntime_limit_safety_factor = 0.9",
-            "defaults.time_limit_safety_factor must be a number ≥ 1, got 0.9",
+            "defaults.time_limit_safety_factor must be a number in [1, 10], got 0.9",
+        ),
+        # issue 15 item 7: values that passed the check but made every decision fail
+        (
+            "[defaults]\ntime_limit_safety_factor = 1e308",
+            "defaults.time_limit_safety_factor must be a number in [1, 10], got 1e+308",
+        ),
+        (
+            "[defaults]\ntime_limit_floor_min = 9223372036854775807",
+            "defaults.time_limit_floor_min must be a whole number of minutes in [1, 10080], got "
+            "9223372036854775807",
+        ),
+        (
+            "[defaults]\nheavy_pressure = 1e300",
+            "defaults.heavy_pressure must be a number in (0, 1e6], got 1e+300",
+        ),
+        (
+            "[defaults]\nmax_fit_error = 0.9",
+            "defaults.max_fit_error must be a number in (0, 0.5], got 0.9",
+        ),
+        (
+            "[defaults]\nlight_pressure = " + "9" * 400,
+            "defaults.light_pressure must be a number in [0, 1e6], got 9999999999999999999999999999"
+            "999999999999... (400 digits)",
         ),
         (
             "[defaults]\nexploration_job_share = [0.1]",
@@ -138,7 +162,7 @@ def test_whole_numbers_are_accepted_for_numbers_and_stored_as_floats() -> None:
         ),
         (
             "[defaults]\nmax_fit_error = {a = 1}",
-            "defaults.max_fit_error must be a number > 0, got a table",
+            "defaults.max_fit_error must be a number in (0, 0.5], got a table",
         ),
         (
             '[defaults]\ntime_limit_reference = "' + "x" * 60 + '"',
@@ -181,6 +205,21 @@ def test_tables_must_be_tables() -> None:
 def test_odd_table_names_are_quoted_in_messages() -> None:
     message = refused('[partition."gpu a100"]\nstrategy = 1')
     assert message.startswith(f'{SOURCE}: partition."gpu a100".strategy must be one of')
+
+
+def test_crowded_pressure_must_stay_above_heavy() -> None:
+    assert refused("[defaults]\ncrowded_pressure = 1.5") == (
+        f"{SOURCE}: defaults.crowded_pressure must be above heavy_pressure of the built-in "
+        "defaults (2), got 1.5"
+    )
+    assert refused("[partition.p]\nheavy_pressure = 9.0") == (
+        f"{SOURCE}: partition.p.heavy_pressure must be below crowded_pressure of defaults (8), "
+        "got 9"
+    )
+    assert (
+        parse("[defaults]\nheavy_pressure = 9.0\ncrowded_pressure = 20.0").defaults.crowded_pressure
+        == 20.0
+    )
 
 
 def test_light_pressure_must_stay_below_heavy_in_every_combination() -> None:

@@ -20,6 +20,8 @@ from policies import (
     decide,
 )
 from policies.decide import MAX_NODES
+from policies.profile import RuntimeProfile
+from policies.time_limit import time_limit
 
 from .curves import LU_CSV_NAME, make_curve, optimized_for, unreliable
 
@@ -72,7 +74,7 @@ def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> No
     d = decide(JOB, bad, LIGHT)
     assert (d.nodes, d.rule) == (None, "fallback")
     assert d.reason.startswith(
-        "the curve is unusable: its fitting error 40% exceeds max_fit_error 25%, so the job"
+        "the curve is unusable: its fitting error 40% exceeds max_fit_error 10%, so the job"
     )
     assert [c.rule for c in d.candidates] == list(RULES)
     assert decide(JOB, bad, LIGHT, replace(DEFAULTS, max_fit_error=0.5)).rule == "load_adaptive"
@@ -81,8 +83,21 @@ def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> No
 def test_strategies_and_the_cap() -> None:
     light = decide(JOB, LU, LIGHT)
     assert (light.nodes, light.rule) == (48, "load_adaptive")
+    # issue 14 item 1: 200 nodes pending for 4 idle (pressure 50) gave the efficient size, 33
+    # nodes (a long wait, 55% more node-hours than the user's minimum). Crowded: the minimum.
     heavy = decide(JOB, LU, HEAVY)
-    assert (heavy.nodes, heavy.rule) == (33, "load_adaptive")
+    assert (heavy.nodes, heavy.rule) == (4, "load_adaptive")
+    assert "crowded" in heavy.reason
+    assert "pressure 50.00" in heavy.reason
+    # At the heavy pressure itself (8 pending for 4 idle = 2) the efficient size, 33, would not
+    # fit the 4 idle nodes, so the job takes what can start now.
+    at_heavy = decide(JOB, LU, ClusterState(idle_nodes=4, pending_demand_nodes=8, total_nodes=64))
+    assert at_heavy.nodes == 4
+    roomy = ClusterState(idle_nodes=40, pending_demand_nodes=80, total_nodes=64)
+    assert decide(JOB, LU, roomy).nodes == 33  # pressure 2: the efficient size, within idle
+    busier = ClusterState(idle_nodes=40, pending_demand_nodes=200, total_nodes=64)
+    # pressure 5, halfway from heavy (2) to crowded (8): 4 + ⌊0.5·(33 - 4)⌋ = 18
+    assert decide(JOB, LU, busier).nodes == 18
     pws = decide(JOB, LU, LIGHT, replace(DEFAULTS, strategy="pws"))
     assert (pws.nodes, pws.rule) == (33, "pws")
     # Efficiency against the 2-node runs stays at 50% up to 49 nodes, one past the knee.
@@ -132,7 +147,9 @@ def test_exploration_wins_when_eligible_even_over_an_unusable_fit() -> None:
     budget = ExplorationBudget(jobs_decided=50, node_hours_decided=100.0)
     d = decide(JOB, shaky, LIGHT, budget=budget)
     assert (d.nodes, d.rule) == (16, "exploration")
-    assert d.time_limit_min is not None  # the curve still predicts the runtime there
+    # An unreliable curve never shortens a limit: the user's own stands.
+    assert d.time_limit_min is None
+    assert d.time_limit_reason.startswith("the curve is not reliable (runner_up)")
     none_left = decide(JOB, shaky, LIGHT, budget=ExplorationBudget(50, 5, 100.0, 0.0))
     assert none_left.rule == "fallback"
 
@@ -146,8 +163,11 @@ def test_a_decision_on_a_fitted_curve_with_diagnostics() -> None:
     d = decide(JOB, curve, ClusterState(idle_nodes=40, total_nodes=64))
     assert d.nodes == 32
     assert d.rule == "load_adaptive"
-    # 60 min for 4 nodes, scaled by the fitted T(32)/T(4), with the 1.2 safety factor.
-    ratio = float(curve.runtime(32)) / float(curve.runtime(4))
+    # 60 min for 4 nodes, scaled by the fitted T(32)/T(4) widened by the fit error m on both
+    # sides (32 is observed, so no flat extrapolation), with the 1.2 safety factor.
+    m = curve.fit_error
+    ratio = float(curve.runtime(32)) * (1 + m) / (float(curve.runtime(4)) * (1 - m))
+    assert 0 < m <= DEFAULTS.max_fit_error
     assert d.time_limit_min == max(5, int(np.ceil(60 * ratio * 1.2)))
 
 
@@ -162,13 +182,15 @@ def test_reasons_are_one_sentence_each() -> None:
 
 def test_to_dict_is_the_cli_contract() -> None:
     d = decide(JOB, LU, LIGHT)
-    assert list(d.to_dict()) == ["nodes", "time_limit_min", "rule", "reason"]
+    assert list(d.to_dict()) == ["nodes", "time_limit_min", "rule", "reason", "max_nodes"]
+    assert d.to_dict()["max_nodes"] is None  # pinned
     explained = d.to_dict(explain=True)
     assert list(explained) == [
         "nodes",
         "time_limit_min",
         "rule",
         "reason",
+        "max_nodes",
         "time_limit_reason",
         "candidates",
     ]
@@ -182,3 +204,49 @@ def test_an_absurd_range_without_a_partition_limit_is_cut_to_max_nodes() -> None
     assert d.reason.endswith("; adaptalloc considers at most 1,048,576 nodes per job")
     huge = decide(Request(MAX_NODES + 1, 10**9), curve, ClusterState())
     assert (huge.nodes, huge.rule) == (None, "partition_limit")
+
+
+# --- release with a range -------------------------------------------------------------------
+
+RANGE = replace(DEFAULTS, release="range")
+
+
+def test_pinned_by_default() -> None:
+    d = decide(JOB, LU, LIGHT)
+    assert (d.nodes, d.max_nodes) == (48, None)
+
+
+def test_range_release_carries_the_efficient_to_the_larger_useful_size() -> None:
+    # NPB LU 4-64: efficient size 33 (pws), larger useful size 48 (the cap).
+    roomy = ClusterState(idle_nodes=40, total_nodes=64)
+    pinned = decide(JOB, LU, roomy)
+    d = decide(JOB, LU, roomy, RANGE)
+    assert pinned.nodes == 40  # light load, limited to the 40 idle nodes
+    assert (d.nodes, d.max_nodes, d.rule) == (33, 48, "load_adaptive")
+    assert "range 33-48" in d.reason
+    assert d.to_dict()["max_nodes"] == 48
+    # The time limit fits the range's smallest size, 33, longer than the pinned 40's.
+    at_33 = time_limit(JOB, RuntimeProfile.of(LU, 4, 64), 33, roomy, DEFAULTS)
+    assert d.time_limit_min == at_33.minutes
+    assert d.time_limit_reason == at_33.reason
+    assert pinned.time_limit_min is not None
+    assert d.time_limit_min is not None
+    assert d.time_limit_min > pinned.time_limit_min
+    # Crowded: the range starts at the user's minimum and Slurm may still give up to 48.
+    crowded = decide(JOB, LU, HEAVY, RANGE)
+    assert (crowded.nodes, crowded.max_nodes) == (4, 48)
+
+
+def test_range_release_stays_pinned_for_exploration_fallback_and_feasible_sizes() -> None:
+    shaky = replace(LU, diagnostics=unreliable("runner_up", 16))
+    budget = ExplorationBudget(jobs_decided=50, node_hours_decided=100.0)
+    explored = decide(JOB, shaky, LIGHT, RANGE, budget)
+    assert (explored.nodes, explored.rule, explored.max_nodes) == (16, "exploration", None)
+    fallback = decide(JOB, None, LIGHT, replace(RANGE, fallback="min"))
+    assert (fallback.nodes, fallback.max_nodes) == (4, None)
+    two = Request(4, 64, time_limit_min=60, feasible=Feasible.named("powers_of_two"))
+    tagged = decide(two, LU, LIGHT, RANGE)
+    assert (tagged.nodes, tagged.max_nodes) == (32, None)
+    assert "pinned at 32 nodes" in tagged.reason
+    # A range that narrows to one size is pinned.
+    assert decide(Request(4, 4, 60), LU, LIGHT, RANGE).max_nodes is None

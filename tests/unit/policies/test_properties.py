@@ -1,9 +1,13 @@
 """Properties every decision keeps, on random curves, jobs, clusters and settings (hypothesis).
 
-* the size is inside the user's range and the partition's limits (or the job is left alone);
-* under the load-adaptive rule, more idle nodes never give a smaller size;
-* the time limit never exceeds the partition's maximum, and without one it is never shorter
-  than the floor or the predicted runtime;
+* the size (or the released range) is inside the user's range and the partition's limits (or
+  the job is left alone);
+* under the load-adaptive rule, more idle nodes never give a smaller size, and more pending
+  demand (more pressure) never gives more nodes;
+* the time limit never exceeds the user's own limit nor the partition's maximum, and below
+  those it is never shorter than the floor or the predicted runtime;
+* less data never shortens a limit: the same curve observed over a shorter range (its
+  largest sizes dropped) never gives a shorter limit for the same size;
 * the same inputs always give the same decision.
 """
 
@@ -16,8 +20,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import predictor
-from policies import ClusterState, ExplorationBudget, Feasible, PolicySettings, Request, decide
-from policies.config import EFFICIENCY_BASELINES, FALLBACKS, STRATEGIES, TIME_LIMIT_REFERENCES
+from policies import (
+    DEFAULTS,
+    ClusterState,
+    ExplorationBudget,
+    Feasible,
+    PolicySettings,
+    Request,
+    decide,
+)
+from policies.config import (
+    EFFICIENCY_BASELINES,
+    FALLBACKS,
+    RELEASES,
+    STRATEGIES,
+    TIME_LIMIT_REFERENCES,
+)
+from policies.profile import RuntimeProfile
+from policies.time_limit import time_limit
 
 from .curves import make_curve
 
@@ -97,7 +117,8 @@ def policy_settings(draw: st.DrawFn) -> PolicySettings:
         efficiency_threshold=draw(st.floats(0.01, 1.0)),
         efficiency_baseline=draw(st.sampled_from(EFFICIENCY_BASELINES)),
         light_pressure=light,
-        heavy_pressure=light + draw(st.floats(0.01, 10.0)),
+        heavy_pressure=(heavy := light + draw(st.floats(0.01, 10.0))),
+        crowded_pressure=heavy + draw(st.floats(0.01, 20.0)),
         limit_to_idle=draw(st.booleans()),
         max_fit_error=draw(st.floats(0.01, 1.0)),
         fallback=draw(st.sampled_from(FALLBACKS)),
@@ -107,6 +128,7 @@ def policy_settings(draw: st.DrawFn) -> PolicySettings:
         time_limit_reference=draw(st.sampled_from(TIME_LIMIT_REFERENCES)),
         time_limit_safety_factor=draw(st.floats(1.0, 3.0)),
         time_limit_floor_min=draw(st.integers(1, 60)),
+        release=draw(st.sampled_from(RELEASES)),
     )
 
 
@@ -137,9 +159,14 @@ def test_the_size_is_inside_the_range_and_the_partition_limits(
         assert d.rule in ("fallback", "partition_limit")
         return
     assert request.min_nodes <= d.nodes <= request.max_nodes
+    top = d.nodes if d.max_nodes is None else d.max_nodes
+    assert d.nodes <= top <= request.max_nodes
+    if d.max_nodes is not None:
+        assert config.release == "range"
+        assert d.nodes < d.max_nodes
     limit = cluster.node_limit
     if limit is not None:
-        assert d.nodes <= limit
+        assert top <= limit
     if d.time_limit_min is not None:
         assert d.time_limit_min >= 1
 
@@ -184,8 +211,47 @@ def test_more_idle_nodes_never_give_a_smaller_size(
 
 
 @EXAMPLES
+@given(
+    requests(),
+    curves(),
+    st.none() | st.integers(0, 1000),
+    st.integers(0, 5000),
+    st.integers(0, 5000),
+    st.none() | st.integers(1, 500),
+    policy_settings(),
+    budgets(),
+)
+def test_more_pressure_never_gives_more_nodes(
+    request: Request,
+    curve: predictor.Curve | None,
+    idle: int | None,
+    pending_a: int,
+    pending_b: int,
+    max_nodes: int | None,
+    config: PolicySettings,
+    budget: ExplorationBudget,
+) -> None:
+    less, more = sorted((pending_a, pending_b))
+    config = replace(config, strategy="load_adaptive")
+    sizes = [
+        decide(
+            request,
+            curve,
+            ClusterState(idle, pending, max_nodes_per_job=max_nodes),
+            config,
+            budget,
+        ).nodes
+        for pending in (less, more)
+    ]
+    if sizes[0] is not None and sizes[1] is not None:
+        assert sizes[1] <= sizes[0]
+    else:
+        assert sizes[0] == sizes[1]
+
+
+@EXAMPLES
 @given(requests(), curves(), clusters(), policy_settings(), budgets())
-def test_the_time_limit_never_exceeds_the_partition_maximum(
+def test_the_time_limit_never_exceeds_the_users_nor_the_partition_maximum(
     request: Request,
     curve: predictor.Curve | None,
     cluster: ClusterState,
@@ -195,14 +261,56 @@ def test_the_time_limit_never_exceeds_the_partition_maximum(
     d = decide(request, curve, cluster, config, budget)
     if d.time_limit_min is None:
         return
+    assert request.time_limit_min is not None
+    assert d.time_limit_min <= request.time_limit_min
     if cluster.max_time_min is not None:
         assert d.time_limit_min <= cluster.max_time_min
-    else:
-        assert curve is not None
-        assert d.nodes is not None
-        predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
-        assert d.time_limit_min >= config.time_limit_floor_min
-        assert d.time_limit_min >= math.ceil(predicted - 1e-9)
+    assert curve is not None
+    assert d.nodes is not None
+    ceiling = min(request.time_limit_min, cluster.max_time_min or request.time_limit_min)
+    predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
+    assert d.time_limit_min >= min(ceiling, config.time_limit_floor_min)
+    assert d.time_limit_min >= min(ceiling, math.ceil(predicted - 1e-9))
+
+
+@EXAMPLES
+@given(
+    st.integers(1, 200),
+    st.integers(0, 300),
+    st.integers(1, 20_000),
+    st.floats(1.0, 500.0),
+    st.just(0.0) | st.floats(1e-6, 8.0),
+    st.floats(0.0, 0.1),
+    st.sets(st.integers(1, 512), min_size=3, max_size=8),
+    st.integers(1, 2),
+    st.data(),
+)
+def test_less_data_never_shortens_a_limit(
+    lo: int,
+    width: int,
+    user: int,
+    A: float,
+    sigma: float,
+    fit_error: float,
+    observed: set[int],
+    dropped: int,
+    data: st.DataObject,
+) -> None:
+    """The same prediction observed over a shorter range never gives a shorter limit."""
+    request = Request(lo, lo + width, user)
+    chosen = data.draw(st.integers(lo, lo + width))
+    full = tuple(sorted(observed))
+    long = make_curve(A, sigma, observed=full, fit_error=fit_error)
+    short = replace(long, observed_n=full[:-dropped])
+    limits = []
+    for curve in (long, short):
+        profile = RuntimeProfile.of(curve, lo, lo + width)
+        limits.append(time_limit(request, profile, chosen, ClusterState(), DEFAULTS).minutes)
+    assert limits[0] is not None
+    assert limits[1] is not None
+    assert limits[1] >= limits[0]
+    assert limits[0] <= user
+    assert limits[1] <= user
 
 
 @EXAMPLES

@@ -192,7 +192,8 @@ EFF, PWS, CAP = Candidate("efficiency", 40, ""), Candidate("pws", 20, ""), Candi
         (100, 0, 40, "lightly loaded (0 nodes pending for 100 idle, pressure 0.00 ≤ 0.5)"),
         (100, 50, 40, "lightly loaded (50 nodes pending for 100 idle, pressure 0.50 ≤ 0.5)"),
         (40, 50, 30, "moderately loaded (50 nodes pending for 40 idle, pressure 1.25, between"),
-        (10, 100, 20, "heavily loaded (100 nodes pending for 10 idle, pressure 10.00 ≥ 2)"),
+        (10, 100, 4, "crowded (100 nodes pending for 10 idle, pressure 10.00 ≥ 8)"),
+        (10, 50, 12, "heavily loaded (50 nodes pending for 10 idle, pressure 5.00 ≥ 2)"),
         (0, 2, 20, "heavily loaded (2 nodes pending for 0 idle, pressure 2.00 ≥ 2)"),
     ],
 )
@@ -200,7 +201,8 @@ def test_load_adaptive_interpolates_by_pressure(
     idle: int | None, pending: int, expected: int, words: str
 ) -> None:
     cluster = ClusterState(idle_nodes=idle, pending_demand_nodes=pending)
-    c = load_adaptive_rule(EFF, PWS, CAP, cluster, replace(DEFAULTS, limit_to_idle=False))
+    c = load_adaptive_rule(EFF, PWS, CAP, cluster, replace(DEFAULTS, limit_to_idle=False), 4)
+    # pressure 5 is halfway from heavy (2) to crowded (8): 4 + ⌊0.5·(20 - 4)⌋ = 12
     assert c.nodes == expected
     assert words in c.reason
 
@@ -216,15 +218,18 @@ def test_load_adaptive_moderate_weight_is_linear() -> None:
     )
 
 
-def test_load_adaptive_stays_within_idle_nodes_but_not_below_the_efficient_size() -> None:
-    some = load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=25), DEFAULTS)
+def test_load_adaptive_never_goes_past_the_idle_nodes_nor_below_the_minimum() -> None:
+    some = load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=25), DEFAULTS, 4)
     assert some.nodes == 25
     assert some.reason.endswith(", limited to the 25 idle nodes so that it can start now")
-    few = load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=5), DEFAULTS)
-    assert few.nodes == 20
-    assert few.reason.endswith(", but with only 5 idle it stays at the efficient size, 20 nodes")
+    # Below the efficient size too (it was kept at 20 before, waiting for 15 more nodes).
+    few = load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=5), DEFAULTS, 4)
+    assert few.nodes == 5
+    none = load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=2), DEFAULTS, 4)
+    assert none.nodes == 4
+    assert none.reason.endswith(", but with only 2 idle it takes the user's minimum, 4 nodes")
     off = replace(DEFAULTS, limit_to_idle=False)
-    assert load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=5), off).nodes == 40
+    assert load_adaptive_rule(EFF, PWS, CAP, ClusterState(idle_nodes=5), off, 4).nodes == 40
 
 
 def test_load_adaptive_respects_the_cap_and_equal_sizes() -> None:
