@@ -349,10 +349,9 @@ class Decider:
             comment = marks.admin_comment(marks.kept_record(low, high, decision.rule), prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
         n = decision.nodes
-        # A policy that releases with a range sets max_nodes (Slurm picks in [n, max_nodes] at
-        # start time); the lead switches this to the attribute once Decision has it on main.
-        top = getattr(decision, "max_nodes", None)
-        top = n if top is None else top
+        # A policy that releases with a range sets max_nodes: Slurm picks in [n, max_nodes] at
+        # start time.
+        top = n if decision.max_nodes is None else decision.max_nodes
         if not low <= n <= top <= high:  # never outside the user's range, whatever the policy
             chosen = f"{n}" if top == n else f"{n}-{top}"
             return release_outcome(

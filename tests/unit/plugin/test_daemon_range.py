@@ -3,8 +3,6 @@ the out_of_range check covers both ends of it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 import policies
@@ -15,15 +13,8 @@ from plugin.daemon.record import decision_doc
 from .test_daemon import FakeStore, decider, idle, job, lu_record
 
 
-@dataclass(frozen=True)
-class RangedDecision(policies.Decision):
-    """Decision with the field another engineer adds on main (read with getattr until then)."""
-
-    max_nodes: int | None = None
-
-
 def decide_with(monkeypatch: pytest.MonkeyPatch, nodes: int, max_nodes: int | None) -> Outcome:
-    made = RangedDecision(nodes, 20, "range", "a narrowed range", max_nodes=max_nodes)
+    made = policies.Decision(nodes, 20, "range", "a narrowed range", max_nodes=max_nodes)
     monkeypatch.setattr(policies, "decide", lambda *a, **k: made)
     return decider(FakeStore({"lulesh": lu_record()})).decide(job(nodes_min=2, nodes_max=8), idle)
 
