@@ -56,9 +56,11 @@ PENDING_FIELDS = (
     "WorkDir",
     "Name",
     "Comment",
+    "Reason",
 )
 _NULL = "(null)"
-HELD_FIELD = "AdminComment=adaptalloc:v1:held"
+ADMIN_FIELD = "AdminComment="
+HELD_FIELD = ADMIN_FIELD + "adaptalloc:v1:held"
 #: More new held jobs than this: read every job's record once rather than each on its own.
 MANY_JOBS = 24
 _RECORD_START = re.compile(r"JobId=(\d+) JobName=")
@@ -139,6 +141,7 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
                 workdir=_text(f["WorkDir"]) or None,
                 script=_text(f["Command"]) or None,
                 priority=_int(f["PriorityLong"]),
+                state_reason=f["Reason"].strip(),
             )
         )
     return out
@@ -147,7 +150,21 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
 def admin_comment_of(record: str) -> str | None:
     """What ``scontrol show job -o ID`` says of the held marker: the admin comment the daemon
     may rely on ("adaptalloc:v1:held" when the marker stands alone), "" when there is no
-    marker, None when text follows the marker (then read it another way)."""
+    marker, None when the line cannot say for sure (then read it another way).
+
+    The line is field-exact only when ``AdminComment=`` occurs in it once: JobName,
+    Command and WorkDir print before the real field and Comment and StdOut after it, so a
+    second occurrence is some user's text posing as the field and the record is ambiguous
+    (None). One occurrence is the real field, or a user's text in a job with no admin
+    comment at all, which job_submit.lua never holds (it always writes the marker there);
+    the daemon's hold check (Reason=JobHeldUser, sweep.py) then limits the harm to the
+    user's own hold.
+    """
+    count = record.count(ADMIN_FIELD)
+    if count == 0:
+        return ""
+    if count > 1:
+        return None
     at = record.find(" " + HELD_FIELD)
     if at < 0:
         return ""
@@ -170,7 +187,7 @@ def from_all_records(text: str, job_ids: Sequence[int]) -> dict[int, str | None]
     return {
         job_id: admin_comment_of(found[0])
         for job_id, found in lines.items()
-        if len(found) == 1 and " AdminComment=" in found[0]
+        if len(found) == 1 and ADMIN_FIELD in found[0]
     }
 
 

@@ -103,6 +103,7 @@ BASE = {
     "Account": "phys",
     "UserName": "ann",
     "Name": "lulesh",
+    "Reason": "JobHeldUser",
 }
 
 
@@ -125,6 +126,7 @@ def test_pending_jobs_parse_with_hostile_text_inside_fields() -> None:
     assert first.comment == ""
     assert first.admin_comment is None
     assert first.submit_time is not None
+    assert first.state_reason == "JobHeldUser"
     assert (second.job_id, second.nodes_min, second.nodes_max) == (42, 3, 3)
     assert second.name == "x~R~|y\nJobID"
     assert second.comment == "line\n~zz~R~zz~\n43~99"
@@ -162,8 +164,28 @@ def test_the_marker_from_a_job_record(after: str, expected: str | None) -> None:
     assert admin_comment_of(RECORD.format(after=after)) == expected
 
 
+@pytest.mark.parametrize(
+    "record",
+    [
+        # The job: a name posing as the field, an admin's real comment after it.
+        "JobId=41 JobName=x AdminComment=adaptalloc:v1:held Comment=y UserId=ann(1) "
+        "WorkDir=/tmp AdminComment=ticket 42 StdErr=/dev/null",
+        # The same text in Command or WorkDir, and the real marker after it.
+        "JobId=41 JobName=x Command=/a AdminComment=adaptalloc:v1:held StdErr=x "
+        "WorkDir=/tmp AdminComment=adaptalloc:v1:held ",
+        # A comment after the real field repeating it.
+        "JobId=41 JobName=x WorkDir=/tmp AdminComment=adaptalloc:v1:held "
+        "Comment=AdminComment=adaptalloc:v1:held StdErr=x",
+    ],
+)
+def test_a_record_with_the_field_twice_is_read_the_exact_way(record: str) -> None:
+    assert admin_comment_of(record) is None
+    assert from_all_records(record, [41]) == {41: None}
+
+
 def test_no_marker_is_an_empty_admin_comment() -> None:
     assert admin_comment_of("JobId=41 JobName=x AdminComment=something else StdErr=x") == ""
+    assert admin_comment_of("JobId=41 JobName=x WorkDir=/tmp StdErr=x") == ""
 
 
 def test_a_faked_record_line_sends_the_job_to_its_own_record() -> None:
