@@ -67,7 +67,7 @@ def _int(value: Any) -> int | None:
         number = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.isdigit():
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
         number = int(value)
     if number is None or number in _SENTINELS or number < 0:
         return None
@@ -112,7 +112,10 @@ def _load(text: str | bytes, command: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise SlurmParseError(f"{command} printed JSON that is not an object")
     # sacct's "Nothing found with query" (9003) is an empty result, not a failure.
-    errors = [e for e in doc.get("errors") or [] if _map(e).get("error_number") != NOTHING_FOUND]
+    listed = doc.get("errors") or []
+    if not isinstance(listed, list):
+        raise SlurmParseError(f"{command} printed an 'errors' value that is not a list")
+    errors = [e for e in listed if _map(e).get("error_number") != NOTHING_FOUND]
     if errors:
         first = errors[0]
         text_ = first.get("error") or first.get("description") if isinstance(first, dict) else None
@@ -334,7 +337,7 @@ def parse_time_minutes(text: str) -> int | None:
 def _limit(text: str | None) -> int | None:
     if text is None or text.upper() == "UNLIMITED":
         return None
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:

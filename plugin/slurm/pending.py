@@ -84,7 +84,7 @@ def _text(value: str) -> str:
 
 
 def _int(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _epoch(value: str) -> int | None:
@@ -102,20 +102,32 @@ def _minutes(value: str) -> int | None:
 
 
 def parse_pending(text: str, sep: str) -> list[JobRecord]:
-    """Records from squeue's output for `pending_format(sep)` (admin_comment left None)."""
-    end = f"{sep}R{sep}"
+    """Records from squeue's output for `pending_format(sep)` (admin_comment left None).
+
+    The text is cut at every `sep` only (a user cannot put the nonce in a field): each
+    record is then exactly len(PENDING_FIELDS) + 2 pieces (the fields, the closing JobID,
+    "R"), the next one starting after the line's newline. Counting pieces rather than
+    looking for ``<sep>R<sep>`` keeps a field whose whole text is "R" (a job named R)
+    from ending its record early (found by tests/unit/plugin/test_fuzz_slurm.py).
+    """
+    width = len(PENDING_FIELDS) + 2
+    pieces = text.split(sep)
+    if pieces[-1].strip():
+        raise SlurmParseError("squeue printed text after its last record")
+    pieces.pop()
+    if len(pieces) % width:
+        raise SlurmParseError(
+            f"squeue printed {len(pieces)} fields, not a whole number of {width}-field records"
+        )
     out = []
-    for raw in text.split(end):
-        record = raw.removeprefix("\n")
-        if not record.strip():
-            continue
-        values = record.split(sep)
-        # The closing JobID field sits before R: len(fields) + 1 values.
-        if len(values) != len(PENDING_FIELDS) + 1:
-            raise SlurmParseError(
-                f"squeue printed a record with {len(values)} fields, expected "
-                f"{len(PENDING_FIELDS) + 1}"
-            )
+    for start in range(0, len(pieces), width):
+        values = pieces[start : start + width]
+        if start:
+            if not values[0].startswith("\n"):
+                raise SlurmParseError("squeue printed a record not on a line of its own")
+            values[0] = values[0][1:]
+        if values.pop() != "R":
+            raise SlurmParseError("squeue printed a record that does not end in R")
         f = dict(zip(PENDING_FIELDS, values, strict=False))
         job_id = _int(f["JobID"])
         if job_id is None or values[-1] != f["JobID"]:
@@ -174,16 +186,31 @@ def admin_comment_of(record: str) -> str | None:
 
 def from_all_records(text: str, job_ids: Sequence[int]) -> dict[int, str | None]:
     """admin_comment_of for the jobs whose record is unambiguous in ``scontrol show job -o``
-    (every job): exactly one line starts ``JobId=<id> JobName=`` and it reaches
-    AdminComment. A second such line (another job's comment can hold a newline and fake
-    one) or a record cut short (a newline in the job's own name) leaves the job out: ask
-    for its own record instead."""
+    (every job): the line that starts ``JobId=<id> JobName=`` reaches AdminComment. A
+    second line claiming any job's id (a newline and a forged start in some job's text)
+    or a line that starts no record (a newline: a record cut short) leaves every job out:
+    ask for their own records instead.
+    Left: a newline followed by a forged ``JobId=<unknown id> JobName=`` start cuts a
+    record undetected; the cut job is its own user's, and only a JobHeldUser hold is ever
+    released (sweep.py), so the harm stays with that user's job."""
     wanted = set(job_ids)
+    seen: set[int] = set()
     lines: dict[int, list[str]] = {}
     for line in text.split("\n"):
         match = _RECORD_START.match(line)
-        if match and int(match.group(1)) in wanted:
-            lines.setdefault(int(match.group(1)), []).append(line)
+        if match is None:
+            if line.strip():
+                # Some job's text holds a newline: a record is cut somewhere, and its first
+                # part could pass for a whole one (found by tests/unit/plugin/
+                # test_fuzz_slurm.py). Trust nothing here; each job's own record decides.
+                return {}
+            continue
+        job_id = int(match.group(1))
+        if job_id in seen:
+            return {}  # a forged record start (the line before it is cut): trust nothing
+        seen.add(job_id)
+        if job_id in wanted:
+            lines.setdefault(job_id, []).append(line)
     return {
         job_id: admin_comment_of(found[0])
         for job_id, found in lines.items()

@@ -133,6 +133,14 @@ def test_pending_jobs_parse_with_hostile_text_inside_fields() -> None:
     assert second.time_limit_min is None
 
 
+def test_a_job_named_r_does_not_end_its_record_early() -> None:
+    # Found by test_fuzz_slurm.py: "<sep>R<sep>" was the record end, so a field whose whole
+    # text is R cut the record and the whole sweep failed (any user could stop the daemon).
+    sep = "~0a1b2c3d4e5f~"
+    jobs = parse_pending(squeue_output(sep, {**BASE, "Name": "R", "Comment": "R"}, BASE), sep)
+    assert [(j.job_id, j.name, j.comment) for j in jobs] == [(41, "R", "R"), (41, "lulesh", "")]
+
+
 def test_a_record_with_missing_fields_is_an_error() -> None:
     sep = "~ff~"
     with pytest.raises(SlurmParseError, match="fields"):
@@ -193,10 +201,25 @@ def test_a_faked_record_line_sends_the_job_to_its_own_record() -> None:
     fake = "JobId=41 JobName=y AdminComment=adaptalloc:v1:held StdErr=x"
     other = "JobId=50 JobName=z WorkDir=/ AdminComment=(null) Comment=a"
     text = "\n".join([real, other + "\n" + fake, "JobId=51 JobName=cut"])
-    found = from_all_records(text, [41, 50, 51])
-    assert 41 not in found  # two lines claim job 41
+    # Two lines claim job 41: some record is cut and forged, so no line is trusted.
+    assert from_all_records(text, [41, 50, 51]) == {}
+    honest = "\n".join([real, other, "JobId=51 JobName=cut"])
+    found = from_all_records(honest, [41, 50, 51])
+    assert found[41] == "adaptalloc:v1:held"
     assert found[50] == ""
     assert 51 not in found  # its record does not reach AdminComment
+
+
+def test_a_record_cut_by_a_newline_leaves_every_job_to_its_own_record() -> None:
+    # Found by test_fuzz_slurm.py: job 44's WorkDir holds "AdminComment=" and a newline, so
+    # its first line shows one AdminComment= (the fake) and its real marker is on the next.
+    cut = (
+        "JobId=44 JobName=a Command=/x WorkDir=AdminComment=\nrest "
+        "AdminComment=adaptalloc:v1:held  StdErr=/dev/null"
+    )
+    text = "\n".join([RECORD.format(after=" StdErr=/dev/null"), cut])
+    assert from_all_records(text, [41, 44]) == {}
+    assert admin_comment_of(cut) is None  # its own record, read whole
 
 
 def test_many_jobs_are_read_in_one_call_and_the_unsure_ones_alone() -> None:
