@@ -28,12 +28,13 @@ from typing import Any
 
 from plugin.errors import printable, quote_value
 from plugin.slurm.errors import SlurmError, SlurmParseError
-from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord
+from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = [
     "UNRELIABLE_EXIT_CODE_PLUGINS",
     "parse_accounting_type",
     "parse_key_values",
+    "parse_qos_limits",
     "parse_sacct_json",
     "parse_scontrol_partitions",
     "parse_sinfo_json",
@@ -366,6 +367,42 @@ def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
                 max_time_min=max_time,
             )
         )
+    return out
+
+
+#: sacctmgr fields parse_qos_limits reads, in this order.
+QOS_FORMAT = "Name,MaxTRESPerJob,MaxWall"
+
+
+def _tres_nodes(text: str) -> int | None:
+    """The node count in a TRES list ("cpu=4,node=2" -> 2), None when it has none."""
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "node":
+            return _limit(value.strip())
+    return None
+
+
+def parse_qos_limits(text: str) -> list[QosRecord]:
+    """QOS per-job limits from ``sacctmgr -n -P show qos format=QOS_FORMAT``.
+
+    Only administrators create QOSes, but a line that does not read is an error, not a
+    guess: a wrong limit would size jobs Slurm then never starts.
+    """
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) < 3 or not fields[0]:
+            raise SlurmParseError(f"sacctmgr show qos printed {quote_value(line[:200])}")
+        try:
+            wall = parse_time_minutes(fields[2]) if fields[2] else None
+        except ValueError as exc:
+            raise SlurmParseError(
+                f"sacctmgr show qos printed a MaxWall that is no time: {quote_value(fields[2])}"
+            ) from exc
+        out.append(QosRecord(fields[0], _tres_nodes(fields[1]), wall))
     return out
 
 

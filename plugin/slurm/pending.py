@@ -57,6 +57,7 @@ PENDING_FIELDS = (
     "Name",
     "Comment",
     "Reason",
+    "QOS",
 )
 _NULL = "(null)"
 ADMIN_FIELD = "AdminComment="
@@ -154,6 +155,7 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
                 script=_text(f["Command"]) or None,
                 priority=_int(f["PriorityLong"]),
                 state_reason=f["Reason"].strip(),
+                qos=_text(f["QOS"]),
             )
         )
     return out
