@@ -10,11 +10,13 @@ testbed, per sweep. The daemon sweeps every second or so, so it reads instead:
   newline. Job names and comments are free text (newlines included); a user cannot guess
   the nonce, so no text can end a field or a record early.
 * ``scontrol show job -o ID``, only for pending jobs at priority 0 the daemon has not seen
-  yet: 22.05's squeue cannot print admin_comment, where job_submit.lua's marker is. Only
-  the job's own record is read, so text from another job can never pass for its marker;
-  the marker counts when ``AdminComment=adaptalloc:v1:held`` is in the record (a user can
-  fake it only in their own job's fields, and then only undoes their own hold). Text an
-  admin had put before the marker is read from ``squeue --json`` (rare, and slow).
+  yet: 22.05's squeue cannot print admin_comment, where job_submit.lua's marker is, and
+  its scontrol has no ``--json``. Only the job's own record is read, so text from another
+  job can never pass for its marker; the record counts only when ``AdminComment=`` occurs
+  in it once (`admin_comment_of`): a second occurrence is user text posing as the field,
+  and that job, like one whose marker is followed by an admin's text, is read from
+  ``squeue --json`` (rare, and slow). Whose hold it is comes from squeue's Reason
+  (plugin/daemon/sweep.py): an admin's hold is never the daemon's.
 """
 
 from __future__ import annotations
