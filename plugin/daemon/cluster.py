@@ -2,7 +2,13 @@
 
 Idle nodes come from ``sinfo --json`` and the partitions' limits (MaxNodes, MaxTime, size)
 from ``scontrol show partition``, both cached (``cluster_cache_s``, ``partition_cache_s``) so
-a burst does not query Slurm per job. Pending demand is the sum of the requested minimum
+a burst does not query Slurm per job. The job's QOS limits (MaxTRESPerJob node=, MaxWall,
+from ``sacctmgr show qos``, cached like the partitions) tighten the partition's: the policy
+gets the smaller of each, so it never pins a size or sets a limit the QOS refuses (a job
+pinned above its QOS's node limit would pend forever). When sacctmgr cannot answer, the
+last QOS table read stays in use (none at first: the partition's limits alone).
+
+Pending demand is the sum of the requested minimum
 nodes of the partition's pending jobs, taken from the sweep the batch came from (the job
 being decided is not counted). When sinfo fails the load counts as unknown (the policy then
 assumes a neutral load); it is not a reason to fail open.
@@ -18,10 +24,17 @@ from contextlib import AbstractContextManager
 import structlog
 
 from plugin.errors import printable
-from plugin.slurm import JobRecord, NodeRecord, PartitionRecord, SlurmError, SlurmReader
+from plugin.slurm import (
+    JobRecord,
+    NodeRecord,
+    PartitionRecord,
+    QosRecord,
+    SlurmError,
+    SlurmReader,
+)
 from policies import ClusterState
 
-__all__ = ["ClusterView", "pending_demand"]
+__all__ = ["ClusterView", "pending_demand", "tighter"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
@@ -29,6 +42,12 @@ log = structlog.get_logger("adaptalloc.daemon")
 def first_partition(partition: str) -> str:
     """A job submitted to ``a,b`` is judged by ``a``."""
     return partition.split(",", 1)[0].strip()
+
+
+def tighter(*limits: int | None) -> int | None:
+    """The smallest of the limits that are set (None: none is)."""
+    found = [limit for limit in limits if limit is not None]
+    return min(found) if found else None
 
 
 def pending_demand(jobs: Iterable[JobRecord]) -> Counter[str]:
@@ -57,6 +76,7 @@ class ClusterView:
         self.clock = clock
         self._nodes: tuple[float, list[NodeRecord] | None] = (-1e18, None)
         self._partitions: tuple[float, dict[str, PartitionRecord]] = (-1e18, {})
+        self._qos: tuple[float, dict[str, QosRecord]] = (-1e18, {})
         self._timed = timed
 
     def _call(self, name: str, fn: Callable[[], object]) -> object:
@@ -93,6 +113,22 @@ class ClusterView:
         self._partitions = (now, table)
         return table
 
+    def qos(self) -> dict[str, QosRecord]:
+        """QOS name -> its per-job limits, cached for ``partition_cache_s``."""
+        stamp, cached = self._qos
+        now = self.clock()
+        if now - stamp < self.partition_cache_s:
+            return cached
+        try:
+            found = self._call("qos", self.slurm.qos_limits)
+        except SlurmError as exc:
+            log.warning("qos_limits_unknown", error=printable(str(exc))[:200])
+            self._qos = (now, cached)
+            return cached
+        table = {q.name: q for q in found} if isinstance(found, list) else {}
+        self._qos = (now, table)
+        return table
+
     def partition(self, name: str) -> PartitionRecord | None:
         table = self.partitions()
         wanted = first_partition(name)
@@ -112,10 +148,17 @@ class ClusterView:
         if idle is not None and total is not None:
             idle = min(idle, total)
         others = max(demand.get(name, 0) - (job.nodes_min or 0), 0)
+        qos = self.qos().get(job.qos) if job.qos else None
         return ClusterState(
             idle_nodes=idle,
             pending_demand_nodes=others,
             total_nodes=total,
-            max_nodes_per_job=part.max_nodes if part is not None else None,
-            max_time_min=part.max_time_min if part is not None else None,
+            max_nodes_per_job=tighter(
+                part.max_nodes if part is not None else None,
+                qos.max_nodes_per_job if qos is not None else None,
+            ),
+            max_time_min=tighter(
+                part.max_time_min if part is not None else None,
+                qos.max_wall_min if qos is not None else None,
+            ),
         )

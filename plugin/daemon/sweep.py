@@ -11,6 +11,12 @@ plugin/slurm/pending.py; Slurm 22.05 cannot filter its JSON output, so the filte
 A job with the daemon's record (sized/kept/released) that is held again but not in the
 journal was held by its user or an admin after the daemon released it: left alone. So is
 a job with the marker that is no longer held (an admin released it by hand).
+
+Only a hold with job_submit.lua's reason is the daemon's: priority 0 set in job_submit is
+a *user* hold (Reason=JobHeldUser, seen on the 22.05 testbed; root's updates of NumNodes,
+TimeLimit and AdminComment keep it). An admin's ``scontrol hold`` makes it JobHeldAdmin,
+and such a job is never decided, finished or released by the daemon, marker or not: a user
+who released their own job, or faked the marker, cannot make the daemon undo an admin hold.
 """
 
 from __future__ import annotations
@@ -23,16 +29,21 @@ from plugin.daemon import marks
 from plugin.daemon.cluster import pending_demand
 from plugin.slurm import JobRecord
 
-__all__ = ["Sweep", "classify", "held_by_us"]
+__all__ = ["OUR_HOLD_REASONS", "Sweep", "classify", "held_by_us", "on_hold"]
 
-
-def held_by_us(job: JobRecord) -> bool:
-    """Pending at priority 0 with the held marker."""
-    return job.state == "PENDING" and job.priority == 0 and marks.is_held(job.admin_comment)
+#: Slurm's reason for the hold job_submit.lua puts on a job (priority 0 set at submission
+#: by a non-operator's job). JobHeldAdmin is never ours.
+OUR_HOLD_REASONS = frozenset({"JobHeldUser"})
 
 
 def on_hold(job: JobRecord) -> bool:
-    return job.state == "PENDING" and job.priority == 0
+    """Pending at priority 0 under the kind of hold job_submit.lua makes (not an admin's)."""
+    return job.state == "PENDING" and job.priority == 0 and job.state_reason in OUR_HOLD_REASONS
+
+
+def held_by_us(job: JobRecord) -> bool:
+    """On our kind of hold (`on_hold`) with the held marker."""
+    return on_hold(job) and marks.is_held(job.admin_comment)
 
 
 @dataclass

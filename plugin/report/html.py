@@ -200,9 +200,11 @@ def render_index(rows: list[FleetRow], generated: str = "") -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write atomically: a reader never sees half a page."""
+    """Write atomically: a reader never sees half a page. Mode 0644 (mkstemp makes 0600):
+    the pages are published, a web server must read them."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
     try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, path)

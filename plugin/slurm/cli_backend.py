@@ -11,6 +11,7 @@ plugin/slurm/parse.py.
 | jobs | ``squeue --json`` (22.05 ignores --jobs/--states, so no filters are passed) |
 | nodes | ``sinfo --json`` |
 | partitions | ``scontrol show partition -o`` |
+| qos_limits | ``sacctmgr -n -P show qos format=Name,MaxTRESPerJob,MaxWall`` |
 | accounting_enabled | ``scontrol show config`` |
 | version | ``sinfo --version`` |
 | scontrol_job | ``scontrol show job -o ID`` (raw fields, for diagnostics) |
@@ -29,8 +30,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from plugin.errors import printable
 from plugin.slurm.errors import SlurmCommandError
 from plugin.slurm.parse import (
+    QOS_FORMAT,
     parse_accounting_type,
     parse_key_values,
+    parse_qos_limits,
     parse_sacct_json,
     parse_scontrol_partitions,
     parse_sinfo_json,
@@ -39,7 +42,13 @@ from plugin.slurm.parse import (
 )
 from plugin.slurm.pending import admin_comments, new_separator, parse_pending, pending_format
 from plugin.slurm.reader import SlurmReader
-from plugin.slurm.records import FINAL_STATES, JobRecord, NodeRecord, PartitionRecord
+from plugin.slurm.records import (
+    FINAL_STATES,
+    JobRecord,
+    NodeRecord,
+    PartitionRecord,
+    QosRecord,
+)
 
 __all__ = ["DEFAULT_TIMEOUT_S", "CliSlurmReader", "Runner", "run_command", "slurm_time"]
 
@@ -139,6 +148,11 @@ class CliSlurmReader(SlurmReader):
 
     def partitions(self) -> list[PartitionRecord]:
         return parse_scontrol_partitions(self.run("scontrol", "show", "partition", "-o"))
+
+    def qos_limits(self) -> list[QosRecord]:
+        return parse_qos_limits(
+            self.run("sacctmgr", "-n", "-P", "show", "qos", f"format={QOS_FORMAT}")
+        )
 
     def accounting_enabled(self) -> bool:
         kind = parse_accounting_type(self.run("scontrol", "show", "config"))

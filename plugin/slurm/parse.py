@@ -28,12 +28,13 @@ from typing import Any
 
 from plugin.errors import printable, quote_value
 from plugin.slurm.errors import SlurmError, SlurmParseError
-from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord
+from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = [
     "UNRELIABLE_EXIT_CODE_PLUGINS",
     "parse_accounting_type",
     "parse_key_values",
+    "parse_qos_limits",
     "parse_sacct_json",
     "parse_scontrol_partitions",
     "parse_sinfo_json",
@@ -67,7 +68,7 @@ def _int(value: Any) -> int | None:
         number = int(value)
     elif isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and value.isdigit():
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
         number = int(value)
     if number is None or number in _SENTINELS or number < 0:
         return None
@@ -112,7 +113,10 @@ def _load(text: str | bytes, command: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise SlurmParseError(f"{command} printed JSON that is not an object")
     # sacct's "Nothing found with query" (9003) is an empty result, not a failure.
-    errors = [e for e in doc.get("errors") or [] if _map(e).get("error_number") != NOTHING_FOUND]
+    listed = doc.get("errors") or []
+    if not isinstance(listed, list):
+        raise SlurmParseError(f"{command} printed an 'errors' value that is not a list")
+    errors = [e for e in listed if _map(e).get("error_number") != NOTHING_FOUND]
     if errors:
         first = errors[0]
         text_ = first.get("error") or first.get("description") if isinstance(first, dict) else None
@@ -334,7 +338,7 @@ def parse_time_minutes(text: str) -> int | None:
 def _limit(text: str | None) -> int | None:
     if text is None or text.upper() == "UNLIMITED":
         return None
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
@@ -363,6 +367,42 @@ def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
                 max_time_min=max_time,
             )
         )
+    return out
+
+
+#: sacctmgr fields parse_qos_limits reads, in this order.
+QOS_FORMAT = "Name,MaxTRESPerJob,MaxWall"
+
+
+def _tres_nodes(text: str) -> int | None:
+    """The node count in a TRES list ("cpu=4,node=2" -> 2), None when it has none."""
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "node":
+            return _limit(value.strip())
+    return None
+
+
+def parse_qos_limits(text: str) -> list[QosRecord]:
+    """QOS per-job limits from ``sacctmgr -n -P show qos format=QOS_FORMAT``.
+
+    Only administrators create QOSes, but a line that does not read is an error, not a
+    guess: a wrong limit would size jobs Slurm then never starts.
+    """
+    out = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) < 3 or not fields[0]:
+            raise SlurmParseError(f"sacctmgr show qos printed {quote_value(line[:200])}")
+        try:
+            wall = parse_time_minutes(fields[2]) if fields[2] else None
+        except ValueError as exc:
+            raise SlurmParseError(
+                f"sacctmgr show qos printed a MaxWall that is no time: {quote_value(fields[2])}"
+            ) from exc
+        out.append(QosRecord(fields[0], _tres_nodes(fields[1]), wall))
     return out
 
 

@@ -10,11 +10,13 @@ testbed, per sweep. The daemon sweeps every second or so, so it reads instead:
   newline. Job names and comments are free text (newlines included); a user cannot guess
   the nonce, so no text can end a field or a record early.
 * ``scontrol show job -o ID``, only for pending jobs at priority 0 the daemon has not seen
-  yet: 22.05's squeue cannot print admin_comment, where job_submit.lua's marker is. Only
-  the job's own record is read, so text from another job can never pass for its marker;
-  the marker counts when ``AdminComment=adaptalloc:v1:held`` is in the record (a user can
-  fake it only in their own job's fields, and then only undoes their own hold). Text an
-  admin had put before the marker is read from ``squeue --json`` (rare, and slow).
+  yet: 22.05's squeue cannot print admin_comment, where job_submit.lua's marker is, and
+  its scontrol has no ``--json``. Only the job's own record is read, so text from another
+  job can never pass for its marker; the record counts only when ``AdminComment=`` occurs
+  in it once (`admin_comment_of`): a second occurrence is user text posing as the field,
+  and that job, like one whose marker is followed by an admin's text, is read from
+  ``squeue --json`` (rare, and slow). Whose hold it is comes from squeue's Reason
+  (plugin/daemon/sweep.py): an admin's hold is never the daemon's.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ PENDING_FIELDS = (
     "WorkDir",
     "Name",
     "Comment",
+    "Reason",
+    "QOS",
 )
 _NULL = "(null)"
-HELD_FIELD = "AdminComment=adaptalloc:v1:held"
+ADMIN_FIELD = "AdminComment="
+HELD_FIELD = ADMIN_FIELD + "adaptalloc:v1:held"
 #: More new held jobs than this: read every job's record once rather than each on its own.
 MANY_JOBS = 24
 _RECORD_START = re.compile(r"JobId=(\d+) JobName=")
@@ -82,7 +87,7 @@ def _text(value: str) -> str:
 
 
 def _int(value: str) -> int | None:
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _epoch(value: str) -> int | None:
@@ -100,20 +105,32 @@ def _minutes(value: str) -> int | None:
 
 
 def parse_pending(text: str, sep: str) -> list[JobRecord]:
-    """Records from squeue's output for `pending_format(sep)` (admin_comment left None)."""
-    end = f"{sep}R{sep}"
+    """Records from squeue's output for `pending_format(sep)` (admin_comment left None).
+
+    The text is cut at every `sep` only (a user cannot put the nonce in a field): each
+    record is then exactly len(PENDING_FIELDS) + 2 pieces (the fields, the closing JobID,
+    "R"), the next one starting after the line's newline. Counting pieces rather than
+    looking for ``<sep>R<sep>`` keeps a field whose whole text is "R" (a job named R)
+    from ending its record early (found by tests/unit/plugin/test_fuzz_slurm.py).
+    """
+    width = len(PENDING_FIELDS) + 2
+    pieces = text.split(sep)
+    if pieces[-1].strip():
+        raise SlurmParseError("squeue printed text after its last record")
+    pieces.pop()
+    if len(pieces) % width:
+        raise SlurmParseError(
+            f"squeue printed {len(pieces)} fields, not a whole number of {width}-field records"
+        )
     out = []
-    for raw in text.split(end):
-        record = raw.removeprefix("\n")
-        if not record.strip():
-            continue
-        values = record.split(sep)
-        # The closing JobID field sits before R: len(fields) + 1 values.
-        if len(values) != len(PENDING_FIELDS) + 1:
-            raise SlurmParseError(
-                f"squeue printed a record with {len(values)} fields, expected "
-                f"{len(PENDING_FIELDS) + 1}"
-            )
+    for start in range(0, len(pieces), width):
+        values = pieces[start : start + width]
+        if start:
+            if not values[0].startswith("\n"):
+                raise SlurmParseError("squeue printed a record not on a line of its own")
+            values[0] = values[0][1:]
+        if values.pop() != "R":
+            raise SlurmParseError("squeue printed a record that does not end in R")
         f = dict(zip(PENDING_FIELDS, values, strict=False))
         job_id = _int(f["JobID"])
         if job_id is None or values[-1] != f["JobID"]:
@@ -139,6 +156,8 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
                 workdir=_text(f["WorkDir"]) or None,
                 script=_text(f["Command"]) or None,
                 priority=_int(f["PriorityLong"]),
+                state_reason=f["Reason"].strip(),
+                qos=_text(f["QOS"]),
             )
         )
     return out
@@ -147,7 +166,21 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
 def admin_comment_of(record: str) -> str | None:
     """What ``scontrol show job -o ID`` says of the held marker: the admin comment the daemon
     may rely on ("adaptalloc:v1:held" when the marker stands alone), "" when there is no
-    marker, None when text follows the marker (then read it another way)."""
+    marker, None when the line cannot say for sure (then read it another way).
+
+    The line is field-exact only when ``AdminComment=`` occurs in it once: JobName,
+    Command and WorkDir print before the real field and Comment and StdOut after it, so a
+    second occurrence is some user's text posing as the field and the record is ambiguous
+    (None). One occurrence is the real field, or a user's text in a job with no admin
+    comment at all, which job_submit.lua never holds (it always writes the marker there);
+    the daemon's hold check (Reason=JobHeldUser, sweep.py) then limits the harm to the
+    user's own hold.
+    """
+    count = record.count(ADMIN_FIELD)
+    if count == 0:
+        return ""
+    if count > 1:
+        return None
     at = record.find(" " + HELD_FIELD)
     if at < 0:
         return ""
@@ -157,20 +190,35 @@ def admin_comment_of(record: str) -> str | None:
 
 def from_all_records(text: str, job_ids: Sequence[int]) -> dict[int, str | None]:
     """admin_comment_of for the jobs whose record is unambiguous in ``scontrol show job -o``
-    (every job): exactly one line starts ``JobId=<id> JobName=`` and it reaches
-    AdminComment. A second such line (another job's comment can hold a newline and fake
-    one) or a record cut short (a newline in the job's own name) leaves the job out: ask
-    for its own record instead."""
+    (every job): the line that starts ``JobId=<id> JobName=`` reaches AdminComment. A
+    second line claiming any job's id (a newline and a forged start in some job's text)
+    or a line that starts no record (a newline: a record cut short) leaves every job out:
+    ask for their own records instead.
+    Left: a newline followed by a forged ``JobId=<unknown id> JobName=`` start cuts a
+    record undetected; the cut job is its own user's, and only a JobHeldUser hold is ever
+    released (sweep.py), so the harm stays with that user's job."""
     wanted = set(job_ids)
+    seen: set[int] = set()
     lines: dict[int, list[str]] = {}
     for line in text.split("\n"):
         match = _RECORD_START.match(line)
-        if match and int(match.group(1)) in wanted:
-            lines.setdefault(int(match.group(1)), []).append(line)
+        if match is None:
+            if line.strip():
+                # Some job's text holds a newline: a record is cut somewhere, and its first
+                # part could pass for a whole one (found by tests/unit/plugin/
+                # test_fuzz_slurm.py). Trust nothing here; each job's own record decides.
+                return {}
+            continue
+        job_id = int(match.group(1))
+        if job_id in seen:
+            return {}  # a forged record start (the line before it is cut): trust nothing
+        seen.add(job_id)
+        if job_id in wanted:
+            lines.setdefault(job_id, []).append(line)
     return {
         job_id: admin_comment_of(found[0])
         for job_id, found in lines.items()
-        if len(found) == 1 and " AdminComment=" in found[0]
+        if len(found) == 1 and ADMIN_FIELD in found[0]
     }
 
 

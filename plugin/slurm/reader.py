@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 
-from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord
+from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = ["SlurmReader"]
 
@@ -51,6 +51,10 @@ class SlurmReader(ABC):
     @abstractmethod
     def partitions(self) -> list[PartitionRecord]:
         """Every partition."""
+
+    def qos_limits(self) -> list[QosRecord]:
+        """Every QOS with its per-job node and wall-time limits ([] when unknown)."""
+        return []
 
     @abstractmethod
     def accounting_enabled(self) -> bool:

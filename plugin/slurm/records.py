@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FINAL_STATES", "JobRecord", "NodeRecord", "PartitionRecord"]
+__all__ = ["FINAL_STATES", "JobRecord", "NodeRecord", "PartitionRecord", "QosRecord"]
 
 #: Base job states after which a job never runs again.
 FINAL_STATES = frozenset(
@@ -44,6 +44,7 @@ class JobRecord:
     workdir, script : working directory and batch script path, when reported.
     priority : scheduling priority (0 while held); None when not reported.
     state_reason : why a pending job waits ("JobHeldUser", ...), "" when none.
+    qos : the job's QOS ("" when the source does not report it).
     """
 
     job_id: int
@@ -71,6 +72,7 @@ class JobRecord:
     priority: int | None = None
     state_reason: str = ""
     cluster: str = ""
+    qos: str = ""
 
     @property
     def finished(self) -> bool:
@@ -116,3 +118,12 @@ class PartitionRecord:
     default: bool
     max_nodes: int | None = None
     max_time_min: int | None = None
+
+
+@dataclass(frozen=True)
+class QosRecord:
+    """One QOS's per-job limits from ``sacctmgr show qos``. None: no limit."""
+
+    name: str
+    max_nodes_per_job: int | None = None
+    max_wall_min: int | None = None

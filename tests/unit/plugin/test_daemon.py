@@ -44,6 +44,7 @@ def job(job_id: int = 7, **fields: Any) -> JobRecord:
         "time_limit_min": 60,
         "submit_time": NOW - 5,
         "priority": 0,
+        "state_reason": "JobHeldUser",
     }
     base.update(fields)
     return JobRecord(**base)

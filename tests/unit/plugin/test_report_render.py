@@ -186,6 +186,8 @@ def test_site_writer_writes_pages_and_index(tmp_path: Path, hostile: AppReport) 
     assert sorted(p.name for p in (tmp_path / "site").iterdir()) == sorted(
         [page.name, "index.html"]
     )  # no temporary files left
+    # Pages are for a web server: world-readable, not mkstemp's 0600.
+    assert {p.stat().st_mode & 0o777 for p in (page, index)} == {0o644}
 
 
 # --- terminal ---------------------------------------------------------------------------

@@ -103,6 +103,7 @@ BASE = {
     "Account": "phys",
     "UserName": "ann",
     "Name": "lulesh",
+    "Reason": "JobHeldUser",
 }
 
 
@@ -125,10 +126,19 @@ def test_pending_jobs_parse_with_hostile_text_inside_fields() -> None:
     assert first.comment == ""
     assert first.admin_comment is None
     assert first.submit_time is not None
+    assert first.state_reason == "JobHeldUser"
     assert (second.job_id, second.nodes_min, second.nodes_max) == (42, 3, 3)
     assert second.name == "x~R~|y\nJobID"
     assert second.comment == "line\n~zz~R~zz~\n43~99"
     assert second.time_limit_min is None
+
+
+def test_a_job_named_r_does_not_end_its_record_early() -> None:
+    # Found by test_fuzz_slurm.py: "<sep>R<sep>" was the record end, so a field whose whole
+    # text is R cut the record and the whole sweep failed (any user could stop the daemon).
+    sep = "~0a1b2c3d4e5f~"
+    jobs = parse_pending(squeue_output(sep, {**BASE, "Name": "R", "Comment": "R"}, BASE), sep)
+    assert [(j.job_id, j.name, j.comment) for j in jobs] == [(41, "R", "R"), (41, "lulesh", "")]
 
 
 def test_a_record_with_missing_fields_is_an_error() -> None:
@@ -162,8 +172,28 @@ def test_the_marker_from_a_job_record(after: str, expected: str | None) -> None:
     assert admin_comment_of(RECORD.format(after=after)) == expected
 
 
+@pytest.mark.parametrize(
+    "record",
+    [
+        # The issue's job: a name posing as the field, an admin's real comment after it.
+        "JobId=41 JobName=x AdminComment=adaptalloc:v1:held Comment=y UserId=ann(1) "
+        "WorkDir=/tmp AdminComment=ticket 42 StdErr=/dev/null",
+        # The same text in Command or WorkDir, and the real marker after it.
+        "JobId=41 JobName=x Command=/a AdminComment=adaptalloc:v1:held StdErr=x "
+        "WorkDir=/tmp AdminComment=adaptalloc:v1:held ",
+        # A comment after the real field repeating it.
+        "JobId=41 JobName=x WorkDir=/tmp AdminComment=adaptalloc:v1:held "
+        "Comment=AdminComment=adaptalloc:v1:held StdErr=x",
+    ],
+)
+def test_a_record_with_the_field_twice_is_read_the_exact_way(record: str) -> None:
+    assert admin_comment_of(record) is None
+    assert from_all_records(record, [41]) == {41: None}
+
+
 def test_no_marker_is_an_empty_admin_comment() -> None:
     assert admin_comment_of("JobId=41 JobName=x AdminComment=something else StdErr=x") == ""
+    assert admin_comment_of("JobId=41 JobName=x WorkDir=/tmp StdErr=x") == ""
 
 
 def test_a_faked_record_line_sends_the_job_to_its_own_record() -> None:
@@ -171,10 +201,25 @@ def test_a_faked_record_line_sends_the_job_to_its_own_record() -> None:
     fake = "JobId=41 JobName=y AdminComment=adaptalloc:v1:held StdErr=x"
     other = "JobId=50 JobName=z WorkDir=/ AdminComment=(null) Comment=a"
     text = "\n".join([real, other + "\n" + fake, "JobId=51 JobName=cut"])
-    found = from_all_records(text, [41, 50, 51])
-    assert 41 not in found  # two lines claim job 41
+    # Two lines claim job 41: some record is cut and forged, so no line is trusted.
+    assert from_all_records(text, [41, 50, 51]) == {}
+    honest = "\n".join([real, other, "JobId=51 JobName=cut"])
+    found = from_all_records(honest, [41, 50, 51])
+    assert found[41] == "adaptalloc:v1:held"
     assert found[50] == ""
     assert 51 not in found  # its record does not reach AdminComment
+
+
+def test_a_record_cut_by_a_newline_leaves_every_job_to_its_own_record() -> None:
+    # Found by test_fuzz_slurm.py: job 44's WorkDir holds "AdminComment=" and a newline, so
+    # its first line shows one AdminComment= (the fake) and its real marker is on the next.
+    cut = (
+        "JobId=44 JobName=a Command=/x WorkDir=AdminComment=\nrest "
+        "AdminComment=adaptalloc:v1:held  StdErr=/dev/null"
+    )
+    text = "\n".join([RECORD.format(after=" StdErr=/dev/null"), cut])
+    assert from_all_records(text, [41, 44]) == {}
+    assert admin_comment_of(cut) is None  # its own record, read whole
 
 
 def test_many_jobs_are_read_in_one_call_and_the_unsure_ones_alone() -> None:

@@ -1,0 +1,69 @@
+"""QOS limits bound what the daemon sets (issue 15, item 3, the QOS part).
+
+A QOS an admin made (MaxTRESPerJob=node=2, MaxWall=30 minutes) is read by the daemon
+(``sacctmgr show qos``) and tightens the partition's limits: a job of the unprivileged user
+in that QOS is never pinned above 2 nodes nor given a limit above 30 minutes, while the
+same job outside it is sized larger (the control: the cap is what made the difference).
+
+The testbed does not enforce QOS limits (no AccountingStorageEnforce), so "Slurm would
+keep it pending forever" is not shown here; what is shown is that the daemon never asks
+for more than the QOS allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from plugin.appkey import AppKey
+from plugin.importers import import_csv
+from plugin.learner import refit_app
+from plugin.redis_conn import connect
+from plugin.store import CurveStore
+
+from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - a fixture
+from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
+
+pytestmark = pytest.mark.integration
+Factory = Callable[..., DaemonProcess]
+QOS = "aatestsmall"
+
+
+@pytest.fixture
+def small_qos(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iterator[str]:
+    slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
+    slurm.run(
+        "sacctmgr", "-i", "add", "qos", QOS, "set", "MaxTRESPerJob=node=2", "MaxWall=00:30:00"
+    )
+    yield QOS
+    slurm.run("sacctmgr", "-i", "delete", "qos", QOS, check=False)
+
+
+def test_a_qos_caps_the_size_and_the_time_limit(
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,  # noqa: F811
+    small_qos: str,
+) -> None:
+    store = CurveStore(connect(scratch_url()))
+    key = AppKey.parse("it-lu")
+    import_csv(store, PROJECT_ROOT / "tests/data/scaling/lan_thesis_npb_lu_W.csv", key)
+    assert refit_app(store, key).status == "written"
+    daemon = daemon_factory().start()
+    args = ("--nodes=1-8", "--time=120", "--begin=now+3600", "--comment=adaptalloc:v1 app=it-lu")
+    free = submit_job(*args, wrap="true", as_user=slurm.test_user)
+    capped = submit_job(*args, f"--qos={small_qos}", wrap="true", as_user=slurm.test_user)
+    control, decision = daemon.wait_decision(free), daemon.wait_decision(capped)
+    assert control["action"] == "resize"
+    assert control["nodes"] > 2  # without the QOS the policy wants more than it allows
+    assert control["new_time_limit_min"] is None or control["new_time_limit_min"] > 0
+    assert decision["status"] == "released"
+    n, limit = decision["nodes"], decision["new_time_limit_min"]
+    assert 1 <= n <= 2
+    assert limit is not None
+    assert limit <= 30
+    fields = slurm.show_job(capped)
+    assert fields["QOS"] == small_qos
+    assert fields["NumNodes"] == f"{n}-{n}"
+    assert fields["TimeLimit"] == f"00:{limit:02d}:00"
