@@ -30,7 +30,7 @@ from predictor.envelope import Domain, Envelope
 from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
-from predictor.observations import Observations, prepare
+from predictor.observations import MAX_SIZES, Observations, prepare, thin
 from predictor.reliability import Instance, judge
 from predictor.segments import Segment, segment_runtime
 
@@ -152,6 +152,16 @@ def _analysis(obs: Observations, method: str, diagnosis: DiagnosisSettings) -> A
     return analyze(obs, diagnosis.anomalies)
 
 
+def thinned_note(obs: Observations) -> str:
+    """The note that says the fit used a subset of the sizes (observations.thin), or ""."""
+    if not obs.thinned:
+        return ""
+    return (
+        f"fitted on {len(obs)} of {len(obs) + len(obs.thinned)} distinct sizes (at most "
+        f"{MAX_SIZES}, spread evenly in log n: ADEPT's work grows with the 4th power of sizes)"
+    )
+
+
 def _fit_lm(obs: Observations) -> Fit:
     n, t, unit = _normalised(obs)
     res = fit_lm(n, t)
@@ -183,6 +193,7 @@ def fit_observations(
     if method == "lm":
         return _fit_lm(obs)
     domain = domain or Domain()
+    obs = thin(obs)
     analysis = _analysis(obs, method, diagnosis)
     n, t, unit = _normalised(obs)
     phases = [
@@ -231,7 +242,7 @@ def fit_observations(
         fit_error=fit_error,
         identified=head.identified,
         status="ok",
-        message="",
+        message=thinned_note(obs),
         observations=obs,
         segments=fitted,
         diagnostics=Diagnostics(analysis.anomalies, analysis.patterns, reliability),
@@ -275,6 +286,7 @@ def predict_observations(
     else:
         # Each distinct size is searched once, on the phase of its closest observation, in
         # batches that bound memory.
+        obs = thin(obs)
         analysis = _analysis(obs, method, diagnosis)
         n, t, unit = _normalised(obs)
         distinct, back = np.unique(targets, return_inverse=True)
@@ -333,4 +345,4 @@ def choose_model(
     def adept(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
         return predict(n, t, at, "adept", search_settings, None, diagnosis)
 
-    return choose(obs, adept, settings)
+    return choose(thin(obs), adept, settings)

@@ -205,6 +205,8 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
     ("inf", b"n,runtime\n2,0.5\n4,inf\n", "line 3: runtime must be a finite number, got 'inf'"),
     ("overflow", b"n,runtime\n2,0.5\n4,1e999\n", "runtime must be a finite number, got '1e999'"),
     ("one_size", b"n,runtime\n4,1\n4,1.1\n", "need runs at two or more distinct sizes"),
+    # Issue 15 item 6: n near 1e9 asked 7.45 GiB in the reliability judgment.
+    ("huge_n", b"n,runtime\n999999937,0.5\n999999999,0.3\n", "n must be at most 16,777,216"),
     ("not_utf8", b"n,runtime\n2,0.5\n\xff\xfe\xfa\n", "line 3: not UTF-8 text (byte 0xff)"),
     ("binary", bytes(range(256)) * 8, "line "),
     ("unclosed_quote", b'n,runtime\n2,"0.5\n4,0.3\n', "not valid CSV"),
@@ -212,7 +214,7 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
 
 
 # predict reads files through the same code as fit: a sample of the cases is enough.
-PREDICT_SAMPLE = ("empty", "nan", "one_size", "not_utf8")
+PREDICT_SAMPLE = ("empty", "nan", "one_size", "not_utf8", "huge_n")
 BAD_RUNS = [
     pytest.param(["fit"], content, expected, id=f"fit-{name}")
     for name, content, expected in BAD_FILES
