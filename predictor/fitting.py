@@ -27,6 +27,7 @@ from predictor.downey import (
     s_to_sigma,
 )
 from predictor.envelope import Domain, Envelope
+from predictor.intervals import LEVEL, interval
 from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
@@ -110,6 +111,8 @@ class Predictions:
     """Per-target predictions; every array has the targets' length.
 
     speedup is relative to each target instance's T(1), efficiency = speedup / n.
+    residual: RMS of log(T_model/t) of each target's instance over the observations.
+    lower, upper: the runtime's prediction interval at `level` (intervals.py).
     """
 
     n: IntArray
@@ -118,6 +121,17 @@ class Predictions:
     efficiency: FloatArray
     A: FloatArray
     sigma: FloatArray
+    residual: FloatArray | None = None
+    lower: FloatArray | None = None
+    upper: FloatArray | None = None
+    level: float = LEVEL
+
+
+def residual_rms(obs: Observations, A: FloatArray, sigma: FloatArray, t1: FloatArray) -> FloatArray:
+    """Per target, the RMS of log(T_model(n_i)/t_i) over the observations, for its instance."""
+    model = t1[:, None] * relative_runtime(obs.n[None, :].astype(float), A[:, None], sigma[:, None])
+    out: FloatArray = np.sqrt(np.mean(np.log(model / obs.runtime[None, :]) ** 2, axis=1))
+    return out
 
 
 def _normalised(obs: Observations) -> tuple[FloatArray, FloatArray, float]:
@@ -306,13 +320,21 @@ def predict_observations(
                 A_d[chunk], s_d[chunk], c_d[chunk] = found.A, found.s, found.scale
         A, sigma, scale = A_d[back], s_to_sigma(s_d)[back], c_d[back] * unit
     tau = relative_runtime(targets, A, sigma)
+    runtime = scale * tau
+    residual = residual_rms(thin(obs), A, sigma, scale)
+    lower, upper = interval(
+        runtime, targets.astype(float), residual, float(obs.n[0]), float(obs.n[-1]), method
+    )
     return Predictions(
         n=targets,
-        runtime=scale * tau,
+        runtime=runtime,
         speedup=1.0 / tau,
         efficiency=1.0 / (tau * targets),
         A=A,
         sigma=sigma,
+        residual=residual,
+        lower=lower,
+        upper=upper,
     )
 
 

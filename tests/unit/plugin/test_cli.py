@@ -151,8 +151,11 @@ def test_predict_json_in_the_order_given(run_cli: RunCli, method: str) -> None:
     rows = doc["predictions"]
     assert [row["n"] for row in rows] == [64, 16, 32, 16]
     for row in rows:
-        assert list(row) == ["n", "runtime", "speedup", "efficiency"]
+        assert list(row) == ["n", "runtime", "speedup", "efficiency", "interval"]
         assert isinstance(row["n"], int)
+        band = row["interval"]
+        assert band["level"] == 0.9
+        assert band["lower"] < row["runtime"] < band["upper"]
         assert all(isinstance(row[key], float) for key in ("runtime", "speedup", "efficiency"))
         assert row["efficiency"] == pytest.approx(row["speedup"] / row["n"])
     assert rows[1] == rows[3]
@@ -160,6 +163,10 @@ def test_predict_json_in_the_order_given(run_cli: RunCli, method: str) -> None:
     assert rows[1]["runtime"] == pytest.approx(0.075245, rel=0.05)
     assert rows[2]["runtime"] == pytest.approx(0.049432, rel=0.05)
     assert rows[0]["runtime"] == pytest.approx(0.040080, rel=0.05)
+    # Observed sizes are inside their intervals; 64 is the largest observed, so 16 and 32
+    # (interpolation) have narrower intervals than an extrapolation would.
+    for row, measured in ((rows[1], 0.075245), (rows[2], 0.049432), (rows[0], 0.040080)):
+        assert row["interval"]["lower"] <= measured <= row["interval"]["upper"]
     assert [event["event"] for event in log_events(result)] == ["predict"]
 
 
