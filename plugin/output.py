@@ -126,12 +126,25 @@ def fit_document(fit: predictor.Fit, choice: Choice | None = None) -> dict[str, 
 
 
 def predictions_document(preds: predictor.Predictions) -> dict[str, Any]:
-    """The ``adaptalloc predict --format json`` document, targets in the order given."""
+    """The ``adaptalloc predict --format json`` document, targets in the order given.
+
+    Each prediction carries `interval`: the runtime's prediction interval at `level`
+    (predictor/intervals.py; its coverage is measured in tests/benchmarks/
+    test_synthetic_accuracy.py).
+    """
     rows = zip(preds.n, preds.runtime, preds.speedup, preds.efficiency, strict=True)
+    lower = preds.lower if preds.lower is not None else preds.runtime
+    upper = preds.upper if preds.upper is not None else preds.runtime
     return {
         "predictions": [
-            {"n": int(n), "runtime": finite(t), "speedup": finite(s), "efficiency": finite(e)}
-            for n, t, s, e in rows
+            {
+                "n": int(n),
+                "runtime": finite(t),
+                "speedup": finite(s),
+                "efficiency": finite(e),
+                "interval": {"level": preds.level, "lower": finite(lo), "upper": finite(hi)},
+            }
+            for (n, t, s, e), lo, hi in zip(rows, lower, upper, strict=True)
         ]
     }
 

@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray
 from predictor.fitting import Fit
+from predictor.intervals import LEVEL, SPREAD, interval
 from predictor.models import Choice, ModelFit
 from predictor.segments import Segment, segment_runtime
 
@@ -51,6 +52,7 @@ class Curve:
     segments: tuple[Segment, ...] = ()
     selected: ModelFit | None = None
     model: str = "downey"
+    residual: float = 0.0
 
     @property
     def phases(self) -> tuple[Segment, ...]:
@@ -92,6 +94,7 @@ class Curve:
             segments=fit.segments if len(fit.segments) > 1 else (),
             selected=chosen,
             model=chosen.model if chosen is not None else "downey",
+            residual=_residual(fit, chosen),
         )
 
     @property
@@ -133,6 +136,23 @@ class Curve:
         out: FloatArray = (n0 * self.runtime(n0)) / (nv * self.runtime(nv))
         return out
 
+    def runtime_interval(self, n: ArrayLike, level: float = LEVEL) -> tuple[FloatArray, FloatArray]:
+        """(lower, upper) prediction interval of the runtime at sizes n (intervals.py):
+        runtime·exp(∓z·s(n)), s(n) = sqrt(a² + r² + (b·d(n))²), r = `residual` (the RMS log
+        residual over the observations), d(n) the log distance outside the observed sizes.
+        `upper` is the pessimistic runtime. Constants are those of the curve's method,
+        calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there)."""
+        nv = np.atleast_1d(np.asarray(n, dtype=float))
+        return interval(
+            self.runtime(nv),
+            nv,
+            np.full(nv.shape, self.residual),
+            float(self.smallest_observed),
+            float(self.largest_observed),
+            self.method if self.method in SPREAD else "adept",
+            level,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (format CURVE_FORMAT) that `from_dict` reads back."""
         return {
@@ -151,6 +171,7 @@ class Curve:
             "runs": self.runs,
             "segments": [s.to_dict() for s in self.segments],
             "selected_fit": self.selected.to_dict() if self.selected is not None else None,
+            "residual": self.residual,
             **self.diagnostics.to_dict(),
         }
 
@@ -207,6 +228,7 @@ class Curve:
                 segments=tuple(Segment.from_dict(s) for s in doc.get("segments", [])),
                 selected=selected,
                 model=expected,
+                residual=float(doc.get("residual", 0.0)),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed curve document: {exc!r}") from exc
@@ -214,4 +236,13 @@ class Curve:
             np.isfinite([curve.A, curve.sigma, curve.t1])
         ):
             raise ValueError("curve parameters out of range (A ≥ 1, σ ≥ 0, T(1) > 0, finite)")
+        if not (np.isfinite(curve.residual) and curve.residual >= 0.0):
+            raise ValueError("curve residual must be finite and non-negative")
         return curve
+
+
+def _residual(fit: Fit, chosen: ModelFit | None) -> float:
+    """RMS of log(T_curve(n)/t) over the fit's observations, for the curve that is used."""
+    obs = fit.observations
+    model = chosen.runtime(obs.n) if chosen is not None else fit.runtime(obs.n)
+    return float(np.sqrt(np.mean(np.log(model / obs.runtime) ** 2)))

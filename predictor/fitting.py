@@ -27,10 +27,11 @@ from predictor.downey import (
     s_to_sigma,
 )
 from predictor.envelope import Domain, Envelope
+from predictor.intervals import LEVEL, interval
 from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
-from predictor.observations import Observations, prepare
+from predictor.observations import MAX_SIZES, Observations, prepare, thin
 from predictor.reliability import Instance, judge
 from predictor.segments import Segment, segment_runtime
 
@@ -110,6 +111,8 @@ class Predictions:
     """Per-target predictions; every array has the targets' length.
 
     speedup is relative to each target instance's T(1), efficiency = speedup / n.
+    residual: RMS of log(T_model/t) of each target's instance over the observations.
+    lower, upper: the runtime's prediction interval at `level` (intervals.py).
     """
 
     n: IntArray
@@ -118,6 +121,17 @@ class Predictions:
     efficiency: FloatArray
     A: FloatArray
     sigma: FloatArray
+    residual: FloatArray | None = None
+    lower: FloatArray | None = None
+    upper: FloatArray | None = None
+    level: float = LEVEL
+
+
+def residual_rms(obs: Observations, A: FloatArray, sigma: FloatArray, t1: FloatArray) -> FloatArray:
+    """Per target, the RMS of log(T_model(n_i)/t_i) over the observations, for its instance."""
+    model = t1[:, None] * relative_runtime(obs.n[None, :].astype(float), A[:, None], sigma[:, None])
+    out: FloatArray = np.sqrt(np.mean(np.log(model / obs.runtime[None, :]) ** 2, axis=1))
+    return out
 
 
 def _normalised(obs: Observations) -> tuple[FloatArray, FloatArray, float]:
@@ -152,6 +166,16 @@ def _analysis(obs: Observations, method: str, diagnosis: DiagnosisSettings) -> A
     return analyze(obs, diagnosis.anomalies)
 
 
+def thinned_note(obs: Observations) -> str:
+    """The note that says the fit used a subset of the sizes (observations.thin), or ""."""
+    if not obs.thinned:
+        return ""
+    return (
+        f"fitted on {len(obs)} of {len(obs) + len(obs.thinned)} distinct sizes (at most "
+        f"{MAX_SIZES}, spread evenly in log n: ADEPT's work grows with the 4th power of sizes)"
+    )
+
+
 def _fit_lm(obs: Observations) -> Fit:
     n, t, unit = _normalised(obs)
     res = fit_lm(n, t)
@@ -183,6 +207,7 @@ def fit_observations(
     if method == "lm":
         return _fit_lm(obs)
     domain = domain or Domain()
+    obs = thin(obs)
     analysis = _analysis(obs, method, diagnosis)
     n, t, unit = _normalised(obs)
     phases = [
@@ -231,7 +256,7 @@ def fit_observations(
         fit_error=fit_error,
         identified=head.identified,
         status="ok",
-        message="",
+        message=thinned_note(obs),
         observations=obs,
         segments=fitted,
         diagnostics=Diagnostics(analysis.anomalies, analysis.patterns, reliability),
@@ -275,6 +300,7 @@ def predict_observations(
     else:
         # Each distinct size is searched once, on the phase of its closest observation, in
         # batches that bound memory.
+        obs = thin(obs)
         analysis = _analysis(obs, method, diagnosis)
         n, t, unit = _normalised(obs)
         distinct, back = np.unique(targets, return_inverse=True)
@@ -294,13 +320,21 @@ def predict_observations(
                 A_d[chunk], s_d[chunk], c_d[chunk] = found.A, found.s, found.scale
         A, sigma, scale = A_d[back], s_to_sigma(s_d)[back], c_d[back] * unit
     tau = relative_runtime(targets, A, sigma)
+    runtime = scale * tau
+    residual = residual_rms(thin(obs), A, sigma, scale)
+    lower, upper = interval(
+        runtime, targets.astype(float), residual, float(obs.n[0]), float(obs.n[-1]), method
+    )
     return Predictions(
         n=targets,
-        runtime=scale * tau,
+        runtime=runtime,
         speedup=1.0 / tau,
         efficiency=1.0 / (tau * targets),
         A=A,
         sigma=sigma,
+        residual=residual,
+        lower=lower,
+        upper=upper,
     )
 
 
@@ -333,4 +367,4 @@ def choose_model(
     def adept(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
         return predict(n, t, at, "adept", search_settings, None, diagnosis)
 
-    return choose(obs, adept, settings)
+    return choose(thin(obs), adept, settings)

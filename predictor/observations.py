@@ -7,6 +7,14 @@ An obvious outlier is a run, at a size with at least three runs, whose runtime l
 the size's median than max(k·1.4826·MAD, r·median): the Iglewicz-Hoaglin modified z-score with
 k = 3.5, floored at a relative deviation r (default 10%) so that sizes whose runs are nearly
 identical do not flag ordinary jitter.
+
+Bounded work (issue 15, item 6). ADEPT's envelope compares every pair of range pairs, so its
+memory and time grow with about the 4th power of the number of distinct sizes (250 sizes:
+21 GB). `thin` keeps at most MAX_SIZES sizes for ADEPT: the smallest and the largest, and
+between them the sizes nearest to MAX_SIZES points evenly spaced in log n (where the scaling
+information is); the sizes left out are named in `Observations.thinned` and reported. Sizes are
+capped at MAX_NODES, beyond any machine, so no array over sizes can be asked for that is not
+bounded by design.
 """
 
 from __future__ import annotations
@@ -23,6 +31,12 @@ OUTLIER_Z = 3.5
 OUTLIER_MIN_REL = 0.10
 # The smallest normal double: below it runtimes lose precision (any unit is fine above it).
 MIN_RUNTIME = float(np.finfo(float).tiny)
+# Distinct sizes ADEPT fits on: 32 sizes take ~0.1 s and ~60 MB (tests/unit/predictor/
+# test_bounded_work.py measures the bound); real curves have 3-12 (tests/data/scaling).
+MAX_SIZES = 32
+# Node counts above this are refused: 2^24 ≈ 16.8 M nodes, beyond any machine (the largest has
+# ~160 k nodes), and small enough that every quantity over sizes stays exact in a double.
+MAX_NODES = 2**24
 
 
 @dataclass(frozen=True)
@@ -35,12 +49,14 @@ class Observations:
     runtime : (M,) float array, the mean runtime at each size after outliers are dropped.
     runs : (M,) int array, how many runs were averaged at each size.
     dropped : tuple of (n, runtime) runs dropped as obvious outliers.
+    thinned : sizes left out to bound the work (see `thin`); empty unless thinned.
     """
 
     n: IntArray
     runtime: FloatArray
     runs: IntArray
     dropped: tuple[tuple[int, float], ...]
+    thinned: tuple[int, ...] = ()
 
     @property
     def t1_known(self) -> bool:
@@ -75,6 +91,8 @@ def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
         raise ValueError("n must be whole numbers of nodes")
     if np.any(nv < 1):
         raise ValueError("n must be at least 1")
+    if np.any(nv > MAX_NODES):
+        raise ValueError(f"n must be at most {MAX_NODES:,} nodes")
     if np.any(tv <= 0):
         raise ValueError("runtime must be positive")
     if np.any(tv < MIN_RUNTIME):
@@ -126,3 +144,30 @@ def prepare(n: ArrayLike, runtime: ArrayLike) -> Observations:
     runs = np.bincount(group[keep], minlength=sizes.size)
     dropped = tuple((int(a), float(b)) for a, b in zip(nv[drop], tv[drop], strict=True))
     return Observations(n=sizes, runtime=sums / runs, runs=runs.astype(np.int64), dropped=dropped)
+
+
+def thin(obs: Observations, limit: int = MAX_SIZES) -> Observations:
+    """At most `limit` sizes: the ends and those nearest to log-even points (module docstring).
+
+    For limit ≥ 2. Picks i_k = argmin |log n - log g_k| over g = geomspace(n_min, n_max, limit);
+    repeated picks leave fewer than `limit` sizes, never more. Observations within the limit
+    come back unchanged.
+    """
+    if len(obs) <= limit:
+        return obs
+    logn = np.log(obs.n.astype(float))
+    grid = np.linspace(logn[0], logn[-1], limit)
+    # Nearest size per grid point by bisection: O(limit log M), no (limit, M) array.
+    right = np.clip(np.searchsorted(logn, grid), 1, logn.size - 1)
+    left = right - 1
+    pick = np.where(grid - logn[left] <= logn[right] - grid, left, right)
+    keep = np.zeros(len(obs), dtype=bool)
+    keep[pick] = True
+    keep[[0, -1]] = True
+    return Observations(
+        n=obs.n[keep],
+        runtime=obs.runtime[keep],
+        runs=obs.runs[keep],
+        dropped=obs.dropped,
+        thinned=obs.thinned + tuple(int(k) for k in obs.n[~keep]),
+    )

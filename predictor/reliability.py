@@ -38,6 +38,8 @@ from predictor.envelope import Domain, Envelope
 from predictor.objective import wssre
 
 MIN_RESOLVABLE = 0.05
+# Candidate sizes scanned on each side of the observed range.
+SCAN = 200
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,22 @@ class Instance:
         return self.scale * relative_runtime_s(n, self.A, self.s)
 
 
+def sizes_below(n_min: float) -> FloatArray:
+    """Whole sizes in [1, n_min), all of them when there are few, else at most SCAN spread
+    evenly in log n: bounded whatever n_min is (np.arange(1, n_min) asked 7.45 GiB at 1e9)."""
+    if n_min - 1.0 <= SCAN:
+        return np.arange(1.0, n_min)
+    out: FloatArray = np.unique(np.round(np.geomspace(1.0, n_min - 1.0, SCAN)))
+    return out
+
+
 def disagreement_size(
     a: Instance, b: Instance, n_min: float, n_max: float, settings: ReliabilitySettings
 ) -> tuple[int | None, float]:
     """The size to run at to tell a from b, and their relative difference there."""
     top = int(np.ceil(n_max * settings.horizon))
-    above = np.unique(np.round(np.geomspace(n_max + 1, max(top, n_max + 2), 200))).astype(float)
-    below = np.arange(1.0, n_min)
+    above = np.unique(np.round(np.geomspace(n_max + 1, max(top, n_max + 2), SCAN))).astype(float)
+    below = sizes_below(n_min)
     for sizes in (above, below[::-1]):
         if sizes.size == 0:
             continue

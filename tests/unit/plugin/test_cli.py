@@ -151,8 +151,11 @@ def test_predict_json_in_the_order_given(run_cli: RunCli, method: str) -> None:
     rows = doc["predictions"]
     assert [row["n"] for row in rows] == [64, 16, 32, 16]
     for row in rows:
-        assert list(row) == ["n", "runtime", "speedup", "efficiency"]
+        assert list(row) == ["n", "runtime", "speedup", "efficiency", "interval"]
         assert isinstance(row["n"], int)
+        band = row["interval"]
+        assert band["level"] == 0.9
+        assert band["lower"] < row["runtime"] < band["upper"]
         assert all(isinstance(row[key], float) for key in ("runtime", "speedup", "efficiency"))
         assert row["efficiency"] == pytest.approx(row["speedup"] / row["n"])
     assert rows[1] == rows[3]
@@ -160,6 +163,10 @@ def test_predict_json_in_the_order_given(run_cli: RunCli, method: str) -> None:
     assert rows[1]["runtime"] == pytest.approx(0.075245, rel=0.05)
     assert rows[2]["runtime"] == pytest.approx(0.049432, rel=0.05)
     assert rows[0]["runtime"] == pytest.approx(0.040080, rel=0.05)
+    # Observed sizes are inside their intervals; 64 is the largest observed, so 16 and 32
+    # (interpolation) have narrower intervals than an extrapolation would.
+    for row, measured in ((rows[1], 0.075245), (rows[2], 0.049432), (rows[0], 0.040080)):
+        assert row["interval"]["lower"] <= measured <= row["interval"]["upper"]
     assert [event["event"] for event in log_events(result)] == ["predict"]
 
 
@@ -205,6 +212,8 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
     ("inf", b"n,runtime\n2,0.5\n4,inf\n", "line 3: runtime must be a finite number, got 'inf'"),
     ("overflow", b"n,runtime\n2,0.5\n4,1e999\n", "runtime must be a finite number, got '1e999'"),
     ("one_size", b"n,runtime\n4,1\n4,1.1\n", "need runs at two or more distinct sizes"),
+    # Issue 15 item 6: n near 1e9 asked 7.45 GiB in the reliability judgment.
+    ("huge_n", b"n,runtime\n999999937,0.5\n999999999,0.3\n", "n must be at most 16,777,216"),
     ("not_utf8", b"n,runtime\n2,0.5\n\xff\xfe\xfa\n", "line 3: not UTF-8 text (byte 0xff)"),
     ("binary", bytes(range(256)) * 8, "line "),
     ("unclosed_quote", b'n,runtime\n2,"0.5\n4,0.3\n', "not valid CSV"),
@@ -212,7 +221,7 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
 
 
 # predict reads files through the same code as fit: a sample of the cases is enough.
-PREDICT_SAMPLE = ("empty", "nan", "one_size", "not_utf8")
+PREDICT_SAMPLE = ("empty", "nan", "one_size", "not_utf8", "huge_n")
 BAD_RUNS = [
     pytest.param(["fit"], content, expected, id=f"fit-{name}")
     for name, content, expected in BAD_FILES

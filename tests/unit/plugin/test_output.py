@@ -123,7 +123,7 @@ def test_predictions_document_in_order_with_repeats(lu_obs: predictor.Observatio
     assert list(doc) == ["predictions"]
     rows = doc["predictions"]
     assert [row["n"] for row in rows] == [64, 16, 64]
-    assert all(list(row) == ["n", "runtime", "speedup", "efficiency"] for row in rows)
+    assert all(list(row) == ["n", "runtime", "speedup", "efficiency", "interval"] for row in rows)
     assert all(isinstance(row["n"], int) for row in rows)
     assert rows[0] == rows[2]
     assert rows[1]["efficiency"] == pytest.approx(rows[1]["speedup"] / 16)

@@ -34,11 +34,15 @@ def thesis_example() -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_thesis_example_fits_land_on_the_published_parameters() -> None:
-    """With T(1) = 1 (the thesis' speedups), ADEPT and LM both give A ≈ 24.70, σ ≈ 0.74."""
+    """With T(1) = 1 fixed (the thesis' speedups), ADEPT and LM both give A ≈ 24.70, σ ≈ 0.74.
+
+    The thesis fixes the scale at T(1); ADEPT now treats T(1) as an observation with the
+    others' noise by default (adept.py, fix_t1), so the thesis' convention is asked for."""
     n, t = thesis_example()
     n1, t1 = np.r_[1.0, n], np.r_[1.0, t]
+    thesis = predictor.SearchSettings(fix_t1=True)
     for method in ("adept", "lm"):
-        f = predictor.fit(n1, t1, method=method)
+        f = predictor.fit(n1, t1, method=method, settings=thesis)
         assert f.status == "ok"
         assert 24.6 <= f.A <= 24.9, method
         assert 0.72 <= f.sigma <= 0.81, method
@@ -262,3 +266,16 @@ def test_search_settings_are_validated() -> None:
     ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SearchSettings(**bad)  # type: ignore[arg-type]
+
+
+def test_an_observed_t1_is_one_observation_not_a_fixed_scale() -> None:
+    """A slow T(1) run (15% off) no longer drags every prediction with it (issue 17: NPB CG).
+
+    Failed before (T(1) fixed the scale): 13%, 11% and 6% error at 3, 6 and 12 nodes."""
+    n = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+    t = 100 * relative_runtime(n, 40.0, 0.6)
+    t[0] *= 1.15
+    at = np.array([3.0, 6.0, 12.0, 24.0])
+    error = np.abs(predictor.predict(n, t, at) / (100 * relative_runtime(at, 40.0, 0.6)) - 1)
+    assert error.max() < 0.05
+    assert predictor.fit(n, t).t1_known

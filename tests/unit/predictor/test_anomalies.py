@@ -7,7 +7,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import predictor
-from predictor.analysis import analyze
+from predictor.analysis import analyze, regular_spacing
 from predictor.anomalies import (
     AnomalySettings,
     candidates,
@@ -212,3 +212,38 @@ def test_fewer_than_nine_points_are_not_searched_for_optimized_sizes() -> None:
     t = downey(n.astype(float), 40.0, 0.6)
     t[is_power_of_two(n)] *= 0.8
     assert optimized_sizes(n, t) is None
+
+
+# --- gate on few or irregular points (issue 17's audit) ---------------------------------------
+
+
+@pytest.mark.parametrize("sizes", [[2, 4, 32, 64, 128], [1, 2, 4, 32, 64]])
+@pytest.mark.parametrize(("A", "sigma"), [(10.0, 0.0), (10.0, 1.0), (20.0, 0.5), (50.0, 2.0)])
+def test_noise_free_data_with_a_jump_in_spacing_raise_no_anomaly(
+    sizes: list[int], A: float, sigma: float
+) -> None:
+    """Failed before: 14 of 30 (A, σ) pairs on each layout flagged a point (64 or 32)."""
+    n = np.array(sizes, dtype=float)
+    analysis = analyze(prepare(n, downey(n, A, sigma)), SETTINGS)
+    assert [a for a in analysis.anomalies if a.kind == "point"] == []
+    assert analysis.patterns == ()
+
+
+def test_four_noisy_points_raise_no_point_anomaly() -> None:
+    """Failed before: 19 of 200 four-point fits at 5% noise flagged a point anomaly."""
+    rng = np.random.default_rng(1)
+    flagged = 0
+    for _ in range(200):
+        A, sigma = np.exp(rng.uniform(np.log(10), np.log(2000))), rng.uniform(0, 5)
+        n = np.unique(np.round(np.geomspace(2, A * rng.uniform(0.3, 4), 4)))
+        t = downey(n, A, sigma) * np.exp(rng.normal(0, 0.05, n.size))
+        analysis = analyze(prepare(n, t), SETTINGS)
+        flagged += any(a.kind == "point" for a in analysis.anomalies) or bool(analysis.patterns)
+    assert flagged == 0
+
+
+def test_regular_spacing() -> None:
+    assert regular_spacing(np.arange(1.0, 9.0))
+    assert regular_spacing(np.array([1.0, 16.0, 25.0, 36.0, 49.0]))  # n = 1 is not counted
+    assert regular_spacing(2.0 ** np.arange(1, 8))
+    assert not regular_spacing(np.array([2.0, 4.0, 32.0, 64.0]))

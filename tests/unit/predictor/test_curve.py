@@ -74,3 +74,27 @@ def test_malformed_documents_are_refused(change: dict[str, object]) -> None:
     doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict() | change
     with pytest.raises(ValueError, match="curve"):
         predictor.Curve.from_dict(doc)
+
+
+def test_runtime_interval_contains_the_runtime_and_widens_outside_the_data() -> None:
+    rng = np.random.default_rng(8)
+    n = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+    t = 100 * relative_runtime(n, 200.0, 0.5) * np.exp(rng.normal(0, 0.03, n.size))
+    curve = predictor.Curve.from_fit(predictor.fit(n, t))
+    assert curve.residual > 0.0
+    at = np.array([8.0, 32.0, 64.0, 256.0])
+    lower, upper = curve.runtime_interval(at)
+    runtime = curve.runtime(at)
+    assert np.all(lower < runtime)
+    assert np.all(runtime < upper)
+    assert np.all(np.diff(np.log(upper / runtime))[1:] > 0)  # wider further out
+    # The residual travels with the stored curve, so the interval does too.
+    back = predictor.Curve.from_dict(json.loads(json.dumps(curve.to_dict())))
+    assert back.residual == curve.residual
+    assert np.array_equal(back.runtime_interval(at)[1], upper)
+
+
+def test_a_curve_stored_before_residuals_reads_with_residual_zero() -> None:
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
+    del doc["residual"]
+    assert predictor.Curve.from_dict(doc).residual == 0.0

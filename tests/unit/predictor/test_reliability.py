@@ -73,7 +73,10 @@ def test_high_fitting_error_is_reported() -> None:
 def test_runner_up_instances_are_found_and_resolved_by_the_suggested_run() -> None:
     """Table 3, row 3: an instance with a very different A fits nearly as well. Over a seeded
     sample of noisy four-point problems, every runner-up found is gone after one more run at
-    the suggested size, taken from the true curve."""
+    the suggested size, taken from the true curve. The runner-up is judged on identified fits
+    only; at 2% noise the knee test (adept.py, knee_noise) leaves few four-point fits
+    identified, so it is off for the first fit: this test is about the runner-up mechanism."""
+    old = predictor.SearchSettings(knee_noise=0.0)
     rng = np.random.default_rng(3)
     found = 0
     for _ in range(150):
@@ -83,7 +86,9 @@ def test_runner_up_instances_are_found_and_resolved_by_the_suggested_run() -> No
             continue
         t = downey(n, A, sigma) * np.exp(rng.normal(0, 0.02, n.size))
         runner = [
-            r for r in predictor.fit(n, t).diagnostics.reliability if r.problem == "runner_up"
+            r
+            for r in predictor.fit(n, t, settings=old).diagnostics.reliability
+            if r.problem == "runner_up"
         ]
         if not runner:
             continue
@@ -92,6 +97,8 @@ def test_runner_up_instances_are_found_and_resolved_by_the_suggested_run() -> No
         assert k is not None
         assert k > n[-1] or k < n[0]
         assert runner[0].detail["runner_up_A"] > 0
+        # Judged as shipped: one of the six found is past a knee the data never reach
+        # (6..477 nodes, knee ~2100), which the knee test no longer calls identified.
         after = predictor.fit(np.r_[n, k], np.r_[t, downey(np.array([k]), A, sigma)])
         assert "runner_up" not in problems(after)
     assert found >= 1

@@ -1,0 +1,47 @@
+"""Prediction intervals (intervals.py): their shape; their coverage is measured in
+tests/benchmarks/test_synthetic_accuracy.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import predictor
+from predictor.downey import relative_runtime
+from predictor.intervals import SPREAD, interval, log_distance_outside
+
+N = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+
+
+@pytest.mark.parametrize("method", ["adept", "lm"])
+def test_intervals_contain_the_prediction_and_widen_with_extrapolation(method: str) -> None:
+    rng = np.random.default_rng(4)
+    t = 100 * relative_runtime(N, 200.0, 0.5) * np.exp(rng.normal(0, 0.03, N.size))
+    at = np.array([6, 24, 48, 96, 256])
+    p = predictor.predict_observations(predictor.prepare(N, t), at, method=method)
+    assert p.lower is not None
+    assert p.upper is not None
+    assert np.all(p.lower < p.runtime)
+    assert np.all(p.runtime < p.upper)
+    ratio = np.log(p.upper / p.runtime)
+    assert np.all(np.diff(ratio[1:]) > 0)  # 24 → 256: ever further out
+    assert p.level == 0.9
+
+
+def test_interval_formula() -> None:
+    """s = sqrt(a² + r² + (b·d)²), half-width z·s with z = 1.6449 at 90%."""
+    a, b = SPREAD["adept"].floor, SPREAD["adept"].per_log_distance
+    lo, hi = interval(np.array([10.0]), np.array([64.0]), np.array([0.03]), 2.0, 16.0, "adept")
+    s = np.sqrt(a**2 + 0.03**2 + (b * np.log(4.0)) ** 2)
+    assert hi[0] == pytest.approx(10.0 * np.exp(1.6448536 * s))
+    assert lo[0] == pytest.approx(10.0 * np.exp(-1.6448536 * s))
+
+
+def test_distance_outside_is_zero_inside_and_log_outside() -> None:
+    d = log_distance_outside(np.array([1.0, 4.0, 8.0, 64.0]), 2.0, 16.0)
+    assert d == pytest.approx([np.log(2.0), 0.0, 0.0, np.log(4.0)])
+
+
+def test_a_level_outside_0_1_is_refused() -> None:
+    with pytest.raises(ValueError, match="level must lie in"):
+        interval(np.array([1.0]), np.array([2.0]), np.array([0.0]), 1.0, 2.0, "lm", level=1.0)
