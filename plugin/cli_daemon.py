@@ -63,8 +63,8 @@ def _reason_lines() -> str:
     "--state-dir",
     metavar="DIR",
     default=None,
-    help="Heartbeat, spool, journal (default: [daemon] state_dir, "
-    "$ADAPTALLOC_STATE_DIR/adaptalloc, /var/lib/adaptalloc). job_submit.lua must agree.",
+    help="Heartbeat, spool, journal (default: [daemon] state_dir, else /var/lib/adaptalloc). "
+    "job_submit.lua must agree.",
 )
 @click.option("--pid-file", metavar="FILE", default=None, help="Write the pid here while running.")
 @click.option(

@@ -200,9 +200,7 @@ _POSITIVE = _number(0, low_open=True)
 class DaemonConfig:
     """``[daemon]``: the daemon's state directory, timings, limits and metrics (plugin/daemon/)."""
 
-    state_dir: str = field(
-        default="", metadata=_key(_string, "empty: $ADAPTALLOC_STATE_DIR/adaptalloc, else /var/lib")
-    )
+    state_dir: str = field(default="", metadata=_key(_string, "empty: /var/lib/adaptalloc"))
     policy_file: str = field(default="", metadata=_key(_string, "empty: built-in policy"))
     heartbeat_interval_s: float = field(default=2.0, metadata=_key(_POSITIVE, ""))
     unhealthy_after_s: float = field(default=10.0, metadata=_key(_POSITIVE, ""))
