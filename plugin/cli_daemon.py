@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -134,11 +135,15 @@ def daemon(
                     pid_path.unlink()
 
 
+_JOB_ID = re.compile(r"[0-9]{1,18}")
+
+
 def _jobs_callback(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> set[int]:
     out: set[int] = set()
     for text in value:
         for part in text.split(","):
-            if not part.strip().isdigit():
+            # ASCII and bounded: str.isdigit takes "²" (int() then raises) and 5,000 digits.
+            if not _JOB_ID.fullmatch(part.strip()):
                 raise click.BadParameter(f"{printable(part)[:20]!r} is not a job id", ctx, param)
             out.add(int(part))
     return out

@@ -118,6 +118,10 @@ def _regex(value: Any) -> str | None:
         re.compile(value)
     except re.error as exc:
         return f"must be a valid regular expression ({exc})"
+    except RecursionError:
+        return "must be a regular expression nested less deeply"
+    except OverflowError:
+        return "must be a regular expression with smaller repeat counts"
     return None
 
 
@@ -320,4 +324,6 @@ def load_config(explicit: str | None = None, environ: Mapping[str, str] | None =
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {printable(str(exc))}") from exc
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
     return parse_config(doc, source)
