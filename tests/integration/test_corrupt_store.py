@@ -49,7 +49,8 @@ def _skipped(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     events = [json.loads(line) for line in proc.stderr.splitlines()]
     found = [e for e in events if e["event"] == "store_records_skipped"]
     assert len(found) == 1, proc.stderr
-    return found[0]
+    event: dict[str, Any] = found[0]
+    return event
 
 
 CASES: dict[str, tuple[str, tuple[str, str | None], str]] = {
