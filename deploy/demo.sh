@@ -198,6 +198,7 @@ else
     echo "Reports come with tracker issue 8 (adaptalloc report); meanwhile: $ADAPTALLOC apps"
 fi
 echo "Every decision: $ADAPTALLOC decisions --last 50; the daemon's log: $(log_file_of adaptalloc-daemon)"
+echo "(adaptalloc reads no env file by itself: in a new shell, source $STATE_DIR/env first.)"
 echo "Metrics: http://127.0.0.1:$((DEFAULT_METRICS_PORT + PORT_OFFSET))/metrics while the daemon runs"
 echo "Demo done in $((SECONDS - T0)) s."
 if ((KEEP_DAEMON == 0)); then

@@ -80,7 +80,13 @@ MAX_RAW_LENGTH = 1024
 
 _PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _TAG_KEYS = ("app", "size", "resize")
-_TAG_VERSION = re.compile(r"adaptalloc:v[0-9]+")
+# Any word that names a tag version ("adaptalloc:v" and no further ':'; the daemon's
+# records are adaptalloc:v1:held and the like): only TAG_MARKER is honoured, the rest are
+# refused, including look-alikes such as "adaptalloc:v١" or "adaptalloc:v１".
+_TAG_VERSION = re.compile(r"adaptalloc:v[^:]*")
+# ASCII whitespace only, as Lua's %s in job_submit.lua: str.split() also splits on
+# U+00A0, U+2003, U+001F…, which would make a tag the Lua opt-out check does not see.
+_TAG_SPACE = re.compile(r"[ \t\n\r\f\v]+")
 _TAG_VALUE = re.compile(r"([a-z]+)=(.*)", re.DOTALL)
 _FIELD = re.compile(r"\{([a-z_]+)\}")
 
@@ -220,12 +226,13 @@ def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
     """
     if not comment or "adaptalloc:" not in comment:
         return None
-    words = comment.split()
+    words = [word for word in _TAG_SPACE.split(comment) if word]
     starts = [i for i, word in enumerate(words) if word == TAG_MARKER]
     for word in words:
         if word != TAG_MARKER and _TAG_VERSION.fullmatch(word):
+            shown = quote_value(word.encode("ascii", "backslashreplace").decode("ascii"))
             raise AppKeyError(
-                f"{where} tag {quote_value(word)} has an unsupported version "
+                f"{where} tag {shown} has an unsupported version "
                 f"(this adaptalloc reads {TAG_MARKER})"
             )
     if not starts:

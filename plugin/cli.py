@@ -27,6 +27,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -48,7 +49,7 @@ from plugin.cli_common import (
     source_name,
     stdout_console,
 )
-from plugin.errors import AdaptallocError, printable
+from plugin.errors import AdaptallocError, InputError, printable
 from plugin.log_setup import configure_logging, level_for
 from plugin.output import (
     finite,
@@ -81,16 +82,39 @@ class RunState:
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Log debug events, and tracebacks of internal errors.")
 @click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only.")
+@click.option(
+    "--env-file",
+    metavar="FILE",
+    default=None,
+    help="Add the KEY=VALUE lines of FILE (e.g. the testbed's .local/env) to the environment; "
+    "variables already set win. FILE must be owned by root or you, not group/world-writable, "
+    "and set no LD_*/PYTHON* variable.",
+)
 @click.version_option(package_name="adaptalloc", prog_name=PROG)
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
+def cli(ctx: click.Context, debug: bool, quiet: bool, env_file: str | None) -> None:
     """Adaptive allocation for Slurm: learn speedup curves, size moldable jobs.
 
     OBS.csv is an observation file: header n,runtime (runtime in seconds), one row per
     run, repeated n allowed, n = 1 optional, other columns ignored. Use - for stdin.
+
+    adaptalloc reads its config file (--config, $ADAPTALLOC_CONFIG,
+    /etc/adaptalloc/adaptalloc.toml) and its own environment, nothing else: no env file is
+    picked up from the working directory.
     """
     ctx.ensure_object(RunState).debug = debug
     configure_logging(level_for(debug, quiet))
+    if env_file is not None:
+        _apply_env_file(env_file)
+
+
+def _apply_env_file(path: str) -> None:
+    """Apply ``--env-file``: an untrusted or malformed file is an input error, never skipped."""
+    try:
+        applied = local_env.load_env_file(Path(path))
+    except local_env.LocalEnvError as exc:
+        raise InputError(str(exc)) from exc
+    log.debug("env_file_applied", path=printable(path), variables=sorted(applied))
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -205,21 +229,9 @@ def _internal_error(exc: Exception, debug: bool) -> int:
     return EXIT_INTERNAL
 
 
-def _load_local_env() -> None:
-    """Apply the testbed's .local/env if there is one; a broken file is a warning, not a crash."""
-    try:
-        applied = local_env.load_local_env()
-    except (OSError, ValueError) as exc:
-        log.warning("local_env_ignored", error=printable(str(exc)))
-        return
-    if applied:
-        log.debug("local_env_applied", variables=sorted(applied))
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line (arguments from sys.argv when `argv` is None); return the exit code."""
     configure_logging(logging.INFO)
-    _load_local_env()
     state = RunState()
     try:
         result = cli.main(

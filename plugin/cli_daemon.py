@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,8 @@ def _reason_lines() -> str:
     "--state-dir",
     metavar="DIR",
     default=None,
-    help="Heartbeat, spool, journal (default: [daemon] state_dir, "
-    "$ADAPTALLOC_STATE_DIR/adaptalloc, /var/lib/adaptalloc). job_submit.lua must agree.",
+    help="Heartbeat, spool, journal (default: [daemon] state_dir, else /var/lib/adaptalloc). "
+    "job_submit.lua must agree.",
 )
 @click.option("--pid-file", metavar="FILE", default=None, help="Write the pid here while running.")
 @click.option(
@@ -134,11 +135,15 @@ def daemon(
                     pid_path.unlink()
 
 
+_JOB_ID = re.compile(r"[0-9]{1,18}")
+
+
 def _jobs_callback(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> set[int]:
     out: set[int] = set()
     for text in value:
         for part in text.split(","):
-            if not part.strip().isdigit():
+            # ASCII and bounded: str.isdigit takes "²" (int() then raises) and 5,000 digits.
+            if not _JOB_ID.fullmatch(part.strip()):
                 raise click.BadParameter(f"{printable(part)[:20]!r} is not a job id", ctx, param)
             out.add(int(part))
     return out

@@ -46,7 +46,7 @@ __all__ = ["app", "apps", "forget", "import_group", "learn", "parse_when"]
 
 log = structlog.get_logger("adaptalloc")
 T = TypeVar("T")
-_RELATIVE = re.compile(r"now-(\d+)(m|min|minutes|h|hours|d|days|w|weeks)")
+_RELATIVE = re.compile(r"now-([0-9]{1,9})(m|min|minutes|h|hours|d|days|w|weeks)")
 _UNIT_S = {
     "m": 60,
     "min": 60,
@@ -97,7 +97,20 @@ def open_store(config_path: str | None, redis_url: str | None) -> Context:
         Retention(learner.max_observations, learner.max_age_s),
         decisions_maxlen=learner.decisions_maxlen,
     )
+    command = click.get_current_context(silent=True)
+    if command is not None:
+        command.call_on_close(lambda: warn_skipped(store))
     return Context(config, store)
+
+
+def warn_skipped(store: CurveStore) -> None:
+    """Say on stderr how many corrupt store documents this command skipped, if any."""
+    if store.skipped:
+        log.warning(
+            "store_records_skipped",
+            total=sum(store.skipped.values()),
+            **{f"{kind}s": count for kind, count in sorted(store.skipped.items())},
+        )
 
 
 def parse_when(text: str, now: float | None = None) -> float:

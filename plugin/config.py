@@ -118,6 +118,10 @@ def _regex(value: Any) -> str | None:
         re.compile(value)
     except re.error as exc:
         return f"must be a valid regular expression ({exc})"
+    except RecursionError:
+        return "must be a regular expression nested less deeply"
+    except OverflowError:
+        return "must be a regular expression with smaller repeat counts"
     return None
 
 
@@ -200,9 +204,7 @@ _POSITIVE = _number(0, low_open=True)
 class DaemonConfig:
     """``[daemon]``: the daemon's state directory, timings, limits and metrics (plugin/daemon/)."""
 
-    state_dir: str = field(
-        default="", metadata=_key(_string, "empty: $ADAPTALLOC_STATE_DIR/adaptalloc, else /var/lib")
-    )
+    state_dir: str = field(default="", metadata=_key(_string, "empty: /var/lib/adaptalloc"))
     policy_file: str = field(default="", metadata=_key(_string, "empty: built-in policy"))
     heartbeat_interval_s: float = field(default=2.0, metadata=_key(_POSITIVE, ""))
     unhealthy_after_s: float = field(default=10.0, metadata=_key(_POSITIVE, ""))
@@ -322,4 +324,6 @@ def load_config(explicit: str | None = None, environ: Mapping[str, str] | None =
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {printable(str(exc))}") from exc
+    except RecursionError:  # tomllib recurses once per level of nested arrays and tables
+        raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
     return parse_config(doc, source)

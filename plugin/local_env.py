@@ -1,10 +1,17 @@
-"""Find and read the local testbed's environment file, ``.local/env``.
+"""Read an environment file named explicitly with ``adaptalloc --env-file FILE``.
 
-``deploy/local/up.sh`` writes that file when it has brought up the local Slurm and
-Redis: one assignment per line, ``export KEY='value'`` (the ``export`` is optional,
-values are shell-quoted), so that a shell can ``source`` it. The adaptalloc CLI reads
-it by default when present, so that ``SLURM_CONF`` and ``REDIS_URL`` point at the
-testbed without any setup; values already in the environment always win.
+adaptalloc is a product: it reads its configuration file (``--config``,
+``$ADAPTALLOC_CONFIG``, ``/etc/adaptalloc/adaptalloc.toml``) and its own environment,
+and nothing it finds lying around. It never searches the working directory, its parents
+or its checkout for an env file: when an admin starts it under ``/tmp``, a user's
+``/tmp/.local/env`` would otherwise hand it ``LD_PRELOAD``, ``SLURM_CONF`` or
+``REDIS_URL`` and run the user's choices as root.
+
+The development testbed (``deploy/local/up.sh``) writes ``.local/env``, one
+``export KEY='value'`` per line, for a shell to ``source``. Passing it explicitly with
+``--env-file`` is the other way in, and it is checked as a file a privileged process
+may trust: owned by root or the caller, not writable by group or others, and setting no
+variable that changes how a process loads code (``LD_*``, ``PYTHON*``).
 
 Only the standard library is used, and nothing here runs a shell: the file is parsed
 with :mod:`shlex`, never evaluated.
@@ -15,74 +22,37 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import stat
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 __all__ = [
-    "ENV_FILE_NAME",
-    "STATE_DIR_NAME",
-    "STATE_DIR_VAR",
+    "FORBIDDEN_PREFIXES",
+    "MAX_ENV_FILE_BYTES",
     "LocalEnvError",
     "apply_env",
-    "find_env_file",
-    "load_local_env",
+    "forbidden_name",
+    "load_env_file",
     "parse_env",
     "read_env_file",
 ]
 
-#: Name of the file inside the state directory.
-ENV_FILE_NAME = "env"
-#: Default state directory, relative to the project root.
-STATE_DIR_NAME = ".local"
-#: Environment variable that overrides the state directory (as for up.sh).
-STATE_DIR_VAR = "ADAPTALLOC_STATE_DIR"
+#: Variables an env file may never set: they choose the code a process (or its children,
+#: squeue and scontrol) loads, which no file should decide for a privileged daemon.
+FORBIDDEN_PREFIXES = ("LD_", "PYTHON")
+#: An env file is a dozen lines; anything far larger is not one.
+MAX_ENV_FILE_BYTES = 1 << 16
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class LocalEnvError(ValueError):
-    """The environment file has a line that is not a ``KEY=VALUE`` assignment."""
+    """The env file is untrusted, unreadable, or has a line that is not an allowed assignment."""
 
 
-def find_env_file(
-    start: Path | None = None, environ: Mapping[str, str] | None = None
-) -> Path | None:
-    """Locate the testbed's environment file.
-
-    Looks, in order, at:
-
-    1. ``$ADAPTALLOC_STATE_DIR/env`` when that variable is set (and nowhere else
-       then: an explicit state directory without an env file means "none");
-    2. ``.local/env`` in ``start`` (default: the current directory) and each of
-       its parents;
-    3. ``.local/env`` in the project checkout this module belongs to.
-
-    Parameters
-    ----------
-    start : Path, optional
-        Directory to start the upward search from; the current directory if None.
-    environ : Mapping[str, str], optional
-        Environment to read ``ADAPTALLOC_STATE_DIR`` from; ``os.environ`` if None.
-
-    Returns
-    -------
-    Path or None
-        The first existing file found, or None when there is none.
-    """
-    env = os.environ if environ is None else environ
-    state_dir = env.get(STATE_DIR_VAR)
-    if state_dir:
-        candidate = Path(state_dir) / ENV_FILE_NAME
-        return candidate if candidate.is_file() else None
-
-    here = (Path.cwd() if start is None else start).resolve()
-    for directory in (here, *here.parents):
-        candidate = directory / STATE_DIR_NAME / ENV_FILE_NAME
-        if candidate.is_file():
-            return candidate
-
-    checkout = Path(__file__).resolve().parent.parent / STATE_DIR_NAME / ENV_FILE_NAME
-    return checkout if checkout.is_file() else None
+def forbidden_name(key: str) -> bool:
+    """True for the names an env file may not set (prefixes in FORBIDDEN_PREFIXES)."""
+    return key.upper().startswith(FORBIDDEN_PREFIXES)
 
 
 def parse_env(text: str, source: str = "<string>") -> dict[str, str]:
@@ -108,7 +78,8 @@ def parse_env(text: str, source: str = "<string>") -> dict[str, str]:
     Raises
     ------
     LocalEnvError
-        For a line that is not one assignment, naming ``source`` and the line number.
+        For a line that is not one assignment, or one that sets a forbidden variable
+        (:data:`FORBIDDEN_PREFIXES`), naming ``source`` and the line number.
     """
     values: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -126,21 +97,63 @@ def parse_env(text: str, source: str = "<string>") -> dict[str, str]:
         key, value = words[0].split("=", 1)
         if not _KEY.fullmatch(key):
             raise LocalEnvError(f"{source}:{lineno}: {key!r} is not a variable name")
+        if forbidden_name(key):
+            raise LocalEnvError(
+                f"{source}:{lineno}: an env file may not set {key} "
+                f"(no {'*, '.join(FORBIDDEN_PREFIXES)}* variables)"
+            )
         values[key] = value
     return values
 
 
+def _untrusted_reason(info: os.stat_result, euid: int) -> str | None:
+    """Why a file with this status may not configure a process run by `euid`, or None."""
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    if info.st_uid not in {0, euid}:
+        return f"it is owned by uid {info.st_uid}, neither root nor the caller (uid {euid})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"it is writable by group or others (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
 def read_env_file(path: Path) -> dict[str, str]:
-    """Read and parse one environment file (see :func:`parse_env`).
+    """Read and parse one env file a privileged process may trust (see :func:`parse_env`).
+
+    The ownership and mode are checked on the opened file (``fstat``), so the text parsed
+    is the text of the file checked: it must be a regular file owned by root or the
+    effective user and not writable by group or others.
 
     Raises
     ------
-    OSError
-        When the file cannot be read.
     LocalEnvError
-        When a line cannot be parsed.
+        When the file cannot be read, is untrusted, too large, not UTF-8, or a line
+        cannot be parsed or sets a forbidden variable.
     """
-    return parse_env(path.read_text(encoding="utf-8"), source=str(path))
+    try:
+        # O_NONBLOCK: a FIFO named as the env file must be refused, not waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            reason = _untrusted_reason(os.fstat(fd), os.geteuid())
+            if reason is not None:
+                raise LocalEnvError(f"{path}: refusing the env file: {reason}")
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_ENV_FILE_BYTES and (chunk := os.read(fd, 1 << 14)):
+                chunks.append(chunk)
+                size += len(chunk)
+            data = b"".join(chunks)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise LocalEnvError(f"cannot read env file {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_ENV_FILE_BYTES:
+        raise LocalEnvError(f"{path}: larger than {MAX_ENV_FILE_BYTES} bytes, not an env file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LocalEnvError(f"{path}: not UTF-8 text ({exc.reason})") from exc
+    return parse_env(text, source=str(path))
 
 
 def apply_env(
@@ -168,16 +181,9 @@ def apply_env(
     return applied
 
 
-def load_local_env(
-    start: Path | None = None, environ: MutableMapping[str, str] | None = None
-) -> dict[str, str]:
-    """Find the testbed's env file and apply it (the CLI's default behaviour).
+def load_env_file(path: Path, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Read the env file given with ``--env-file`` and apply it (variables already set win).
 
-    Returns the variables added, an empty dict when no env file exists. Raises like
-    :func:`read_env_file` when one exists but cannot be read or parsed.
+    Returns the variables added. Raises :class:`LocalEnvError` like :func:`read_env_file`.
     """
-    env = os.environ if environ is None else environ
-    path = find_env_file(start, env)
-    if path is None:
-        return {}
-    return apply_env(read_env_file(path), env)
+    return apply_env(read_env_file(path), environ)

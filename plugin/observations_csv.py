@@ -22,6 +22,7 @@ from __future__ import annotations
 import codecs
 import csv
 import math
+import re
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -54,6 +55,14 @@ MAX_LINE_BYTES = 1 << 20
 #: Largest size accepted: above any cluster, far below where floats lose whole numbers.
 MAX_SIZE = 1_000_000_000
 
+#: A number as a person writes it in ASCII: ``12``, ``-0.5``, ``.5``, ``3e4``, and the
+#: words inf/infinity/nan (refused later with "must be finite"). float() alone also takes
+#: ``1_0``, ``١٢`` (Arabic-Indic) and ``１２`` (full-width), which no CSV tool writes and a
+#: reader of the file would not see as the number float() makes of them.
+_ASCII_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
+    re.IGNORECASE,
+)
 _EXPECTED = "expected a CSV file with a header n,runtime and one row per run"
 
 
@@ -132,12 +141,8 @@ def _csv_problem(exc: csv.Error) -> str:
 
 
 def _is_number(text: str) -> bool:
-    """Whether `text` reads as a float (used to recognise a missing header)."""
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """Whether `text` is an ASCII number (used to recognise a missing header)."""
+    return _ASCII_NUMBER.fullmatch(text.strip()) is not None
 
 
 def _column_positions(header: list[str], where: str) -> tuple[int, int]:
@@ -170,6 +175,15 @@ def _missing_columns(missing: list[str], names: list[str]) -> str:
     return f"{message}; the header has {shown}{more}"
 
 
+def _is_float(text: str) -> bool:
+    """Whether float() takes `text` (it takes more than _ASCII_NUMBER does)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 class _CellError(ValueError):
     """A data row's problem, without the file and line (added by the caller)."""
 
@@ -179,10 +193,10 @@ def _parse_number(fields: list[str], index: int, column: str) -> float:
     text = fields[index].strip() if index < len(fields) else ""
     if not text:
         raise _CellError(f"missing value for {column}")
-    try:
-        number = float(text)
-    except ValueError:
-        raise _CellError(f"{column} is not a number: {quote_value(text)}") from None
+    if _ASCII_NUMBER.fullmatch(text) is None:
+        hint = " (write plain ASCII digits)" if _is_float(text) else ""
+        raise _CellError(f"{column} is not a number: {quote_value(text)}{hint}")
+    number = float(text)
     if not math.isfinite(number):
         raise _CellError(f"{column} must be a finite number, got {quote_value(text)}")
     return number

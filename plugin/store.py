@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -59,6 +60,9 @@ MAX_CENSORED = 1000
 PIPELINE_CHUNK = 500
 #: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
 _JOB_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-")
+#: What decoding a corrupt stored document can raise (garbage JSON, a list where an object
+#: belongs, 1e999 where an int belongs, nesting deeper than the interpreter's stack).
+CORRUPT_DOCUMENT = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
 
 
 def _lua(name: str) -> str:
@@ -212,6 +216,13 @@ def _float(value: str | None) -> float | None:
         return None
 
 
+def _count(value: str | None) -> int | None:
+    """A stored counter (ASCII digits); None when it is garbage, 0 when absent."""
+    if not value:
+        return 0
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
+
+
 class CurveStore:
     """The store's operations on one Redis connection (see the module docstring).
 
@@ -241,6 +252,8 @@ class CurveStore:
         self.decisions_maxlen = decisions_maxlen
         self.clock = clock
         self.where = client_location(client)
+        #: Corrupt documents skipped while reading, by kind ("curve", "observation", "decision").
+        self.skipped: Counter[str] = Counter()
         self._add = client.register_script(_lua("add_observations.lua"))
         self._save = client.register_script(_lua("save_curve.lua"))
         self._forget = client.register_script(_lua("forget.lua"))
@@ -322,7 +335,8 @@ class CurveStore:
         for job_id, text in raw.items():
             try:
                 out.append(Observation.from_json(app, job_id, text))
-            except (ValueError, KeyError, TypeError) as exc:
+            except CORRUPT_DOCUMENT as exc:
+                self.skipped["observation"] += 1
                 log.error(
                     "observation_unreadable",
                     app=str(app),
@@ -353,15 +367,24 @@ class CurveStore:
         if raw.get("curve"):
             try:
                 curve = predictor.Curve.from_dict(json.loads(raw["curve"]))
-            except (ValueError, TypeError) as exc:
-                error = printable(str(exc))[:200]
-                log.error("curve_unreadable", app=str(app), error=error)
+            except CORRUPT_DOCUMENT as exc:
+                error = printable(f"{type(exc).__name__}: {exc}")[:200]
+        counts = {
+            name: _count(raw.get(name)) for name in ("version", "obs_version", "n_observations")
+        }
+        bad = [name for name, value in counts.items() if value is None]
+        if bad and not error:
+            error = f"{', '.join(bad)} not a whole number"
+        if error:
+            self.skipped["curve"] += 1
+            log.error("curve_unreadable", app=str(app), error=error)
+            curve = None
         return CurveRecord(
             curve=curve,
-            version=int(raw.get("version") or 0),
-            obs_version=int(raw.get("obs_version") or 0),
+            version=counts["version"] or 0,
+            obs_version=counts["obs_version"] or 0,
             fitted_at=_float(raw.get("fitted_at")),
-            n_observations=int(raw.get("n_observations") or 0),
+            n_observations=counts["n_observations"] or 0,
             method=raw.get("method", ""),
             reliable=raw.get("reliable") == "1" and curve is not None,
             note=raw.get("note", ""),
@@ -497,7 +520,8 @@ class CurveStore:
 
     @guarded
     def decisions(self, app: AppKey | str | None = None, count: int = 20) -> list[dict[str, Any]]:
-        """The newest `count` decisions (of one app when given), newest first."""
+        """The newest `count` decisions (of one app when given), newest first; a corrupt one
+        (not a JSON object) is skipped, logged and counted in ``skipped["decision"]``."""
         wanted = None if app is None else str(_app_key(app))
         out: list[dict[str, Any]] = []
         upper = "+"
@@ -507,8 +531,12 @@ class CurveStore:
                 if wanted is None or fields.get("app") == wanted:
                     try:
                         doc = json.loads(fields.get("doc", "{}"))
-                    except ValueError:
-                        doc = {"unreadable": True}
+                    except CORRUPT_DOCUMENT:
+                        doc = None
+                    if not isinstance(doc, dict):
+                        self.skipped["decision"] += 1
+                        log.error("decision_unreadable", id=printable(str(entry_id))[:40])
+                        continue
                     out.append({"id": entry_id, **doc})
                     if len(out) == count:
                         break

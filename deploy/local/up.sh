@@ -261,7 +261,7 @@ fi
 shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
 {
     echo "# Written by deploy/local/up.sh. Use: source $(shq "$ENV_FILE")"
-    echo "# adaptalloc's CLI reads this file by default when it is present."
+    echo "# adaptalloc never reads it by itself: source it, or pass adaptalloc --env-file FILE."
     printf 'export SLURM_CONF=%s\n' "$(shq "$SLURM_CONF_FILE")"
     printf 'export REDIS_URL=%s\n' "$(shq "redis://:$(redis_password)@127.0.0.1:$REDIS_PORT/0")"
     printf 'export ADAPTALLOC_STATE_DIR=%s\n' "$(shq "$STATE_DIR")"

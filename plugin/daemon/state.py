@@ -47,15 +47,10 @@ class DaemonLockedError(AdaptallocError):
     """Another daemon holds this state directory."""
 
 
-def default_state_dir(configured: str, environ: Mapping[str, str] | None = None) -> Path:
-    """``[daemon] state_dir``, else ``$ADAPTALLOC_STATE_DIR/adaptalloc`` (the testbed's,
-    which its job_submit.lua reads), else /var/lib/adaptalloc."""
-    env = os.environ if environ is None else environ
-    if configured:
-        return Path(configured)
-    if env.get("ADAPTALLOC_STATE_DIR"):
-        return Path(env["ADAPTALLOC_STATE_DIR"]) / "adaptalloc"
-    return Path(SYSTEM_STATE_DIR)
+def default_state_dir(configured: str) -> Path:
+    """``[daemon] state_dir``, else the product's /var/lib/adaptalloc (never a testbed
+    variable: the testbed passes ``--state-dir``)."""
+    return Path(configured) if configured else Path(SYSTEM_STATE_DIR)
 
 
 def atomic_write(path: Path, text: str, mode: int = 0o644, sync: bool = False) -> None:

@@ -50,8 +50,10 @@ MAX_TEXT = 500
 #: The daemon's status of a job that was cancelled before it could run.
 GONE = "gone"
 
-_RANGE = re.compile(r"\s*(\d{1,9})\s*(?:-\s*(\d{1,9})\s*)?")
-_ENTRY_ID = re.compile(r"(\d{1,15})-\d+")
+# [0-9], not \d: \d and str.isdigit take "٣" and "²", and int("²") raises.
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_RANGE = re.compile(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?")
+_ENTRY_ID = re.compile(r"([0-9]{1,15})-[0-9]+")
 _MIN_KEYS = ("min_nodes", "requested_min", "nodes_min", "request_min", "min")
 _MAX_KEYS = ("max_nodes", "requested_max", "nodes_max", "request_max", "max")
 _RANGE_KEYS = ("range", "requested_nodes", "nodes_requested", "request_nodes")
@@ -68,7 +70,7 @@ def _count(value: Any) -> int | None:
         number = value
     elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 9:
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         number = int(value.strip())
     else:
         return None

@@ -47,7 +47,15 @@ class DaemonProcess:
         self.config_path = workdir / "adaptalloc.toml"
         base = "[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n"
         self.config_path.write_text(base + config)
-        self.args = ["--config", str(self.config_path), "--redis-url", redis_url, *args]
+        self.args = [
+            "--config",
+            str(self.config_path),
+            "--redis-url",
+            redis_url,
+            "--state-dir",
+            str(self.state_dir),
+            *args,
+        ]
         if policy is not None:
             policy_path = workdir / "policy.toml"
             policy_path.write_text(policy)

@@ -146,6 +146,15 @@ def test_parse_tag(comment: str | None, expected: Tag | None) -> None:
         ("adaptalloc:v1 app=lul\u0435sh", "non-ASCII"),
         ("adaptalloc:v1 app=\x1b[2Jx", "only a-z"),
         ("adaptalloc:v1 app=" + "x" * 65536, "longer than 64"),
+        # Look-alike versions were silently no tag at all before (so app= was ignored):
+        ("adaptalloc:v\u0661 app=lulesh", "'adaptalloc:v\\\\u0661' has an unsupported version"),
+        ("adaptalloc:v\uff11 app=lulesh", "unsupported version"),
+        ("adaptalloc:v1_0 app=lulesh", "unsupported version"),
+        ("adaptalloc:v app=lulesh", "unsupported version"),
+        # Only ASCII whitespace separates words, as Lua's %s in job_submit.lua: before,
+        # U+001F split "app=a" from "resize=no", which the Lua opt-out check never saw.
+        ("adaptalloc:v1 app=a\x1fresize=no", "only a-z"),
+        ("adaptalloc:v1\u00a0app=lulesh", "unsupported version"),
     ],
 )
 def test_bad_tags_are_refused_whole(comment: str, match: str) -> None:

@@ -337,15 +337,6 @@ def test_help_and_version(run_cli: RunCli) -> None:
     assert version.stdout.startswith("adaptalloc, version ")
 
 
-def test_a_malformed_local_env_file_is_a_warning(run_cli: RunCli, state_dir: Path) -> None:
-    (state_dir / "env").write_text("this is not an assignment\n")
-    result = run_cli("fit", LU_CSV, "--format", "json")
-    json_document(result)
-    events = log_events(result)
-    assert [event["event"] for event in events] == ["local_env_ignored", "fit"]
-    assert events[0]["level"] == "warning"
-
-
 def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
     run_cli: RunCli, write_file: WriteFile
 ) -> None:

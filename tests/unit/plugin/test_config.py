@@ -107,6 +107,36 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
         load_config(str(binary))
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[redis]\nurl = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+        ("[redis]\nurl = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n", "nested too deeply"),
+        ('[appkey]\npattern = "' + "(" * 5000 + ")" * 5000 + '"\n', "nested less deeply"),
+        ('[appkey]\npattern = "a{99999999999}"\n', "smaller repeat counts"),
+        ("[learner]\nmax_age_days = \u0663\n", "not valid TOML"),
+        ("[learner]\nmax_age_days = \uff11\n", "not valid TOML"),
+    ],
+)
+def test_deep_nesting_and_non_ascii_numbers_are_one_clear_error(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    # The first three raised RecursionError or OverflowError (exit 70) before.
+    path = tmp_path / "deep.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=problem) as info:
+        load_config(str(path))
+    assert "\n" not in str(info.value)
+    assert len(str(info.value)) < 400
+
+
+def test_toml_digit_separators_are_toml_syntax(tmp_path: Path) -> None:
+    # 1_000 is an integer in TOML itself (toml.io, "Integer"), unlike 1_0 in a CSV cell.
+    path = tmp_path / "sep.toml"
+    path.write_text("[learner]\nmax_observations = 1_000\n", encoding="utf-8")
+    assert load_config(str(path)).learner.max_observations == 1000
+
+
 def test_hostile_values_are_escaped(tmp_path: Path) -> None:
     path = tmp_path / "x.toml"
     path.write_text('[learner]\nsource = "\\u001b[31mred\\n"\n', encoding="utf-8")

@@ -144,6 +144,32 @@ def test_bad_input_is_one_clear_line(data: bytes, expected: str) -> None:
     assert error_for(data).startswith(expected)
 
 
+@pytest.mark.parametrize(
+    ("cell", "column"),
+    [
+        ("1_0", "n"),  # float("1_0") == 10.0
+        ("\u0663", "n"),  # Arabic-Indic three: float() reads 3.0
+        ("\uff11", "n"),  # full-width one
+        ("\u0661\u0662", "n"),
+        ("0_5", "runtime"),
+        ("\uff10.5", "runtime"),
+        ("1\u0665", "runtime"),
+    ],
+)
+def test_only_ascii_decimal_numbers_are_accepted(cell: str, column: str) -> None:
+    # Failed before: float() took these, so n=1_0 became 10 nodes without a word.
+    row = f"{cell},0.5" if column == "n" else f"2,{cell}"
+    message = error_for(f"n,runtime\n{row}\n".encode())
+    assert message.startswith(f"OBS.csv line 2: {column} is not a number: ")
+    assert message.endswith("(write plain ASCII digits)")
+
+
+@pytest.mark.parametrize("cell", ["12", "+3", "0.5", ".5", "5.", "1e3", "2E-1", " 4 "])
+def test_ascii_decimal_forms_are_still_read(cell: str) -> None:
+    _, runtimes = read_bytes(f"n,runtime\n1,10\n2,{cell}\n".encode())
+    assert runtimes == [10.0, float(cell)]
+
+
 def test_hostile_values_are_escaped_and_truncated() -> None:
     message = error_for(b"n,runtime\n2,\x1b[31mred\x1b[0m\n")
     assert message == "OBS.csv line 2: runtime is not a number: '\\x1b[31mred\\x1b[0m'"
