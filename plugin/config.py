@@ -223,6 +223,9 @@ class DaemonConfig:
     metrics_port: int = field(default=9405, metadata=_key(_integer(0, 65535), "0: off"))
     metrics_address: str = field(default="127.0.0.1", metadata=_key(_string, ""))
     learn: bool = field(default=True, metadata=_key(_boolean, ""))
+    check_privileges: bool = field(
+        default=True, metadata=_key(_boolean, "hold nothing unless Slurm grants what it needs")
+    )
     learn_interval_s: float = field(default=30.0, metadata=_key(_POSITIVE, ""))
     age_out_interval_s: float = field(default=3600.0, metadata=_key(_POSITIVE, ""))
     shutdown_grace_s: float = field(default=10.0, metadata=_key(_number(0), ""))

@@ -18,9 +18,10 @@ nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the ad
 of held jobs it has not seen yet) and takes every held job it finds (at most ``max_batch``),
 so a burst of submissions becomes a few batches.
 
-Health and the heartbeat: the heartbeat is written only while sweeps succeed (the last one
-less than ``unhealthy_after_s`` ago) *and* Slurm accepts the daemon's writes, and removed at
-once otherwise, so that job_submit.lua stops holding jobs the daemon cannot handle. Writes
+Health and the heartbeat: the heartbeat is written only while the daemon's account has the
+Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
+sweeps succeed (the last one less than ``unhealthy_after_s`` ago) *and* Slurm accepts the
+daemon's writes, and removed at once otherwise, so that job_submit.lua stops holding jobs the daemon cannot handle. Writes
 count as failing from the first release Slurm refused (plugin/daemon/apply.py) until one
 goes through; the refused jobs are retried every sweep meanwhile. When nothing is left to
 retry, the daemon beats again after ``unhealthy_after_s`` (one job held then shows whether
@@ -91,6 +92,8 @@ from plugin.slurm import (
     slurm_client,
     slurm_reader,
 )
+from plugin.slurm.cli_backend import run_command
+from plugin.slurm.privileges import privilege_problem
 from plugin.store import CurveStore, Retention
 
 __all__ = ["Daemon"]
@@ -200,6 +203,8 @@ class Daemon:
         self.next_sweep = 0.0
         self.next_beat = 0.0
         self.beating = False
+        #: Why the daemon's account lacks the Slurm privileges it needs (start-up, SIGHUP).
+        self.privileges_missing: str | None = None
         self.wake_at: float | None = None
         self.port = 0
         #: (job id, submit time) -> admin comment, for held jobs (read once per job).
@@ -280,6 +285,7 @@ class Daemon:
                 f"{exc.strerror or exc} (set [daemon] metrics_port, or --metrics-port 0)"
             ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
+        self.check_privileges()
         journaled = self.journal.load()
         watched = self.guard.load()
         log.info(
@@ -345,9 +351,24 @@ class Daemon:
             self.state.stop_beating()
             self.beating = False
 
+    def check_privileges(self) -> None:
+        """Ask Slurm whether this account may annotate, resize and release other users' jobs
+        (plugin/slurm/privileges.py); until it may, the daemon is unhealthy and holds nothing."""
+        if not self.config.daemon.check_privileges:
+            self.privileges_missing = None
+            return
+        timeout = self.config.daemon.slurm_timeout_s
+        self.privileges_missing = privilege_problem(
+            lambda *args: run_command(args, timeout, os.environ)
+        )
+        if self.privileges_missing is not None:
+            log.error("privileges_missing", error=self.privileges_missing)
+
     def health_problem(self, now: float) -> str | None:
         """Why the daemon is unhealthy (module docstring), or None when it is healthy."""
         d = self.config.daemon
+        if self.privileges_missing is not None:
+            return self.privileges_missing
         if now - self.last_sweep_ok >= d.unhealthy_after_s:
             return "no successful sweep lately"
         failed_at = self.applier.writes_failed_at
@@ -601,6 +622,7 @@ class Daemon:
         self.curves.retry_s = config.daemon.redis_retry_s
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
+        self.check_privileges()
         if config.daemon.metrics_port != old.daemon.metrics_port:
             log.warning("reload_partial", note="metrics_port changes need a restart")
         log.info("config_reloaded", config=config.source, policy=policy.source)

@@ -117,12 +117,20 @@ def test_refused_writes_stop_the_heartbeat_and_jobs_are_released_once_they_work(
     config = unprivileged_state_dir / "test-writes.toml"
     config.write_text(
         "[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n"
-        "unhealthy_after_s = 10\n"
+        # Slurm refusing writes the start-up check cannot foresee (its own test is below).
+        "unhealthy_after_s = 10\ncheck_privileges = false\n"
     )
     subprocess.run(["chown", slurm.test_user, str(config)], check=True)  # noqa: S603,S607
     plain = daemon_factory()
     daemon = UserDaemon(local_cluster, plain.log_path.parent, scratch_url())
-    daemon.args = ["--config", str(config), "--redis-url", scratch_url()]
+    daemon.args = [
+        "--config",
+        str(config),
+        "--redis-url",
+        scratch_url(),
+        "--state-dir",
+        str(daemon.state_dir),
+    ]
     daemon.start()
     try:
         job = submit_job("--nodes=1-3", "--comment=adaptalloc:v1 app=it-writes", wrap="true")
@@ -158,5 +166,39 @@ def test_refused_writes_stop_the_heartbeat_and_jobs_are_released_once_they_work(
         assert 1 <= int(fields["NumNodes"]) <= 3
         daemon.wait_for("the heartbeat again", daemon.fresh_heartbeat, 30.0)
         assert daemon.events("writes_recovered")
+    finally:
+        daemon.stop()
+
+
+def test_a_daemon_without_the_privileges_it_needs_never_beats(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    unprivileged_state_dir: Path,
+) -> None:
+    config = unprivileged_state_dir / "test-privileges.toml"
+    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n")
+    subprocess.run(["chown", slurm.test_user, str(config)], check=True)  # noqa: S603,S607
+    plain = daemon_factory()
+    daemon = UserDaemon(local_cluster, plain.log_path.parent, scratch_url())
+    daemon.args = [
+        "--config",
+        str(config),
+        "--redis-url",
+        scratch_url(),
+        "--state-dir",
+        str(daemon.state_dir),
+    ]
+    daemon.start(wait=False)
+    try:
+        daemon.wait_for(
+            "the privilege check", lambda: bool(daemon.events("privileges_missing")), 60.0
+        )
+        assert "aatest" in daemon.events("privileges_missing")[0]["error"]
+        time.sleep(3.0)  # several maintenance passes: still no heartbeat
+        assert not daemon.heartbeat.exists()
+        job = submit_job("--nodes=1-3", "--comment=adaptalloc:v1 app=it-privileges", wrap="true")
+        assert not held(job_fields(slurm, job))  # the hook holds nothing without a heartbeat
     finally:
         daemon.stop()
