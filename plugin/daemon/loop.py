@@ -21,12 +21,13 @@ so a burst of submissions becomes a few batches.
 Health and the heartbeat: the heartbeat is written only while the daemon's account has the
 Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
 sweeps succeed (the last one less than ``unhealthy_after_s`` ago) *and* Slurm accepts the
-daemon's writes, and removed at once otherwise, so that job_submit.lua stops holding jobs the daemon cannot handle. Writes
-count as failing from the first release Slurm refused (plugin/daemon/apply.py) until one
-goes through; the refused jobs are retried every sweep meanwhile. When nothing is left to
-retry, the daemon beats again after ``unhealthy_after_s`` (one job held then shows whether
-writes work). A journaled job (decided, not yet released) held longer than ``max_hold_s``
-is released as submitted too (the watchdog), its range and limit put back.
+daemon's writes, and removed at once otherwise, so that job_submit.lua stops holding jobs the
+daemon cannot handle. Writes count as failing from the first release Slurm refused
+(plugin/daemon/apply.py) until one goes through; the refused jobs are retried every sweep
+meanwhile. When nothing is left to retry, the daemon beats again after ``unhealthy_after_s``
+(one job held then shows whether writes work). A journaled job (decided, not yet released) held
+longer than ``max_hold_s`` is released as submitted too (the watchdog), its range and limit put
+back.
 
 Latency: a job's "held since" is the later of Slurm's submit time (whole seconds) and the
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
