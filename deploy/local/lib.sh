@@ -312,13 +312,16 @@ wait_for() {
     done
 }
 
-# heartbeat_fresh: the daemon's heartbeat exists and is at most 15 s old (what the hook reads)
+# heartbeat_fresh: the daemon's heartbeat is whole seconds, at most 15 s old and not from the
+# future (what the hook accepts)
 heartbeat_fresh() {
-    local hb stamp
+    local hb stamp age
     hb="$(daemon_state_dir)/heartbeat"
     [[ -s "$hb" ]] || return 1
-    stamp="$(tr -dc '0-9' <"$hb")"
-    [[ -n "$stamp" ]] && (($(date +%s) - stamp <= 15))
+    stamp="$(tr -d '[:space:]' <"$hb")"
+    [[ "$stamp" =~ ^[0-9]{1,12}$ ]] || return 1
+    age=$(($(date +%s) - 10#$stamp))
+    ((age >= 0 && age <= 15))
 }
 
 # stop_component COMPONENT GRACE_S [NOTE]: SIGTERM the process of its pid file, SIGKILL it

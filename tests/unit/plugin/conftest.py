@@ -2,8 +2,8 @@
 
 ``run_cli(*args, stdin=b"")`` runs ``python -m plugin`` (the same ``main`` as the installed
 ``adaptalloc`` console script) in a fresh interpreter and returns its exit code, stdout and
-stderr. Each run gets an empty ``ADAPTALLOC_STATE_DIR``, so that a developer's local testbed
-env file (``.local/env``) cannot change what the tests see.
+stderr. adaptalloc reads no env file it was not given (``--env-file``), so a developer's
+testbed cannot change what the tests see.
 """
 
 from __future__ import annotations
@@ -42,15 +42,7 @@ RunCli = Callable[..., CliResult]
 
 
 @pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    """An empty state directory: no .local/env applies unless a test writes one."""
-    path = tmp_path / "state"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def run_cli(state_dir: Path, tmp_path: Path) -> RunCli:
+def run_cli(tmp_path: Path) -> RunCli:
     """Run ``adaptalloc`` with the given arguments; stdout/stderr are pipes (not terminals)."""
 
     def run(*args: str | Path, stdin: bytes = b"") -> CliResult:
@@ -58,7 +50,6 @@ def run_cli(state_dir: Path, tmp_path: Path) -> RunCli:
         pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
         env = dict(
             os.environ,
-            ADAPTALLOC_STATE_DIR=str(state_dir),
             PYTHONIOENCODING="utf-8",
             PYTHONPATH=pythonpath,
         )
