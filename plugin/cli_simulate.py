@@ -276,7 +276,7 @@ def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> lis
     if trace.limits_from_runtime:
         out.append(
             f"{trace.limits_from_runtime:,} jobs have no requested time: their time limit is "
-            "their run time."
+            "modelled (the smallest round value ≥ 2× the run time; an assumption, not data)."
         )
     stored = experiment.jobs_with_stored_curves
     curves = (

@@ -55,8 +55,9 @@ class TraceJob:
 
     job_id: the trace's job number. submit: submit time. runtime: run time at the requested
     size, > 0. nodes: the requested size, ≥ 1. limit: the time limit (the trace's requested
-    time, or its run time when the trace has none), > 0. executable: the trace's application
-    number (SWF field 14), None when missing; it names the job's app in the store.
+    time, or `user_estimate` of its run time when the trace has none; then limit_given is
+    False), > 0. executable: the trace's application number (SWF field 14), None when missing;
+    it names the job's app in the store. user: the trace's user number (field 12) or None.
     """
 
     job_id: int
@@ -65,6 +66,8 @@ class TraceJob:
     nodes: int
     limit: float
     executable: int | None = None
+    user: int | None = None
+    limit_given: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.submit) and self.submit >= 0.0):
@@ -75,6 +78,25 @@ class TraceJob:
             raise ValueError(f"job {self.job_id}: limit must be finite and > 0")
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"job {self.job_id}: nodes must be a whole number ≥ 1")
+
+
+#: Time limits users pick, minutes: round values (Tsafrir, Etsion and Feitelson, "Modeling
+#: user runtime estimates", JSSPP 2005: a handful of round values cover most estimates).
+ROUND_LIMITS_MIN = (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960, 1440)
+#: The modelled user asks for at least this multiple of the run time. A synthetic assumption,
+#: not fitted to a log: real estimates are a few times the run time at the median
+#: (Mu'alem and Feitelson, TPDS 2001), and are never below it in a log whose jobs completed.
+ESTIMATE_FACTOR = 2.0
+
+
+def user_estimate(runtime: float) -> float:
+    """The modelled time limit (s) of a job whose trace gives none: the smallest round value
+    of ROUND_LIMITS_MIN at least ESTIMATE_FACTOR × runtime, beyond a day whole days."""
+    want = ESTIMATE_FACTOR * runtime / 60.0
+    for minutes in ROUND_LIMITS_MIN:
+        if minutes >= want:
+            return 60.0 * minutes
+    return 86400.0 * math.ceil(want / 1440.0)
 
 
 @dataclass(frozen=True, eq=False)
