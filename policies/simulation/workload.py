@@ -175,10 +175,15 @@ class JobCurves:
         jobs: Sequence[TraceJob],
         draws: DowneyDraws,
         stored: Mapping[int, Curve] | None = None,
+        noise: FloatArray | None = None,
     ) -> None:
         if len(draws.A) != len(jobs) or len(draws.sigma) != len(jobs):
             raise ValueError(f"draws for {len(draws.A)} jobs, but {len(jobs)} jobs")
+        if noise is not None and len(noise) != len(jobs):
+            raise ValueError(f"noise for {len(noise)} jobs, but {len(jobs)} jobs")
         self.jobs = jobs
+        #: ε_i, each run's multiplicative noise (1 without noise).
+        self.noise = [1.0] * len(jobs) if noise is None else [float(e) for e in noise]
         self.A = [float(a) for a in draws.A]
         self.sigma = [float(s) for s in draws.sigma]
         self._useful, self._pws = useful_sizes(draws.A, draws.sigma)
@@ -201,12 +206,17 @@ class JobCurves:
         return relative_runtime(np.asarray(sizes), self.A[job], self.sigma[job])
 
     def runtime(self, job: int, n: int) -> float:
-        """T(n) = T_r · τ(n)/τ(r); exactly the trace's run time at the requested size r."""
+        """T(n) = T_r · τ(n)/τ(r) · ε; the trace's run time (times ε) at the requested size r."""
         j = self.jobs[job]
         if n == j.nodes:
-            return j.runtime
+            return j.runtime * self.noise[job]
         tau = self._relative(job, [float(n), float(j.nodes)])
-        return j.runtime * float(tau[0] / tau[1])
+        return j.runtime * float(tau[0] / tau[1]) * self.noise[job]
+
+    def at_request(self) -> FloatArray:
+        """Every job's run time at its requested size, T_r · ε (the slowdown's reference)."""
+        out: FloatArray = np.array([j.runtime for j in self.jobs]) * np.asarray(self.noise)
+        return out
 
     def scale(self, job: int, n: int, to: int) -> float:
         """τ(to)/τ(n): how a time at n nodes scales to `to` nodes on this job's curve."""
