@@ -37,6 +37,7 @@ from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 import policies
 import predictor
@@ -206,9 +207,11 @@ def simulation_document(
     """The JSON document (issue 20's contract, and the older keys kept beside it)."""
     head = results[0]
     experiment = head.experiment
+    # A trace submitted all at once offers no finite load: JSON has no infinity, so null.
+    offered_or_none = offered if math.isfinite(offered) else None
     loads = [
         {
-            "load": offered if r.load is None else r.load,
+            "load": offered_or_none if r.load is None else r.load,
             "policies": {name: summary.to_dict() for name, summary in r.policies.items()},
         }
         for r in results
@@ -226,7 +229,7 @@ def simulation_document(
             "lines": trace.lines,
             "limits_from_runtime": trace.limits_from_runtime,
             "limits_modelled": trace.limits_from_runtime,
-            "offered_load": offered,
+            "offered_load": offered_or_none,
         },
         "curves": setup.curves,
         "curves_note": (
@@ -397,11 +400,12 @@ def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
     """One load: figures (rows) per policy (columns), means over seeds ± the 95% half-width."""
     load = offered if result.load is None else result.load
     seeds = next(iter(result.policies.values())).seeds
-    title = f"offered load {format_number(load, 3)}, {seeds} seed{'s' if seeds > 1 else ''}"
+    where = f"offered load {format_number(load, 3)}" if math.isfinite(load) else "all at once"
+    title = f"{where}, {seeds} seed{'s' if seeds > 1 else ''}"
     table = Table(box=box.SIMPLE_HEAD, title=title, show_header=True)
     table.add_column("")
     for name in result.policies:
-        table.add_column(_curve_label(name, curves), justify="right")
+        table.add_column(Text(_curve_label(name, curves)), justify="right")  # "[" is not markup
     for label, key, show in SUMMARY_ROWS:
         row = [label]
         for summary in result.policies.values():
@@ -426,6 +430,8 @@ def render_text(
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)
 
+    if not out.is_terminal:  # a file or a pipe: six policy columns need more than 80
+        out.width = max(out.width, 160)
     head = results[0]
     curves = head.experiment.setup.curves
     for sentence in setup_sentences(trace, head.experiment, config):
@@ -446,12 +452,11 @@ def _loads_callback(
 ) -> tuple[float, ...] | None:
     if value is None:
         return None
-    try:
-        loads = tuple(float(w) for w in value.split(","))
-    except ValueError:
-        raise click.BadParameter(
-            f"{printable(value)!r} is not a list like 0.5,0.7,0.9", ctx=ctx, param=param
-        ) from None
+    words = value.split(",")
+    if not all(re.fullmatch(_NUMBER, w, re.ASCII) for w in words):
+        why = f"{printable(value)!r} is not a list like 0.5,0.7,0.9"
+        raise click.BadParameter(why, ctx=ctx, param=param)
+    loads = tuple(float(w) for w in words)
     if not loads or not all(math.isfinite(x) and 0.0 < x <= 10.0 for x in loads):
         raise click.BadParameter("each load must be in (0, 10]", ctx=ctx, param=param)
     return loads

@@ -72,6 +72,7 @@ class Summary:
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {k: self.mean[k] for k in FIGURES}
+        out["jobs"] = round(self.mean["jobs"])  # the same in every seed
         out["ci95"] = {k: None if v is None else list(v) for k, v in self.ci95.items()}
         return out
 
