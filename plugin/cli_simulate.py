@@ -1,14 +1,19 @@
 """``adaptalloc simulate``: what a policy would have done with a real workload trace.
 
-    adaptalloc simulate TRACE.swf [--config policy.toml] [--seed N] [--backfill easy|none]
+    adaptalloc simulate TRACE.swf [--config policy.toml] [--seed N] [--seeds K]
+        [--load L1,L2,...] [--curves learned|oracle] [--procs-per-node P]
+        [--parallelism-factor LOW,HIGH] [--noise X] [--backfill easy|none]
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
         [--html DIR] [--format text|json] [--quiet]
 
-The pipeline: read the trace (swf.py) -> replay it under every policy (policies.simulation)
--> render (here: a table, or the JSON document of DESIGN.md; sim_report.py for --html).
+The pipeline: read the trace (swf.py) -> replay it under every policy at every load and seed
+(policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
+issue 20: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"}, with
+the older keys kept; sim_report.py for --html, from the first load's first seed).
 
 Lines of the trace that cannot be used are skipped and counted; the count by reason goes to
-standard error (one ``swf_lines_skipped`` event) and into the JSON (``"skipped"``). A trace
+standard error (one ``swf_lines_skipped`` event) and into the JSON (``"dropped"``, and
+``"skipped"`` as before). A trace
 that cannot be read or holds no usable job, and a policy file the policies refuse, are one
 ``adaptalloc: error: ...`` line and exit code 1. The progress bar is drawn on standard error,
 only on a terminal and not with ``--quiet``.
@@ -20,7 +25,7 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +37,7 @@ from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 import policies
 import predictor
@@ -40,7 +46,18 @@ from plugin.cli_policy import load_policy_config
 from plugin.errors import InputError, printable
 from plugin.output import format_number, format_percent
 from plugin.swf import SwfTrace, read_swf, skipped_summary
-from policies.simulation import POLICIES, Experiment, Metrics, MoldableRule, PolicyResult, Setup
+from policies.simulation import (
+    POLICIES,
+    Experiment,
+    LoadResult,
+    Metrics,
+    MoldableRule,
+    PolicyResult,
+    Setup,
+    offered_load,
+    sweep,
+)
+from policies.simulation.experiment import ADAPTALLOC
 
 __all__ = [
     "STORE_APP_PREFIX",
@@ -102,18 +119,6 @@ def stored_curves(trace: SwfTrace, redis_url: str | None) -> dict[int, predictor
 # --- running ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Run:
-    """One policy's result and how long the simulation took."""
-
-    result: PolicyResult
-    seconds: float
-
-    @property
-    def jobs_per_s(self) -> float:
-        return len(self.result.schedule) / self.seconds if self.seconds > 0 else math.inf
-
-
 @contextmanager
 def _progress(show: bool) -> Iterator[Progress | None]:
     """A progress bar on standard error when it is a terminal and `show`; else None."""
@@ -122,10 +127,10 @@ def _progress(show: bool) -> Iterator[Progress | None]:
         yield None
         return
     bar = Progress(
-        TextColumn("{task.description:<9}"),
+        TextColumn("{task.description:<34}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("jobs"),
+        TextColumn("runs"),
         TimeElapsedColumn(),
         console=console,
         transient=True,
@@ -134,58 +139,124 @@ def _progress(show: bool) -> Iterator[Progress | None]:
         yield bar
 
 
-def run_policies(experiment: Experiment, show_progress: bool) -> dict[str, Run]:
-    """Every policy on the experiment, timed, with a progress bar per policy."""
-    runs: dict[str, Run] = {}
-    total = len(experiment.jobs)
+def run_sweep(
+    trace: SwfTrace,
+    setup: Setup,
+    loads: Sequence[float | None],
+    seeds: int,
+    stored: Mapping[int, predictor.Curve] | None,
+    show_progress: bool,
+) -> tuple[list[LoadResult], float]:
+    """Every policy × load × seed, with a progress bar of runs; (results, seconds)."""
+    started = time.perf_counter()
     with _progress(show_progress) as bar:
-        for name in POLICIES:
-            update: Callable[[int], None] | None = None
-            if bar is not None:
-                task = bar.add_task(name, total=total)
+        update: Callable[[int, int, str], None] | None = None
+        if bar is not None:
+            task = bar.add_task("", total=len(loads) * seeds * len(POLICIES))
 
-                def update(done: int, task: Any = task, bar: Progress = bar) -> None:
-                    bar.update(task, completed=done)
+            def update(li: int, si: int, policy: str, task: Any = task, bar: Any = bar) -> None:
+                load = loads[li]
+                where = "trace load" if load is None else f"load {load:g}"
+                bar.update(task, advance=1, description=f"{where}, seed {si + 1}: {policy}")
 
-            started = time.perf_counter()
-            result = experiment.run(name, progress=update)
-            runs[name] = Run(result, time.perf_counter() - started)
-    return runs
+        try:
+            results = sweep(trace.jobs, setup, loads, seeds, POLICIES, stored, update)
+        except ValueError as exc:
+            raise InputError(printable(str(exc))) from exc
+    return results, time.perf_counter() - started
 
 
 # --- output -----------------------------------------------------------------------------------
 
+#: What every simulation assumes, said in the text, the JSON and the HTML report.
+ASSUMPTIONS = (
+    "Applications: jobs grouped by SWF executable where present, else by user and "
+    "requested-size class (2^k nodes).",
+    "True curves: one Downey curve per application, A = median request × U[factor] (Cirne and "
+    "Berman's reading: users request at most their code's parallelism), σ ~ U[0, 2]; a "
+    "synthetic assumption, not data.",
+    "Run times: the trace's run time at the requested size, moved along the curve, times "
+    "lognormal noise per run.",
+    "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
+    "completed runs in this simulation, refitted after 60 s dirty when runs grew by 50% (or a "
+    "needed size appeared), on the latest 64 runs; the learner's model choice is not run; "
+    "killed runs are not observations.",
+    "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
+    "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
+    "curve; a run longer than its limit is killed at the limit.",
+    "One partition, nodes counted not placed, FCFS with EASY backfilling.",
+)
+
+
+def _curve_label(name: str, curves: str) -> str:
+    """The policy's name as printed: oracle's and (with --curves oracle) every adaptalloc
+    policy's label says it saw the true curves."""
+    if name == "oracle" or (curves == "oracle" and name in ADAPTALLOC):
+        return f"{name} [true curves]"
+    return name
+
 
 def simulation_document(
     trace: SwfTrace,
-    experiment: Experiment,
-    runs: Mapping[str, Run],
+    setup: Setup,
+    results: Sequence[LoadResult],
     config_source: str,
+    seeds: int,
+    offered: float,
 ) -> dict[str, Any]:
-    """The JSON document: DESIGN.md's {"policies": {...}} and what the run was made of."""
-    setup = experiment.setup
-    adaptive = runs.get("adaptive")
+    """The JSON document (issue 20's contract, and the older keys kept beside it)."""
+    head = results[0]
+    experiment = head.experiment
+    # A trace submitted all at once offers no finite load: JSON has no infinity, so null.
+    offered_or_none = offered if math.isfinite(offered) else None
+    loads = [
+        {
+            "load": offered_or_none if r.load is None else r.load,
+            "policies": {name: summary.to_dict() for name, summary in r.policies.items()},
+        }
+        for r in results
+    ]
+    adaptive = head.first.get("adaptive")
     return {
-        "policies": {name: run.result.metrics.to_dict() for name, run in runs.items()},
         "trace": {
             "path": trace.source,
             "machine": trace.machine,
             "machine_from": trace.machine_from,
+            "procs_per_node": trace.procs_per_node,
+            "procs_per_node_from": trace.procs_per_node_from,
             "jobs": len(experiment.jobs),
             "usable_jobs": trace.usable,
             "lines": trace.lines,
             "limits_from_runtime": trace.limits_from_runtime,
+            "limits_modelled": trace.limits_from_runtime,
+            "offered_load": offered_or_none,
         },
+        "curves": setup.curves,
+        "curves_note": (
+            "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
+            if setup.curves == "oracle"
+            else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
+            "the oracle policy alone saw the true curves (an upper bound)"
+        ),
+        "dropped": dict(trace.skipped),
+        "loads": loads,
+        "policies": loads[0]["policies"],
         "skipped": dict(trace.skipped),
+        "applications": {"count": len(experiment.apps), "grouping": experiment.apps.grouping},
         "settings": {
             "seed": setup.seed,
+            "seeds": seeds,
             "backfill": "easy" if setup.backfill else "none",
             "moldable": {"low": setup.moldable.low, "high": setup.moldable.high},
             "max_parallelism": setup.parallelism,
+            "parallelism_factor": list(setup.parallelism_factor),
+            "noise": setup.noise,
             "config": config_source,
             "stored_curves": experiment.jobs_with_stored_curves,
         },
-        "adaptive_rules": dict(adaptive.result.rules) if adaptive else {},
+        "assumptions": list(ASSUMPTIONS),
+        "adaptive_rules": dict(adaptive.rules) if adaptive else {},
+        "refits": {name: r.refits for name, r in head.first.items() if r.refits},
     }
 
 
@@ -232,6 +303,7 @@ FIGURES = (
     Figure("makespan", lambda m: m.makespan_s, duration),
     Figure("node-hours", lambda m: m.node_hours, lambda x: f"{x:,.0f}"),
     Figure("killed at their limit", lambda m: float(m.killed), lambda x: f"{x:,.0f}", False),
+    Figure("killed node-hours", lambda m: m.killed_node_hours, lambda x: f"{x:,.0f}", False),
     Figure("jobs", lambda m: float(m.jobs), lambda x: f"{x:,.0f}", False),
 )
 
@@ -267,48 +339,139 @@ def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> lis
     """What was simulated, in sentences (the text output's and the HTML report's head)."""
     setup = experiment.setup
     jobs = len(experiment.jobs)
-    head = f"Trace {trace.source}: {jobs:,} jobs on {trace.machine:,} nodes ({trace.machine_from})"
+    head = (
+        f"Trace {trace.source}: {jobs:,} jobs on {trace.machine:,} nodes ({trace.machine_from}; "
+        f"{format_number(trace.procs_per_node, 4)} processors per node from "
+        f"{trace.procs_per_node_from})"
+    )
     if jobs < trace.usable:
         head += f", the first {jobs:,} of {trace.usable:,} usable jobs"
     out = [head + "."]
     if trace.skipped:
-        out.append(f"Skipped {trace.skipped_total:,} lines: {skipped_summary(trace.skipped)}.")
+        out.append(f"Dropped {trace.skipped_total:,} lines: {skipped_summary(trace.skipped)}.")
     if trace.limits_from_runtime:
         out.append(
             f"{trace.limits_from_runtime:,} jobs have no requested time: their time limit is "
-            "their run time."
+            "modelled (the smallest round value ≥ 2× the run time; an assumption, not data)."
         )
-    stored = experiment.jobs_with_stored_curves
+    apps = experiment.apps
+    grouping = ", ".join(f"{n:,} jobs by {how}" for how, n in apps.grouping.items() if n)
+    lo, hi = setup.parallelism_factor
     curves = (
-        f"Downey's workload model (A log-uniform on [1, {setup.parallelism:g}], "
-        f"σ uniform on [0, 2], seed {setup.seed})"
+        f"{len(apps):,} applications ({grouping}), one Downey curve each: A = median request "
+        f"× U[{lo:g}, {hi:g}] (at most {setup.parallelism:g}), σ ~ U[0, 2], run noise "
+        f"{format_percent(setup.noise, 2)}, seed {setup.seed}"
     )
+    stored = experiment.jobs_with_stored_curves
     if stored:
         curves = f"stored curves for {stored:,} jobs, {curves} for the rest"
     out.append(
         f"Moldable range {setup.moldable.low:g}-{setup.moldable.high:g} × the requested size; "
         f"{'EASY backfilling' if setup.backfill else 'FCFS without backfilling'}; "
-        f"curves: {curves}; policy settings: {config}."
+        f"true curves: {curves}; policy settings: {config}."
     )
+    if setup.curves == "oracle":
+        out.append(
+            "--curves oracle: every adaptalloc policy was handed the true curves. These figures "
+            "are an upper bound no site reaches."
+        )
+    else:
+        out.append(
+            "Curves learned: the adaptalloc policies saw only curves fitted from their "
+            "applications' earlier completed runs in this simulation; [true curves] marks the "
+            "oracle, an upper bound."
+        )
     return out
 
 
+#: (label, summary key, how to show a value) of the per-load table.
+SUMMARY_ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("mean response", "mean_response_s", duration),
+    ("mean wait", "mean_wait_s", duration),
+    ("mean bounded slowdown", "mean_bsld", lambda x: format_number(x, 3)),
+    ("node-hours", "node_hours", lambda x: f"{x:,.0f}"),
+    ("killed at their limit", "killed", lambda x: f"{x:,.1f}"),
+    ("killed node-hours", "killed_node_hours", lambda x: f"{x:,.0f}"),
+    ("utilization", "utilization", lambda x: format_percent(x, 3)),
+)
+
+
+def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
+    """One load: figures (rows) per policy (columns), means over seeds ± the 95% half-width."""
+    load = offered if result.load is None else result.load
+    seeds = next(iter(result.policies.values())).seeds
+    where = f"offered load {format_number(load, 3)}" if math.isfinite(load) else "all at once"
+    title = f"{where}, {seeds} seed{'s' if seeds > 1 else ''}"
+    table = Table(box=box.SIMPLE_HEAD, title=title, show_header=True)
+    table.add_column("")
+    for name in result.policies:
+        table.add_column(Text(_curve_label(name, curves)), justify="right")  # "[" is not markup
+    for label, key, show in SUMMARY_ROWS:
+        row = [label]
+        for summary in result.policies.values():
+            cell = show(summary.mean[key])
+            interval = summary.ci95.get(key)
+            if interval is not None:
+                cell += f" ± {show((interval[1] - interval[0]) / 2)}"
+            row.append(cell)
+        table.add_row(*row)
+    return table
+
+
 def render_text(
-    trace: SwfTrace, experiment: Experiment, runs: Mapping[str, Run], config: str, out: Console
+    trace: SwfTrace,
+    results: Sequence[LoadResult],
+    config: str,
+    offered: float,
+    out: Console,
 ) -> None:
-    """The comparison for people: what was simulated, the table, the adaptive rules."""
+    """The comparison for people: what was simulated, one table per load, the rules."""
 
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)
 
-    for sentence in setup_sentences(trace, experiment, config):
+    if not out.is_terminal:  # a file or a pipe: six policy columns need more than 80
+        out.width = max(out.width, 160)
+    head = results[0]
+    curves = head.experiment.setup.curves
+    for sentence in setup_sentences(trace, head.experiment, config):
         say(sentence)
-    out.print(comparison_table({name: run.result for name, run in runs.items()}))
-    adaptive = runs.get("adaptive")
-    if adaptive is not None and adaptive.result.rules:
-        rules = ", ".join(f"{rule} {count:,}" for rule, count in adaptive.result.rules.items())
-        say(f"Adaptive decisions by rule: {rules}.")
-    say("In parentheses: the change against rigid (the trace as submitted).")
+    for result in results:
+        out.print(summary_table(result, curves, offered))
+    adaptive = head.first.get("adaptive")
+    if adaptive is not None and adaptive.rules:
+        rules = ", ".join(f"{rule} {count:,}" for rule, count in adaptive.rules.items())
+        say(f"Adaptive decisions by rule (first load, first seed): {rules}.")
+    say("± : half the 95% interval over seeds (Student's t). Assumptions:")
+    for assumption in ASSUMPTIONS:
+        say(f"  - {assumption}")
+
+
+def _loads_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    words = value.split(",")
+    if not all(re.fullmatch(_NUMBER, w, re.ASCII) for w in words):
+        why = f"{printable(value)!r} is not a list like 0.5,0.7,0.9"
+        raise click.BadParameter(why, ctx=ctx, param=param)
+    loads = tuple(float(w) for w in words)
+    if not loads or not all(math.isfinite(x) and 0.0 < x <= 10.0 for x in loads):
+        raise click.BadParameter("each load must be in (0, 10]", ctx=ctx, param=param)
+    return loads
+
+
+def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
+    match = _MOLDABLE.fullmatch(value)
+    if not match:
+        raise click.BadParameter(
+            f"{printable(value)!r} is not LOW,HIGH like 1,4", ctx=ctx, param=param
+        )
+    lo, hi = float(match.group(1)), float(match.group(2))
+    if not (0.0 < lo <= hi <= 1e6):
+        raise click.BadParameter("need 0 < LOW ≤ HIGH ≤ 1e6", ctx=ctx, param=param)
+    return lo, hi
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -384,6 +547,53 @@ def render_text(
     metavar="DIR",
     help="Also write DIR/index.html with response-time and utilization charts.",
 )
+@click.option(
+    "--procs-per-node",
+    type=click.FloatRange(min=0.0, min_open=True, max=1e7),
+    default=None,
+    metavar="P",
+    help="Processors per node (SWF sizes count processors); default: the header's "
+    "MaxProcs/MaxNodes, else 1.",
+)
+@click.option(
+    "--curves",
+    type=click.Choice(["learned", "oracle"]),
+    default="learned",
+    show_default=True,
+    help="learned: adaptalloc's policies see only curves fitted from earlier runs in the "
+    "simulation; oracle: they are handed the true curves (an upper bound, labelled so).",
+)
+@click.option(
+    "--load",
+    "loads",
+    default=None,
+    callback=_loads_callback,
+    metavar="L1,L2,...",
+    help="Offered loads to simulate, e.g. 0.5,0.7,0.9,1.0 (inter-arrival times scaled); "
+    "default: the trace's own arrivals.",
+)
+@click.option(
+    "--seeds",
+    type=click.IntRange(min=1, max=1000),
+    default=1,
+    show_default=True,
+    help="Independent draws of curves and noise (seed, seed+1, ...); figures get 95% intervals.",
+)
+@click.option(
+    "--parallelism-factor",
+    default="1,4",
+    show_default=True,
+    callback=_factor_callback,
+    metavar="LOW,HIGH",
+    help="An application's A is its median request times U[LOW, HIGH].",
+)
+@click.option(
+    "--noise",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.05,
+    show_default=True,
+    help="σ of the lognormal noise multiplying every run time.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
 @click.pass_context
@@ -399,26 +609,41 @@ def simulate(
     use_store: bool,
     redis_url: str | None,
     html_dir: str | None,
+    procs_per_node: float | None,
+    curves: str,
+    loads: tuple[float, ...] | None,
+    seeds: int,
+    parallelism_factor: tuple[float, float],
+    noise: float,
     quiet: bool,
     output_format: str,
 ) -> None:
-    """Replay a workload trace under the adaptive policy, rigid and greedy, and compare them.
+    """Replay a workload trace under six sizing policies and compare them.
 
-    TRACE.swf is a Standard Workload Format log (Parallel Workloads Archive). One partition of
-    the trace's size (its MaxNodes) runs the jobs FCFS with EASY backfilling; jobs are killed
-    at their time limit. Each job becomes moldable (--moldable) and gets a speedup curve from
-    Downey's workload model (--max-parallelism, --seed) or, with --store, from the store;
-    its trace runtime at its requested size fixes its work.
+    TRACE.swf is a Standard Workload Format log (Parallel Workloads Archive). Sizes are in
+    nodes: SWF processors divided by processors per node (--procs-per-node, else the header's
+    MaxProcs/MaxNodes). One partition of MaxNodes nodes runs the jobs FCFS with EASY
+    backfilling; a job still running at its time limit is killed there.
 
-    rigid runs the trace as submitted; greedy gives each job as many nodes of its range as
-    are free when it starts (what Slurm does with --nodes=MIN-MAX); adaptive sizes each job
-    at submit with the policies of --config, as the daemon does.
+    What it assumes: jobs are grouped into applications (SWF executable, else user and
+    requested-size class); each application has one true Downey curve, A = its median
+    request × U[--parallelism-factor], σ ~ U[0, 2]; a job's run time is its trace run time
+    at its request moved along that curve, times lognormal noise (--noise). Limits are the
+    trace's requested time, else a modelled user estimate (2× the run time, rounded up to a
+    round value). All of this is synthetic, not measured.
+
+    Policies: rigid (as submitted), rigid_limits (its size, adaptalloc's limit), greedy (what
+    Slurm does with --nodes=MIN-MAX), adaptive_fixed_limits (adaptalloc's size, the user's
+    limit), adaptive (size and limit), oracle (adaptive with the true curves: an upper
+    bound). With --curves learned (default) the adaptalloc policies see only curves the
+    learner's fit (ADEPT) makes from their applications' earlier completed runs; killed
+    runs are not observations; an application without a usable curve runs as submitted.
     """
     started = time.perf_counter()
     if redis_url is not None and not use_store:
         raise click.UsageError("--redis-url goes with --store")
     config = load_policy_config(config_path)
-    trace = read_swf(trace_path)
+    trace = read_swf(trace_path, procs_per_node)
     if trace.skipped:
         log.warning(
             "swf_lines_skipped",
@@ -429,43 +654,56 @@ def simulate(
     if max_jobs is not None:
         trace = trace.head(max_jobs)
     stored = stored_curves(trace, redis_url) if use_store else None
-    setup = Setup(
-        machine=trace.machine,
-        moldable=moldable,
-        backfill=backfill == "easy",
-        seed=seed,
-        max_parallelism=max_parallelism,
-        settings=policies.effective(config),
-    )
     try:
-        experiment = Experiment(trace.jobs, setup, stored)
+        setup = Setup(
+            machine=trace.machine,
+            moldable=moldable,
+            backfill=backfill == "easy",
+            seed=seed,
+            max_parallelism=max_parallelism,
+            settings=policies.effective(config),
+            curves=curves,
+            parallelism_factor=parallelism_factor,
+            noise=noise,
+        )
     except ValueError as exc:
         raise InputError(printable(str(exc))) from exc
+    offered = offered_load(trace.jobs, trace.machine)
     root_quiet = bool(ctx.find_root().params.get("quiet"))
-    runs = run_policies(experiment, show_progress=not (quiet or root_quiet))
+    load_list: list[float | None] = list(loads) if loads else [None]
+    results, seconds = run_sweep(
+        trace, setup, load_list, seeds, stored, show_progress=not (quiet or root_quiet)
+    )
 
     if output_format == "json":
-        emit_json(simulation_document(trace, experiment, runs, config.source))
+        emit_json(simulation_document(trace, setup, results, config.source, seeds, offered))
     else:
-        render_text(trace, experiment, runs, config.source, stdout_console())
+        render_text(trace, results, config.source, offered, stdout_console())
         sys.stdout.flush()
     html_path = None
     if html_dir is not None:
         from plugin.sim_report import write_report  # noqa: PLC0415 (only --html needs it)
 
-        results = {name: run.result for name, run in runs.items()}
-        html_path = write_report(Path(html_dir), trace, experiment, results, config.source)
+        head = results[0]
+        html_path = write_report(
+            Path(html_dir), trace, head.experiment, dict(head.first), config.source
+        )
+    runs = len(load_list) * seeds * len(POLICIES)
     log.info(
         "simulate",
         path=trace.source,
-        jobs=len(experiment.jobs),
+        jobs=len(trace.jobs),
         machine=trace.machine,
         seed=seed,
+        seeds=seeds,
+        loads=[x for x in load_list if x is not None],
+        curves=curves,
         backfill=backfill,
         moldable=str(moldable),
         config=config.source,
-        stored_curves=experiment.jobs_with_stored_curves,
-        jobs_per_s={name: round(run.jobs_per_s) for name, run in runs.items()},
+        stored_curves=results[0].experiment.jobs_with_stored_curves,
+        runs=runs,
+        jobs_per_s=round(runs * len(trace.jobs) / seconds) if seconds > 0 else None,
         html=html_path and printable(str(html_path)),
         elapsed_ms=elapsed_ms(started),
     )

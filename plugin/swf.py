@@ -13,15 +13,21 @@ whitespace-separated numbers, −1 where a value is missing:
      6 average CPU time 12 user                 18 think time
 
 What the simulator takes from a job: submit time, run time (> 0), the size (requested
-processors, else allocated), the time limit (requested time, else the run time: a trace without
-limits is replayed as if users knew their runtimes), and the executable (its app in the store).
-The machine is the header's MaxNodes, else MaxProcs, else the largest size in the trace.
+processors, else allocated), the time limit (requested time, else a modelled user estimate,
+`policies.simulation.workload.user_estimate`), the user and the executable (its application).
+
+Units: SWF sizes count processors, the simulator counts nodes. Processors per node p come from
+``--procs-per-node``, else the header's MaxProcs / MaxNodes when it has both (Curie: 93312 /
+5544 ≈ 16.8, an average over its node types), else 1. A job of P processors needs ⌈P/p⌉ nodes.
+The machine is the header's MaxNodes, else ⌊MaxProcs/p⌋, else the largest job in nodes; a job
+is dropped as "larger than the machine" only when its nodes exceed the machine's.
 
 Bad lines never stop the reading: a line with the wrong number of fields or a field that is not
 a number is skipped, and so is a job that lacks what the simulator needs or is larger than the
 machine, each counted under its reason (`SKIP_REASONS`; "no size" covers a missing, zero,
-fractional or implausible size, above MAX_SIZE). Only a file that cannot be read, or one
-with no usable job at all, is an error (`SwfError`, one line).
+fractional or implausible size, above MAX_SIZE; "implausible value" a field beyond ±MAX_FIELD,
+such as 1e100 or 1e308, which no clock or counter of a real log reaches). Only a file that
+cannot be read, or one with no usable job at all, is an error (`SwfError`, one line).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from types import MappingProxyType
 
 from plugin.errors import InputError, printable
 from policies.simulation import TraceJob
+from policies.simulation.workload import user_estimate
 
 __all__ = [
     "FIELDS",
@@ -53,10 +60,15 @@ SKIP_REASONS = (
     "not a number",
     "no submit time",
     "no run time",
+    "implausible value",
     "no size",
     "larger than the machine",
 )
-_WRONG_COUNT, _NOT_NUMBER, _NO_SUBMIT, _NO_RUNTIME, _NO_SIZE, _TOO_LARGE = SKIP_REASONS
+_WRONG_COUNT, _NOT_NUMBER, _NO_SUBMIT, _NO_RUNTIME, _IMPLAUSIBLE, _NO_SIZE, _TOO_LARGE = (
+    SKIP_REASONS
+)
+#: No field of a real log is larger than this (seconds: 31,000 years; ids, counts).
+MAX_FIELD = 1e12
 _MACHINE_KEYS = ("MaxNodes", "MaxProcs")
 #: Sizes above this are not a machine's (garbage in the size field): counted as "no size".
 MAX_SIZE = 10_000_000
@@ -73,9 +85,11 @@ class SwfTrace:
     """A parsed trace.
 
     machine: nodes of the partition to simulate; machine_from: where that number came from
-    ("MaxNodes", "MaxProcs" or "largest job"). header: the ``Key: value`` comment fields (first
-    occurrence wins). lines: job lines read (skipped ones included). skipped: reason -> count.
-    limits_from_runtime: jobs whose time limit is their run time (no requested time).
+    ("MaxNodes", "MaxProcs" or "largest job"). procs_per_node: p of the module doc;
+    procs_per_node_from: "--procs-per-node", "MaxProcs/MaxNodes" or "default". header: the
+    ``Key: value`` comment fields (first occurrence wins). lines: job lines read (skipped ones
+    included). skipped: reason -> count.
+    limits_from_runtime: jobs without a requested time, whose limit is the modelled estimate.
     usable: usable jobs in the file (more than len(jobs) after `head`).
     """
 
@@ -88,6 +102,8 @@ class SwfTrace:
     header: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     limits_from_runtime: int = 0
     usable: int = 0
+    procs_per_node: float = 1.0
+    procs_per_node_from: str = "default"
 
     def __post_init__(self) -> None:
         if self.usable < len(self.jobs):
@@ -110,8 +126,10 @@ class SwfTrace:
             self.lines,
             self.skipped,
             self.header,
-            sum(j.limit == j.runtime for j in jobs) if self.limits_from_runtime else 0,
+            sum(not j.limit_given for j in jobs),
             self.usable,
+            self.procs_per_node,
+            self.procs_per_node_from,
         )
 
 
@@ -128,12 +146,33 @@ def _header_field(line: str, header: dict[str, str]) -> None:
         header[key] = value.strip()[:_HEADER_VALUE_LIMIT]
 
 
-def _machine_from_header(header: Mapping[str, str]) -> tuple[int, str] | None:
-    for key in _MACHINE_KEYS:
-        text = header.get(key, "").split()
-        if text and text[0].isdigit() and 0 < int(text[0]) <= MAX_SIZE:
-            return int(text[0]), key
+def _header_count(header: Mapping[str, str], key: str) -> int | None:
+    text = header.get(key, "").split()
+    if text and text[0].isascii() and text[0].isdigit() and 0 < int(text[0]) <= MAX_SIZE:
+        return int(text[0])
     return None
+
+
+def _units(
+    header: Mapping[str, str], procs_per_node: float | None
+) -> tuple[float, str, int | None, str]:
+    """(p, where p is from, machine in nodes or None, where it is from): the module doc."""
+    nodes, procs = (_header_count(header, key) for key in _MACHINE_KEYS)
+    if procs_per_node is not None:
+        p, p_from = procs_per_node, "--procs-per-node"
+    elif nodes is not None and procs is not None and procs >= nodes:
+        p, p_from = procs / nodes, "MaxProcs/MaxNodes"
+    else:
+        p, p_from = 1.0, "default"
+    if nodes is not None:
+        return p, p_from, nodes, "MaxNodes"
+    if procs is not None and int(procs / p + _EPS) >= 1:
+        return p, p_from, int(procs / p + _EPS), "MaxProcs"
+    return p, p_from, None, "largest job"
+
+
+#: Slack against float noise in P/p.
+_EPS = 1e-9
 
 
 @dataclass
@@ -146,13 +185,18 @@ class _Job:
     size: int
     limit: float
     executable: int | None
+    user: int | None
 
 
-def _job(values: list[float], skipped: Counter[str]) -> _Job | None:
-    """The simulator's fields of one job line, or None (counted) when it lacks one."""
+def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
+    """The simulator's fields of one job line (size in nodes at p processors per node), or
+    None (counted) when it lacks one."""
     job_id, submit, _, runtime, allocated = values[:5]
     requested, requested_time = values[7], values[8]
-    executable = values[13]
+    executable, user = values[13], values[11]
+    if any(abs(v) > MAX_FIELD for v in values):
+        skipped[_IMPLAUSIBLE] += 1
+        return None
     if submit < 0:
         skipped[_NO_SUBMIT] += 1
         return None
@@ -163,17 +207,27 @@ def _job(values: list[float], skipped: Counter[str]) -> _Job | None:
     if size < 1 or size > MAX_SIZE or size != int(size):
         skipped[_NO_SIZE] += 1
         return None
-    limit = requested_time if requested_time > 0 else runtime
+    limit = requested_time if requested_time > 0 else math.nan
     exe = int(executable) if executable >= 0 and executable == int(executable) else None
-    return _Job(int(job_id), submit, runtime, int(size), limit, exe)
+    who = int(user) if user >= 0 and user == int(user) else None
+    nodes = max(1, math.ceil(size / p - _EPS))
+    return _Job(int(job_id), submit, runtime, nodes, limit, exe, who)
 
 
-def parse_swf(lines: Iterable[str], source: str) -> SwfTrace:
-    """Parse SWF text lines (module doc); SwfError when no job is usable."""
+def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = None) -> SwfTrace:
+    """Parse SWF text lines (module doc); SwfError when no job is usable.
+
+    The header comes first in an SWF file, so p is known before the first job line.
+    """
+    if procs_per_node is not None and not (
+        math.isfinite(procs_per_node) and 0 < procs_per_node <= MAX_SIZE
+    ):
+        raise SwfError(f"procs per node must be in (0, {MAX_SIZE}], got {procs_per_node!r}")
     header: dict[str, str] = {}
     skipped: Counter[str] = Counter()
     parsed: list[_Job] = []
     count = 0
+    units: tuple[float, str, int | None, str] | None = None
     for raw in lines:
         line = raw.strip()
         if not line:
@@ -182,6 +236,8 @@ def parse_swf(lines: Iterable[str], source: str) -> SwfTrace:
             _header_field(line, header)
             continue
         count += 1
+        if units is None:
+            units = _units(header, procs_per_node)
         words = line.split()
         if len(words) != FIELDS:
             skipped[_WRONG_COUNT] += 1
@@ -194,23 +250,33 @@ def parse_swf(lines: Iterable[str], source: str) -> SwfTrace:
         if not math.isfinite(sum(values)):  # nan or ±inf somewhere (or absurdly large values)
             skipped[_NOT_NUMBER] += 1
             continue
-        job = _job(values, skipped)
+        job = _job(values, skipped, units[0])
         if job is not None:
             parsed.append(job)
 
-    found = _machine_from_header(header)
-    if found is not None:
-        machine, machine_from = found
-    else:
-        machine, machine_from = max((j.size for j in parsed), default=0), "largest job"
+    p, p_from, found, machine_from = units or _units(header, procs_per_node)
+    machine = found if found is not None else max((j.size for j in parsed), default=0)
     jobs: list[TraceJob] = []
     from_runtime = 0
     for j in parsed:
         if j.size > machine:
             skipped[_TOO_LARGE] += 1
             continue
-        from_runtime += j.limit == j.runtime
-        jobs.append(TraceJob(j.job_id, j.submit, j.runtime, j.size, j.limit, j.executable))
+        given = not math.isnan(j.limit)
+        from_runtime += not given
+        limit = j.limit if given else user_estimate(j.runtime)
+        jobs.append(
+            TraceJob(
+                j.job_id,
+                j.submit,
+                j.runtime,
+                j.size,
+                limit,
+                j.executable,
+                j.user,
+                limit_given=given,
+            )
+        )
     if not jobs:
         why = skipped_summary(skipped)
         detail = f" ({count:,} job lines skipped: {why})" if why else " (no job lines)"
@@ -224,10 +290,12 @@ def parse_swf(lines: Iterable[str], source: str) -> SwfTrace:
         MappingProxyType({r: skipped[r] for r in SKIP_REASONS if skipped.get(r)}),
         MappingProxyType(header),
         from_runtime,
+        procs_per_node=p,
+        procs_per_node_from=p_from,
     )
 
 
-def read_swf(path: str | Path) -> SwfTrace:
+def read_swf(path: str | Path, procs_per_node: float | None = None) -> SwfTrace:
     """Read and parse an SWF file; SwfError (one line) when it cannot be read or has no job.
 
     Bytes that are not UTF-8 are replaced, so binary garbage becomes lines that are skipped.
@@ -235,7 +303,7 @@ def read_swf(path: str | Path) -> SwfTrace:
     name = printable(str(path))
     try:
         with open(path, encoding="utf-8", errors="replace", newline=None) as handle:
-            return parse_swf(handle, name)
+            return parse_swf(handle, name, procs_per_node)
     except IsADirectoryError as exc:
         raise SwfError(f"cannot read {name}: it is a directory") from exc
     except OSError as exc:

@@ -9,7 +9,9 @@ Pure decision code, like the rest of policies/: no I/O, no logging. The plugin r
 
 The modules, in the order a job meets them:
 
-workload.py     trace jobs, and each job's speedup curve (Downey's workload model or stored)
+workload.py     trace jobs, run times on any size, modelled user limits
+applications.py jobs grouped into applications, one true curve each, run noise
+learning.py     the curves the daemon would have: fitted from the simulation's completed runs
 moldable.py     the rule that makes a rigid job moldable, [⌈low·r⌉, ⌊high·r⌋]
 sizing.py       the allocation each policy asks for: rigid, greedy
 adaptive.py     the adaptive policy: `policies.decide` at submit, as the daemon runs it
@@ -17,23 +19,34 @@ engine.py       the event-driven scheduler: FCFS + EASY backfilling, kills at th
 backfill.py     EASY's reservation and the backfill rule (Lifka 1995; Mu'alem & Feitelson 2001)
 metrics.py      response, wait, bounded slowdown, utilization, makespan, node-hours
 experiment.py   one trace under every policy with the same curves
+sweep.py        offered loads × seeds, means with 95% intervals
 """
 
 from policies.simulation.backfill import Reservation
 from policies.simulation.engine import Schedule, simulate
-from policies.simulation.experiment import POLICIES, Experiment, PolicyResult, Setup, compare
+from policies.simulation.experiment import (
+    CURVES,
+    POLICIES,
+    Experiment,
+    PolicyResult,
+    Setup,
+    compare,
+)
 from policies.simulation.metrics import SLOWDOWN_BOUND_S, Metrics, summarize, usage_over_time
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import Allocation, ClusterView, Sizer
+from policies.simulation.sweep import LoadResult, Summary, at_load, offered_load, sweep
 from policies.simulation.workload import JobCurves, TraceJob, draw_downey
 
 __all__ = [
+    "CURVES",
     "POLICIES",
     "SLOWDOWN_BOUND_S",
     "Allocation",
     "ClusterView",
     "Experiment",
     "JobCurves",
+    "LoadResult",
     "Metrics",
     "MoldableRule",
     "PolicyResult",
@@ -41,10 +54,14 @@ __all__ = [
     "Schedule",
     "Setup",
     "Sizer",
+    "Summary",
     "TraceJob",
+    "at_load",
     "compare",
     "draw_downey",
+    "offered_load",
     "simulate",
     "summarize",
+    "sweep",
     "usage_over_time",
 ]

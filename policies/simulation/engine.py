@@ -17,6 +17,8 @@ minimum are. Nodes are counted, not placed: one partition with no topology.
 
 A job started on n nodes runs T(n) (workload.JobCurves.runtime); one still running at its time
 limit is killed then, as a real scheduler does: it ends at start + limit and counts as killed.
+A sizer with a `finished(job, nodes, runtime, killed, now)` method is told of every end, in
+end order, before the jobs submitted at that time are sized (the learning policies).
 Node counts never exceed the machine (the tests check it over the whole schedule).
 """
 
@@ -103,6 +105,8 @@ class _Scheduler:
         count = len(jobs)
         self.jobs, self.machine, self.sizer, self.runtime = jobs, machine, sizer, runtime
         self.backfill, self.record = backfill, record_reservations
+        # A sizer that learns (adaptive.AdaptiveSizer) is told of every run's end.
+        self.on_finish = getattr(sizer, "finished", None)
         self.submit = [float(j.submit) for j in jobs]
         self.order = sorted(range(count), key=self.submit.__getitem__)
         self.start = [math.nan] * count
@@ -145,9 +149,11 @@ class _Scheduler:
         """Give back the nodes of every job ending at `now`; return how many ended."""
         ended = 0
         while self.finishes and self.finishes[0][0] <= now:
-            _, job = heapq.heappop(self.finishes)
+            end, job = heapq.heappop(self.finishes)
             self.free += self.nodes[job]
             del self.running[job]
+            if self.on_finish is not None:
+                self.on_finish(job, self.nodes[job], end - self.start[job], self.killed[job], end)
             ended += 1
         return ended
 

@@ -5,8 +5,19 @@
     results = {name: experiment.run(name) for name in POLICIES}
     results["adaptive"].metrics.mean_response_s
 
-Every policy runs on the same jobs with the same curves, so the figures differ only by how the
-jobs were sized.
+Every policy runs on the same jobs with the same true curves and run noise (applications.py),
+so the figures differ only by how the jobs were sized and limited:
+
+rigid                  the trace as submitted: its size, its user's limit
+rigid_limits           its size, adaptalloc's time limit for it (decide on the range [r, r])
+greedy                 the moldable range left to Slurm: as many free nodes as allowed
+adaptive_fixed_limits  adaptalloc's size, the user's limit untouched
+adaptive               adaptalloc's size and limit
+oracle                 adaptive handed each job's true curve: an upper bound no site has
+
+With curves = "learned" (the default) the adaptalloc policies other than oracle see only
+curves learned from their own completed runs in this simulation (learning.py); with "oracle"
+they all see the true curves, as the simulator did before (an upper bound).
 """
 
 from __future__ import annotations
@@ -18,15 +29,27 @@ from types import MappingProxyType
 
 from policies.config import DEFAULTS, PolicySettings
 from policies.simulation.adaptive import AdaptiveSizer
+from policies.simulation.applications import (
+    PARALLELISM_FACTOR,
+    RUN_NOISE,
+    Applications,
+    draw_true_curves,
+    group,
+)
 from policies.simulation.engine import Progress, Schedule, simulate
+from policies.simulation.learning import CurveLearner
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
-from policies.simulation.workload import JobCurves, TraceJob, draw_downey
+from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
 
 #: The policies compared, in the order they are reported.
-POLICIES = ("adaptive", "rigid", "greedy")
+POLICIES = ("rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle")
+#: Where the adaptalloc policies' curves come from.
+CURVES = ("learned", "oracle")
+#: The policies that run adaptalloc's decide (oracle too, on the true curves).
+ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle")
 
 
 @dataclass(frozen=True)
@@ -36,7 +59,8 @@ class Setup:
     machine: the partition's size in nodes. moldable: the range rule. backfill: EASY on or off
     (FCFS alone). seed: the workload model's draws. max_parallelism: the largest average
     parallelism A of the workload model (None: the machine's size). settings: the adaptive
-    policy's settings.
+    policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
+    range in A = r_app·F; noise: σ of the run noise (applications.py).
     """
 
     machine: int
@@ -45,8 +69,13 @@ class Setup:
     seed: int = 1
     max_parallelism: float | None = None
     settings: PolicySettings = DEFAULTS
+    curves: str = "learned"
+    parallelism_factor: tuple[float, float] = PARALLELISM_FACTOR
+    noise: float = RUN_NOISE
 
     def __post_init__(self) -> None:
+        if self.curves not in CURVES:
+            raise ValueError(f"curves must be one of {', '.join(CURVES)}, got {self.curves!r}")
         if isinstance(self.machine, bool) or not isinstance(self.machine, int) or self.machine < 1:
             raise ValueError(f"machine must be a whole number ≥ 1, got {self.machine!r}")
 
@@ -57,12 +86,14 @@ class Setup:
 
 @dataclass(frozen=True)
 class PolicyResult:
-    """One policy's schedule, its figures and (adaptive) how many jobs each rule decided."""
+    """One policy's schedule, its figures, (adaptalloc policies) how many jobs each rule
+    decided and (learned curves) how many refits ran."""
 
     policy: str
     schedule: Schedule
     metrics: Metrics
     rules: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    refits: int = 0
 
 
 class Experiment:
@@ -78,8 +109,16 @@ class Experiment:
             raise ValueError("an experiment needs at least one job")
         self.jobs = tuple(jobs)
         self.setup = setup
-        draws = draw_downey(len(self.jobs), setup.parallelism, setup.seed)
-        self.curves = JobCurves(self.jobs, draws, stored)
+        self.apps: Applications = group(self.jobs)
+        true = draw_true_curves(
+            self.jobs,
+            self.apps,
+            setup.seed,
+            setup.parallelism,
+            setup.parallelism_factor,
+            setup.noise,
+        )
+        self.curves = JobCurves(self.jobs, true.per_job(self.apps), stored, true.noise)
 
     @cached_property
     def requests(self) -> MoldableRequests:
@@ -95,8 +134,20 @@ class Experiment:
             return RigidSizer(self.jobs, self.setup.machine)
         if policy == "greedy":
             return GreedySizer(self.requests)
-        if policy == "adaptive":
-            return AdaptiveSizer(self.jobs, self.requests, self.curves, self.setup.settings)
+        if policy in ADAPTALLOC:
+            learner = None
+            if policy != "oracle" and self.setup.curves == "learned":
+                learner = (CurveLearner(len(self.apps)), self.apps.index)
+            return AdaptiveSizer(
+                self.jobs,
+                self.requests,
+                self.curves,
+                self.setup.settings,
+                learner,
+                pinned=policy == "rigid_limits",
+                fixed_limits=policy == "adaptive_fixed_limits",
+                name=policy,
+            )
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
 
     def run(
@@ -114,8 +165,15 @@ class Experiment:
             progress=progress,
         )
         rules = sizer.rules if isinstance(sizer, AdaptiveSizer) else {}
+        refits = 0
+        if isinstance(sizer, AdaptiveSizer) and sizer.learner is not None:
+            refits = sizer.learner[0].refits
         return PolicyResult(
-            policy, schedule, summarize(schedule), MappingProxyType(dict(sorted(rules.items())))
+            policy,
+            schedule,
+            summarize(schedule, reference=self.curves.at_request()),
+            MappingProxyType(dict(sorted(rules.items()))),
+            refits,
         )
 
 

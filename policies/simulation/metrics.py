@@ -4,12 +4,15 @@ For job i with submit s_i, start b_i, end e_i on n_i nodes (run time r_i = e_i �
 
     response            e_i − s_i                     (turnaround)
     wait                b_i − s_i
-    bounded slowdown    max(1, (e_i − s_i) / max(r_i, 10 s))   (Feitelson et al. 1997)
+    bounded slowdown    max(1, (e_i − s_i) / max(T_i, 10 s))   (Feitelson et al. 1997)
     node-hours          Σ n_i r_i / 3600
+    killed node-hours   Σ over killed jobs of n_i r_i / 3600   (work lost at the limit)
     makespan            max e_i − min s_i
     utilization         Σ n_i r_i / (machine · makespan)
 
-Means are over all jobs. `usage_over_time` gives the busy share of the machine per time bin,
+T_i is the job's run time at its *requested* size (the same for every policy, so slowdowns are
+comparable across policies; its own run time r_i when no reference is given). Means are over
+all jobs. `usage_over_time` gives the busy share of the machine per time bin,
 for the utilization plots of the HTML report.
 """
 
@@ -38,33 +41,46 @@ class Metrics:
     makespan_s: float
     node_hours: float
     killed: int
+    killed_node_hours: float = 0.0
+
+    @property
+    def mean_bsld(self) -> float:
+        return self.mean_bounded_slowdown
 
     def to_dict(self) -> dict[str, float | int]:
-        return asdict(self)
+        """The figures by name; mean_bsld is mean_bounded_slowdown under its contract name."""
+        out: dict[str, float | int] = asdict(self)
+        out["mean_bsld"] = self.mean_bounded_slowdown
+        return out
 
 
-def bounded_slowdown(schedule: Schedule, bound: float = SLOWDOWN_BOUND_S) -> FloatArray:
-    """max(1, response / max(runtime, bound)) per job."""
+def bounded_slowdown(
+    schedule: Schedule, bound: float = SLOWDOWN_BOUND_S, reference: FloatArray | None = None
+) -> FloatArray:
+    """max(1, response / max(T, bound)) per job; T the reference run time, else its own."""
     response = schedule.end - schedule.submit
-    out: FloatArray = np.maximum(1.0, response / np.maximum(schedule.runtime, bound))
+    base = schedule.runtime if reference is None else reference
+    out: FloatArray = np.maximum(1.0, response / np.maximum(base, bound))
     return out
 
 
-def summarize(schedule: Schedule) -> Metrics:
+def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metrics:
     """The figures of the module doc; ValueError for an empty schedule."""
     if len(schedule) == 0:
         raise ValueError("an empty schedule has no figures")
-    area = float(np.sum(schedule.nodes * schedule.runtime))
+    work = schedule.nodes * schedule.runtime
+    area = float(np.sum(work))
     makespan = float(np.max(schedule.end) - np.min(schedule.submit))
     return Metrics(
         jobs=len(schedule),
         mean_response_s=float(np.mean(schedule.end - schedule.submit)),
         mean_wait_s=float(np.mean(schedule.start - schedule.submit)),
-        mean_bounded_slowdown=float(np.mean(bounded_slowdown(schedule))),
+        mean_bounded_slowdown=float(np.mean(bounded_slowdown(schedule, reference=reference))),
         utilization=area / (schedule.machine * makespan) if makespan > 0.0 else 0.0,
         makespan_s=makespan,
         node_hours=area / 3600.0,
         killed=int(np.sum(schedule.killed)),
+        killed_node_hours=float(np.sum(work[schedule.killed])) / 3600.0,
     )
 
 

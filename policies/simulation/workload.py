@@ -55,8 +55,9 @@ class TraceJob:
 
     job_id: the trace's job number. submit: submit time. runtime: run time at the requested
     size, > 0. nodes: the requested size, ≥ 1. limit: the time limit (the trace's requested
-    time, or its run time when the trace has none), > 0. executable: the trace's application
-    number (SWF field 14), None when missing; it names the job's app in the store.
+    time, or `user_estimate` of its run time when the trace has none; then limit_given is
+    False), > 0. executable: the trace's application number (SWF field 14), None when missing;
+    it names the job's app in the store. user: the trace's user number (field 12) or None.
     """
 
     job_id: int
@@ -65,6 +66,8 @@ class TraceJob:
     nodes: int
     limit: float
     executable: int | None = None
+    user: int | None = None
+    limit_given: bool = True
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.submit) and self.submit >= 0.0):
@@ -75,6 +78,25 @@ class TraceJob:
             raise ValueError(f"job {self.job_id}: limit must be finite and > 0")
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"job {self.job_id}: nodes must be a whole number ≥ 1")
+
+
+#: Time limits users pick, minutes: round values (Tsafrir, Etsion and Feitelson, "Modeling
+#: user runtime estimates", JSSPP 2005: a handful of round values cover most estimates).
+ROUND_LIMITS_MIN = (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960, 1440)
+#: The modelled user asks for at least this multiple of the run time. A synthetic assumption,
+#: not fitted to a log: real estimates are a few times the run time at the median
+#: (Mu'alem and Feitelson, TPDS 2001), and are never below it in a log whose jobs completed.
+ESTIMATE_FACTOR = 2.0
+
+
+def user_estimate(runtime: float) -> float:
+    """The modelled time limit (s) of a job whose trace gives none: the smallest round value
+    of ROUND_LIMITS_MIN at least ESTIMATE_FACTOR × runtime, beyond a day whole days."""
+    want = ESTIMATE_FACTOR * runtime / 60.0
+    for minutes in ROUND_LIMITS_MIN:
+        if minutes >= want:
+            return 60.0 * minutes
+    return 86400.0 * math.ceil(want / 1440.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,10 +175,15 @@ class JobCurves:
         jobs: Sequence[TraceJob],
         draws: DowneyDraws,
         stored: Mapping[int, Curve] | None = None,
+        noise: FloatArray | None = None,
     ) -> None:
         if len(draws.A) != len(jobs) or len(draws.sigma) != len(jobs):
             raise ValueError(f"draws for {len(draws.A)} jobs, but {len(jobs)} jobs")
+        if noise is not None and len(noise) != len(jobs):
+            raise ValueError(f"noise for {len(noise)} jobs, but {len(jobs)} jobs")
         self.jobs = jobs
+        #: ε_i, each run's multiplicative noise (1 without noise).
+        self.noise = [1.0] * len(jobs) if noise is None else [float(e) for e in noise]
         self.A = [float(a) for a in draws.A]
         self.sigma = [float(s) for s in draws.sigma]
         self._useful, self._pws = useful_sizes(draws.A, draws.sigma)
@@ -179,12 +206,17 @@ class JobCurves:
         return relative_runtime(np.asarray(sizes), self.A[job], self.sigma[job])
 
     def runtime(self, job: int, n: int) -> float:
-        """T(n) = T_r · τ(n)/τ(r); exactly the trace's run time at the requested size r."""
+        """T(n) = T_r · τ(n)/τ(r) · ε; the trace's run time (times ε) at the requested size r."""
         j = self.jobs[job]
         if n == j.nodes:
-            return j.runtime
+            return j.runtime * self.noise[job]
         tau = self._relative(job, [float(n), float(j.nodes)])
-        return j.runtime * float(tau[0] / tau[1])
+        return j.runtime * float(tau[0] / tau[1]) * self.noise[job]
+
+    def at_request(self) -> FloatArray:
+        """Every job's run time at its requested size, T_r · ε (the slowdown's reference)."""
+        out: FloatArray = np.array([j.runtime for j in self.jobs]) * np.asarray(self.noise)
+        return out
 
     def scale(self, job: int, n: int, to: int) -> float:
         """τ(to)/τ(n): how a time at n nodes scales to `to` nodes on this job's curve."""

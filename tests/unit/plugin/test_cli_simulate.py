@@ -20,44 +20,91 @@ WriteFile = Callable[[str, bytes | str], Path]
 SWF = REPO_ROOT / "tests" / "data" / "swf"
 NASA = SWF / "NASA-iPSC-1993-3.1-cln.swf"
 LUBLIN = SWF / "lublin_256.swf"
-#: DESIGN.md's keys of each policy's object, then the ones the issue adds.
-CONTRACT_KEYS = {"mean_response_s", "mean_bounded_slowdown", "utilization", "jobs"}
-EXTRA_KEYS = {"mean_wait_s", "makespan_s", "node_hours", "killed"}
+#: Issue 20's keys of each policy's object, then the older ones kept beside them.
+CONTRACT_KEYS = {
+    "jobs",
+    "mean_response_s",
+    "mean_wait_s",
+    "mean_bsld",
+    "node_hours",
+    "killed",
+    "killed_node_hours",
+    "ci95",
+}
+OLDER_KEYS = {"mean_bounded_slowdown", "utilization", "makespan_s"}
+POLICY_NAMES = ["rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle"]
 FAST = ("--jobs", "300")
 
 
 def test_json_follows_the_contract(run_cli: RunCli) -> None:
     doc = json_document(run_cli("simulate", NASA, *FAST, "--format", "json"))
-    assert list(doc["policies"]) == ["adaptive", "rigid", "greedy"]
+    assert doc["curves"] == "learned"
+    assert doc["dropped"] == doc["skipped"] == {"no run time": 173}
+    (load,) = doc["loads"]
+    assert load["load"] == doc["trace"]["offered_load"] > 0
+    assert doc["policies"] == load["policies"]
+    assert list(doc["policies"]) == POLICY_NAMES
     for name, figures in doc["policies"].items():
-        assert set(figures) == CONTRACT_KEYS | EXTRA_KEYS, name
+        assert set(figures) == CONTRACT_KEYS | OLDER_KEYS, name
         assert figures["jobs"] == 300
         assert isinstance(figures["jobs"], int)
-        assert isinstance(figures["killed"], int)
-        for key in (CONTRACT_KEYS | EXTRA_KEYS) - {"jobs", "killed"}:
+        for key in CONTRACT_KEYS - {"jobs", "ci95"}:
             assert isinstance(figures[key], float), (name, key)
+        assert set(figures["ci95"]) >= CONTRACT_KEYS - {"ci95"}
+        assert all(v is None for v in figures["ci95"].values())  # one seed: no interval
         assert 0.0 < figures["utilization"] <= 1.0
-        assert figures["mean_bounded_slowdown"] >= 1.0
+        assert figures["mean_bsld"] >= 1.0
         assert figures["mean_response_s"] >= figures["mean_wait_s"] >= 0.0
-    assert doc["skipped"] == {"no run time": 173}
     assert doc["trace"] == {
         "path": str(NASA),
         "machine": 128,
         "machine_from": "MaxNodes",
+        "procs_per_node": 1.0,
+        "procs_per_node_from": "MaxProcs/MaxNodes",
         "jobs": 300,
         "usable_jobs": 18_066,
         "lines": 18_239,
         "limits_from_runtime": 300,
+        "limits_modelled": 300,
+        "offered_load": doc["trace"]["offered_load"],
     }
     assert doc["settings"] == {
         "seed": 1,
+        "seeds": 1,
         "backfill": "easy",
         "moldable": {"low": 0.5, "high": 2.0},
         "max_parallelism": 128.0,
+        "parallelism_factor": [1.0, 4.0],
+        "noise": 0.05,
         "config": "built-in defaults",
         "stored_curves": 0,
     }
     assert sum(doc["adaptive_rules"].values()) == 300
+    assert doc["applications"]["grouping"] == {"executable": 263, "user + size class": 37}
+    assert doc["assumptions"]
+
+
+def test_loads_and_seeds_give_one_entry_per_load_with_intervals(run_cli: RunCli) -> None:
+    args = ("simulate", LUBLIN, "--jobs", "150", "--load", "0.5,0.9", "--seeds", "2")
+    doc = json_document(run_cli(*args, "--format", "json"))
+    assert [entry["load"] for entry in doc["loads"]] == [0.5, 0.9]
+    assert doc["policies"] == doc["loads"][0]["policies"]
+    rigid = doc["loads"][1]["policies"]["rigid"]
+    low, high = rigid["ci95"]["mean_response_s"]
+    assert low <= rigid["mean_response_s"] <= high
+    assert doc["settings"]["seeds"] == 2
+
+
+def test_oracle_curves_are_labelled_in_every_output(run_cli: RunCli) -> None:
+    doc = json_document(
+        run_cli("simulate", LUBLIN, *FAST, "--curves", "oracle", "--format", "json")
+    )
+    assert doc["curves"] == "oracle"
+    assert "upper bound" in doc["curves_note"]
+    assert "refits" not in doc or not doc["refits"]
+    text = run_cli("simulate", LUBLIN, "--jobs", "100", "--curves", "oracle").stdout
+    assert text.count("[true") == 4  # the four adaptalloc columns (headers may wrap)
+    assert "upper bound" in text
 
 
 def test_the_skipped_lines_are_summarised_on_stderr(run_cli: RunCli) -> None:
@@ -67,28 +114,33 @@ def test_the_skipped_lines_are_summarised_on_stderr(run_cli: RunCli) -> None:
     assert events["swf_lines_skipped"]["level"] == "warning"
     done = events["simulate"]
     assert done["jobs"] == 300
-    assert set(done["jobs_per_s"]) == {"adaptive", "rigid", "greedy"}
+    assert done["runs"] == 6
+    assert done["curves"] == "learned"
 
 
 def test_text_shows_the_comparison(run_cli: RunCli) -> None:
     result = run_cli("simulate", LUBLIN, "--jobs", "200")
     assert result.returncode == 0, result
     out = result.stdout
-    assert "200 jobs on 256 nodes (MaxNodes), the first 200 of 10,000 usable jobs" in out
+    assert "200 jobs on 256 nodes (MaxNodes" in out
+    assert "the first 200 of 10,000 usable jobs" in out
     assert "EASY backfilling" in out
-    assert re.search(r"adaptive\s+rigid\s+greedy", out)
+    assert re.search(
+        r"rigid\s+rigid_limits\s+greedy\s+adaptive_fixed_limits\s+adaptive\s+oracle \[true", out
+    )
     for label in (
         "mean response",
         "mean wait",
         "mean bounded slowdown",
         "utilization",
-        "makespan",
         "node-hours",
         "killed at their limit",
+        "killed node-hours",
     ):
         assert re.search(rf"^\s*{label}\s", out, re.MULTILINE), label
-    assert "Adaptive decisions by rule:" in out
-    assert "Skipped" not in out  # nothing skipped in this trace
+    assert "Adaptive decisions by rule" in out
+    assert "Curves learned" in out
+    assert "Dropped" not in out  # nothing dropped in this trace
     assert "\x1b" not in out  # no colour codes or progress bar when stdout is not a terminal
 
 
@@ -97,7 +149,6 @@ def test_the_same_seed_gives_the_same_document(run_cli: RunCli) -> None:
     b = json_document(run_cli("simulate", LUBLIN, *FAST, "--seed", "7", "--format", "json"))
     c = json_document(run_cli("simulate", LUBLIN, *FAST, "--seed", "8", "--format", "json"))
     assert a == b
-    assert a["policies"]["rigid"] == c["policies"]["rigid"]
     assert a["policies"]["greedy"] != c["policies"]["greedy"]
 
 
@@ -106,6 +157,8 @@ def test_options_reach_the_simulation(run_cli: RunCli) -> None:
         run_cli("simulate", LUBLIN, *FAST, "--moldable", "1,1", "--format", "json")
     )
     assert rigid_rule["policies"]["greedy"] == rigid_rule["policies"]["rigid"]
+    quiet = json_document(run_cli("simulate", LUBLIN, *FAST, "--noise", "0", "--format", "json"))
+    assert quiet["settings"]["noise"] == 0.0
     fcfs = json_document(
         run_cli("simulate", LUBLIN, *FAST, "--backfill", "none", "--format", "json")
     )
@@ -116,7 +169,15 @@ def test_options_reach_the_simulation(run_cli: RunCli) -> None:
         run_cli("simulate", LUBLIN, *FAST, "--max-parallelism", "4", "--format", "json")
     )
     assert small["settings"]["max_parallelism"] == 4.0
-    assert small["policies"]["adaptive"] != easy["policies"]["adaptive"]
+    assert small["policies"]["oracle"] != easy["policies"]["oracle"]
+    ppn = json_document(
+        run_cli("simulate", LUBLIN, *FAST, "--procs-per-node", "2", "--format", "json")
+    )
+    assert (ppn["trace"]["machine"], ppn["trace"]["procs_per_node_from"]) == (
+        256,
+        "--procs-per-node",
+    )
+    assert ppn["policies"]["rigid"]["node_hours"] < easy["policies"]["rigid"]["node_hours"]
 
 
 def test_the_policy_file_configures_the_adaptive_policy(
@@ -125,7 +186,9 @@ def test_the_policy_file_configures_the_adaptive_policy(
     config = write_file("policy.toml", '[defaults]\nstrategy = "efficiency"\n')
     doc = json_document(run_cli("simulate", LUBLIN, *FAST, "--config", config, "--format", "json"))
     assert doc["settings"]["config"] == str(config)
-    assert set(doc["adaptive_rules"]) <= {"efficiency", "cap"}
+    # Learned curves: jobs without a usable curve yet get the fallback; the rest, efficiency.
+    assert set(doc["adaptive_rules"]) <= {"efficiency", "cap", "fallback", "exploration"}
+    assert "efficiency" in doc["adaptive_rules"]
 
 
 def test_html_report(run_cli: RunCli, tmp_path: Path) -> None:
@@ -174,7 +237,16 @@ def test_a_trace_with_some_bad_lines_still_runs(run_cli: RunCli, write_file: Wri
     )
     doc = json_document(run_cli("simulate", path, "--format", "json"))
     assert doc["policies"]["rigid"]["jobs"] == 1
-    assert doc["skipped"] == {"wrong number of fields": 1, "no run time": 1}
+    assert doc["dropped"] == {"wrong number of fields": 1, "no run time": 1}
+
+
+def test_absurd_magnitudes_are_dropped_not_a_crash(run_cli: RunCli, write_file: WriteFile) -> None:
+    good = "1 0 -1 100 2 -1 -1 -1 -1 -1 1 1 1 -1 -1 -1 -1 -1\n"
+    bad = [good.replace("1 0 -1", f"2 {x} -1", 1) for x in ("1e308", "1e100")]
+    path = write_file("huge.swf", "; MaxNodes: 4\n" + good + "".join(bad))
+    doc = json_document(run_cli("simulate", path, "--format", "json"))
+    assert doc["policies"]["rigid"]["jobs"] == 1
+    assert doc["dropped"] == {"implausible value": 2}
 
 
 def test_missing_trace_and_bad_config_are_one_error_line(
@@ -197,6 +269,14 @@ def test_missing_trace_and_bad_config_are_one_error_line(
         ("--jobs", "0"),
         ("--max-parallelism", "0.5"),
         ("--backfill", "conservative"),
+        ("--load", "0.5,x"),
+        ("--load", "0"),
+        ("--load", "1_0"),
+        ("--seeds", "0"),
+        ("--curves", "psychic"),
+        ("--procs-per-node", "0"),
+        ("--parallelism-factor", "4,1"),
+        ("--noise", "2"),
         ("--redis-url", "redis://localhost:6379/0"),
     ],
 )

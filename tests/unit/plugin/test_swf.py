@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plugin.swf import SKIP_REASONS, SwfError, SwfTrace, parse_swf, read_swf, skipped_summary
+from policies.simulation.workload import user_estimate
 
 SWF_DIR = Path(__file__).resolve().parents[2] / "data" / "swf"
-HEADER = "; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 64\n"
+HEADER = "; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 16\n"
 
 
 def job_line(
@@ -41,7 +42,8 @@ def test_the_nasa_trace() -> None:
     assert t.limits_from_runtime == len(t.jobs)
     first = t.jobs[0]
     assert (first.job_id, first.submit, first.runtime, first.nodes) == (1, 0.0, 1451.0, 128)
-    assert first.limit == first.runtime
+    assert first.limit == user_estimate(first.runtime) == 3600.0  # 2 x 1451 s -> 60 min
+    assert not first.limit_given
     assert t.header["Computer"] == "Intel iPSC/860"
     assert t.jobs[5].executable == 2
 
@@ -57,8 +59,47 @@ def test_the_lublin_trace() -> None:
 def test_requested_values_win_over_allocated_and_runtime() -> None:
     t = parse(HEADER + job_line(requested=8, allocated=4, requested_time=300, executable=5))
     (j,) = t.jobs
-    assert (j.nodes, j.limit, j.runtime, j.executable) == (8, 300.0, 100.0, 5)
+    assert (j.nodes, j.limit, j.runtime, j.executable, j.user) == (8, 300.0, 100.0, 5, 1)
+    assert j.limit_given
     assert t.limits_from_runtime == 0
+
+
+def test_processors_become_nodes_by_the_header_ratio() -> None:
+    header = "; MaxNodes: 16\n; MaxProcs: 64\n"
+    body = "\n".join(job_line(job=k, allocated=p) for k, p in enumerate((1, 4, 5, 64, 68), 1))
+    t = parse(header + body)
+    assert (t.procs_per_node, t.procs_per_node_from, t.machine) == (4.0, "MaxProcs/MaxNodes", 16)
+    assert [j.nodes for j in t.jobs] == [1, 1, 2, 16]
+    assert dict(t.skipped) == {"larger than the machine": 1}  # 68 processors: 17 nodes
+
+
+def test_procs_per_node_option_wins_and_sizes_the_machine_from_maxprocs() -> None:
+    t = parse_swf(["; MaxProcs: 64", job_line(allocated=64)], "t.swf", procs_per_node=8)
+    assert (t.procs_per_node_from, t.machine, t.machine_from) == ("--procs-per-node", 8, "MaxProcs")
+    assert t.jobs[0].nodes == 8
+    with pytest.raises(SwfError, match="procs per node"):
+        parse_swf([job_line()], "t.swf", procs_per_node=0)
+
+
+def test_the_curie_sample_is_counted_in_nodes() -> None:
+    path = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")  # the team's shared data
+    if not path.exists():
+        pytest.skip("the shared Curie sample is not on this machine")
+    t = read_swf(path)
+    assert (t.machine, t.machine_from) == (5544, "MaxNodes")
+    assert t.procs_per_node == pytest.approx(93312 / 5544)
+    assert "larger than the machine" not in t.skipped
+    assert max(j.nodes for j in t.jobs) <= 5544
+
+
+def test_absurd_magnitudes_are_skipped_and_counted_not_a_crash() -> None:
+    lines = [HEADER, job_line(job=1)]
+    lines += [job_line(job=2, submit=1e308), job_line(job=3, runtime=1e100)]
+    lines += [job_line(job=4, requested_time=1e308), job_line(job=5, executable=10**100)]
+    lines += [job_line(job=6).replace("100", "1e100", 1), job_line(job=7, submit=-1e308)]
+    t = parse("\n".join(lines))
+    assert [j.job_id for j in t.jobs] == [1]
+    assert dict(t.skipped) == {"implausible value": 6}
 
 
 def test_the_machine_comes_from_maxnodes_then_maxprocs_then_the_jobs() -> None:

@@ -21,7 +21,7 @@ def _experiment(**setup: object) -> Experiment:
 
 def test_each_allocation_is_the_decision_of_policies_decide() -> None:
     ex = _experiment()
-    sizer = ex.sizer("adaptive")
+    sizer = ex.sizer("oracle")
     assert isinstance(sizer, AdaptiveSizer)
     view = ClusterView(now=5.0, idle_nodes=20, pending_demand_nodes=30, total_nodes=64)
     for job in range(3):
@@ -45,7 +45,7 @@ def test_each_allocation_is_the_decision_of_policies_decide() -> None:
 
 def test_the_configured_settings_are_used() -> None:
     small = _experiment(settings=replace(policies.DEFAULTS, strategy="efficiency"))
-    result = small.run("adaptive")
+    result = small.run("oracle")
     assert set(result.rules) <= {"efficiency", "cap"}
 
 
@@ -53,7 +53,7 @@ def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None
     # A fit error above max_fit_error makes every curve unusable: the fallback leaves the job
     # as submitted, so it keeps its range and its user's limit, and Slurm sizes it at start.
     ex = _experiment(settings=replace(policies.DEFAULTS, max_fit_error=1e-12))
-    sizer = ex.sizer("adaptive")
+    sizer = ex.sizer("oracle")
     curve = ex.curves.policy_curve(0, (8, 16, 32))
     unusable = replace(curve, fit_error=0.5)
     ex.curves.stored[0] = unusable
@@ -64,9 +64,9 @@ def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None
 
 
 def test_adaptive_jobs_are_never_killed_by_their_exact_curves() -> None:
-    # The workload model's curve is the truth, so the policy's time limit (scaled with a
+    # With no run noise the oracle's curve is the truth, so the policy's time limit (scaled with a
     # safety factor, in whole minutes) always covers the runtime.
-    result = _experiment().run("adaptive")
+    result = _experiment(noise=0.0).run("oracle")
     assert result.metrics.killed == 0
 
 

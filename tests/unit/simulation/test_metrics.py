@@ -36,6 +36,8 @@ def test_summary_of_a_hand_schedule() -> None:
         "makespan_s",
         "node_hours",
         "killed",
+        "killed_node_hours",
+        "mean_bsld",
     }
 
 

@@ -1,0 +1,106 @@
+"""What the daemon knows: curves learned from the simulation's own completed runs.
+
+The learner (plugin/learner.py, `refit_app`) turns an application's observations into a curve
+with `predictor.prepare` then `predictor.fit_observations(method="adept")`, and keeps
+`predictor.Curve.from_fit` of an "ok" fit; a data set the predictor refuses (runs at one size
+only, too few runs) leaves the application without a curve. This module calls the same
+functions on the same kind of data:
+
+* an observation is one *completed* run: (nodes it really ran on, its run time). A run killed
+  at its limit only says "at least this long"; it is never fed as a completed run;
+* refits follow the daemon's cadence: an application whose observations changed is refitted
+  once it has been dirty for `debounce_s` (the learner's refit_debounce_s, 60 s), lazily, when
+  its next job is decided (the curve a decision sees is the one the daemon would have by then);
+* to bound the cost (a refit takes 20-100 ms), an application is refitted only when its
+  completed runs grew by `growth` (50%) since its last fit, or it had fewer than three sizes at
+  its last fit and has gained one; and a fit sees its latest `window` (64) completed runs. The
+  daemon refits on every change and keeps runs until they age out: our curves are staler.
+
+What differs from the daemon, said so in every output: the learner's model choice
+(`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import predictor
+from predictor import Curve
+
+#: The learner's default refit debounce, seconds (plugin config [learner] refit_debounce_s).
+DEBOUNCE_S = 60.0
+#: Refit again once the completed runs grew by this factor (or a needed new size appeared).
+GROWTH = 1.5
+#: A fit sees at most this many of the latest completed runs.
+WINDOW = 64
+#: Below this many sizes a new size is worth a refit (ADEPT needs several to identify A, σ).
+_FEW_SIZES = 3
+#: The fitting method the learner uses by default.
+METHOD = "adept"
+
+
+@dataclass
+class _App:
+    """One application's observations and its latest fit."""
+
+    nodes: list[int]
+    runtimes: list[float]
+    curve: Curve | None = None
+    fitted_runs: int = 0
+    fitted_sizes: int = 0
+    dirty_since: float = math.inf
+
+
+class CurveLearner:
+    """Per application: completed runs in, the daemon's curve out (module doc)."""
+
+    def __init__(
+        self,
+        apps: int,
+        debounce_s: float = DEBOUNCE_S,
+        growth: float = GROWTH,
+        window: int = WINDOW,
+    ) -> None:
+        self._apps = [_App([], []) for _ in range(apps)]
+        self.debounce_s = debounce_s
+        self.growth = growth
+        self.window = window
+        #: Fits run, and fits the predictor refused or failed.
+        self.refits = 0
+        self.refused = 0
+
+    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
+        """A completed run of `app` on `nodes` nodes that took `runtime` seconds."""
+        a = self._apps[app]
+        a.nodes.append(nodes)
+        a.runtimes.append(runtime)
+        if a.dirty_since == math.inf:
+            a.dirty_since = now
+
+    def curve(self, app: int, now: float) -> Curve | None:
+        """The curve a decision at `now` sees: refitted first when due (module doc)."""
+        a = self._apps[app]
+        if now - a.dirty_since >= self.debounce_s and self._worth_refitting(a):
+            self._refit(a)
+        return a.curve
+
+    def _worth_refitting(self, a: _App) -> bool:
+        if len(a.nodes) >= self.growth * a.fitted_runs:
+            return True
+        return a.fitted_sizes < _FEW_SIZES and len(set(a.nodes[-self.window :])) > a.fitted_sizes
+
+    def _refit(self, a: _App) -> None:
+        self.refits += 1
+        a.dirty_since = math.inf
+        nodes, runtimes = a.nodes[-self.window :], a.runtimes[-self.window :]
+        a.fitted_runs, a.fitted_sizes = len(a.nodes), len(set(nodes))
+        try:
+            fit = predictor.fit_observations(predictor.prepare(nodes, runtimes), method=METHOD)
+        except ValueError:  # refused, e.g. runs at one size only: "no curve", as refit_app
+            fit = None
+        if fit is None or fit.status != "ok":
+            self.refused += 1
+            a.curve = None
+            return
+        a.curve = Curve.from_fit(fit)

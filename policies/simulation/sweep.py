@@ -1,0 +1,140 @@
+"""A sweep: the trace at several offered loads, each with several seeds, every policy.
+
+Offered load of jobs on a machine of M nodes (sizes n_i, run times T_i at the requested size,
+submits s_i):
+
+    ρ = Σ n_i T_i / (M · (max s − min s))
+
+`at_load` scales the inter-arrival times by ρ/ρ*, so that the trace offers ρ*: s'_i = s_0 +
+(s_i − s_0)·ρ/ρ*. Each seed draws new true curves and run noise (applications.py); a figure
+is the mean over seeds with its 95% interval, mean ± t_{0.975, k−1} · sd/√k over k seeds (none
+with one seed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from policies.simulation.experiment import POLICIES, Experiment, PolicyResult, Setup
+from policies.simulation.workload import TraceJob
+from predictor import Curve
+
+#: The figures averaged over seeds, with an interval each.
+FIGURES = (
+    "jobs",
+    "mean_response_s",
+    "mean_wait_s",
+    "mean_bsld",
+    "mean_bounded_slowdown",
+    "node_hours",
+    "killed",
+    "killed_node_hours",
+    "utilization",
+    "makespan_s",
+)
+#: Told (load index, seed index, policy) before each cell; must not raise.
+CellProgress = Callable[[int, int, str], None]
+
+
+def offered_load(jobs: Sequence[TraceJob], machine: int) -> float:
+    """ρ of the module doc (inf when all jobs are submitted at once)."""
+    submits = np.array([j.submit for j in jobs])
+    span = float(submits.max() - submits.min()) if len(submits) else 0.0
+    work = float(sum(j.nodes * j.runtime for j in jobs))
+    return work / (machine * span) if span > 0 else math.inf
+
+
+def at_load(jobs: Sequence[TraceJob], machine: int, load: float) -> tuple[TraceJob, ...]:
+    """The jobs with inter-arrival times scaled to offer `load` (module doc)."""
+    if not (math.isfinite(load) and load > 0.0):
+        raise ValueError(f"a load must be a positive number, got {load!r}")
+    rho = offered_load(jobs, machine)
+    if not math.isfinite(rho):
+        raise ValueError("all jobs are submitted at once: the load cannot be scaled")
+    factor = rho / load
+    s0 = min(j.submit for j in jobs)
+    return tuple(dataclasses.replace(j, submit=s0 + (j.submit - s0) * factor) for j in jobs)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One policy at one load: the mean of each figure over seeds, and its 95% interval."""
+
+    mean: Mapping[str, float]
+    ci95: Mapping[str, tuple[float, float] | None]
+    seeds: int
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {k: self.mean[k] for k in FIGURES}
+        out["jobs"] = round(self.mean["jobs"])  # the same in every seed
+        out["ci95"] = {k: None if v is None else list(v) for k, v in self.ci95.items()}
+        return out
+
+
+def summarize_seeds(results: Sequence[Mapping[str, float | int]]) -> Summary:
+    """Mean and 95% interval (Student's t) of every figure over the seeds' results."""
+    k = len(results)
+    mean: dict[str, float] = {}
+    ci: dict[str, tuple[float, float] | None] = {}
+    for name in FIGURES:
+        values = np.array([float(r[name]) for r in results])
+        m = float(values.mean())
+        mean[name] = m
+        if k < 2:
+            ci[name] = None
+            continue
+        half = float(stats.t.ppf(0.975, k - 1) * values.std(ddof=1) / math.sqrt(k))
+        ci[name] = (m - half, m + half)
+    return Summary(mean, ci, k)
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """Every policy at one offered load (None: the trace's own arrivals)."""
+
+    load: float | None
+    policies: Mapping[str, Summary]
+    #: The first seed's result of every policy (schedules for reports and charts).
+    first: Mapping[str, PolicyResult]
+    #: The first seed's experiment (its jobs at this load, applications, curves).
+    experiment: Experiment
+
+
+def sweep(
+    jobs: Sequence[TraceJob],
+    setup: Setup,
+    loads: Sequence[float | None],
+    seeds: int,
+    policies: Sequence[str] = POLICIES,
+    stored: Mapping[int, Curve] | None = None,
+    progress: CellProgress | None = None,
+) -> list[LoadResult]:
+    """Every policy at every load, seeds setup.seed .. setup.seed + seeds − 1."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be ≥ 1, got {seeds}")
+    out = []
+    for li, load in enumerate(loads):
+        loaded = tuple(jobs) if load is None else at_load(jobs, setup.machine, load)
+        per_policy: dict[str, list[Mapping[str, float | int]]] = {p: [] for p in policies}
+        first: dict[str, PolicyResult] = {}
+        experiments = [
+            Experiment(loaded, dataclasses.replace(setup, seed=setup.seed + si), stored)
+            for si in range(seeds)
+        ]
+        for si, experiment in enumerate(experiments):
+            for policy in policies:
+                if progress is not None:
+                    progress(li, si, policy)
+                result = experiment.run(policy)
+                per_policy[policy].append(result.metrics.to_dict())
+                if si == 0:
+                    first[policy] = result
+        summaries = {p: summarize_seeds(r) for p, r in per_policy.items()}
+        out.append(LoadResult(load, summaries, first, experiments[0]))
+    return out

@@ -1,0 +1,181 @@
+"""Learned curves: applications, the learner's own fit, kills that teach nothing, loads, seeds.
+
+All of this is new with issue 20; every test here failed before it (the modules or the
+policies did not exist: the simulator handed every policy the true curve of each job).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load
+from policies.simulation.adaptive import AdaptiveSizer
+from policies.simulation.applications import draw_true_curves, group
+from policies.simulation.learning import CurveLearner
+from policies.simulation.metrics import summarize
+from policies.simulation.sizing import ClusterView
+from policies.simulation.sweep import summarize_seeds, sweep
+from predictor.downey import relative_runtime
+
+from .helpers import run_rigid, trace
+
+
+def _job(k: int, nodes: int, executable: int | None = None, user: int | None = None) -> TraceJob:
+    return TraceJob(k, float(10 * k), 100.0, nodes, 400.0, executable, user)
+
+
+def test_jobs_are_grouped_by_executable_else_user_and_size_class() -> None:
+    jobs = [_job(0, 8, 3), _job(1, 64, 3), _job(2, 8, None, 5), _job(3, 15, None, 5)]
+    jobs += [_job(4, 16, None, 5), _job(5, 16, None, None)]
+    apps = group(jobs)
+    assert apps.names == ("exe-3", "user-5-size-8", "user-5-size-16", "size-16")
+    assert list(apps.index) == [0, 0, 1, 1, 2, 3]
+    assert apps.grouping == {"executable": 2, "user + size class": 4}
+
+
+def test_one_true_curve_per_application_with_a_tied_to_the_request() -> None:
+    jobs = [_job(k, n, executable=k % 3) for k, n in enumerate([4, 8, 16, 4, 8, 16, 4, 8, 16])]
+    apps = group(jobs)
+    true = draw_true_curves(jobs, apps, seed=3, max_parallelism=1e6, factor=(1.0, 4.0))
+    per_job = true.per_job(apps)
+    for k, job in enumerate(jobs):  # the median request of app k % 3 is its jobs' one size
+        assert job.nodes <= per_job.A[k] <= 4 * job.nodes
+        assert per_job.A[k] == true.A[apps.index[k]]
+    assert np.all((true.sigma >= 0) & (true.sigma <= 2))
+    assert len(true.noise) == len(jobs)
+    assert draw_true_curves(jobs, apps, 3, 1e6, noise=0.0).noise.tolist() == [1.0] * 9
+    with pytest.raises(ValueError, match="parallelism factor"):
+        draw_true_curves(jobs, apps, 3, 1e6, factor=(4.0, 1.0))
+
+
+def _runs(learner: CurveLearner, A: float, sigma: float, sizes: list[int], t0: float) -> None:
+    for k, n in enumerate(sizes):
+        t = 3600.0 * float(relative_runtime(np.array([float(n)]), A, sigma)[0])
+        learner.observe(0, n, t, now=t0 + k)
+
+
+def test_the_learner_fits_completed_runs_after_the_debounce() -> None:
+    learner = CurveLearner(1, debounce_s=60.0)
+    assert learner.curve(0, now=0.0) is None
+    _runs(learner, 24.0, 0.5, [2, 4, 8, 16, 32, 2, 4, 8, 16, 32], t0=0.0)
+    assert learner.curve(0, now=30.0) is None  # dirty for 30 s: not refitted yet
+    assert learner.refits == 0
+    curve = learner.curve(0, now=100.0)
+    assert curve is not None
+    assert learner.refits == 1
+    assert curve.A == pytest.approx(24.0, rel=0.15)
+    assert learner.curve(0, now=200.0) is curve  # nothing new: no refit
+
+
+def test_runs_at_one_size_give_no_curve_as_the_learner_stores() -> None:
+    learner = CurveLearner(1, debounce_s=0.0)
+    _runs(learner, 24.0, 0.5, [8, 8, 8, 8], t0=0.0)
+    assert learner.curve(0, now=10.0) is None
+    assert (learner.refits, learner.refused) == (1, 1)
+
+
+def _learned(jobs: list[TraceJob]) -> tuple[Experiment, AdaptiveSizer]:
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
+    sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
+    return ex, sizer
+
+
+def test_before_any_completed_run_a_job_runs_as_submitted() -> None:
+    ex, sizer = _learned(trace((0, 8, 600, 1200), (5, 8, 600, 1200)))
+    got = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
+    assert (got.min_nodes, got.max_nodes, got.limit) == (4, 16, ex.requests.limit[0])
+    assert got.rule == "fallback"
+
+
+def test_killed_runs_are_not_observations() -> None:
+    _, sizer = _learned(trace(*[(k, 8, 600, 1200) for k in range(6)]))
+    assert sizer.learner is not None
+    learner = sizer.learner[0]
+    for job, n in enumerate([4, 8, 16]):
+        sizer.finished(job, n, 500.0, killed=True, now=1000.0)
+    assert learner.curve(0, now=1e6) is None
+    assert learner.refits == 0
+    for job, n in enumerate([4, 8, 16]):
+        sizer.finished(job, n, 900.0 / n, killed=False, now=1000.0)
+    learner.curve(0, now=1e6)
+    assert learner.refits == 1
+
+
+def test_the_variants_separate_size_from_limit() -> None:
+    jobs = trace(*[(k, 8, 600, 1200) for k in range(3)])
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0, curves="oracle"))
+    view = ClusterView(0.0, 64, 0, 64)
+    pinned = ex.sizer("rigid_limits").allocate(0, view)
+    assert (pinned.min_nodes, pinned.max_nodes) == (8, 8)
+    fixed = ex.sizer("adaptive_fixed_limits").allocate(0, view)
+    free = ex.sizer("adaptive").allocate(0, view)
+    assert fixed.min_nodes == fixed.max_nodes == free.min_nodes
+    assert fixed.limit == ex.requests.limit[0]
+
+
+def test_every_policy_runs_and_learned_adaptive_differs_from_the_oracle() -> None:
+    jobs = [TraceJob(k, 300.0 * k, 1800.0, [4, 8, 16][k % 3], 7200.0, k % 4, 1) for k in range(120)]
+    ex = Experiment(jobs, Setup(machine=32, seed=4))
+    learned, oracle = ex.run("adaptive"), ex.run("oracle")
+    assert learned.refits > 0
+    assert oracle.refits == 0
+    assert not np.array_equal(learned.schedule.nodes, oracle.schedule.nodes)
+    assert learned.rules.get("fallback", 0) > oracle.rules.get("fallback", 0)
+
+
+def test_kills_and_killed_node_hours_are_counted() -> None:
+    jobs = trace((0, 2, 100, 50), (0, 1, 10, 20))
+    m = summarize(run_rigid(jobs, 4, backfill=True))
+    assert m.killed == 1
+    assert m.killed_node_hours == pytest.approx(2 * 50 / 3600)
+
+
+def test_bounded_slowdown_uses_the_reference_runtime() -> None:
+    jobs = trace((0, 1, 100))
+    s = run_rigid(jobs, 1, backfill=False)
+    assert summarize(s).mean_bounded_slowdown == 1.0
+    assert summarize(s, reference=np.array([50.0])).mean_bounded_slowdown == 2.0
+    assert summarize(s, reference=np.array([1.0])).mean_bounded_slowdown == 10.0  # 100/max(1,10)
+
+
+def test_a_trace_is_scaled_to_the_offered_load() -> None:
+    jobs = trace((0, 2, 100), (100, 2, 100), (300, 4, 100))
+    assert offered_load(jobs, 8) == pytest.approx((200 + 200 + 400) / (8 * 300))
+    for load in (0.5, 1.0):
+        scaled = at_load(jobs, 8, load)
+        assert offered_load(scaled, 8) == pytest.approx(load)
+        assert [j.runtime for j in scaled] == [j.runtime for j in jobs]
+    with pytest.raises(ValueError, match="positive"):
+        at_load(jobs, 8, 0.0)
+
+
+def test_figures_over_seeds_get_a_t_interval() -> None:
+    rows = [dict.fromkeys(("jobs", "killed"), 1) for _ in range(3)]
+    figures = ("mean_response_s", "mean_wait_s", "mean_bsld", "mean_bounded_slowdown")
+    figures += ("node_hours", "killed_node_hours", "utilization", "makespan_s")
+    for value, row in zip((1.0, 2.0, 3.0), rows, strict=True):
+        row.update(dict.fromkeys(figures, value))
+    s = summarize_seeds(rows)
+    half = stats.t.ppf(0.975, 2) * 1.0 / math.sqrt(3)
+    assert s.mean["mean_response_s"] == 2.0
+    assert s.ci95["mean_response_s"] == pytest.approx((2.0 - half, 2.0 + half))
+    assert s.ci95["jobs"] == (1.0, 1.0)
+    assert summarize_seeds(rows[:1]).ci95["mean_response_s"] is None
+
+
+def test_a_sweep_reports_every_load_and_seed() -> None:
+    jobs = [TraceJob(k, 60.0 * k, 600.0, 4, 1800.0, k % 2) for k in range(30)]
+    out = sweep(jobs, Setup(machine=16), [0.5, 0.9], seeds=2, policies=("rigid", "adaptive"))
+    assert [r.load for r in out] == [0.5, 0.9]
+    for r in out:
+        assert set(r.policies) == {"rigid", "adaptive"}
+        assert r.policies["rigid"].seeds == 2
+        assert r.policies["rigid"].mean["jobs"] == 30
+        assert offered_load(r.experiment.jobs, 16) == pytest.approx(r.load)
+    assert dataclasses.asdict(out[0].experiment.setup)["seed"] == 1
