@@ -2,10 +2,10 @@
 
 The first JOBS (3,000) jobs of both traces of tests/data/swf (NASA iPSC/860 on 128 nodes;
 Lublin's model on 256; the learned policies refit curves, so whole traces take minutes: see
-test_simulation_learned.py for the large run), every policy, the command's defaults (moldable 0.5-2, EASY, seed 1,
-the built-in policy settings). Speeds are wall-clock jobs per second on this machine (shared,
-so nothing is asserted about them); the adaptive policy's speed is mostly that of
-policies.decide, one call per job. Asserted: every job ran, and the machine was never
+test_simulation_learned.py for the large run), every policy, the command's defaults (moldable
+0.5-2, EASY, seed 1, the built-in policy settings). Speeds are wall-clock jobs per second on
+this machine (shared, so nothing is asserted about them); the adaptive policy's speed is mostly
+that of policies.decide, one call per job. Asserted: every job ran, and the machine was never
 oversubscribed.
 """
 
