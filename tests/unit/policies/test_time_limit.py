@@ -113,29 +113,33 @@ def test_never_above_the_partition_maximum() -> None:
     assert "18 min" in tight.note
 
 
-def test_flat_past_the_largest_observed_size() -> None:
-    # Observed only up to 16 nodes: at 40 the curve's T(40) = 900 s is a guess; the limit is
-    # scaled as if T stayed at T(16) = 2250 s: 120 · 2250/3600 · 1.2 = 90 min (36 on the guess).
+def test_beyond_the_largest_observed_size_the_users_limit_stands() -> None:
+    # Observed only up to 16 nodes: at 40 the curve's T(40) = 900 s is a guess (it would give
+    # 36 min), so the user's 120 min stand; at 16 the curve may shorten it.
     curve = replace(LINEAR, observed_n=(4, 8, 16))
-    got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
-    assert got.minutes == 90
-    assert "flat past the largest observed size 16" in got.reason
+    profile = RuntimeProfile.of(curve, 10, 80)
+    got = time_limit(JOB, profile, 40, FREE, DEFAULTS)
+    assert got.minutes is None
+    assert "beyond the largest observed size 16" in got.reason
+    assert time_limit(JOB, profile, 16, FREE, DEFAULTS).minutes is not None
 
 
-def test_real_fit_npb_mg_is_not_cut_below_the_flat_bound() -> None:
+def test_real_fit_npb_mg_is_never_cut_past_its_data() -> None:
     # issue 14 item 2: runs up to 16 nodes; 60 min at 4 nodes was cut to 17 min at 31 nodes.
-    # The bound is 60 · T(16)/T(4) on the fitted curve (≈ 18 min, before any margin).
-    # Taken as trusted (it is not, see below) to show the flat bound on its own.
+    # Taken as trusted (it is not, see below) to show the rule on its own: within the data the
+    # limit may shrink, past 16 the user's 60 min stand.
     fitted = _fitted("npb_mg_C_rpi_cluster.csv")
     curve = replace(fitted, identified=True, diagnostics=predictor.Diagnostics())
     assert curve.largest_observed == 16
     job = Request(4, 64, time_limit_min=60)
     profile = RuntimeProfile.of(curve, 4, 64)
-    bound = 60 * profile.at(16) / profile.at(4)
+    within = time_limit(job, profile, 16, FREE, DEFAULTS)
+    assert within.minutes is not None
+    assert within.minutes <= 60
     for chosen in (17, 31, 64):
         got = time_limit(job, profile, chosen, FREE, DEFAULTS)
-        assert got.minutes is not None
-        assert bound <= got.minutes <= 60
+        assert got.minutes is None
+        assert "beyond the largest observed size 16" in got.reason
 
 
 def test_real_fit_npb_mg_as_fitted_never_shortens() -> None:
