@@ -102,3 +102,48 @@ def test_held_out_sizes_are_not_killed() -> None:
     # limit, and never a kill the user's own limit would not also have made.
     assert all(r[5] <= USER_LIMIT for r in rows)
     assert all(r[3] > USER_LIMIT for r in killed_after)
+
+
+@pytest.mark.benchmark
+def test_interior_sizes_left_out_are_not_killed() -> None:
+    """Inside the data: each interior size h (neither the smallest nor the largest) is left
+    out, the curve fitted on the rest, and the limit derived for h. Same synthetic scaling as
+    above (smallest size 40 min, user limit 60 min for it). Scores how often a limit cut
+    within the observed range would kill, and how much it saves."""
+    rows = []
+    for path in sorted(DATA.glob("*.csv")):
+        runs = np.loadtxt(path, delimiter=",", skiprows=1)
+        n, t = runs[:, 0].astype(int), runs[:, 1]
+        sizes = np.unique(n)
+        if sizes.size < 4:
+            continue
+        ref = int(sizes[0])
+        scale = REF_MINUTES * 60.0 / float(np.median(t[n == ref]))
+        request = Request(ref, int(sizes[-1]), USER_LIMIT)
+        for h in sizes[1:-1]:
+            keep = n != h
+            fit = predictor.fit(n[keep], t[keep] * scale)
+            if fit.status != "ok":
+                continue
+            curve = predictor.Curve.from_fit(fit)
+            profile = RuntimeProfile.of(curve, ref, int(sizes[-1]))
+            true_min = float(np.median(t[n == h])) * scale / 60.0
+            got = time_limit(request, profile, int(h), ClusterState(), DEFAULTS).minutes
+            rows.append((path.stem, int(h), true_min, USER_LIMIT if got is None else got))
+    assert rows
+    killed = [r for r in rows if r[3] < r[2] <= USER_LIMIT]
+    cut = [r for r in rows if r[3] < USER_LIMIT]
+    print()
+    print(
+        "interior sizes left out (synthetic: smallest size rescaled to 40 min, user limit 60 min "
+        "written for it)"
+    )
+    print(
+        f"cases {len(rows)}; limits cut below the user's in {len(cut)} "
+        f"(mean {np.mean([r[3] for r in cut]) if cut else float('nan'):.1f} min); "
+        f"killed where the user's own limit would not have: {len(killed)}"
+    )
+    for name, h, true_min, got in killed:
+        print(f"  KILLED {name} n={h} true {true_min:.1f} min, limit {got} min")
+    assert all(r[3] <= USER_LIMIT for r in rows)
+    assert not killed  # the promise, as for the held-out largest sizes
