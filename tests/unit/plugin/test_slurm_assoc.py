@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from plugin.daemon.cluster import ClusterView
@@ -190,3 +192,34 @@ def test_a_failing_read_is_logged_once() -> None:
             view.state(job(), Counter())
     assert slurm.calls == 3  # retried after each cache period
     assert [e["event"] for e in logs].count("assoc_limits_unknown") == 1
+
+
+_PIECES = st.sampled_from(
+    [
+        "ClusterName=c ",
+        "Account=",
+        "UserName=",
+        "Partition=",
+        "MaxWallPJ=",
+        "MaxTRESPJ=node=",
+        "(1001)",
+        "\n",
+        "    ",
+        ",",
+        "=",
+        "N(0)",
+        "UNLIMITED",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=12)), max_size=40))
+def test_any_text_gives_records_or_a_parse_error(pieces: list[str]) -> None:
+    try:
+        records = parse_assoc_mgr("".join(pieces))
+    except SlurmParseError:
+        return
+    for record in records:
+        assert record.max_nodes_per_job is None or record.max_nodes_per_job >= 0
+        assert record.max_wall_min is None or record.max_wall_min >= 0
