@@ -59,12 +59,55 @@ ClusterName=adaptalloc Account=aachild UserName=aatest(1001) Partition= Priority
     MinPrioThresh=
 """
 
-PER_PARTITION = ASSOC_MGR + (
-    "ClusterName=adaptalloc Account=aachild UserName=aatest(1001) Partition=big Priority=0 ID=6\n"
-    "    ParentAccount= Lft=5 DefAssoc=No\n"
-    "    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=600\n"
-    "    MaxTRESPJ=cpu=64,node=6\n"
-)
+# The same, after also: sacctmgr add user aatest account=aachild partition=debug
+# MaxTRESPerJob=node=6 MaxWallDurationPerJob=600 (a user's association for one partition).
+PER_PARTITION = """Current Association Manager state
+
+Association Records
+
+ClusterName=adaptalloc Account=aachild UserName= Partition= Priority=0 ID=12
+    SharesRaw/Norm/Level/Factor=1/18446744073709551616.00/1/0.00
+    UsageRaw/Norm/Efctv=0.00/1.00/0.00
+    ParentAccount=aaparent(11) Lft=7 DefAssoc=No
+    GrpJobs=N(0) GrpJobsAccrue=N(0)
+    GrpSubmitJobs=N(0) GrpWall=N(0.00)
+    GrpTRES=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESRunMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=30
+    MaxTRESPJ=node=2
+    MaxTRESPN=
+    MaxTRESMinsPJ=
+    MinPrioThresh=
+ClusterName=adaptalloc Account=aachild UserName=aatest(1001) Partition=debug Priority=0 ID=16
+    SharesRaw/Norm/Level/Factor=1/18446744073709551616.00/1/0.00
+    UsageRaw/Norm/Efctv=0.00/1.00/0.00
+    ParentAccount= Lft=8 DefAssoc=No
+    GrpJobs=N(0) GrpJobsAccrue=N(0)
+    GrpSubmitJobs=N(0) GrpWall=N(0.00)
+    GrpTRES=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESRunMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=600
+    MaxTRESPJ=node=6
+    MaxTRESPN=
+    MaxTRESMinsPJ=
+    MinPrioThresh=
+ClusterName=adaptalloc Account=aachild UserName=aatest(1001) Partition= Priority=0 ID=15
+    SharesRaw/Norm/Level/Factor=1/18446744073709551616.00/1/0.00
+    UsageRaw/Norm/Efctv=0.00/1.00/0.00
+    ParentAccount= Lft=10 DefAssoc=Yes
+    GrpJobs=N(0) GrpJobsAccrue=N(0)
+    GrpSubmitJobs=N(0) GrpWall=N(0.00)
+    GrpTRES=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESRunMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=30
+    MaxTRESPJ=node=2
+    MaxTRESPN=
+    MaxTRESMinsPJ=
+    MinPrioThresh=
+"""
 
 
 def test_effective_inherited_limits_from_assoc_mgr() -> None:
@@ -83,8 +126,8 @@ def test_no_association_reads_as_none() -> None:
 @pytest.mark.parametrize(
     ("partition", "expected"),
     [
-        ("big", AssocRecord("aachild", "aatest", "big", 6, 600)),  # the partition's own
-        ("debug", AssocRecord("aachild", "aatest", "", 2, 30)),  # else the general one
+        ("debug", AssocRecord("aachild", "aatest", "debug", 6, 600)),  # the partition's own
+        ("big", AssocRecord("aachild", "aatest", "", 2, 30)),  # else the general one
     ],
 )
 def test_the_job_gets_its_partition_association_first(
