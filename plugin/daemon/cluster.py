@@ -8,6 +8,12 @@ gets the smaller of each, so it never pins a size or sets a limit the QOS refuse
 pinned above its QOS's node limit would pend forever). When sacctmgr cannot answer, the
 last QOS table read stays in use (none at first: the partition's limits alone).
 
+The job's association (user, account, partition) tightens them too: its effective per-job
+limits (MaxTRESPerJob node=, MaxWallDurationPerJob, parents' limits included) come from
+slurmctld's ``scontrol show assoc_mgr``, cached per (user, account, partition) for
+``partition_cache_s``. A failed read leaves the association's limits unknown (the partition
+and QOS limits still apply) and is logged once until a read succeeds again.
+
 Pending demand is the sum of the requested minimum
 nodes of the partition's pending jobs, taken from the sweep the batch came from (the job
 being decided is not counted). When sinfo fails the load counts as unknown (the policy then
@@ -25,6 +31,7 @@ import structlog
 
 from plugin.errors import printable
 from plugin.slurm import (
+    AssocRecord,
     JobRecord,
     NodeRecord,
     PartitionRecord,
@@ -37,6 +44,10 @@ from policies import ClusterState
 __all__ = ["ClusterView", "pending_demand", "tighter"]
 
 log = structlog.get_logger("adaptalloc.daemon")
+
+#: Cached associations kept before expired ones are dropped (bounds the cache on a big site).
+ASSOC_CACHE_SIZE = 4096
+AssocKey = tuple[str, str, str]
 
 
 def first_partition(partition: str) -> str:
@@ -77,6 +88,8 @@ class ClusterView:
         self._nodes: tuple[float, list[NodeRecord] | None] = (-1e18, None)
         self._partitions: tuple[float, dict[str, PartitionRecord]] = (-1e18, {})
         self._qos: tuple[float, dict[str, QosRecord]] = (-1e18, {})
+        self._assoc: dict[AssocKey, tuple[float, AssocRecord | None]] = {}
+        self._assoc_failing = False
         self._timed = timed
 
     def _call(self, name: str, fn: Callable[[], object]) -> object:
@@ -129,6 +142,31 @@ class ClusterView:
         self._qos = (now, table)
         return table
 
+    def association(self, user: str, account: str, partition: str) -> AssocRecord | None:
+        """The job's association limits, cached per key for ``partition_cache_s``."""
+        key = (user, account, partition)
+        now = self.clock()
+        hit = self._assoc.get(key)
+        if hit is not None and now - hit[0] < self.partition_cache_s:
+            return hit[1]
+        if not (user and account):
+            return None
+        found: AssocRecord | None = None
+        try:
+            result = self._call("assoc", lambda: self.slurm.assoc_limits(user, account, partition))
+            found = result if isinstance(result, AssocRecord) else None
+            self._assoc_failing = False
+        except SlurmError as exc:
+            if not self._assoc_failing:
+                log.warning("assoc_limits_unknown", error=printable(str(exc))[:200])
+            self._assoc_failing = True
+        if len(self._assoc) >= ASSOC_CACHE_SIZE:
+            self._assoc = {
+                k: v for k, v in self._assoc.items() if now - v[0] < self.partition_cache_s
+            }
+        self._assoc[key] = (now, found)
+        return found
+
     def partition(self, name: str) -> PartitionRecord | None:
         table = self.partitions()
         wanted = first_partition(name)
@@ -149,6 +187,7 @@ class ClusterView:
             idle = min(idle, total)
         others = max(demand.get(name, 0) - (job.nodes_min or 0), 0)
         qos = self.qos().get(job.qos) if job.qos else None
+        assoc = self.association(job.user, job.account, name)
         return ClusterState(
             idle_nodes=idle,
             pending_demand_nodes=others,
@@ -156,9 +195,11 @@ class ClusterView:
             max_nodes_per_job=tighter(
                 part.max_nodes if part is not None else None,
                 qos.max_nodes_per_job if qos is not None else None,
+                assoc.max_nodes_per_job if assoc is not None else None,
             ),
             max_time_min=tighter(
                 part.max_time_min if part is not None else None,
                 qos.max_wall_min if qos is not None else None,
+                assoc.max_wall_min if assoc is not None else None,
             ),
         )

@@ -17,11 +17,19 @@ from plugin.slurm.cli_backend import CliSlurmReader, run_command
 from plugin.slurm.errors import SlurmCommandError, SlurmError, SlurmParseError
 from plugin.slurm.factory import choose_backend, slurm_client, slurm_reader
 from plugin.slurm.reader import SlurmReader
-from plugin.slurm.records import FINAL_STATES, JobRecord, NodeRecord, PartitionRecord, QosRecord
+from plugin.slurm.records import (
+    FINAL_STATES,
+    AssocRecord,
+    JobRecord,
+    NodeRecord,
+    PartitionRecord,
+    QosRecord,
+)
 from plugin.slurm.writer import CliSlurm, Resize, SlurmClient, SlurmWriter
 
 __all__ = [
     "FINAL_STATES",
+    "AssocRecord",
     "CliSlurm",
     "CliSlurmReader",
     "JobRecord",

@@ -12,6 +12,7 @@ plugin/slurm/parse.py.
 | nodes | ``sinfo --json`` |
 | partitions | ``scontrol show partition -o`` |
 | qos_limits | ``sacctmgr -n -P show qos format=Name,MaxTRESPerJob,MaxWall`` |
+| assoc_limits | ``scontrol show assoc_mgr users=U accounts=A flags=assoc`` |
 | accounting_enabled | ``scontrol show config`` |
 | version | ``sinfo --version`` |
 | scontrol_job | ``scontrol show job -o ID`` (raw fields, for diagnostics) |
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -32,6 +34,7 @@ from plugin.slurm.errors import SlurmCommandError
 from plugin.slurm.parse import (
     QOS_FORMAT,
     parse_accounting_type,
+    parse_assoc_mgr,
     parse_key_values,
     parse_qos_limits,
     parse_sacct_json,
@@ -39,11 +42,13 @@ from plugin.slurm.parse import (
     parse_sinfo_json,
     parse_slurm_version,
     parse_squeue_json,
+    pick_association,
 )
 from plugin.slurm.pending import admin_comments, new_separator, parse_pending, pending_format
 from plugin.slurm.reader import SlurmReader
 from plugin.slurm.records import (
     FINAL_STATES,
+    AssocRecord,
     JobRecord,
     NodeRecord,
     PartitionRecord,
@@ -55,6 +60,14 @@ __all__ = ["DEFAULT_TIMEOUT_S", "CliSlurmReader", "Runner", "run_command", "slur
 DEFAULT_TIMEOUT_S = 60.0
 #: Characters of a command's stderr kept in an error message.
 STDERR_LIMIT = 400
+
+#: What scontrol takes as one user or account name (no list comma, no blank, no option).
+_SLURM_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@+-]{0,127}")
+
+
+def _slurm_name(text: str) -> bool:
+    return _SLURM_NAME.fullmatch(text) is not None
+
 
 #: Runs an argument list with a timeout; returns stdout or raises SlurmCommandError.
 Runner = Callable[[Sequence[str], float], str]
@@ -153,6 +166,14 @@ class CliSlurmReader(SlurmReader):
         return parse_qos_limits(
             self.run("sacctmgr", "-n", "-P", "show", "qos", f"format={QOS_FORMAT}")
         )
+
+    def assoc_limits(self, user: str, account: str, partition: str) -> AssocRecord | None:
+        if not (_slurm_name(user) and _slurm_name(account)):
+            return None  # not a name scontrol could take as one value: unknown
+        text = self.run(
+            "scontrol", "show", "assoc_mgr", f"users={user}", f"accounts={account}", "flags=assoc"
+        )
+        return pick_association(parse_assoc_mgr(text), user, account, partition)
 
     def accounting_enabled(self) -> bool:
         kind = parse_accounting_type(self.run("scontrol", "show", "config"))

@@ -28,11 +28,12 @@ from typing import Any
 
 from plugin.errors import printable, quote_value
 from plugin.slurm.errors import SlurmError, SlurmParseError
-from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord, QosRecord
+from plugin.slurm.records import AssocRecord, JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = [
     "UNRELIABLE_EXIT_CODE_PLUGINS",
     "parse_accounting_type",
+    "parse_assoc_mgr",
     "parse_key_values",
     "parse_qos_limits",
     "parse_sacct_json",
@@ -41,6 +42,7 @@ __all__ = [
     "parse_slurm_version",
     "parse_squeue_json",
     "parse_time_minutes",
+    "pick_association",
 ]
 
 #: sacct JSON plugins whose exit codes say SUCCESS/0 for failed jobs (see the module docstring).
@@ -404,6 +406,65 @@ def parse_qos_limits(text: str) -> list[QosRecord]:
             ) from exc
         out.append(QosRecord(fields[0], _tres_nodes(fields[1]), wall))
     return out
+
+
+def _assoc_record(words: dict[str, str]) -> AssocRecord:
+    wall_text = words.get("MaxWallPJ", "")
+    if wall_text and not (wall_text.isascii() and wall_text.isdigit()):
+        raise SlurmParseError(
+            f"scontrol show assoc_mgr printed a MaxWallPJ that is no minutes: "
+            f"{quote_value(wall_text[:80])}"
+        )
+    return AssocRecord(
+        account=words.get("Account", ""),
+        # "aatest(1001)": the name, then the uid
+        user=words.get("UserName", "").split("(", 1)[0],
+        partition=words.get("Partition", ""),
+        max_nodes_per_job=_tres_nodes(words.get("MaxTRESPJ", "")),
+        max_wall_min=int(wall_text) if wall_text else None,
+    )
+
+
+def parse_assoc_mgr(text: str) -> list[AssocRecord]:
+    """Associations from ``scontrol show assoc_mgr users=U accounts=A flags=assoc``.
+
+    Slurm 22.05 prints a header, then per association a ``ClusterName=... Account=A
+    UserName=U(uid) Partition=P ...`` line and indented lines of ``Key=Value`` words, among
+    them ``MaxWallPJ=<minutes>`` (empty: none) and ``MaxTRESPJ=node=2`` (a TRES list). The
+    values are slurmctld's effective ones, parents' limits included (checked on the
+    testbed: a user under an account whose parent sets the limits shows them).
+    """
+    out: list[AssocRecord] = []
+    words: dict[str, str] | None = None
+    for line in text.splitlines():
+        if line.startswith("ClusterName="):
+            if words is not None:
+                out.append(_assoc_record(words))
+            words = {}
+        elif words is None or not line.startswith(" "):
+            continue  # the header ("Current Association Manager state", ...)
+        for word in line.split():
+            key, sep, value = word.partition("=")
+            if sep and key not in words:
+                words[key] = value
+    if words is not None:
+        out.append(_assoc_record(words))
+    return out
+
+
+def pick_association(
+    records: Iterable[AssocRecord], user: str, account: str, partition: str
+) -> AssocRecord | None:
+    """The association Slurm gives a job of (user, account, partition).
+
+    The user's association for that partition when there is one, else the user's
+    partition-less one (Slurm's lookup order); None when the user has none in the account.
+    """
+    mine = [r for r in records if r.user == user and r.account == account]
+    exact = [r for r in mine if partition and r.partition == partition]
+    general = [r for r in mine if not r.partition]
+    found = exact or general
+    return found[0] if found else None
 
 
 def parse_slurm_version(text: str) -> tuple[int, int, int]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 
-from plugin.slurm.records import JobRecord, NodeRecord, PartitionRecord, QosRecord
+from plugin.slurm.records import AssocRecord, JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = ["SlurmReader"]
 
@@ -55,6 +55,10 @@ class SlurmReader(ABC):
     def qos_limits(self) -> list[QosRecord]:
         """Every QOS with its per-job node and wall-time limits ([] when unknown)."""
         return []
+
+    def assoc_limits(self, user: str, account: str, partition: str) -> AssocRecord | None:
+        """The effective per-job limits of the job's association (None when unknown)."""
+        return None
 
     @abstractmethod
     def accounting_enabled(self) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FINAL_STATES", "JobRecord", "NodeRecord", "PartitionRecord", "QosRecord"]
+__all__ = ["FINAL_STATES", "AssocRecord", "JobRecord", "NodeRecord", "PartitionRecord", "QosRecord"]
 
 #: Base job states after which a job never runs again.
 FINAL_STATES = frozenset(
@@ -125,5 +125,22 @@ class QosRecord:
     """One QOS's per-job limits from ``sacctmgr show qos``. None: no limit."""
 
     name: str
+    max_nodes_per_job: int | None = None
+    max_wall_min: int | None = None
+
+
+@dataclass(frozen=True)
+class AssocRecord:
+    """One association's effective per-job limits from ``scontrol show assoc_mgr``.
+
+    Effective: slurmctld's cache holds the limits a child inherits from its parent accounts
+    (a user under ``child`` whose parent account sets MaxTRESPerJob=node=2 shows node=2).
+    user "" is an account's own association; partition "" applies to every partition.
+    None: no limit.
+    """
+
+    account: str
+    user: str
+    partition: str
     max_nodes_per_job: int | None = None
     max_wall_min: int | None = None

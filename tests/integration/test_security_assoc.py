@@ -1,0 +1,114 @@
+"""Association limits bound what the daemon sets (issue 15, item 3, the association part).
+
+An admin's account ``aaparent`` limits jobs to 2 nodes and 30 minutes
+(MaxTRESPerJob=node=2, MaxWallDurationPerJob=00:30:00); its child account ``aachild`` sets
+nothing, and the unprivileged user has an association under it. The daemon reads the
+association's effective limits from slurmctld (``scontrol show assoc_mgr``), the inherited
+ones included, so the user's job under ``aachild`` is never pinned above 2 nodes nor given
+a limit above 30 minutes, while the same job under the unlimited sibling ``aafree`` is sized
+larger (the control: the inherited cap is what made the difference).
+
+The testbed does not enforce association limits (no AccountingStorageEnforce), so what is
+shown is that the daemon never asks for more than the association allows. Everything added
+to accounting is removed at teardown (the database is shared by the suite).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from plugin.appkey import AppKey
+from plugin.importers import import_csv
+from plugin.learner import refit_app
+from plugin.redis_conn import connect
+from plugin.store import CurveStore
+
+from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - a fixture
+from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
+
+pytestmark = pytest.mark.integration
+Factory = Callable[..., DaemonProcess]
+PARENT, CHILD, FREE = "aaparent", "aachild", "aafree"
+
+
+def _remove(slurm: SlurmCLI) -> None:
+    """Delete what the test adds; waits, as slurmdbd refuses while it still sees jobs in them."""
+    slurm.run("scancel", f"--account={CHILD},{FREE}", check=False)
+    for account in (CHILD, FREE):
+        slurm.run(
+            "sacctmgr",
+            "-i",
+            "delete",
+            "user",
+            f"name={slurm.test_user}",
+            f"account={account}",
+            check=False,
+        )
+
+    def gone() -> bool:
+        for account in (CHILD, FREE, PARENT):
+            slurm.run("sacctmgr", "-i", "delete", "account", account, check=False)
+        listed = slurm.run("sacctmgr", "-n", "-P", "show", "account", "format=Account")
+        return not {CHILD, FREE, PARENT} & set(listed.stdout.split())
+
+    slurm.wait_for("sacctmgr to delete the test accounts", gone)
+
+
+@pytest.fixture
+def limited_account(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iterator[str]:
+    """``aachild`` under ``aaparent`` (node=2, 30 min); the user in it and in ``aafree``."""
+    _remove(slurm)
+    slurm.run(
+        "sacctmgr",
+        "-i",
+        "add",
+        "account",
+        PARENT,
+        "MaxTRESPerJob=node=2",
+        "MaxWallDurationPerJob=00:30:00",
+    )
+    slurm.run("sacctmgr", "-i", "add", "account", CHILD, f"parent={PARENT}")
+    slurm.run("sacctmgr", "-i", "add", "account", FREE)
+    slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={FREE}")
+    slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={CHILD}")
+    yield CHILD
+    _remove(slurm)
+
+
+def test_an_inherited_association_limit_caps_the_size_and_the_time_limit(
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,  # noqa: F811
+    limited_account: str,
+) -> None:
+    shown = slurm.run(
+        "scontrol",
+        "show",
+        "assoc_mgr",
+        f"users={slurm.test_user}",
+        f"accounts={CHILD}",
+        "flags=assoc",
+    )
+    assert "MaxWallPJ=30" in shown.stdout  # slurmctld holds the inherited limits (the premise)
+    store = CurveStore(connect(scratch_url()))
+    key = AppKey.parse("it-lu")
+    import_csv(store, PROJECT_ROOT / "tests/data/scaling/lan_thesis_npb_lu_W.csv", key)
+    assert refit_app(store, key).status == "written"
+    daemon = daemon_factory().start()
+    args = ("--nodes=1-8", "--time=120", "--begin=now+3600", "--comment=adaptalloc:v1 app=it-lu")
+    free = submit_job(*args, f"--account={FREE}", wrap="true", as_user=slurm.test_user)
+    capped = submit_job(*args, f"--account={limited_account}", wrap="true", as_user=slurm.test_user)
+    control, decision = daemon.wait_decision(free), daemon.wait_decision(capped)
+    assert control["action"] == "resize"
+    assert control["nodes"] > 2  # without the association the policy wants more
+    assert decision["status"] == "released"
+    n, limit = decision["nodes"], decision["new_time_limit_min"]
+    assert 1 <= n <= 2
+    assert limit is not None
+    assert limit <= 30
+    fields = slurm.show_job(capped)
+    assert fields["Account"] == limited_account
+    assert fields["NumNodes"] == f"{n}-{n}"
+    assert fields["TimeLimit"] == f"00:{limit:02d}:00"
