@@ -93,3 +93,8 @@ def test_the_html_page_carries_the_advice(mixed_store: str, tmp_path: Path) -> N
     pages = "".join(p.read_text(encoding="utf-8") for p in site.rglob("*.html"))
     assert "not reliable: mixed_sizes" in pages
     assert "size=large" in pages
+
+
+def test_the_fleet_view_names_the_problem_in_words(mixed_store: str, tmp_path: Path) -> None:
+    text = ok(adaptalloc("report", "--all", cwd=tmp_path, redis_url=mixed_store))
+    assert "no: mixed sizes" in " ".join(text.split())
