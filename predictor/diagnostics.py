@@ -16,7 +16,7 @@ from typing import Any
 
 ANOMALY_KINDS = ("point", "decline", "ambiguous_final")
 PATTERN_KINDS = ("stepwise", "optimized_sizes")
-PROBLEMS = ("first_piece_only", "high_fit_error", "runner_up")
+PROBLEMS = ("first_piece_only", "high_fit_error", "runner_up", "mixed_sizes")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
 from predictor.observations import MAX_SIZES, Observations, prepare, thin
-from predictor.reliability import Instance, judge
+from predictor.reliability import Instance, judge, mixed_sizes
 from predictor.segments import Segment, segment_runtime
 
 METHODS = ("adept", "lm")
@@ -207,6 +207,8 @@ def fit_observations(
     if method == "lm":
         return _fit_lm(obs)
     domain = domain or Domain()
+    # Judged on every size, before thinning leaves some out.
+    mixed = mixed_sizes(obs.n, obs.spread, diagnosis.reliability) if diagnosis.handle else None
     obs = thin(obs)
     analysis = _analysis(obs, method, diagnosis)
     n, t, unit = _normalised(obs)
@@ -243,7 +245,7 @@ def fit_observations(
         )
         if diagnosis.handle
         else ()
-    )
+    ) + ((mixed,) if mixed is not None else ())
     head = fitted[-1]
     return Fit(
         method="adept",

@@ -50,6 +50,9 @@ class Observations:
     runs : (M,) int array, how many runs were averaged at each size.
     dropped : tuple of (n, runtime) runs dropped as obvious outliers.
     thinned : sizes left out to bound the work (see `thin`); empty unless thinned.
+    spread : (M,) float array, max/min of all runs at each size, outliers included (1.0 at a
+        size with one run), for the mixed-problem-size check (reliability.mixed_sizes); None
+        when not known.
     """
 
     n: IntArray
@@ -57,6 +60,7 @@ class Observations:
     runs: IntArray
     dropped: tuple[tuple[int, float], ...]
     thinned: tuple[int, ...] = ()
+    spread: FloatArray | None = None
 
     @property
     def t1_known(self) -> bool:
@@ -143,7 +147,27 @@ def prepare(n: ArrayLike, runtime: ArrayLike) -> Observations:
     sums = np.bincount(group[keep], weights=tv[keep], minlength=sizes.size)
     runs = np.bincount(group[keep], minlength=sizes.size)
     dropped = tuple((int(a), float(b)) for a, b in zip(nv[drop], tv[drop], strict=True))
-    return Observations(n=sizes, runtime=sums / runs, runs=runs.astype(np.int64), dropped=dropped)
+    return Observations(
+        n=sizes,
+        runtime=sums / runs,
+        runs=runs.astype(np.int64),
+        dropped=dropped,
+        spread=size_spread(tv, group, sizes.size),
+    )
+
+
+def size_spread(runtime: FloatArray, group: IntArray, sizes: int) -> FloatArray:
+    """max(t)/min(t) over all runs of each size (group index per run), outliers included.
+
+    Computed before outliers are dropped: a run of another problem size is exactly the kind of
+    run the outlier rule would remove, and the mixed-size check must still see it.
+    """
+    hi = np.full(sizes, -np.inf)
+    lo = np.full(sizes, np.inf)
+    np.maximum.at(hi, group, runtime)
+    np.minimum.at(lo, group, runtime)
+    out: FloatArray = hi / lo
+    return out
 
 
 def thin(obs: Observations, limit: int = MAX_SIZES) -> Observations:
@@ -170,4 +194,5 @@ def thin(obs: Observations, limit: int = MAX_SIZES) -> Observations:
         runs=obs.runs[keep],
         dropped=obs.dropped,
         thinned=obs.thinned + tuple(int(k) for k in obs.n[~keep]),
+        spread=None if obs.spread is None else obs.spread[keep],
     )

@@ -12,6 +12,18 @@ Problems, each with an action and, where one exists, `suggest_n`:
 * runner_up: an instance whose A differs by more than a factor `runner_up_factor` (1.5) fits
   with WSSRE < `runner_up_ratio` (1.1) × the best one's. Action: run once outside the range.
 
+* mixed_sizes: at some size, the runs' max/min runtime ratio exceeds `mixed_ratio` (1.5),
+  more than run-to-run noise explains, so the app key probably mixes problem sizes (strong
+  scaling assumes one). Statistic, per size with k >= 2 runs (outliers included):
+  R = max(t)/min(t), i.e. exp of the range of log t. Under lognormal noise of relative size σ
+  the range of log t is about σ·d2(k) (d2(2) = 1.13, d2(10) = 3.08, d2(100) = 5.0), so at
+  σ = 5% R stays below 1.3 even for 100 runs, while two problem sizes whose runtimes differ
+  by a factor 2 give R >= 2 at any size where both ran. 1.5 lies between, near their
+  geometric mean √2·1.06; it was chosen from the real repeats in tests/data/scaling
+  (gamer_fdm_wave_only: 7 sizes × 4 runs, R <= 1.002) and that noise model, and is scored on
+  synthetic data only (tests/benchmarks/test_mixed_sizes.py). Action: tag `size=` in the job
+  comment so each problem size gets its own curve.
+
 Suggested sizes. For a runner-up, where the two curves disagree: the smallest size beyond the
 largest observation (up to `horizon` times it) at which their runtimes differ by at least
 `resolve_difference` (20%, as in the paper's 225-node example); failing that, the size of
@@ -33,7 +45,7 @@ import numpy as np
 
 from predictor.adept import FAST, SearchSettings, _refine
 from predictor.diagnostics import ReliabilityProblem
-from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma
+from predictor.downey import FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope
 from predictor.objective import wssre
 
@@ -49,6 +61,7 @@ class ReliabilitySettings:
     runner_up_factor: float = 1.5
     resolve_difference: float = 0.2
     horizon: float = 16.0
+    mixed_ratio: float = 1.5
 
     def __post_init__(self) -> None:
         if not self.max_fit_error > 0:
@@ -57,6 +70,8 @@ class ReliabilitySettings:
             raise ValueError("runner_up_ratio must be at least 1 and runner_up_factor above 1")
         if not (0 < self.resolve_difference < 1 and self.horizon > 1):
             raise ValueError("resolve_difference must lie in (0, 1) and horizon above 1")
+        if not self.mixed_ratio > 1.0:
+            raise ValueError(f"mixed_ratio must be above 1, got {self.mixed_ratio}")
 
 
 @dataclass(frozen=True)
@@ -208,3 +223,27 @@ def judge(
                 )
             )
     return tuple(problems)
+
+
+def mixed_sizes(
+    n: IntArray, spread: FloatArray | None, settings: ReliabilitySettings
+) -> ReliabilityProblem | None:
+    """The mixed_sizes problem (module docstring) when max(t)/min(t) at some size exceeds
+    `mixed_ratio`; it names the size with the widest spread. `spread` is
+    Observations.spread (one ratio per size, 1.0 for single runs; None: not known)."""
+    if spread is None or spread.size == 0:
+        return None
+    k = int(np.argmax(spread))
+    ratio = float(spread[k])
+    if not ratio > settings.mixed_ratio:
+        return None
+    size = int(n[k])
+    return ReliabilityProblem(
+        "mixed_sizes",
+        f"Runs at {size} nodes differ by a factor {ratio:.2g} in runtime, more than run-to-run "
+        "noise explains (limit "
+        f"{settings.mixed_ratio:g}); the app key probably mixes problem sizes. Tag each job "
+        'with its size in the comment, e.g. --comment "adaptalloc:v1 app=NAME size=large".',
+        None,
+        {"spread_n": float(size), "spread_ratio": ratio},
+    )

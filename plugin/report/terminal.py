@@ -26,6 +26,7 @@ _PROBLEM_WORDS = {
     "first_piece_only": "no knee",
     "high_fit_error": "fit error",
     "runner_up": "ambiguous",
+    "mixed_sizes": "mixed sizes",
 }
 _ANOMALY_WORDS = {
     "point": "anomaly",
