@@ -229,3 +229,19 @@ def job_fields(slurm: SlurmCLI, job_id: int) -> dict[str, Any]:
 
 def held(job: dict[str, Any]) -> bool:
     return job.get("job_state") == "PENDING" and job.get("priority") == 0
+
+
+def assert_capped_release(
+    slurm: SlurmCLI, job_id: int, decision: dict[str, Any], nodes: int, minutes: int
+) -> dict[str, str]:
+    """The decision released `job_id` pinned at no more than `nodes` nodes with a limit of no
+    more than `minutes`, and Slurm's job shows exactly that; its scontrol fields."""
+    assert decision["status"] == "released"
+    n, limit = decision["nodes"], decision["new_time_limit_min"]
+    assert 1 <= n <= nodes
+    assert limit is not None
+    assert limit <= minutes
+    fields = slurm.show_job(job_id)
+    assert fields["NumNodes"] == f"{n}-{n}"
+    assert fields["TimeLimit"] == f"00:{limit:02d}:00"
+    return fields

@@ -107,6 +107,27 @@ def unprivileged_state_dir(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iter
         )
 
 
+def user_daemon(
+    cluster: LocalCluster,
+    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    state_dir: Path,
+    extra_daemon_settings: str = "",
+) -> UserDaemon:
+    """A daemon to run as the test user, with a [daemon] config of its own (owned by that user)
+    and the scratch Redis; not started."""
+    config = state_dir / "test-user-daemon.toml"
+    config.write_text(
+        "[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n"
+        + extra_daemon_settings
+    )
+    subprocess.run(["chown", UserDaemon.user, str(config)], check=True)  # noqa: S603,S607
+    plain = daemon_factory()
+    daemon = UserDaemon(cluster, plain.log_path.parent, scratch_url())
+    daemon.args = ["--config", str(config), "--redis-url", scratch_url()]
+    daemon.args += ["--state-dir", str(daemon.state_dir)]
+    return daemon
+
+
 def test_refused_writes_stop_the_heartbeat_and_jobs_are_released_once_they_work(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
@@ -114,23 +135,13 @@ def test_refused_writes_stop_the_heartbeat_and_jobs_are_released_once_they_work(
     daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
     unprivileged_state_dir: Path,
 ) -> None:
-    config = unprivileged_state_dir / "test-writes.toml"
-    config.write_text(
-        "[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n"
-        # Slurm refusing writes the start-up check cannot foresee (its own test is below).
-        "unhealthy_after_s = 10\ncheck_privileges = false\n"
+    # Slurm refusing writes the start-up check cannot foresee (its own test is below).
+    daemon = user_daemon(
+        local_cluster,
+        daemon_factory,
+        unprivileged_state_dir,
+        "unhealthy_after_s = 10\ncheck_privileges = false\n",
     )
-    subprocess.run(["chown", slurm.test_user, str(config)], check=True)  # noqa: S603,S607
-    plain = daemon_factory()
-    daemon = UserDaemon(local_cluster, plain.log_path.parent, scratch_url())
-    daemon.args = [
-        "--config",
-        str(config),
-        "--redis-url",
-        scratch_url(),
-        "--state-dir",
-        str(daemon.state_dir),
-    ]
     daemon.start()
     try:
         job = submit_job("--nodes=1-3", "--comment=adaptalloc:v1 app=it-writes", wrap="true")
@@ -177,19 +188,7 @@ def test_a_daemon_without_the_privileges_it_needs_never_beats(
     daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
     unprivileged_state_dir: Path,
 ) -> None:
-    config = unprivileged_state_dir / "test-privileges.toml"
-    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\nsweep_interval_s = 1.0\n")
-    subprocess.run(["chown", slurm.test_user, str(config)], check=True)  # noqa: S603,S607
-    plain = daemon_factory()
-    daemon = UserDaemon(local_cluster, plain.log_path.parent, scratch_url())
-    daemon.args = [
-        "--config",
-        str(config),
-        "--redis-url",
-        scratch_url(),
-        "--state-dir",
-        str(daemon.state_dir),
-    ]
+    daemon = user_daemon(local_cluster, daemon_factory, unprivileged_state_dir)
     daemon.start(wait=False)
     try:
         daemon.wait_for(

@@ -25,7 +25,11 @@ from plugin.learner import refit_app
 from plugin.redis_conn import connect
 from plugin.store import CurveStore
 
-from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - a fixture
+from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+    DaemonProcess,
+    assert_capped_release,
+    daemon_factory,
+)
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
 
 pytestmark = pytest.mark.integration
@@ -103,12 +107,5 @@ def test_an_inherited_association_limit_caps_the_size_and_the_time_limit(
     control, decision = daemon.wait_decision(free), daemon.wait_decision(capped)
     assert control["action"] == "resize"
     assert control["nodes"] > 2  # without the association the policy wants more
-    assert decision["status"] == "released"
-    n, limit = decision["nodes"], decision["new_time_limit_min"]
-    assert 1 <= n <= 2
-    assert limit is not None
-    assert limit <= 30
-    fields = slurm.show_job(capped)
+    fields = assert_capped_release(slurm, capped, decision, nodes=2, minutes=30)
     assert fields["Account"] == limited_account
-    assert fields["NumNodes"] == f"{n}-{n}"
-    assert fields["TimeLimit"] == f"00:{limit:02d}:00"
