@@ -39,8 +39,9 @@ PARENT, CHILD, FREE = "aaparent", "aachild", "aafree"
 
 def _remove(slurm: SlurmCLI) -> None:
     """Delete what the test adds; waits, as slurmdbd refuses while it still sees jobs in them."""
-    slurm.run("scancel", f"--account={CHILD},{FREE}", check=False)
     for account in (CHILD, FREE):
+        # scancel takes one account per call: "--account=a,b" matches neither
+        slurm.run("scancel", f"--account={account}", check=False)
         slurm.run(
             "sacctmgr",
             "-i",

@@ -43,6 +43,11 @@ def user_in_accounting(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iterator
     slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={ACCOUNT}", check=False)
     yield slurm.test_user
     set_level(slurm, "None")
+    # the database is shared by the suite: leave no account behind
+    slurm.run(
+        "sacctmgr", "-i", "delete", "user", slurm.test_user, f"account={ACCOUNT}", check=False
+    )
+    slurm.run("sacctmgr", "-i", "delete", "account", ACCOUNT, check=False)
 
 
 def really_allowed(slurm: SlurmCLI, submit_job: SubmitJob) -> set[str]:
