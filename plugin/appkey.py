@@ -3,7 +3,7 @@
 A speedup curve is learned per *app key*: an application name plus an optional problem-size
 class (strong-scaling curves differ per problem size). Its string form is ``name`` or
 ``name@size``, e.g. ``lulesh@large``, and it becomes part of Redis key names
-(plugin/keys.py), so it is validated here, before any Redis key is built from it:
+(plugin/store/keys.py), so it is validated here, before any Redis key is built from it:
 
 * normalised: surrounding whitespace stripped, ASCII letters lower-cased;
 * then it must match ``[a-z0-9][a-z0-9._-]*`` and be at most 64 characters (each part).

@@ -75,16 +75,15 @@ from plugin.daemon.decider import (
     release_outcome,
 )
 from plugin.daemon.guard import KillGuard
-from plugin.daemon.learning import LearnerThread
 from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import Journal, SpoolWatcher, StateDir
 from plugin.daemon.sweep import Sweep, classify, held_by_us
 from plugin.errors import InputError, printable
-from plugin.learner import Learner
+from plugin.learning.learner import Learner
+from plugin.learning.worker import LearnerThread
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
-from plugin.redis_conn import connect
 from plugin.slurm import (
     Resize,
     SlurmClient,
@@ -95,7 +94,8 @@ from plugin.slurm import (
 )
 from plugin.slurm.cli_backend import run_command
 from plugin.slurm.privileges import privilege_problem
-from plugin.store import CurveStore, Retention
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore, Retention
 
 __all__ = ["Daemon"]
 

@@ -1,9 +1,9 @@
 """Decision records: the Redis stream entry (once per job) and the ``decision`` log event.
 
-The stream entry has the layout `plugin.store.CurveStore.record_decision` writes (fields
+The stream entry has the layout `plugin.store.curves.CurveStore.record_decision` writes (fields
 ``app``, ``job_id``, ``doc``), so ``adaptalloc app KEY --decisions`` and the reports read
-both; it is written by plugin/lua/record_decision.lua behind a once-guard key
-(``adaptalloc:v1:decided:<job>-<submit>``, plugin/keys.py), so a job recovered after a crash
+both; it is written by plugin/store/lua/record_decision.lua behind a once-guard key
+(``adaptalloc:v1:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a crash
 is never recorded twice. Redis trouble never blocks a job: the record is skipped, counted
 and the log line (which carries every field) stays the source of truth.
 """
@@ -19,9 +19,9 @@ from typing import Any
 import redis
 import structlog
 
-from plugin import keys
 from plugin.daemon.decider import RELEASE, Outcome
 from plugin.errors import printable
+from plugin.store import keys
 
 __all__ = ["DecisionRecorder", "decision_doc"]
 
@@ -93,7 +93,9 @@ class DecisionRecorder:
     def _ready(self) -> Any:
         if self._client is None:
             self._client = self._client_factory()
-            text = (resources.files("plugin") / "lua" / "record_decision.lua").read_text("utf-8")
+            text = (resources.files("plugin.store") / "lua" / "record_decision.lua").read_text(
+                "utf-8"
+            )
             self._script = self._client.register_script(text)
         return self._client
 

@@ -9,7 +9,7 @@ The pipeline is visible in the modules, as in reportseff:
     svg.py        AppReport -> inline SVG plots
     html.py       AppReport -> pages and a sortable index (jinja2, templates/)
 
-model.py holds the data classes that flow between them. plugin/cli_report.py is the
+model.py holds the data classes that flow between them. plugin/cli/report.py is the
 command line (``adaptalloc report``).
 """
 

@@ -1,6 +1,6 @@
 """Query: what the store holds about one app, or about every app, as `AppInputs`.
 
-The only module of the report that talks to Redis (through `plugin.store.CurveStore`, so
+The only module of the report that talks to Redis (through `plugin.store.curves.CurveStore`, so
 every failure is a `StoreError`). One app: its summary (curve record, dirty flag), its runs
 and its decisions. The fleet: every app's summary in pipelined round trips, the decision
 stream read once and split by app (reading it once per app would scan it thousands of
@@ -17,7 +17,7 @@ from typing import Any
 
 from plugin.appkey import AppKey, AppKeyError
 from plugin.report.model import AppInputs, GuardCounts, Run
-from plugin.store import AppSummary, CurveRecord, CurveStore, Observation
+from plugin.store.curves import AppSummary, CurveRecord, CurveStore, Observation
 
 __all__ = ["DEFAULT_MAX_DECISIONS", "app_inputs", "fleet_inputs"]
 

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from plugin.cli.render import format_number, format_percent, format_runtime
 from plugin.errors import printable
-from plugin.output import format_number, format_percent, format_runtime
 from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup, SizeRow
 
 __all__ = ["render_app", "render_fleet", "stamp"]

@@ -32,11 +32,11 @@ from rich.table import Table
 
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from plugin.report import app_inputs, assemble, fleet_inputs, render_app, render_app_page
 from plugin.report.model import AppReport
 from plugin.report.svg import speedup_plot
-from plugin.store import CurveStore, Observation, Retention
+from plugin.store.curves import CurveStore, Observation, Retention
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from plugin import keys
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store import keys
+from plugin.store.curves import CurveStore, Observation, Retention
 
 from .testbed import adaptalloc
 

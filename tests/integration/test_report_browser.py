@@ -25,11 +25,11 @@ from matplotlib import image
 
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import curve_from_fit, refit_app
+from plugin.learning.learner import curve_from_fit, refit_app
 from plugin.report import SiteWriter, assemble
 from plugin.report.model import AppInputs, Run
 from plugin.report.svg import BAND_COLOUR, BAND_OPACITY, CURVE_COLOUR, OBSERVED_COLOUR
-from plugin.store import CurveStore, Observation, Retention
+from plugin.store.curves import CurveStore, Observation, Retention
 
 from .test_report_cli import adaptalloc, ok, runtime
 

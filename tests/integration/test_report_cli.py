@@ -19,8 +19,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store.curves import CurveStore, Observation, Retention
 
 from .testbed import PROJECT_ROOT, adaptalloc
 

@@ -18,12 +18,12 @@ import pytest
 import redis
 
 import predictor
-from plugin import keys
 from plugin.appkey import AppKey, AppKeyError
 from plugin.config import RedisConfig
-from plugin.learner import refit_app
-from plugin.redis_conn import StoreError, StoreUnavailable, connect
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store import keys
+from plugin.store.connection import StoreError, StoreUnavailable, connect
+from plugin.store.curves import CurveStore, Observation, Retention
 
 from .testbed import PROJECT_ROOT, PrivateRedis, scratch_url
 
@@ -286,9 +286,9 @@ KILLED_REFIT = """
 import sys, time
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.redis_conn import connect
-from plugin.store import CurveStore
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 def slow_fit(obs, method):
     print("fitting", flush=True)
@@ -478,7 +478,7 @@ def test_the_guard_counts_safety_and_watches(store: CurveStore, redis_client: An
 
 def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock: Clock) -> None:
     from plugin.appkey import AppKeyRule  # noqa: PLC0415
-    from plugin.learner import Ingestor  # noqa: PLC0415
+    from plugin.learning.learner import Ingestor  # noqa: PLC0415
     from plugin.slurm import JobRecord  # noqa: PLC0415
 
     def finished(job_id: int, state: str, nodes: int, elapsed: int) -> JobRecord:

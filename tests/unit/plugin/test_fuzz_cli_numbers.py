@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugin.cli_common import parse_sizes
-from plugin.cli_store import parse_when
+from plugin.cli.common import parse_sizes
+from plugin.cli.store import parse_when
 from plugin.report.decisions import MAX_NODES, parse_decision
 
 from .conftest import RunCli

@@ -1,4 +1,4 @@
-"""plugin.output: the JSON documents' keys and types, number formatting, text rendering."""
+"""plugin.cli.render: the JSON documents' keys and types, number formatting, text rendering."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from rich.console import Console
 
 import predictor
-from plugin.observations_csv import load_observations, read_observations
-from plugin.output import (
+from plugin.cli.render import (
     diagnostics,
     finite,
     fit_document,
@@ -26,6 +25,7 @@ from plugin.output import (
     render_predictions,
     to_json,
 )
+from plugin.formats.observations_csv import load_observations, read_observations
 
 from .conftest import LU_CSV
 

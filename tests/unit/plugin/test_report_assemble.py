@@ -14,7 +14,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import predictor
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from plugin.report import assemble, fleet_row, size_grid
 from plugin.report.band import envelope_band
 from plugin.report.model import AppInputs, Run

@@ -11,14 +11,14 @@ from typing import cast
 import pytest
 
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.cli_store import parse_when
+from plugin.cli.store import parse_when
 from plugin.config import RedisConfig
-from plugin.importers import csv_job_ids, sacct_import_id
-from plugin.learner import Ingestor, JobRejectedError, UnsettledJobError
-from plugin.redis_conn import StoreUnavailable, connect, mask_url, resolve_url
+from plugin.learning.importers import csv_job_ids, sacct_import_id
+from plugin.learning.learner import Ingestor, JobRejectedError, UnsettledJobError
 from plugin.slurm import JobRecord
 from plugin.slurm.parse import parse_sacct_json, parse_squeue_json
-from plugin.store import CurveStore, Observation
+from plugin.store.connection import StoreUnavailable, connect, mask_url, resolve_url
+from plugin.store.curves import CurveStore, Observation
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
 LUA = Path(__file__).resolve().parents[3] / "plugin" / "lua"

@@ -9,7 +9,7 @@
 
 Each takes ``--config FILE`` (the adaptalloc TOML, plugin/config.py) and ``--redis-url URL``.
 Failures (Redis unreachable, Slurm errors, bad keys) are plugin.errors exceptions, which
-plugin/cli.py turns into one ``adaptalloc: error: ...`` line and exit code 1.
+plugin/cli/root.py turns into one ``adaptalloc: error: ...`` line and exit code 1.
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from plugin.appkey import AppKey
-from plugin.cli_common import elapsed_ms, emit_json, format_option, stdout_console
+from plugin.cli.common import elapsed_ms, emit_json, format_option, stdout_console
+from plugin.cli.render import format_number, format_runtime
 from plugin.config import Config, load_config
 from plugin.errors import InputError, printable
-from plugin.importers import import_csv, import_sacct
-from plugin.learner import IngestStats, Learner, RefitOutcome, refit_app
-from plugin.observations_csv import DEFAULT_MAX_ROWS
-from plugin.output import format_number, format_runtime
-from plugin.redis_conn import connect
+from plugin.formats.observations_csv import DEFAULT_MAX_ROWS
+from plugin.learning.importers import import_csv, import_sacct
+from plugin.learning.learner import IngestStats, Learner, RefitOutcome, refit_app
 from plugin.slurm import slurm_reader
-from plugin.store import AppSummary, CurveRecord, CurveStore, Retention
+from plugin.store.connection import connect
+from plugin.store.curves import AppSummary, CurveRecord, CurveStore, Retention
 
 __all__ = ["app", "apps", "forget", "import_group", "learn", "parse_when"]
 

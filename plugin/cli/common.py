@@ -17,15 +17,15 @@ import numpy as np
 from rich.console import Console
 
 import predictor
+from plugin.cli.render import to_json
 from plugin.errors import InputError, TooManyRowsError, printable, quote_value
-from plugin.observations_csv import (
+from plugin.formats.observations_csv import (
     DEFAULT_MAX_ROWS,
     MAX_SIZE,
     load_observations,
     read_observations,
     read_observations_stream,
 )
-from plugin.output import to_json
 
 #: Most target sizes `predict --at` accepts.
 MAX_TARGETS = 10_000

@@ -41,11 +41,11 @@ from rich.text import Text
 
 import policies
 import predictor
-from plugin.cli_common import elapsed_ms, emit_json, format_option, stdout_console
-from plugin.cli_policy import load_policy_config
+from plugin.cli.common import elapsed_ms, emit_json, format_option, stdout_console
+from plugin.cli.policy import load_policy_config
+from plugin.cli.render import format_number, format_percent
 from plugin.errors import InputError, printable
-from plugin.output import format_number, format_percent
-from plugin.swf import SwfTrace, read_swf, skipped_summary
+from plugin.formats.swf import SwfTrace, read_swf, skipped_summary
 from policies.simulation import (
     POLICIES,
     Experiment,
@@ -105,7 +105,7 @@ def stored_curves(trace: SwfTrace, redis_url: str | None) -> dict[int, predictor
     """The store's curve for each executable of the trace that has one (app ``exe-<n>``)."""
     # Imported here: only --store needs Redis and the store's configuration.
     from plugin.appkey import AppKey  # noqa: PLC0415
-    from plugin.cli_store import open_store  # noqa: PLC0415
+    from plugin.cli.store import open_store  # noqa: PLC0415
 
     store = open_store(None, redis_url).store
     found: dict[int, predictor.Curve] = {}
@@ -682,7 +682,7 @@ def simulate(
         sys.stdout.flush()
     html_path = None
     if html_dir is not None:
-        from plugin.sim_report import write_report  # noqa: PLC0415 (only --html needs it)
+        from plugin.report.simulation import write_report  # noqa: PLC0415 (only --html needs it)
 
         head = results[0]
         html_path = write_report(

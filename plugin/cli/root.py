@@ -34,8 +34,7 @@ import click
 import structlog
 
 import predictor
-from plugin import local_env
-from plugin.cli_common import (
+from plugin.cli.common import (
     MAX_TARGETS,
     elapsed_ms,
     emit_json,
@@ -49,15 +48,16 @@ from plugin.cli_common import (
     source_name,
     stdout_console,
 )
-from plugin.errors import AdaptallocError, InputError, printable
-from plugin.log_setup import configure_logging, level_for
-from plugin.output import (
+from plugin.cli.env_file import LocalEnvError, load_env_file
+from plugin.cli.log_setup import configure_logging, level_for
+from plugin.cli.render import (
     finite,
     fit_document,
     predictions_document,
     render_fit,
     render_predictions,
 )
+from plugin.errors import AdaptallocError, InputError, printable
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "MAX_TARGETS", "cli", "main", "parse_sizes", "run"]
 
@@ -111,8 +111,8 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, env_file: str | None) -> N
 def _apply_env_file(path: str) -> None:
     """Apply ``--env-file``: an untrusted or malformed file is an input error, never skipped."""
     try:
-        applied = local_env.load_env_file(Path(path))
-    except local_env.LocalEnvError as exc:
+        applied = load_env_file(Path(path))
+    except LocalEnvError as exc:
         raise InputError(str(exc)) from exc
     log.debug("env_file_applied", path=printable(path), variables=sorted(applied))
 
@@ -259,24 +259,24 @@ def main() -> NoReturn:
 
 
 # --- subcommands defined in their own modules (one line each) ---------------------------------
-from plugin.cli_policy import decide, policy  # noqa: E402
+from plugin.cli.policy import decide, policy  # noqa: E402
 
 cli.add_command(decide)
 cli.add_command(policy)
-from plugin.cli_store import app, apps, forget, import_group, learn  # noqa: E402
+from plugin.cli.store import app, apps, forget, import_group, learn  # noqa: E402
 
 cli.add_command(apps)
 cli.add_command(app)
 cli.add_command(forget)
 cli.add_command(import_group)
 cli.add_command(learn)
-from plugin.cli_simulate import simulate  # noqa: E402
+from plugin.cli.simulate import simulate  # noqa: E402
 
 cli.add_command(simulate)
-from plugin.cli_report import report  # noqa: E402
+from plugin.cli.report import report  # noqa: E402
 
 cli.add_command(report)
-from plugin.cli_daemon import daemon, decisions  # noqa: E402
+from plugin.cli.daemon import daemon, decisions  # noqa: E402
 
 cli.add_command(daemon)
 cli.add_command(decisions)

@@ -1,6 +1,6 @@
 """The curve store: observations, curves and decisions per app key, in Redis.
 
-Key names are in plugin/keys.py; every multi-key update is one Lua script in plugin/lua/
+Key names are in plugin/store/keys.py; every multi-key update is one Lua script in plugin/store/lua/
 (registered once per connection), so a crash between two writes cannot happen inside an
 update and never leaves half a curve, and two learners running at once stay correct:
 
@@ -32,10 +32,10 @@ import redis
 import structlog
 
 import predictor
-from plugin import keys
 from plugin.appkey import AppKey, AppKeyError
 from plugin.errors import printable
-from plugin.redis_conn import StoreError, client_location, guarded
+from plugin.store import keys
+from plugin.store.connection import StoreError, client_location, guarded
 
 __all__ = [
     "AddResult",
@@ -66,7 +66,7 @@ CORRUPT_DOCUMENT = (ValueError, TypeError, KeyError, AttributeError, OverflowErr
 
 
 def _lua(name: str) -> str:
-    return (resources.files("plugin") / "lua" / name).read_text(encoding="utf-8")
+    return (resources.files("plugin.store") / "lua" / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Observation:
             raise ValueError("end_time must be finite")
 
     def to_json(self) -> str:
-        """The stored form (see plugin/keys.py): compact, app and job id live in the keys."""
+        """The stored form (see plugin/store/keys.py): compact, app and job id live in the keys."""
         doc = {"n": self.nodes, "t": self.runtime_s, "e": self.end_time, "s": self.source}
         return json.dumps(doc, separators=(",", ":"))
 
@@ -229,7 +229,7 @@ class CurveStore:
     Parameters
     ----------
     client : redis.Redis
-        A client with ``decode_responses=True`` (plugin.redis_conn.connect makes one).
+        A client with ``decode_responses=True`` (plugin.store.connection.connect makes one).
     retention : Retention
         Observation limits applied on every write.
     decisions_maxlen : int
@@ -615,7 +615,7 @@ class CurveStore:
                 problems.append("curve newer than the observations it was fitted from")
         return problems
 
-    # --- the kill guard and censored runs (plugin/daemon/guard.py, plugin/learner.py) -------
+    # --- the kill guard and censored runs (plugin/daemon/guard.py, plugin/learning/learner.py) ---
 
     @guarded
     def guard_watches(self) -> dict[str, str]:
