@@ -24,8 +24,7 @@ from rich import box
 from rich.table import Table
 
 from plugin.appkey import AppKey
-from plugin.cli.common import emit_json, format_option, stdout_console
-from plugin.cli.store import open_store, store_options
+from plugin.cli.common import emit_json, format_option, open_store, stdout_console, store_options
 from plugin.config import load_config
 from plugin.daemon import REASONS, Daemon
 from plugin.daemon.state import atomic_write, default_state_dir

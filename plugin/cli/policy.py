@@ -110,7 +110,7 @@ def _curve_from_store(app_text: str, redis_url: str | None) -> tuple[predictor.C
     """The app's stored curve (None, and why, when there is none); errors if Redis is down."""
     # Imported here: only --app needs Redis and the store's configuration.
     from plugin.appkey import AppKey  # noqa: PLC0415
-    from plugin.cli.store import open_store  # noqa: PLC0415
+    from plugin.cli.common import open_store  # noqa: PLC0415
 
     app = AppKey.parse(app_text)
     record = open_store(None, redis_url).store.curve_record(app)

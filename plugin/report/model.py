@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import predictor
+from predictor.band import Band
 
 __all__ = [
     "AppInputs",
@@ -181,29 +182,6 @@ class CurvePoints:
     runtime: tuple[float, ...]
     speedup: tuple[float, ...]
     efficiency: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Band:
-    """The ADEPT envelope drawn as a band: min and max speedup per size (band.py explains it).
-
-    Covers the sizes `n` (the grid from the last phase's smallest size on); delta is the
-    envelope's δ; instances is how many model instances the band was taken over.
-    """
-
-    n: tuple[int, ...]
-    speedup_lo: tuple[float, ...]
-    speedup_hi: tuple[float, ...]
-    delta: float
-    instances: int
-
-    @property
-    def efficiency_lo(self) -> tuple[float, ...]:
-        return tuple(s / k for s, k in zip(self.speedup_lo, self.n, strict=True))
-
-    @property
-    def efficiency_hi(self) -> tuple[float, ...]:
-        return tuple(s / k for s, k in zip(self.speedup_hi, self.n, strict=True))
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from plugin.cli.render import format_number, format_percent, format_runtime
 from plugin.errors import printable
 from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup, SizeRow
+from plugin.report.numbers import format_number, format_percent, format_runtime
 
 __all__ = ["render_app", "render_fleet", "stamp"]
 

@@ -18,8 +18,9 @@ import pytest
 import structlog
 
 import predictor
+from plugin.cli.common import MAX_TARGETS, parse_sizes
 from plugin.cli.log_setup import configure_logging, level_for
-from plugin.cli.root import EXIT_INTERNAL, MAX_TARGETS, parse_sizes, run
+from plugin.cli.root import EXIT_INTERNAL, run
 
 from .conftest import LU_CSV
 

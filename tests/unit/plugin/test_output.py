@@ -17,15 +17,13 @@ from plugin.cli.render import (
     finite,
     fit_document,
     fit_sentences,
-    format_number,
-    format_percent,
-    format_runtime,
     predictions_document,
     render_fit,
     render_predictions,
     to_json,
 )
 from plugin.formats.observations_csv import load_observations, read_observations
+from plugin.report.numbers import format_number, format_percent, format_runtime
 
 from .conftest import LU_CSV
 

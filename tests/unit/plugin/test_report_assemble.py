@@ -16,8 +16,8 @@ from numpy.testing import assert_allclose
 import predictor
 from plugin.learning.learner import curve_from_fit
 from plugin.report import assemble, fleet_row, size_grid
-from plugin.report.band import envelope_band
 from plugin.report.model import AppInputs, Run
+from predictor.band import envelope_band
 from predictor.downey import relative_runtime_s
 from predictor.objective import minimax_relative_error
 
