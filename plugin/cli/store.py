@@ -254,7 +254,7 @@ def app(
             {
                 **summary.to_dict(),
                 "recent_observations": [o.to_dict() for o in newest],
-                "decisions": decisions,
+                "decisions": [d.to_dict() for d in decisions],
                 "guard": guard,
                 "recent_censored_runs": [o.to_dict() for o in censored],
             }
@@ -301,7 +301,9 @@ def app(
             highlight=False,
         )
     for d in decisions:
-        console.print(f"decision {d.get('id')}: {printable(str(d))[:200]}", highlight=False)
+        console.print(
+            f"decision {d.entry_id}: {printable(str(d.to_dict()))[:200]}", highlight=False
+        )
     sys.stdout.flush()
 
 

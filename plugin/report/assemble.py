@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 import predictor
-from plugin.report.decisions import MAX_NODES, estimate, parse_decision, summarise
+from plugin.report.decisions import MAX_NODES, decision_row, estimate, summarise
 from plugin.report.groups import group_runs
 from plugin.report.model import (
     AppInputs,
@@ -160,7 +160,7 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
     """
     runs = sorted(inputs.runs, key=lambda r: (r.end_time, r.job_id))
     curve = inputs.curve
-    decisions = estimate([parse_decision(d) for d in inputs.decisions], curve)
+    decisions = estimate([decision_row(d) for d in inputs.decisions], curve)
     node_hours = sum(r.nodes * r.runtime_s for r in runs) / 3600.0
     base = AppReport(
         app=inputs.app,

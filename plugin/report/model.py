@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import predictor
+from plugin.store.decisions import StoredDecision
 from predictor.band import Band
 
 __all__ = [
@@ -94,8 +95,8 @@ class AppInputs:
     """What the store holds about one app; assembled into an `AppReport` by assemble.py.
 
     curve: the stored curve (None: not fitted yet, not fittable, or unreadable; `curve_note`
-    says which). decisions: the daemon's records for this app, newest first, exactly as
-    `CurveStore.decisions` returns them (read defensively: see decisions.py).
+    says which). decisions: the daemon's records for this app, newest first, as
+    `CurveStore.decisions` returns them.
     """
 
     app: str
@@ -105,7 +106,7 @@ class AppInputs:
     curve_version: int | None = None
     fitted_at: float | None = None
     refit_due: bool = False
-    decisions: tuple[Mapping[str, Any], ...] = ()
+    decisions: tuple[StoredDecision, ...] = ()
     guard: GuardCounts = field(default_factory=GuardCounts)
 
 

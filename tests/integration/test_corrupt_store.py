@@ -19,6 +19,7 @@ from plugin.appkey import AppKey
 from plugin.learning.learner import refit_app
 from plugin.store import keys
 from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord
 
 from .testbed import adaptalloc
 
@@ -40,7 +41,7 @@ def _seed(client: Any) -> CurveStore:
         store.add_observations(app, runs)
         assert refit_app(store, app).status == "written"
         store.record_decision(
-            {"job_id": 7, "app": str(app), "min_nodes": 1, "max_nodes": 8, "nodes": 4}
+            DecisionRecord(job_id=7, app=str(app), min_nodes=1, max_nodes=8, nodes=4)
         )
     return store
 
