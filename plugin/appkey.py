@@ -29,7 +29,7 @@ or invalid value, a repeated key, or a second tag in the same comment is refused
 with its reason: an explicit override that cannot be honoured must not silently become some
 other app. A word ``adaptalloc:vN`` for another N is refused as an unsupported version. Words
 that merely start with ``adaptalloc:v1:`` are the daemon's own records in ``admin_comment``
-(issue 7) and are not tags.
+(plugin/daemon/marks.py) and are not tags.
 
 The tag is looked for in ``admin_comment`` first (only Slurm administrators and the daemon
 can set it, so the daemon can record the key it decided with), then in ``comment``.

@@ -6,10 +6,10 @@
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
         [--html DIR] [--format text|json] [--quiet]
 
-The pipeline: read the trace (swf.py) -> replay it under every policy at every load and seed
-(policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
-issue 20: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"}, with
-the older keys kept; sim_report.py for --html, from the first load's first seed).
+The pipeline: read the trace (formats/swf.py) -> replay it under every policy at every load
+and seed (policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
+DESIGN.md: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"}, with
+the older keys kept; report/simulation.py for --html, from the first load's first seed).
 
 Lines of the trace that cannot be used are skipped and counted; the count by reason goes to
 standard error (one ``swf_lines_skipped`` event) and into the JSON (``"dropped"``, and
@@ -197,7 +197,7 @@ def simulation_document(
     seeds: int,
     offered: float,
 ) -> dict[str, Any]:
-    """The JSON document (issue 20's contract, and the older keys kept beside it)."""
+    """The JSON document (the contract in DESIGN.md, and the older keys kept beside it)."""
     head = results[0]
     experiment = head.experiment
     # A trace submitted all at once offers no finite load: JSON has no infinity, so null.

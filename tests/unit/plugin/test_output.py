@@ -74,7 +74,8 @@ def test_fit_document_values(lu_fit: predictor.Fit) -> None:
     assert doc["delta"] == lu_fit.envelope.delta
 
 
-def test_diagnostics_are_empty_lists_until_issue_4(lu_fit: predictor.Fit) -> None:
+def test_a_clean_fit_has_empty_diagnostic_lists(lu_fit: predictor.Fit) -> None:
+    # LU's runs are regular and past the knee: nothing to flag, but every key is there.
     assert diagnostics(lu_fit) == {"anomalies": [], "patterns": [], "reliability": []}
 
 
