@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -235,3 +236,14 @@ def test_the_room_rule_reads_levels_right(importer: str, module: str, expected: 
     target_room, target_level = room_level(module)
     broken = target_room != room and target_level >= level
     assert broken == (expected is not None)
+
+
+def test_the_readme_picture_names_every_room() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    picture = readme[readme.index("```\nplugin/\n") :]
+    picture = picture[: picture.index("\n```", 4)]
+    drawn = set(re.findall(r"── ([a-z_]+)/ ", picture))
+    rooms = {p.parent.name for p in (ROOT / "plugin").glob("*/__init__.py")}
+    assert drawn == rooms
+    top = {p.name for p in (ROOT / "plugin").glob("*.py")} - {"__init__.py"}
+    assert {name for name in top if name not in picture} == set()
