@@ -162,7 +162,9 @@ def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> 
 def test_a_bad_argument_to_the_script_writes_nothing(store: CurveStore, redis_client: Any) -> None:
     """Redis does not roll back a failing script: the script checks every argument first."""
     script = redis_client.register_script(
-        (PROJECT_ROOT / "plugin" / "lua" / "add_observations.lua").read_text(encoding="utf-8")
+        (PROJECT_ROOT / "plugin" / "store" / "lua" / "add_observations.lua").read_text(
+            encoding="utf-8"
+        )
     )
     argv = ["lulesh@large", NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
     with pytest.raises(redis.ResponseError, match="bad observation"):

@@ -21,7 +21,7 @@ from plugin.store.connection import StoreUnavailable, connect, mask_url, resolve
 from plugin.store.curves import CurveStore, Observation
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
-LUA = Path(__file__).resolve().parents[3] / "plugin" / "lua"
+LUA = Path(__file__).resolve().parents[3] / "plugin" / "store" / "lua"
 NOW = 1_795_320_000.0
 
 
@@ -199,6 +199,13 @@ def test_parse_when() -> None:
 
 
 # --- Lua scripts ---------------------------------------------------------------------------------
+
+
+def test_the_lua_scripts_are_where_the_store_loads_them() -> None:
+    # Guards the parametrized test below: a moved folder would leave it with no cases.
+    names = {path.name for path in LUA.glob("*.lua")}
+    assert "add_observations.lua" in names
+    assert "record_decision.lua" in names
 
 
 @pytest.mark.parametrize("path", sorted(LUA.glob("*.lua")), ids=lambda p: p.name)
