@@ -191,12 +191,8 @@ PY
 
 echo
 echo "== Reports =="
-if "$ADAPTALLOC" report --help >/dev/null 2>&1; then
-    "$ADAPTALLOC" -q report --all --html "$DEMO/report" >/dev/null
-    echo "Per-application reports: $DEMO/report/index.html  (text: $ADAPTALLOC report --all)"
-else
-    echo "Reports come with tracker issue 8 (adaptalloc report); meanwhile: $ADAPTALLOC apps"
-fi
+"$ADAPTALLOC" -q report --all --html "$DEMO/report" >/dev/null
+echo "Per-application reports: $DEMO/report/index.html  (text: $ADAPTALLOC report --all)"
 echo "Every decision: $ADAPTALLOC decisions --last 50; the daemon's log: $(log_file_of adaptalloc-daemon)"
 echo "(adaptalloc reads no env file by itself: in a new shell, source $STATE_DIR/env first.)"
 echo "Metrics: http://127.0.0.1:$((DEFAULT_METRICS_PORT + PORT_OFFSET))/metrics while the daemon runs"

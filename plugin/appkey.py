@@ -3,7 +3,7 @@
 A speedup curve is learned per *app key*: an application name plus an optional problem-size
 class (strong-scaling curves differ per problem size). Its string form is ``name`` or
 ``name@size``, e.g. ``lulesh@large``, and it becomes part of Redis key names
-(plugin/keys.py), so it is validated here, before any Redis key is built from it:
+(plugin/store/keys.py), so it is validated here, before any Redis key is built from it:
 
 * normalised: surrounding whitespace stripped, ASCII letters lower-cased;
 * then it must match ``[a-z0-9][a-z0-9._-]*`` and be at most 64 characters (each part).
@@ -29,7 +29,7 @@ or invalid value, a repeated key, or a second tag in the same comment is refused
 with its reason: an explicit override that cannot be honoured must not silently become some
 other app. A word ``adaptalloc:vN`` for another N is refused as an unsupported version. Words
 that merely start with ``adaptalloc:v1:`` are the daemon's own records in ``admin_comment``
-(issue 7) and are not tags.
+(plugin/daemon/marks.py) and are not tags.
 
 The tag is looked for in ``admin_comment`` first (only Slurm administrators and the daemon
 can set it, so the daemon can record the key it decided with), then in ``comment``.

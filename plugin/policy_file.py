@@ -1,6 +1,6 @@
 """The allocation policy file: read with tomllib, validated by `policies.parse_config`.
 
-Used by ``adaptalloc decide``/``policy check`` (plugin/cli_policy.py) and by the daemon, which
+Used by ``adaptalloc decide``/``policy check`` (plugin/cli/policy.py) and by the daemon, which
 reads it at start and again on SIGHUP. Every problem is one line naming the file: unreadable,
 not TOML (with line and column), or a key the policies refuse (with what is allowed).
 """

@@ -24,7 +24,7 @@ batch's jobs are read back (one ``squeue --json``) and each is judged on what Sl
 Write health: `writes_failed_at` is the monotonic time of the first release the batch could
 not make (Slurm refused the writes: no operator privileges, slurmctld refusing updates) and
 None again once a release goes through. The loop counts it in the daemon's health, so the
-heartbeat stops while Slurm refuses the daemon's writes (issue 16).
+heartbeat stops while Slurm refuses the daemon's writes.
 """
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ import policies
 from plugin.appkey import AppKey, AppKeyError, AppKeyRule, parse_tag
 from plugin.daemon import marks, reasons
 from plugin.errors import printable
-from plugin.redis_conn import StoreError
 from plugin.slurm import JobRecord, Resize
-from plugin.store import CurveRecord, CurveStore
+from plugin.store.connection import StoreError
+from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
 
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]

@@ -43,9 +43,9 @@ from plugin.appkey import AppKey, AppKeyError
 from plugin.daemon.decider import RESIZE, Outcome
 from plugin.errors import printable
 from plugin.metrics import Metrics
-from plugin.redis_conn import StoreError
 from plugin.slurm import JobRecord, SlurmClient, SlurmError
-from plugin.store import CurveStore
+from plugin.store.connection import StoreError
+from plugin.store.curves import CurveStore
 
 __all__ = [
     "GUARD_INTERVAL_S",

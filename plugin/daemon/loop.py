@@ -75,16 +75,15 @@ from plugin.daemon.decider import (
     release_outcome,
 )
 from plugin.daemon.guard import KillGuard
-from plugin.daemon.learning import LearnerThread
-from plugin.daemon.record import DecisionRecorder, decision_doc
+from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import Journal, SpoolWatcher, StateDir
 from plugin.daemon.sweep import Sweep, classify, held_by_us
 from plugin.errors import InputError, printable
-from plugin.learner import Learner
+from plugin.learning.learner import Learner
+from plugin.learning.worker import LearnerThread
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
-from plugin.redis_conn import connect
 from plugin.slurm import (
     Resize,
     SlurmClient,
@@ -95,7 +94,9 @@ from plugin.slurm import (
 )
 from plugin.slurm.cli_backend import run_command
 from plugin.slurm.privileges import privilege_problem
-from plugin.store import CurveStore, Retention
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore, Retention
+from plugin.store.decisions import DecisionRecord
 
 __all__ = ["Daemon"]
 
@@ -532,7 +533,7 @@ class Daemon:
     def record(self, applied: Sequence[Applied]) -> None:
         """Metrics, one ``decision`` log event per job, the stream entries."""
         now = time.time()
-        docs = []
+        records: list[DecisionRecord] = []
         for item in applied:
             outcome = item.outcome
             since = self.held_since.pop(outcome.job_id, None)
@@ -551,12 +552,13 @@ class Daemon:
                 self.metrics.decisions.labels(outcome.rule or "unknown").inc()
             if latency is not None:
                 self.metrics.latency.observe(latency)
-            doc = decision_doc(outcome, item.status, latency)
-            doc["released_at"] = round(now, 3) if item.status == RELEASED else None
-            log.info("decision", **doc)
+            record = decision_record(outcome, item.status, latency)
             if item.status == RELEASED:
-                docs.append(doc)
-        self.recorder.record(docs)
+                record = dataclasses.replace(record, released_at=round(now, 3))
+            log.info("decision", **record.to_dict())
+            if item.status == RELEASED:
+                records.append(record)
+        self.recorder.record(records)
         self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:

@@ -1,11 +1,12 @@
 """Decision records: the Redis stream entry (once per job) and the ``decision`` log event.
 
-The stream entry has the layout `plugin.store.CurveStore.record_decision` writes (fields
-``app``, ``job_id``, ``doc``), so ``adaptalloc app KEY --decisions`` and the reports read
-both; it is written by plugin/lua/record_decision.lua behind a once-guard key
-(``adaptalloc:v1:decided:<job>-<submit>``, plugin/keys.py), so a job recovered after a crash
-is never recorded twice. Redis trouble never blocks a job: the record is skipped, counted
-and the log line (which carries every field) stays the source of truth.
+The record is `plugin.store.decisions.DecisionRecord`; the stream entry has the layout
+`plugin.store.curves.CurveStore.record_decision` writes (fields ``app``, ``job_id``, ``doc``:
+the record's `to_dict`), so ``adaptalloc app KEY --decisions`` and the reports read both. It
+is written by plugin/store/lua/record_decision.lua behind a once-guard key
+(``adaptalloc:v1:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
+crash is never recorded twice. Redis trouble never blocks a job: the record is skipped,
+counted and the log line (which carries every field) stays the source of truth.
 """
 
 from __future__ import annotations
@@ -19,53 +20,54 @@ from typing import Any
 import redis
 import structlog
 
-from plugin import keys
 from plugin.daemon.decider import RELEASE, Outcome
 from plugin.errors import printable
+from plugin.store import keys
+from plugin.store.decisions import DecisionRecord
 
-__all__ = ["DecisionRecorder", "decision_doc"]
+__all__ = ["DecisionRecorder", "decision_record"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 #: Entries per pipeline round trip.
 CHUNK = 500
 
 
-def decision_doc(outcome: Outcome, status: str, latency_s: float | None) -> dict[str, Any]:
+def decision_record(outcome: Outcome, status: str, latency_s: float | None) -> DecisionRecord:
     """Everything needed to replay the decision (and to report on it)."""
     job = outcome.job
     cluster = outcome.cluster
     # A release's resize only puts the submitted range back (the watchdog): no size chosen.
     resize = None if outcome.action == RELEASE else outcome.resize
-    return {
-        "job_id": job.job_id,
-        "app": None if outcome.app is None else str(outcome.app),
-        "user": printable(job.user)[:64],
-        "account": printable(job.account)[:64],
-        "partition": printable(job.partition)[:64],
-        "min_nodes": job.nodes_min,
-        "max_nodes": job.nodes_max,
-        "time_limit_min": job.time_limit_min,
-        "action": outcome.action,
-        "nodes": None if resize is None else resize.min_nodes,
-        "nodes_upto": None if resize is None else resize.max_nodes,
-        "new_time_limit_min": None if resize is None else resize.time_limit_min,
-        "rule": outcome.rule,
-        "reason": outcome.reason,
-        "time_limit_reason": outcome.time_limit_reason,
-        "fail_open": outcome.fail_open,
-        "status": status,
-        "curve_version": outcome.curve_version,
-        "curve_model": outcome.curve_model,
-        "idle_nodes": cluster.idle_nodes if cluster is not None else None,
-        "pending_nodes": cluster.pending_demand_nodes if cluster is not None else None,
-        "total_nodes": cluster.total_nodes if cluster is not None else None,
-        "policy": outcome.policy,
-        "budget": outcome.budget,
-        "submit_time": job.submit_time,
-        "decided_at": round(time.time(), 3),
-        "latency_s": None if latency_s is None else round(latency_s, 3),
-        "recovered": outcome.recovered,
-    }
+    return DecisionRecord(
+        job_id=job.job_id,
+        app=None if outcome.app is None else str(outcome.app),
+        user=printable(job.user)[:64],
+        account=printable(job.account)[:64],
+        partition=printable(job.partition)[:64],
+        min_nodes=job.nodes_min,
+        max_nodes=job.nodes_max,
+        time_limit_min=job.time_limit_min,
+        action=outcome.action,
+        nodes=None if resize is None else resize.min_nodes,
+        nodes_upto=None if resize is None else resize.max_nodes,
+        new_time_limit_min=None if resize is None else resize.time_limit_min,
+        rule=outcome.rule,
+        reason=outcome.reason,
+        time_limit_reason=outcome.time_limit_reason,
+        fail_open=outcome.fail_open,
+        status=status,
+        curve_version=outcome.curve_version,
+        curve_model=outcome.curve_model,
+        idle_nodes=cluster.idle_nodes if cluster is not None else None,
+        pending_nodes=cluster.pending_demand_nodes if cluster is not None else None,
+        total_nodes=cluster.total_nodes if cluster is not None else None,
+        policy=outcome.policy,
+        budget=outcome.budget,
+        submit_time=job.submit_time,
+        decided_at=round(time.time(), 3),
+        latency_s=None if latency_s is None else round(latency_s, 3),
+        recovered=outcome.recovered,
+    )
 
 
 class DecisionRecorder:
@@ -93,7 +95,9 @@ class DecisionRecorder:
     def _ready(self) -> Any:
         if self._client is None:
             self._client = self._client_factory()
-            text = (resources.files("plugin") / "lua" / "record_decision.lua").read_text("utf-8")
+            text = (resources.files("plugin.store") / "lua" / "record_decision.lua").read_text(
+                "utf-8"
+            )
             self._script = self._client.register_script(text)
         return self._client
 
@@ -102,8 +106,8 @@ class DecisionRecorder:
         self._client = None
         self._down_until = -1e18
 
-    def record(self, docs: Sequence[dict[str, Any]]) -> int:
-        """Write `docs` (from decision_doc); returns how many were new. Never raises."""
+    def record(self, docs: Sequence[DecisionRecord]) -> int:
+        """Write `docs` (from decision_record); returns how many were new. Never raises."""
         if not docs or self.clock() < self._down_until:
             if docs:
                 self._failed(len(docs), "Redis marked unavailable")
@@ -114,11 +118,11 @@ class DecisionRecorder:
             for start in range(0, len(docs), CHUNK):
                 pipe = client.pipeline(transaction=False)
                 for doc in docs[start : start + CHUNK]:
-                    guard = keys.decided(int(doc["job_id"]), int(doc.get("submit_time") or 0))
-                    text = json.dumps(doc, separators=(",", ":"), default=str)
+                    guard = keys.decided(doc.job_id, doc.submit_time or 0)
+                    text = json.dumps(doc.to_dict(), separators=(",", ":"), default=str)
                     self._script(
                         keys=[guard, keys.DECISIONS],
-                        args=[self.ttl_s, self.maxlen, doc.get("app") or "", doc["job_id"], text],
+                        args=[self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
                         client=pipe,
                     )
                 written += sum(1 for reply in pipe.execute() if reply)

@@ -1,16 +1,18 @@
-"""Per-application efficiency reports (tracker issue 8): terminal, JSON/CSV, static HTML.
+"""Per-application efficiency reports: terminal, JSON/CSV, static HTML.
 
 The pipeline is visible in the modules, as in reportseff:
 
     query.py      the store -> AppInputs          (the only module that reads Redis)
-    assemble.py   AppInputs -> AppReport          (pure; band.py, groups.py, decisions.py)
+    assemble.py   AppInputs -> AppReport          (pure; groups.py, decisions.py and the
+                                                   envelope band of predictor/band.py)
     terminal.py   AppReport -> rich tables
     export.py     AppReport -> JSON documents, CSV rows
     svg.py        AppReport -> inline SVG plots
     html.py       AppReport -> pages and a sortable index (jinja2, templates/)
 
-model.py holds the data classes that flow between them. plugin/cli_report.py is the
-command line (``adaptalloc report``).
+model.py holds the data classes that flow between them; numbers.py the number formats the
+CLI shares. simulation.py (with sim_figures.py) is ``adaptalloc simulate --html``'s page.
+plugin/cli/report.py is the command line (``adaptalloc report``).
 """
 
 from plugin.report.assemble import assemble, fleet_row, size_grid

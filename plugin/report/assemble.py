@@ -4,7 +4,7 @@ Every predicted figure comes from the stored `predictor.Curve` itself (`Curve.ru
 `speedup`, `efficiency`, `max_useful_n`, `pws_n`, `diagnostics`), so the report shows what
 the scheduler uses; observed figures are the runs' own numbers, with speedup and efficiency
 taken against the curve's T(1) (the observed one when T(1) was run, else the model's). The
-envelope band (band.py) is the one figure that needs the ADEPT fit again.
+envelope band (predictor/band.py) is the one figure that needs the ADEPT fit again.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 import predictor
-from plugin.report.band import envelope_band
-from plugin.report.decisions import MAX_NODES, estimate, parse_decision, summarise
+from plugin.report.decisions import MAX_NODES, decision_row, estimate, summarise
 from plugin.report.groups import group_runs
 from plugin.report.model import (
     AppInputs,
@@ -33,6 +32,7 @@ from plugin.report.model import (
     Run,
     SizeRow,
 )
+from predictor.band import envelope_band
 
 __all__ = ["assemble", "fleet_row", "size_grid"]
 
@@ -160,7 +160,7 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
     """
     runs = sorted(inputs.runs, key=lambda r: (r.end_time, r.job_id))
     curve = inputs.curve
-    decisions = estimate([parse_decision(d) for d in inputs.decisions], curve)
+    decisions = estimate([decision_row(d) for d in inputs.decisions], curve)
     node_hours = sum(r.nodes * r.runtime_s for r in runs) / 3600.0
     base = AppReport(
         app=inputs.app,

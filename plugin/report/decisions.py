@@ -1,25 +1,13 @@
-"""Reading the daemon's decision records defensively, and summarising them with the curve.
+"""The daemon's decision records as report rows, and summarised with the curve.
 
-The daemon appends one JSON document per decision to the store's stream
-(`CurveStore.record_decision`); the store adds the entry id (``"<ms>-<seq>"``). The report
-reads every field it needs by several names and shapes, and anything missing or malformed
-becomes None (or "" for text) instead of an error, so that records written by another
-version of the daemon, or hand-made ones, still show:
-
-* job id: ``job_id``, ``job``, ``jobid``;
-* when: ``time``, ``timestamp``, ``decided_at``, ``ts`` (Unix seconds or ISO 8601), else
-  the entry id's milliseconds;
-* what happened: ``rule`` (a policy rule), or ``fail_open`` (the daemon released the job
-  untouched, e.g. no curve or Redis down), ``action`` and ``status`` (a ``gone`` job was
-  cancelled before it ran, so it counts in no estimate);
-* requested range: ``min_nodes``/``max_nodes`` (also ``requested_min``, ``nodes_min``, …),
-  the same inside a ``request``/``requested`` object, or a ``"4-64"`` string under
-  ``range``/``requested_nodes``/``nodes_requested``/``request_nodes``;
-* chosen size: ``nodes`` (null: released as submitted), ``chosen_nodes``, ``chosen``, or
-  ``nodes`` inside a ``decision`` object; rule and reason likewise; time limit:
-  ``new_time_limit_min`` (the one the daemon set), else ``time_limit_min``.
-
-This is the layout plugin/daemon/record.py writes.
+The daemon writes one `plugin.store.decisions.DecisionRecord` per decision to the store's
+stream and `CurveStore.decisions` reads them back (records it cannot read are skipped
+there). `decision_row` turns one into a `DecisionRow`: the requested range, the chosen size
+(None: released as submitted), the rule (``fail-open: CODE`` for a release), the time limit
+the daemon set (else the user's), when (``decided_at``, else the stream entry's
+milliseconds), and the status (a ``gone`` job was cancelled before it ran, so it counts in
+no estimate). Node counts outside 1..MAX_NODES become None and free text is cut to
+MAX_TEXT characters (the renderers escape it).
 
 Estimates (`estimate`): the *current* curve's efficiency and node-hours at the chosen size
 and at the requested maximum: node-hours = n·T(n)/3600. They are model estimates of what
@@ -31,17 +19,16 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 import predictor
 from plugin.report.model import DecisionRow, DecisionSummary
+from plugin.store.decisions import StoredDecision
 
-__all__ = ["MAX_NODES", "estimate", "parse_decision", "summarise"]
+__all__ = ["MAX_NODES", "decision_row", "estimate", "summarise"]
 
 #: Node counts above this are treated as malformed (the policies never go past 2^20).
 MAX_NODES = 1 << 20
@@ -50,116 +37,43 @@ MAX_TEXT = 500
 #: The daemon's status of a job that was cancelled before it could run.
 GONE = "gone"
 
-# [0-9], not \d: \d and str.isdigit take "٣" and "²", and int("²") raises.
-_DIGITS = re.compile(r"[0-9]{1,9}")
-_RANGE = re.compile(r"\s*([0-9]{1,9})\s*(?:-\s*([0-9]{1,9})\s*)?")
 _ENTRY_ID = re.compile(r"([0-9]{1,15})-[0-9]+")
-_MIN_KEYS = ("min_nodes", "requested_min", "nodes_min", "request_min", "min")
-_MAX_KEYS = ("max_nodes", "requested_max", "nodes_max", "request_max", "max")
-_RANGE_KEYS = ("range", "requested_nodes", "nodes_requested", "request_nodes")
-_NESTED_REQUEST = ("request", "requested")
-_CHOSEN_KEYS = ("nodes", "chosen_nodes", "chosen", "num_nodes")
-_TIME_KEYS = ("time", "timestamp", "decided_at", "ts", "at")
 
 
-def _count(value: Any) -> int | None:
-    """A node count (or minutes) from an int, an integral float or a numeric string."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        number = int(value.strip())
-    else:
-        return None
-    return number if 1 <= number <= MAX_NODES else None
+def _count(value: int | None) -> int | None:
+    return value if value is not None and 1 <= value <= MAX_NODES else None
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else str(value)
-    return text[:MAX_TEXT]
+def _text(value: str | None) -> str:
+    return "" if value is None else value[:MAX_TEXT]
 
 
-def _first(doc: Mapping[str, Any], names: Sequence[str]) -> Any:
-    for name in names:
-        if name in doc and doc[name] is not None:
-            return doc[name]
-    return None
-
-
-def _when(doc: Mapping[str, Any], entry_id: str) -> float | None:
-    value = _first(doc, _TIME_KEYS)
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.strip()).timestamp()
-        except ValueError:
-            pass
-    match = _ENTRY_ID.fullmatch(entry_id)
-    return int(match.group(1)) / 1000.0 if match else None
-
-
-def _range(doc: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """The requested (min, max) from flat keys, a nested request object or a range string."""
-    sources: list[Mapping[str, Any]] = [doc]
-    for name in _NESTED_REQUEST:
-        nested = doc.get(name)
-        if isinstance(nested, Mapping):
-            sources.insert(0, nested)
-    low = high = None
-    for source in sources:
-        low = low if low is not None else _count(_first(source, _MIN_KEYS))
-        high = high if high is not None else _count(_first(source, _MAX_KEYS))
-    if low is None or high is None:
-        for source in sources:
-            value = _first(source, _RANGE_KEYS)
-            match = _RANGE.fullmatch(value) if isinstance(value, str) else None
-            if match:
-                a, b = _count(match.group(1)), _count(match.group(2) or match.group(1))
-                low = low if low is not None else a
-                high = high if high is not None else b
-                break
-    return low, high
-
-
-def parse_decision(doc: Mapping[str, Any]) -> DecisionRow:
-    """One stored decision record as a `DecisionRow` (without estimates)."""
-    entry_id = _text(doc.get("id"))
-    inner = doc.get("decision")
-    decision: Mapping[str, Any] = inner if isinstance(inner, Mapping) else doc
-    chosen_raw = _first(decision, _CHOSEN_KEYS)
-    if chosen_raw is None and decision is not doc:
-        chosen_raw = _first(doc, _CHOSEN_KEYS[1:])
-    low, high = _range(doc)
-    return DecisionRow(
-        entry_id=entry_id,
-        job_id=_text(_first(doc, ("job_id", "job", "jobid"))),
-        time=_when(doc, entry_id),
-        min_nodes=low,
-        max_nodes=high,
-        # "nodes": "4-64" is a range, not a chosen size; _count refuses it.
-        chosen=_count(chosen_raw),
-        rule=_rule(decision, doc),
-        reason=_text(_first(decision, ("reason",)) or doc.get("reason")),
-        time_limit_min=_count(
-            _first(decision, ("new_time_limit_min", "time_limit_min", "time_limit"))
-        ),
-        action=_text(doc.get("action")),
-        status=_text(doc.get("status")),
+def decision_row(stored: StoredDecision) -> DecisionRow:
+    """One stored decision as a `DecisionRow` (without estimates)."""
+    record = stored.record
+    when = record.decided_at
+    if when is None:
+        match = _ENTRY_ID.fullmatch(stored.entry_id)
+        when = int(match.group(1)) / 1000.0 if match else None
+    rule = record.rule or (f"fail-open: {record.fail_open}" if record.fail_open else "")
+    limit = (
+        record.new_time_limit_min
+        if record.new_time_limit_min is not None
+        else record.time_limit_min
     )
-
-
-def _rule(decision: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
-    rule = _first(decision, ("rule",)) or doc.get("rule")
-    if rule:
-        return _text(rule)
-    fail_open = doc.get("fail_open")
-    return f"fail-open: {_text(fail_open)}" if fail_open else ""
+    return DecisionRow(
+        entry_id=_text(stored.entry_id),
+        job_id=str(record.job_id),
+        time=when,
+        min_nodes=_count(record.min_nodes),
+        max_nodes=_count(record.max_nodes),
+        chosen=_count(record.nodes),
+        rule=_text(rule),
+        reason=_text(record.reason),
+        time_limit_min=_count(limit),
+        action=_text(record.action),
+        status=_text(record.status),
+    )
 
 
 def estimate(rows: Sequence[DecisionRow], curve: predictor.Curve | None) -> list[DecisionRow]:

@@ -32,9 +32,9 @@ import jinja2
 from markupsafe import Markup
 
 from plugin.errors import printable
-from plugin.output import format_number, format_percent, format_runtime
 from plugin.report.assemble import fleet_row
 from plugin.report.model import AppReport, FleetRow, SizeRow
+from plugin.report.numbers import format_number, format_percent, format_runtime
 from plugin.report.svg import efficiency_plot, histogram_plot, speedup_plot
 from plugin.report.terminal import decision_sentence, stamp
 

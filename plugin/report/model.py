@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import predictor
+from plugin.store.decisions import StoredDecision
+from predictor.band import Band
 
 __all__ = [
     "AppInputs",
@@ -93,8 +95,8 @@ class AppInputs:
     """What the store holds about one app; assembled into an `AppReport` by assemble.py.
 
     curve: the stored curve (None: not fitted yet, not fittable, or unreadable; `curve_note`
-    says which). decisions: the daemon's records for this app, newest first, exactly as
-    `CurveStore.decisions` returns them (read defensively: see decisions.py).
+    says which). decisions: the daemon's records for this app, newest first, as
+    `CurveStore.decisions` returns them.
     """
 
     app: str
@@ -104,7 +106,7 @@ class AppInputs:
     curve_version: int | None = None
     fitted_at: float | None = None
     refit_due: bool = False
-    decisions: tuple[Mapping[str, Any], ...] = ()
+    decisions: tuple[StoredDecision, ...] = ()
     guard: GuardCounts = field(default_factory=GuardCounts)
 
 
@@ -181,29 +183,6 @@ class CurvePoints:
     runtime: tuple[float, ...]
     speedup: tuple[float, ...]
     efficiency: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Band:
-    """The ADEPT envelope drawn as a band: min and max speedup per size (band.py explains it).
-
-    Covers the sizes `n` (the grid from the last phase's smallest size on); delta is the
-    envelope's δ; instances is how many model instances the band was taken over.
-    """
-
-    n: tuple[int, ...]
-    speedup_lo: tuple[float, ...]
-    speedup_hi: tuple[float, ...]
-    delta: float
-    instances: int
-
-    @property
-    def efficiency_lo(self) -> tuple[float, ...]:
-        return tuple(s / k for s, k in zip(self.speedup_lo, self.n, strict=True))
-
-    @property
-    def efficiency_hi(self) -> tuple[float, ...]:
-        return tuple(s / k for s, k in zip(self.speedup_hi, self.n, strict=True))
 
 
 @dataclass(frozen=True)

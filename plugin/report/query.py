@@ -1,6 +1,6 @@
 """Query: what the store holds about one app, or about every app, as `AppInputs`.
 
-The only module of the report that talks to Redis (through `plugin.store.CurveStore`, so
+The only module of the report that talks to Redis (through `plugin.store.curves.CurveStore`, so
 every failure is a `StoreError`). One app: its summary (curve record, dirty flag), its runs
 and its decisions. The fleet: every app's summary in pipelined round trips, the decision
 stream read once and split by app (reading it once per app would scan it thousands of
@@ -11,13 +11,13 @@ at a time.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
 
 from plugin.appkey import AppKey, AppKeyError
 from plugin.report.model import AppInputs, GuardCounts, Run
-from plugin.store import AppSummary, CurveRecord, CurveStore, Observation
+from plugin.store.curves import AppSummary, CurveRecord, CurveStore, Observation
+from plugin.store.decisions import StoredDecision
 
 __all__ = ["DEFAULT_MAX_DECISIONS", "app_inputs", "fleet_inputs"]
 
@@ -42,7 +42,7 @@ def _curve_note(record: CurveRecord | None) -> str:
 def _inputs(
     summary: AppSummary,
     observations: list[Observation],
-    decisions: tuple[Mapping[str, Any], ...],
+    decisions: tuple[StoredDecision, ...],
 ) -> AppInputs:
     record = summary.curve
     return AppInputs(
@@ -69,9 +69,9 @@ def app_inputs(
     return replace(_inputs(summary, store.observations(app), decisions), guard=guard)
 
 
-def _app_of(doc: Mapping[str, Any]) -> str | None:
-    value = doc.get("app")
-    if not isinstance(value, str):
+def _app_of(stored: StoredDecision) -> str | None:
+    value = stored.record.app
+    if value is None:
         return None
     try:
         return str(AppKey.parse(value))
@@ -84,7 +84,7 @@ def fleet_inputs(
 ) -> tuple[int, Iterator[AppInputs]]:
     """The number of apps and an iterator over their inputs, in the store's order (by name)."""
     summaries = store.apps()
-    by_app: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    by_app: dict[str, list[StoredDecision]] = defaultdict(list)
     if max_decisions:
         for doc in store.decisions(None, max_decisions):
             name = _app_of(doc)

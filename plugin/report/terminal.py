@@ -17,8 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from plugin.errors import printable
-from plugin.output import format_number, format_percent, format_runtime
 from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup, SizeRow
+from plugin.report.numbers import format_number, format_percent, format_runtime
 
 __all__ = ["render_app", "render_fleet", "stamp"]
 

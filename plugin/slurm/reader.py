@@ -1,14 +1,12 @@
 """The read side of the Slurm adapter: what adaptalloc asks Slurm, independent of how.
 
-`SlurmReader` is the interface the learner, the importers and (issue 7) the daemon use. Two
+`SlurmReader` is the interface the learner, the importers and the daemon use. Two
 implementations: `plugin.slurm.cli_backend.CliSlurmReader` (the default: Slurm's commands
 with ``--json``) and `plugin.slurm.pyslurm_backend.PyslurmReader` (used only when pyslurm
 matches the installed Slurm). `plugin.slurm.factory.slurm_reader` picks one.
 
-Extending with the write side (issue 7): define a `SlurmWriter` ABC beside this one (hold,
-release, update NumNodes/TimeLimit, set admin_comment) and a class deriving from both
-`CliSlurmReader` and it, reusing `CliSlurmReader.run` (argument lists, timeouts, stderr in
-the error). Every method raises `plugin.slurm.errors.SlurmError` subclasses only.
+The write side (release, update NumNodes/TimeLimit, set admin_comment) is `SlurmWriter` in
+writer.py. Every method raises `plugin.slurm.errors.SlurmError` subclasses only.
 """
 
 from __future__ import annotations

@@ -37,10 +37,10 @@ from rich.console import Console
 from rich.table import Table
 
 from plugin.appkey import AppKey
-from plugin.importers import import_csv
-from plugin.learner import refit_app
-from plugin.redis_conn import connect
-from plugin.store import CurveStore
+from plugin.learning.importers import import_csv
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 

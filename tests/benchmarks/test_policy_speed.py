@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 import predictor
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from policies import (
     DEFAULTS,
     ClusterState,

@@ -32,11 +32,12 @@ from rich.table import Table
 
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from plugin.report import app_inputs, assemble, fleet_inputs, render_app, render_app_page
 from plugin.report.model import AppReport
 from plugin.report.svg import speedup_plot
-from plugin.store import CurveStore, Observation, Retention
+from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
@@ -94,16 +95,18 @@ def fleet(store: CurveStore, seed: int = 11) -> None:
     for d in range(DECISIONS):
         high = int(rng.choice([16, 32, 64, 128]))
         store.record_decision(
-            {
-                "job_id": 5_000_000 + d,
-                "app": f"app{d % APPS:04d}",
-                "min_nodes": 2,
-                "max_nodes": high,
-                "nodes": int(rng.integers(2, high + 1)),
-                "rule": "efficiency",
-                "reason": "efficiency above 50%",
-                "status": "released",
-            }
+            DecisionRecord.from_dict(
+                {
+                    "job_id": 5_000_000 + d,
+                    "app": f"app{d % APPS:04d}",
+                    "min_nodes": 2,
+                    "max_nodes": high,
+                    "nodes": int(rng.integers(2, high + 1)),
+                    "rule": "efficiency",
+                    "reason": "efficiency above 50%",
+                    "status": "released",
+                }
+            )
         )
 
 

@@ -31,7 +31,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from plugin.swf import read_swf
+from plugin.formats.swf import read_swf
 from policies.simulation import POLICIES, Experiment, Setup, TraceJob, at_load, sweep
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"

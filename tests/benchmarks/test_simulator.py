@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from plugin.cli_simulate import comparison_table
-from plugin.swf import read_swf
+from plugin.cli.simulate import comparison_table
+from plugin.formats.swf import read_swf
 from policies.simulation import POLICIES, Experiment, PolicyResult, Setup
 from policies.simulation.metrics import busy_nodes
 

@@ -26,10 +26,10 @@ from rich.console import Console
 from rich.table import Table
 
 from plugin.appkey import AppKeyRule
-from plugin.learner import Ingestor, refit_app
-from plugin.log_setup import configure_logging
+from plugin.cli.log_setup import configure_logging
+from plugin.learning.learner import Ingestor, refit_app
 from plugin.slurm import JobRecord
-from plugin.store import CurveStore, Retention
+from plugin.store.curves import CurveStore, Retention
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration]
 

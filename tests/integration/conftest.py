@@ -46,7 +46,7 @@ from .testbed import (
 if str(PROJECT_ROOT) not in sys.path:  # plugin/ when the package is not installed
     sys.path.insert(0, str(PROJECT_ROOT))
 
-from plugin.local_env import read_env_file
+from plugin.cli.env_file import read_env_file
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from plugin import keys
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store import keys
+from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord
 
 from .testbed import adaptalloc
 
@@ -40,7 +41,7 @@ def _seed(client: Any) -> CurveStore:
         store.add_observations(app, runs)
         assert refit_app(store, app).status == "written"
         store.record_decision(
-            {"job_id": 7, "app": str(app), "min_nodes": 1, "max_nodes": 8, "nodes": 4}
+            DecisionRecord(job_id=7, app=str(app), min_nodes=1, max_nodes=8, nodes=4)
         )
     return store
 

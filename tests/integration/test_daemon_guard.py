@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from plugin.appkey import AppKey
-from plugin.redis_conn import connect
-from plugin.store import CurveStore
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
     DaemonProcess,

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from plugin import keys
 from plugin.daemon import marks
+from plugin.store import keys
 
 from .daemon_harness import DaemonProcess, daemon_factory, job_fields  # noqa: F401 - fixture
 from .testbed import LocalCluster, SlurmCLI, SubmitJob

@@ -14,11 +14,11 @@ import pytest
 
 from plugin.appkey import AppKey
 from plugin.config import Config
-from plugin.importers import import_sacct, sacct_import_id
-from plugin.learner import IngestStats, Learner
-from plugin.redis_conn import connect
+from plugin.learning.importers import import_sacct, sacct_import_id
+from plugin.learning.learner import IngestStats, Learner
 from plugin.slurm import CliSlurmReader
-from plugin.store import CurveStore
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, adaptalloc, scratch_url
 

@@ -24,10 +24,10 @@ import structlog
 import predictor
 from plugin.appkey import AppKey
 from plugin.config import Config, LearnerConfig
-from plugin.learner import Learner
-from plugin.redis_conn import connect
+from plugin.learning.learner import Learner
 from plugin.slurm import CliSlurmReader
-from plugin.store import CurveStore
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, scratch_url
 

@@ -1,4 +1,4 @@
-"""plugin.local_env on the env file up.sh really writes (the parser's own cases, and the
+"""plugin.cli.env_file on the env file up.sh really writes (the parser's own cases, and the
 refusal of env files found lying around, are in tests/unit/plugin/test_local_env.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin.local_env import read_env_file
+from plugin.cli.env_file import read_env_file
 
 from .testbed import LocalCluster
 

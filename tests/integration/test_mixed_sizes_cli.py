@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store.curves import CurveStore, Observation, Retention
 
 from .testbed import PrivateRedis, adaptalloc
 

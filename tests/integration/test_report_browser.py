@@ -25,11 +25,12 @@ from matplotlib import image
 
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import curve_from_fit, refit_app
+from plugin.learning.learner import curve_from_fit, refit_app
 from plugin.report import SiteWriter, assemble
 from plugin.report.model import AppInputs, Run
 from plugin.report.svg import BAND_COLOUR, BAND_OPACITY, CURVE_COLOUR, OBSERVED_COLOUR
-from plugin.store import CurveStore, Observation, Retention
+from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord, StoredDecision
 
 from .test_report_cli import adaptalloc, ok, runtime
 
@@ -107,8 +108,8 @@ def test_the_plots_are_drawn(chromium: str, redis_client: Any, tmp_path: Path) -
     assert refit_app(store, app).status == "written"
     for k, nodes in enumerate((8, 16, 16, 32)):
         store.record_decision(
-            {"job_id": 500 + k, "app": "lulesh", "min_nodes": 2, "max_nodes": 64,
-             "nodes": nodes, "rule": "efficiency"}
+            DecisionRecord(job_id=500 + k, app="lulesh", min_nodes=2, max_nodes=64,
+                           nodes=nodes, rule="efficiency")
         )  # fmt: skip
     site = tmp_path / "site"
     ok(adaptalloc("report", "--all", "--html", site, cwd=tmp_path))
@@ -133,8 +134,9 @@ def test_a_hostile_app_name_shows_as_text(chromium: str, tmp_path: Path) -> None
     prepared = predictor.prepare([r.nodes for r in runs], [r.runtime_s for r in runs])
     curve = curve_from_fit(predictor.fit_observations(prepared))
     docs = (
-        {"job_id": HOSTILE_APP, "min_nodes": 2, "max_nodes": 16, "nodes": 8,
-         "rule": HOSTILE_REASON, "reason": HOSTILE_REASON},
+        StoredDecision("1800000000000-0", DecisionRecord(
+            job_id=1, min_nodes=2, max_nodes=16, nodes=8, rule=HOSTILE_REASON,
+            reason=HOSTILE_REASON)),
     )  # fmt: skip
     report = assemble(AppInputs(HOSTILE_APP, runs, curve, decisions=docs))
     site = SiteWriter(tmp_path / "site", link_index=False)

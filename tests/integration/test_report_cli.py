@@ -19,8 +19,9 @@ import pytest
 from numpy.testing import assert_allclose
 
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord
 
 from .testbed import PROJECT_ROOT, adaptalloc
 
@@ -57,22 +58,24 @@ def store(redis_client: Any) -> CurveStore:
     assert refit_app(store, LULESH).status == "written"
     for k, (low, high, nodes) in enumerate([(2, 64, 16), (4, 64, 24), (2, 32, None)]):
         store.record_decision(
-            {
-                "job_id": 2000 + k,  # the first runs: their rows in --per-job carry it
-                "app": str(LULESH),
-                "min_nodes": low,
-                "max_nodes": high,
-                "time_limit_min": 120,
-                "action": "keep" if nodes is None else "resize",
-                "nodes": nodes,
-                "new_time_limit_min": None if nodes is None else 45,
-                "rule": FORMULA_RULE if k == 0 else "efficiency",
-                "reason": HOSTILE_REASON,
-                "status": "released",
-                "decided_at": NOW - 100 + k,
-            }
+            DecisionRecord.from_dict(
+                {
+                    "job_id": 2000 + k,  # the first runs: their rows in --per-job carry it
+                    "app": str(LULESH),
+                    "min_nodes": low,
+                    "max_nodes": high,
+                    "time_limit_min": 120,
+                    "action": "keep" if nodes is None else "resize",
+                    "nodes": nodes,
+                    "new_time_limit_min": None if nodes is None else 45,
+                    "rule": FORMULA_RULE if k == 0 else "efficiency",
+                    "reason": HOSTILE_REASON,
+                    "status": "released",
+                    "decided_at": NOW - 100 + k,
+                }
+            )
         )
-    store.record_decision({"job_id": 9, "app": "other", "nodes": 4, "rule": "pws"})
+    store.record_decision(DecisionRecord(job_id=9, app="other", nodes=4, rule="pws"))
     return store
 
 

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from plugin.appkey import AppKey
-from plugin.importers import import_csv
-from plugin.learner import refit_app
-from plugin.redis_conn import connect
-from plugin.store import CurveStore
+from plugin.learning.importers import import_csv
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
     DaemonProcess,

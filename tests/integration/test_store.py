@@ -6,6 +6,7 @@ once, crashes between and inside writes, forget, decisions, and Redis going away
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -18,12 +19,13 @@ import pytest
 import redis
 
 import predictor
-from plugin import keys
 from plugin.appkey import AppKey, AppKeyError
 from plugin.config import RedisConfig
-from plugin.learner import refit_app
-from plugin.redis_conn import StoreError, StoreUnavailable, connect
-from plugin.store import CurveStore, Observation, Retention
+from plugin.learning.learner import refit_app
+from plugin.store import keys
+from plugin.store.connection import StoreError, StoreUnavailable, connect
+from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.decisions import DecisionRecord
 
 from .testbed import PROJECT_ROOT, PrivateRedis, scratch_url
 
@@ -74,7 +76,7 @@ def store(redis_client: Any, clock: Clock) -> CurveStore:
 def test_exact_keys_after_a_full_cycle(store: CurveStore, redis_client: Any) -> None:
     assert store.add_observations(LULESH, runs(LULESH, 100)) == len(SIZES)
     assert refit_app(store, LULESH).status == "written"
-    store.record_decision({"app": "lulesh@large", "job_id": 7, "nodes": 8})
+    store.record_decision(DecisionRecord(job_id=7, app="lulesh@large", nodes=8))
     store.advance_watermark("sacct", NOW)
     store.save_checkpoint("sacct-1-2", 2.0, {"added": 1})
     assert set(redis_client.keys("*")) == {
@@ -160,7 +162,9 @@ def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> 
 def test_a_bad_argument_to_the_script_writes_nothing(store: CurveStore, redis_client: Any) -> None:
     """Redis does not roll back a failing script: the script checks every argument first."""
     script = redis_client.register_script(
-        (PROJECT_ROOT / "plugin" / "lua" / "add_observations.lua").read_text(encoding="utf-8")
+        (PROJECT_ROOT / "plugin" / "store" / "lua" / "add_observations.lua").read_text(
+            encoding="utf-8"
+        )
     )
     argv = ["lulesh@large", NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
     with pytest.raises(redis.ResponseError, match="bad observation"):
@@ -286,9 +290,9 @@ KILLED_REFIT = """
 import sys, time
 import predictor
 from plugin.appkey import AppKey
-from plugin.learner import refit_app
-from plugin.redis_conn import connect
-from plugin.store import CurveStore
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
 
 def slow_fit(obs, method):
     print("fitting", flush=True)
@@ -337,7 +341,7 @@ def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: A
     store.add_observations(other, runs(other, 200))
     refit_app(store, LULESH)
     snapshot = store.refit_input(LULESH)
-    store.record_decision({"app": str(LULESH), "nodes": 4})
+    store.record_decision(DecisionRecord(job_id=8, app=str(LULESH), nodes=4))
     assert store.forget("lulesh@large") is True
     # Only the tombstone is left, and it expires.
     assert [k for k in redis_client.keys("*") if "lulesh" in k] == [keys.app_forgotten(LULESH)]
@@ -373,16 +377,42 @@ def test_a_forgotten_app_learns_new_runs_but_not_its_old_ones_again(
 def test_decisions_are_capped_and_filtered_by_app(redis_client: Any) -> None:
     store = CurveStore(redis_client, decisions_maxlen=100)
     for k in range(1000):
-        store.record_decision({"app": "lulesh@large" if k % 2 else "hpl", "job_id": k})
+        store.record_decision(DecisionRecord(job_id=k, app="lulesh@large" if k % 2 else "hpl"))
     length = redis_client.xlen(keys.DECISIONS)
     assert 100 <= length < 1000  # MAXLEN ~ trims whole stream nodes
     newest = store.decisions(LULESH, 3)
-    assert [d["job_id"] for d in newest] == [999, 997, 995]
-    assert [d["job_id"] for d in store.decisions(None, 2)] == [999, 998]
+    assert [d.record.job_id for d in newest] == [999, 997, 995]
+    assert [d.record.job_id for d in store.decisions(None, 2)] == [999, 998]
     with pytest.raises(AppKeyError):
-        store.record_decision({"app": "evil:*", "job_id": 1})
+        store.record_decision(DecisionRecord(job_id=1, app="evil:*"))
     with pytest.raises(StoreError, match="larger than"):
-        store.record_decision({"app": "hpl", "blob": "x" * 70_000})
+        store.record_decision(DecisionRecord(job_id=1, app="hpl", reason="x" * 70_000))
+
+
+def test_decisions_stored_before_records_had_a_version_are_read(
+    store: CurveStore, redis_client: Any
+) -> None:
+    """An upgrade loses nothing: an entry exactly as the unversioned daemon wrote it (stream
+    fields app, job_id, doc; the doc's keys those of its decision_doc) reads back whole,
+    while an entry of an unknown version is skipped and counted."""
+    old = {
+        "job_id": 4711, "app": "lulesh@large", "user": "alice", "account": "physics",
+        "partition": "batch", "min_nodes": 2, "max_nodes": 8, "time_limit_min": 60,
+        "action": "resize", "nodes": 4, "nodes_upto": 4, "new_time_limit_min": 25,
+        "rule": "efficiency", "reason": "up to 4 nodes", "time_limit_reason": "",
+        "fail_open": None, "status": "released", "curve_version": 3, "curve_model": "downey",
+        "idle_nodes": 8, "pending_nodes": 0, "total_nodes": 8, "policy": "",
+        "budget": {}, "submit_time": 1700000000, "decided_at": 1700000123.456,
+        "latency_s": 0.04, "recovered": False, "released_at": 1700000123.5,
+    }  # fmt: skip
+    fields = {"app": "lulesh@large", "job_id": "4711", "doc": json.dumps(old)}
+    redis_client.xadd(keys.DECISIONS, fields)
+    future = {**old, "job_id": 4712, "version": 2}
+    redis_client.xadd(keys.DECISIONS, {**fields, "doc": json.dumps(future)})
+    found = store.decisions(LULESH)
+    assert [d.record.job_id for d in found] == [4711]
+    assert {k: v for k, v in found[0].record.to_dict().items() if k != "version"} == old
+    assert store.skipped["decision"] == 1
 
 
 # --- hostile keys -----------------------------------------------------------------------------
@@ -478,7 +508,7 @@ def test_the_guard_counts_safety_and_watches(store: CurveStore, redis_client: An
 
 def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock: Clock) -> None:
     from plugin.appkey import AppKeyRule  # noqa: PLC0415
-    from plugin.learner import Ingestor  # noqa: PLC0415
+    from plugin.learning.learner import Ingestor  # noqa: PLC0415
     from plugin.slurm import JobRecord  # noqa: PLC0415
 
     def finished(job_id: int, state: str, nodes: int, elapsed: int) -> JobRecord:

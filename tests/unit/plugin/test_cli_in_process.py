@@ -1,4 +1,4 @@
-"""plugin.cli in-process: the internal-error path (which needs a fault injected), --at parsing,
+"""plugin.cli.root in-process: the internal-error path (which needs a fault injected), --at parsing,
 and the logging set-up.
 
 Everything else is tested through a real subprocess in test_cli.py.
@@ -18,8 +18,9 @@ import pytest
 import structlog
 
 import predictor
-from plugin.cli import EXIT_INTERNAL, MAX_TARGETS, parse_sizes, run
-from plugin.log_setup import configure_logging, level_for
+from plugin.cli.common import MAX_TARGETS, parse_sizes
+from plugin.cli.log_setup import configure_logging, level_for
+from plugin.cli.root import EXIT_INTERNAL, run
 
 from .conftest import LU_CSV
 

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-import plugin.cli_store
-from plugin.cli_simulate import duration, parse_moldable, stored_curves
-from plugin.swf import read_swf
+import plugin.cli.common
+from plugin.cli.simulate import parse_moldable, stored_curves
+from plugin.formats.swf import read_swf
+from plugin.report.sim_figures import duration
 from policies.simulation.workload import model_curve
 
 from .conftest import REPO_ROOT, RunCli, assert_one_error_line, json_document, log_events
@@ -323,7 +324,7 @@ def test_stored_curves_are_looked_up_by_executable(monkeypatch: pytest.MonkeyPat
         return curve if str(app) == "exe-3" else None
 
     fake = SimpleNamespace(store=SimpleNamespace(curve=lookup))
-    monkeypatch.setattr(plugin.cli_store, "open_store", lambda config, url: fake)
+    monkeypatch.setattr(plugin.cli.common, "open_store", lambda config, url: fake)
     trace = read_swf(NASA).head(200)
     found = stored_curves(trace, None)
     assert found == {3: curve}

@@ -14,16 +14,16 @@ import pytest
 
 import policies
 import predictor
-from plugin import keys
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import GONE, RELEASED, Applier, journal_entry, outcome_from_journal
 from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.daemon.state import DaemonLockedError, Journal, SpoolWatcher, StateDir
 from plugin.daemon.sweep import classify
-from plugin.redis_conn import StoreUnavailable
 from plugin.slurm import JobRecord, Resize, SlurmCommandError
-from plugin.store import CurveRecord
+from plugin.store import keys
+from plugin.store.connection import StoreUnavailable
+from plugin.store.curves import CurveRecord
 
 NOW = 1_800_000_000
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from plugin import keys
 from plugin.appkey import AppKey
 from plugin.daemon.decider import with_safety
 from plugin.daemon.guard import RAISE_MARGIN_S, KillGuard, Watch, due
 from plugin.metrics import Metrics
-from plugin.redis_conn import StoreUnavailable
 from plugin.slurm import JobRecord, SlurmCommandError
+from plugin.store import keys
+from plugin.store.connection import StoreUnavailable
 
 from .test_daemon import NOW, FakeStore, decider, idle, job, lu_record, outcomes
 

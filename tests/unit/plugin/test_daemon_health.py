@@ -111,7 +111,7 @@ def test_the_journal_keeps_the_submitted_limit() -> None:
 
 
 def test_the_loop_releases_an_overdue_journaled_job_as_submitted(tmp_path: Path) -> None:
-    from plugin.daemon.record import decision_doc  # noqa: PLC0415
+    from plugin.daemon.record import decision_record  # noqa: PLC0415
     from plugin.daemon.sweep import classify  # noqa: PLC0415
 
     [decided] = outcomes(1)
@@ -136,5 +136,5 @@ def test_the_loop_releases_an_overdue_journaled_job_as_submitted(tmp_path: Path)
     assert "adaptalloc:v1:released reason=watchdog range=2-8" in text
     assert not d.applier.unreleased
     released = watchdog_outcome(decided, 120.0)
-    doc = decision_doc(released, "released", None)
-    assert (doc["action"], doc["nodes"], doc["new_time_limit_min"]) == ("release", None, None)
+    record = decision_record(released, "released", None)
+    assert (record.action, record.nodes, record.new_time_limit_min) == ("release", None, None)

@@ -8,7 +8,7 @@ import pytest
 import policies
 from plugin.daemon import reasons
 from plugin.daemon.decider import Outcome
-from plugin.daemon.record import decision_doc
+from plugin.daemon.record import decision_record
 
 from .test_daemon import FakeStore, decider, idle, job, lu_record
 
@@ -24,8 +24,8 @@ def test_a_range_decision_is_released_with_that_range(monkeypatch: pytest.Monkey
     assert outcome.action == "resize"
     assert outcome.resize is not None
     assert outcome.resize.line() == "update JobId=7 NumNodes=3-6 TimeLimit=20"
-    doc = decision_doc(outcome, "released", 0.1)
-    assert (doc["nodes"], doc["nodes_upto"]) == (3, 6)
+    record = decision_record(outcome, "released", 0.1)
+    assert (record.nodes, record.nodes_upto) == (3, 6)
 
 
 def test_without_max_nodes_the_size_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:

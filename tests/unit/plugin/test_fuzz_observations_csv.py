@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plugin.errors import ObservationsError
-from plugin.observations_csv import (
+from plugin.formats.observations_csv import (
     MAX_SIZE,
     RawObservations,
     load_observations,

@@ -1,11 +1,11 @@
-"""plugin.keys: the exact Redis key strings, and that nothing unvalidated becomes a key."""
+"""plugin.store.keys: the exact Redis key strings, and that nothing unvalidated becomes a key."""
 
 from __future__ import annotations
 
 import pytest
 
-from plugin import keys
 from plugin.appkey import AppKey
+from plugin.store import keys
 
 
 def test_global_keys_are_exact() -> None:

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from plugin.daemon.state import default_state_dir
-from plugin.local_env import (
+from plugin.cli.env_file import (
     FORBIDDEN_PREFIXES,
     LocalEnvError,
     apply_env,
@@ -25,6 +24,7 @@ from plugin.local_env import (
     parse_env,
     read_env_file,
 )
+from plugin.daemon.state import default_state_dir
 
 from .conftest import LU_CSV, REPO_ROOT, RunCli, assert_one_error_line, json_document
 

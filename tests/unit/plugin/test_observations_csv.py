@@ -1,4 +1,4 @@
-"""plugin.observations_csv: the observation CSV contract, in-process.
+"""plugin.formats.observations_csv: the observation CSV contract, in-process.
 
 The same bad inputs are run through the real command line in test_cli.py; here the exact
 messages (line numbers, column names, quoting) are checked quickly.
@@ -15,7 +15,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from plugin.errors import ObservationsError, TooManyRowsError
-from plugin.observations_csv import (
+from plugin.formats.observations_csv import (
     DEFAULT_MAX_ROWS,
     MAX_LINE_BYTES,
     load_observations,

@@ -1,4 +1,4 @@
-"""plugin.output: the JSON documents' keys and types, number formatting, text rendering."""
+"""plugin.cli.render: the JSON documents' keys and types, number formatting, text rendering."""
 
 from __future__ import annotations
 
@@ -12,20 +12,18 @@ import pytest
 from rich.console import Console
 
 import predictor
-from plugin.observations_csv import load_observations, read_observations
-from plugin.output import (
+from plugin.cli.render import (
     diagnostics,
     finite,
     fit_document,
     fit_sentences,
-    format_number,
-    format_percent,
-    format_runtime,
     predictions_document,
     render_fit,
     render_predictions,
     to_json,
 )
+from plugin.formats.observations_csv import load_observations, read_observations
+from plugin.report.numbers import format_number, format_percent, format_runtime
 
 from .conftest import LU_CSV
 
@@ -76,7 +74,8 @@ def test_fit_document_values(lu_fit: predictor.Fit) -> None:
     assert doc["delta"] == lu_fit.envelope.delta
 
 
-def test_diagnostics_are_empty_lists_until_issue_4(lu_fit: predictor.Fit) -> None:
+def test_a_clean_fit_has_empty_diagnostic_lists(lu_fit: predictor.Fit) -> None:
+    # LU's runs are regular and past the knee: nothing to flag, but every key is there.
     assert diagnostics(lu_fit) == {"anomalies": [], "patterns": [], "reliability": []}
 
 

@@ -14,10 +14,11 @@ import pytest
 from numpy.testing import assert_allclose
 
 import predictor
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from plugin.report import assemble, fleet_row, size_grid
-from plugin.report.band import envelope_band
 from plugin.report.model import AppInputs, Run
+from plugin.store.decisions import DecisionRecord, StoredDecision
+from predictor.band import envelope_band
 from predictor.downey import relative_runtime_s
 from predictor.objective import minimax_relative_error
 
@@ -46,30 +47,29 @@ def curve_of(runs: Sequence[Run]) -> predictor.Curve:
     return curve_from_fit(predictor.fit_observations(prepared))
 
 
-def decision(job: int, low: int, high: int, nodes: int | None, **extra: Any) -> dict[str, Any]:
-    """A decision document in the daemon's layout (plugin/daemon/record.py)."""
-    return {
-        "id": f"{int(T0 * 1000) + job}-0",
-        "job_id": job,
-        "app": "lulesh",
-        "min_nodes": low,
-        "max_nodes": high,
-        "time_limit_min": 60,
-        "action": "resize" if nodes is not None else "keep",
-        "nodes": nodes,
-        "new_time_limit_min": 30 if nodes is not None else None,
-        "rule": "efficiency",
-        "reason": f"efficiency stays above 50% up to {nodes} nodes",
-        "status": "released",
-        "decided_at": T0 + job,
-        **extra,
-    }
+def decision(job: int, low: int, high: int, nodes: int | None, **extra: Any) -> StoredDecision:
+    """A decision as the store returns it (the record plugin/daemon/record.py writes)."""
+    record = DecisionRecord(
+        job_id=job,
+        app="lulesh",
+        min_nodes=low,
+        max_nodes=high,
+        time_limit_min=60,
+        action="resize" if nodes is not None else "keep",
+        nodes=nodes,
+        new_time_limit_min=30 if nodes is not None else None,
+        rule="efficiency",
+        reason=f"efficiency stays above 50% up to {nodes} nodes",
+        status="released",
+        decided_at=T0 + job,
+    )
+    return StoredDecision(f"{int(T0 * 1000) + job}-0", replace(record, **extra))
 
 
 def make_inputs(
     app: str = "lulesh",
     runs: Sequence[Run] | None = None,
-    decisions: Sequence[dict[str, Any]] = (),
+    decisions: Sequence[StoredDecision] = (),
     with_curve: bool = True,
 ) -> AppInputs:
     the_runs = tuple(make_runs() if runs is None else runs)

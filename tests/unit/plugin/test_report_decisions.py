@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
 from plugin.report import assemble
-from plugin.report.decisions import estimate, parse_decision, summarise
+from plugin.report.decisions import decision_row, estimate, summarise
+from plugin.store.decisions import DecisionRecord, StoredDecision
 
 from .test_report_assemble import T0, curve_of, decision, make_inputs, make_runs
 
 
-def test_the_daemons_layout() -> None:
-    row = parse_decision(decision(7, 4, 64, 32))
+def test_the_daemons_record() -> None:
+    row = decision_row(decision(7, 4, 64, 32))
     assert (row.job_id, row.min_nodes, row.max_nodes, row.chosen) == ("7", 4, 64, 32)
     assert row.rule == "efficiency"
     assert row.time_limit_min == 30  # the limit the daemon set, not the job's 60
@@ -23,57 +22,30 @@ def test_the_daemons_layout() -> None:
 
 
 def test_released_as_submitted_and_fail_open() -> None:
-    kept = parse_decision(decision(1, 4, 64, None))
+    kept = decision_row(decision(1, 4, 64, None))
     assert kept.chosen is None
     assert kept.time_limit_min == 60
-    failed = parse_decision(
-        {"job_id": 2, "min_nodes": 2, "max_nodes": 8, "nodes": None, "rule": None,
-         "fail_open": "no_curve", "action": "release"}
-    )  # fmt: skip
+    failed = decision_row(
+        decision(2, 2, 8, None, rule=None, fail_open="no_curve", action="release")
+    )
     assert failed.rule == "fail-open: no_curve"
     assert failed.chosen is None
 
 
-@pytest.mark.parametrize(
-    "doc",
-    [
-        {"request": {"min": 4, "max": 64}, "decision": {"nodes": 32, "rule": "pws"}},
-        {"requested": {"min_nodes": "4", "max_nodes": "64"}, "chosen_nodes": 32.0, "rule": "pws"},
-        {"range": "4-64", "nodes": 32, "rule": "pws"},
-        {"requested_nodes": " 4 - 64 ", "chosen": "32", "rule": "pws"},
-    ],
-)
-def test_other_shapes_of_the_same_decision(doc: dict[str, Any]) -> None:
-    row = parse_decision(doc)
-    assert (row.min_nodes, row.max_nodes, row.chosen, row.rule) == (4, 64, 32, "pws")
+def test_counts_out_of_range_become_none() -> None:
+    row = decision_row(decision(3, 0, 2**40, -1, new_time_limit_min=None, time_limit_min=0))
+    assert (row.min_nodes, row.max_nodes, row.chosen, row.time_limit_min) == (None,) * 4
 
 
-@pytest.mark.parametrize(
-    "bad",
-    [
-        {},
-        {"unreadable": True},
-        {"min_nodes": True, "max_nodes": -3, "nodes": "lots", "time_limit_min": 1e300},
-        {"min_nodes": [1], "max_nodes": {"x": 1}, "nodes": float("nan"), "range": 12},
-        {"nodes": 2**40, "range": "9-", "decided_at": "yesterday", "job_id": None},
-    ],
-)
-def test_malformed_fields_become_none(bad: dict[str, Any]) -> None:
-    row = parse_decision(bad)
-    assert row.min_nodes is None
-    assert row.max_nodes is None
-    assert row.chosen is None
-    assert row.time is None
-    assert row.job_id == ""
-
-
-def test_time_from_iso_or_from_the_stream_id() -> None:
-    assert parse_decision({"decided_at": "2026-01-31T12:00:00+00:00"}).time == 1769860800.0
-    assert parse_decision({"id": "1769860800123-4"}).time == pytest.approx(1769860800.123)
+def test_time_from_the_stream_id_when_the_record_has_none() -> None:
+    stored = decision(4, 2, 8, 4, decided_at=None)
+    row = decision_row(StoredDecision("1769860800123-4", stored.record))
+    assert row.time == pytest.approx(1769860800.123)
+    assert decision_row(StoredDecision("not-an-id", stored.record)).time is None
 
 
 def test_long_text_is_cut_but_kept_as_it_is() -> None:
-    row = parse_decision({"reason": "<script>" + "x" * 10_000, "rule": "\x1b[31m"})
+    row = decision_row(decision(5, 2, 8, 4, reason="<script>" + "x" * 10_000, rule="\x1b[31m"))
     assert row.reason.startswith("<script>")
     assert len(row.reason) == 500
     assert row.rule == "\x1b[31m"  # the renderers escape it
@@ -81,7 +53,7 @@ def test_long_text_is_cut_but_kept_as_it_is() -> None:
 
 def test_estimates_are_node_hours_from_the_curve() -> None:
     curve = curve_of(make_runs())
-    rows = estimate([parse_decision(decision(1, 4, 64, 16))], curve)
+    rows = estimate([decision_row(decision(1, 4, 64, 16))], curve)
     row = rows[0]
     assert row.node_hours_chosen is not None
     assert row.node_hours_max is not None
@@ -101,9 +73,9 @@ def test_summary_counts_and_sums() -> None:
         decision(2, 4, 32, 32, rule="pws"),
         decision(3, 4, 64, None),
         decision(4, 4, 64, 8, status="gone"),  # cancelled before it ran
-        {"job_id": 5},  # unreadable range
+        StoredDecision("5-0", DecisionRecord(job_id=5)),  # no range, no rule
     ]
-    rows = estimate([parse_decision(d) for d in docs], curve)
+    rows = estimate([decision_row(d) for d in docs], curve)
     s = summarise(rows)
     assert s.count == 5
     assert s.as_submitted == 2

@@ -50,10 +50,10 @@ def hostile() -> AppReport:
         Run("77_2", 8, 610.0, T0 + 50000.0 + 1),
     )
     docs = [
-        decision(1, 2, 64, 16, job_id=HOSTILE, reason=ANSI, rule=QUOTES),
-        decision(2, 2, 32, 8, job_id=QUOTES, reason=UNICODE, rule="=cmd|' /C calc'!A0"),
-        decision(3, 2, 64, None, reason=HOSTILE),
-        decision(4, 2, 64, 16, job_id="[bold]j[/bold]", rule=ANSI),
+        decision(1, 2, 64, 16, reason=ANSI, rule=QUOTES),
+        decision(2, 2, 32, 8, reason=UNICODE, rule="=cmd|' /C calc'!A0"),
+        decision(3, 2, 64, None, reason=HOSTILE, rule="[bold]j[/bold]"),
+        decision(4, 2, 64, 16, rule=ANSI),
     ]
     return assemble(make_inputs(app=HOSTILE, runs=runs, decisions=docs))
 
@@ -208,7 +208,7 @@ def test_terminal_escapes_hostile_text(hostile: AppReport, colour: bool) -> None
     text = terminal(hostile, colour)
     assert "\x1b[31mred" not in text  # the data's own escape sequence never reaches the tty
     assert "\\x1b[31mred" in text  # it is shown escaped instead
-    assert "[bold]j" in text  # rich markup in a job id is shown, not applied
+    assert "[bold]j" in text  # rich markup in a rule is shown, not applied
     assert HOSTILE in text  # as text: a terminal does not run it
     if not colour:
         assert "\x1b" not in text

@@ -11,17 +11,17 @@ from typing import cast
 import pytest
 
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.cli_store import parse_when
+from plugin.cli.store import parse_when
 from plugin.config import RedisConfig
-from plugin.importers import csv_job_ids, sacct_import_id
-from plugin.learner import Ingestor, JobRejectedError, UnsettledJobError
-from plugin.redis_conn import StoreUnavailable, connect, mask_url, resolve_url
+from plugin.learning.importers import csv_job_ids, sacct_import_id
+from plugin.learning.learner import Ingestor, JobRejectedError, UnsettledJobError
 from plugin.slurm import JobRecord
 from plugin.slurm.parse import parse_sacct_json, parse_squeue_json
-from plugin.store import CurveStore, Observation
+from plugin.store.connection import StoreUnavailable, connect, mask_url, resolve_url
+from plugin.store.curves import CurveStore, Observation
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurm"
-LUA = Path(__file__).resolve().parents[3] / "plugin" / "lua"
+LUA = Path(__file__).resolve().parents[3] / "plugin" / "store" / "lua"
 NOW = 1_795_320_000.0
 
 
@@ -199,6 +199,13 @@ def test_parse_when() -> None:
 
 
 # --- Lua scripts ---------------------------------------------------------------------------------
+
+
+def test_the_lua_scripts_are_where_the_store_loads_them() -> None:
+    # Guards the parametrized test below: a moved folder would leave it with no cases.
+    names = {path.name for path in LUA.glob("*.lua")}
+    assert "add_observations.lua" in names
+    assert "record_decision.lua" in names
 
 
 @pytest.mark.parametrize("path", sorted(LUA.glob("*.lua")), ids=lambda p: p.name)

@@ -1,4 +1,4 @@
-"""plugin.swf: real traces, and every kind of bad input counted and skipped, never a crash."""
+"""plugin.formats.swf: real traces, and every kind of bad input counted and skipped, no crash."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugin.swf import SKIP_REASONS, SwfError, SwfTrace, parse_swf, read_swf, skipped_summary
+from plugin.formats.swf import (
+    SKIP_REASONS,
+    SwfError,
+    SwfTrace,
+    parse_swf,
+    read_swf,
+    skipped_summary,
+)
 from policies.simulation.workload import user_estimate
 
 SWF_DIR = Path(__file__).resolve().parents[2] / "data" / "swf"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plugin.swf import read_swf
+from plugin.formats.swf import read_swf
 from policies.simulation import Allocation, ClusterView, Experiment, Setup, simulate
 from policies.simulation.sizing import RigidSizer
 

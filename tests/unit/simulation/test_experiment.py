@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from plugin.swf import read_swf
+from plugin.formats.swf import read_swf
 from policies.simulation import POLICIES, Experiment, MoldableRule, Setup, compare
 
 from .helpers import NASA, trace

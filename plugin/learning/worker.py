@@ -2,7 +2,7 @@
 
 Every ``learn_interval_s`` it polls Slurm for finished jobs, refits the apps whose runs
 changed (debounced: ``[learner] refit_debounce_s``) and, every ``age_out_interval_s``, ages
-old observations out (plugin/learner.py). A refit takes 0.1-0.3 s of CPU per app; the
+old observations out (plugin/learning/learner.py). A refit takes 0.1-0.3 s of CPU per app; the
 decision loop keeps running meanwhile (the GIL is handed over every few milliseconds).
 Any error is logged and counted, the connection rebuilt at the next round: the learner
 never stops the daemon.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 import structlog
 
 from plugin.errors import printable
-from plugin.learner import Learner
+from plugin.learning.learner import Learner
 from plugin.metrics import Metrics
 
 __all__ = ["LearnerThread"]

@@ -1,7 +1,7 @@
-"""The ``adaptalloc`` command: one click group, one subcommand per task.
+"""The ``adaptalloc`` command: the click group, the entry point, and the list of subcommands.
 
-The pipeline is visible in the modules: read (observations_csv) -> compute (predictor) ->
-render (output) -> here, the command line, which is the only place that exits the process.
+This is the only place that exits the process; the subcommands live in the modules of
+plugin/cli/, one per command group, and raise.
 
 Exit codes and error output:
 
@@ -15,16 +15,15 @@ Exit codes and error output:
   ``--debug`` its traceback is logged (structlog, error level) first.
 * 130: interrupted (Ctrl-C).
 
-Adding a subcommand: in a module of its own (cli_<topic>.py) define a click command or
-group with the shared pieces of cli_common, and attach it in the block at the end of this
-file with one line.
+Adding a subcommand: in a module of its own (plugin/cli/<group>.py, or the room it serves)
+define a click command or group with the shared pieces of plugin/cli/common.py, and attach
+it in the block at the end of this file with one line.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,33 +32,11 @@ from typing import NoReturn
 import click
 import structlog
 
-import predictor
-from plugin import local_env
-from plugin.cli_common import (
-    MAX_TARGETS,
-    elapsed_ms,
-    emit_json,
-    observation_options,
-    observations_argument,
-    parse_sizes,
-    predict_at,
-    predictor_call,
-    read,
-    sizes_callback,
-    source_name,
-    stdout_console,
-)
+from plugin.cli.env_file import LocalEnvError, load_env_file
+from plugin.cli.log_setup import configure_logging, level_for
 from plugin.errors import AdaptallocError, InputError, printable
-from plugin.log_setup import configure_logging, level_for
-from plugin.output import (
-    finite,
-    fit_document,
-    predictions_document,
-    render_fit,
-    render_predictions,
-)
 
-__all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "MAX_TARGETS", "cli", "main", "parse_sizes", "run"]
+__all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "cli", "main", "run"]
 
 PROG = "adaptalloc"
 EXIT_OK = 0
@@ -111,87 +88,10 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, env_file: str | None) -> N
 def _apply_env_file(path: str) -> None:
     """Apply ``--env-file``: an untrusted or malformed file is an input error, never skipped."""
     try:
-        applied = local_env.load_env_file(Path(path))
-    except local_env.LocalEnvError as exc:
+        applied = load_env_file(Path(path))
+    except LocalEnvError as exc:
         raise InputError(str(exc)) from exc
     log.debug("env_file_applied", path=printable(path), variables=sorted(applied))
-
-
-# --- commands -------------------------------------------------------------------------------
-
-
-@cli.command()
-@observations_argument
-@observation_options
-def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
-    """Fit the Downey speedup model to the runs in OBS.csv.
-
-    Prints the average parallelism A, the variance σ, the largest useful size, the
-    processor working set and how well the curve matches the observations, ADEPT's
-    anomalies and reliability judgment, and (with ADEPT) every model's cross-validated error.
-    """
-    started = time.perf_counter()
-    obs = read(obs_csv, max_rows)
-    result = predictor_call(lambda: predictor.fit_observations(obs, method=method))
-    choice = predictor_call(lambda: predictor.choose_model(obs)) if method == "adept" else None
-    if output_format == "json":
-        emit_json(fit_document(result, choice))
-    else:
-        render_fit(result, stdout_console(), source_name(obs_csv), choice)
-        sys.stdout.flush()
-    log.info(
-        "fit",
-        path=printable(obs_csv),
-        method=method,
-        sizes=len(obs),
-        runs=int(obs.runs.sum()),
-        dropped=len(obs.dropped),
-        A=finite(result.A),
-        sigma=finite(result.sigma),
-        identified=result.identified,
-        status=result.status,
-        fit_error=finite(result.fit_error),
-        elapsed_ms=elapsed_ms(started),
-    )
-
-
-@cli.command()
-@observations_argument
-@click.option(
-    "--at",
-    "targets",
-    required=True,
-    type=str,
-    callback=sizes_callback,
-    metavar="N[,N...]",
-    help=f"Sizes to predict, comma-separated whole numbers ≥ 1 (at most {MAX_TARGETS:,}).",
-)
-@observation_options
-def predict(
-    obs_csv: str, targets: tuple[int, ...], method: str, output_format: str, max_rows: int
-) -> None:
-    """Predict runtime, speedup and efficiency at the sizes given by --at.
-
-    Sizes are reported in the order given, repeats included. With ADEPT each size gets
-    its own model instance, weighted towards the observations nearest to it.
-    """
-    started = time.perf_counter()
-    obs = read(obs_csv, max_rows)
-    preds = predict_at(obs, targets, method)
-    if output_format == "json":
-        emit_json(predictions_document(preds))
-    else:
-        render_predictions(preds, stdout_console(), method, int(obs.n[-1]))
-        sys.stdout.flush()
-    log.info(
-        "predict",
-        path=printable(obs_csv),
-        method=method,
-        sizes=len(obs),
-        runs=int(obs.runs.sum()),
-        targets=len(targets),
-        elapsed_ms=elapsed_ms(started),
-    )
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -259,24 +159,28 @@ def main() -> NoReturn:
 
 
 # --- subcommands defined in their own modules (one line each) ---------------------------------
-from plugin.cli_policy import decide, policy  # noqa: E402
+from plugin.cli.model import fit, predict  # noqa: E402
+
+cli.add_command(fit)
+cli.add_command(predict)
+from plugin.cli.policy import decide, policy  # noqa: E402
 
 cli.add_command(decide)
 cli.add_command(policy)
-from plugin.cli_store import app, apps, forget, import_group, learn  # noqa: E402
+from plugin.cli.store import app, apps, forget, import_group, learn  # noqa: E402
 
 cli.add_command(apps)
 cli.add_command(app)
 cli.add_command(forget)
 cli.add_command(import_group)
 cli.add_command(learn)
-from plugin.cli_simulate import simulate  # noqa: E402
+from plugin.cli.simulate import simulate  # noqa: E402
 
 cli.add_command(simulate)
-from plugin.cli_report import report  # noqa: E402
+from plugin.cli.report import report  # noqa: E402
 
 cli.add_command(report)
-from plugin.cli_daemon import daemon, decisions  # noqa: E402
+from plugin.cli.daemon import daemon, decisions  # noqa: E402
 
 cli.add_command(daemon)
 cli.add_command(decisions)

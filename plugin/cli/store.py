@@ -9,7 +9,7 @@
 
 Each takes ``--config FILE`` (the adaptalloc TOML, plugin/config.py) and ``--redis-url URL``.
 Failures (Redis unreachable, Slurm errors, bad keys) are plugin.errors exceptions, which
-plugin/cli.py turns into one ``adaptalloc: error: ...`` line and exit code 1.
+plugin/cli/root.py turns into one ``adaptalloc: error: ...`` line and exit code 1.
 """
 
 from __future__ import annotations
@@ -18,10 +18,8 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import structlog
@@ -31,21 +29,26 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from plugin.appkey import AppKey
-from plugin.cli_common import elapsed_ms, emit_json, format_option, stdout_console
-from plugin.config import Config, load_config
+from plugin.cli.common import (
+    StoreContext,
+    elapsed_ms,
+    emit_json,
+    format_option,
+    open_store,
+    stdout_console,
+    store_options,
+)
 from plugin.errors import InputError, printable
-from plugin.importers import import_csv, import_sacct
-from plugin.learner import IngestStats, Learner, RefitOutcome, refit_app
-from plugin.observations_csv import DEFAULT_MAX_ROWS
-from plugin.output import format_number, format_runtime
-from plugin.redis_conn import connect
+from plugin.formats.observations_csv import DEFAULT_MAX_ROWS
+from plugin.learning.importers import import_csv, import_sacct
+from plugin.learning.learner import IngestStats, Learner, RefitOutcome, refit_app
+from plugin.report.numbers import format_number, format_runtime
 from plugin.slurm import slurm_reader
-from plugin.store import AppSummary, CurveRecord, CurveStore, Retention
+from plugin.store.curves import AppSummary, CurveRecord
 
 __all__ = ["app", "apps", "forget", "import_group", "learn", "parse_when"]
 
 log = structlog.get_logger("adaptalloc")
-T = TypeVar("T")
 _RELATIVE = re.compile(r"now-([0-9]{1,9})(m|min|minutes|h|hours|d|days|w|weeks)")
 _UNIT_S = {
     "m": 60,
@@ -58,59 +61,6 @@ _UNIT_S = {
     "w": 604800,
     "weeks": 604800,
 }
-
-
-# --- shared options and set-up ----------------------------------------------------------
-
-
-def store_options(func: Callable[..., T]) -> Callable[..., T]:
-    """--config and --redis-url, for every command that talks to the store."""
-    func = click.option(
-        "--redis-url",
-        metavar="URL",
-        default=None,
-        help="Redis to use (redis://, rediss://, unix://); default: [redis] url, $REDIS_URL.",
-    )(func)
-    return click.option(
-        "--config",
-        "config_path",
-        metavar="FILE",
-        default=None,
-        help="adaptalloc TOML ([redis], [appkey], [learner], [slurm]); "
-        "default: $ADAPTALLOC_CONFIG, /etc/adaptalloc/adaptalloc.toml.",
-    )(func)
-
-
-@dataclass(frozen=True)
-class Context:
-    config: Config
-    store: CurveStore
-
-
-def open_store(config_path: str | None, redis_url: str | None) -> Context:
-    """Load the configuration and connect to the store (StoreUnavailable when unreachable)."""
-    config = load_config(config_path)
-    client = connect(redis_url, config.redis)
-    learner = config.learner
-    store = CurveStore(
-        client,
-        Retention(learner.max_observations, learner.max_age_s),
-        decisions_maxlen=learner.decisions_maxlen,
-    )
-    command = click.get_current_context(silent=True)
-    if command is not None:
-        command.call_on_close(lambda: warn_skipped(store))
-    return Context(config, store)
-
-
-def warn_skipped(store: CurveStore) -> None:
-    """Say on stderr how many corrupt store documents this command skipped, if any."""
-    if store.skipped:
-        log.warning(
-            "store_records_skipped",
-            total=sum(store.skipped.values()),
-            **{f"{kind}s": count for kind, count in sorted(store.skipped.items())},
-        )
 
 
 def parse_when(text: str, now: float | None = None) -> float:
@@ -304,7 +254,7 @@ def app(
             {
                 **summary.to_dict(),
                 "recent_observations": [o.to_dict() for o in newest],
-                "decisions": decisions,
+                "decisions": [d.to_dict() for d in decisions],
                 "guard": guard,
                 "recent_censored_runs": [o.to_dict() for o in censored],
             }
@@ -351,7 +301,9 @@ def app(
             highlight=False,
         )
     for d in decisions:
-        console.print(f"decision {d.get('id')}: {printable(str(d))[:200]}", highlight=False)
+        console.print(
+            f"decision {d.entry_id}: {printable(str(d.to_dict()))[:200]}", highlight=False
+        )
     sys.stdout.flush()
 
 
@@ -386,7 +338,7 @@ def forget(
 # --- import, learn ---------------------------------------------------------------------------
 
 
-def _refits(ctx: Context, apps: list[AppKey] | None = None) -> list[RefitOutcome]:
+def _refits(ctx: StoreContext, apps: list[AppKey] | None = None) -> list[RefitOutcome]:
     """Refit `apps` now (default: every dirty app), with the configured method."""
     targets = ctx.store.dirty_apps() if apps is None else apps
     return [refit_app(ctx.store, app, ctx.config.learner.method) for app in targets]

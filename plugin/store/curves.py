@@ -1,6 +1,6 @@
 """The curve store: observations, curves and decisions per app key, in Redis.
 
-Key names are in plugin/keys.py; every multi-key update is one Lua script in plugin/lua/
+Key names are in plugin/store/keys.py; every multi-key update is one Lua script in plugin/store/lua/
 (registered once per connection), so a crash between two writes cannot happen inside an
 update and never leaves half a curve, and two learners running at once stay correct:
 
@@ -32,10 +32,11 @@ import redis
 import structlog
 
 import predictor
-from plugin import keys
 from plugin.appkey import AppKey, AppKeyError
 from plugin.errors import printable
-from plugin.redis_conn import StoreError, client_location, guarded
+from plugin.store import keys
+from plugin.store.connection import StoreError, client_location, guarded
+from plugin.store.decisions import DecisionRecord, StoredDecision
 
 __all__ = [
     "AddResult",
@@ -66,7 +67,7 @@ CORRUPT_DOCUMENT = (ValueError, TypeError, KeyError, AttributeError, OverflowErr
 
 
 def _lua(name: str) -> str:
-    return (resources.files("plugin") / "lua" / name).read_text(encoding="utf-8")
+    return (resources.files("plugin.store") / "lua" / name).read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Observation:
             raise ValueError("end_time must be finite")
 
     def to_json(self) -> str:
-        """The stored form (see plugin/keys.py): compact, app and job id live in the keys."""
+        """The stored form (see plugin/store/keys.py): compact, app and job id live in the keys."""
         doc = {"n": self.nodes, "t": self.runtime_s, "e": self.end_time, "s": self.source}
         return json.dumps(doc, separators=(",", ":"))
 
@@ -229,7 +230,7 @@ class CurveStore:
     Parameters
     ----------
     client : redis.Redis
-        A client with ``decode_responses=True`` (plugin.redis_conn.connect makes one).
+        A client with ``decode_responses=True`` (plugin.store.connection.connect makes one).
     retention : Retention
         Observation limits applied on every write.
     decisions_maxlen : int
@@ -503,27 +504,27 @@ class CurveStore:
     # --- decisions --------------------------------------------------------------------------
 
     @guarded
-    def record_decision(self, decision: Mapping[str, Any]) -> str:
-        """Append one decision (a JSON-able dict; its "app" is validated) to the capped stream."""
-        app = decision.get("app")
-        app_text = "" if app in (None, "") else str(_app_key(str(app)))
-        text = json.dumps(decision, separators=(",", ":"), default=str)
+    def record_decision(self, record: DecisionRecord) -> str:
+        """Append one decision (its app is validated) to the capped stream; the entry id."""
+        app_text = "" if record.app in (None, "") else str(_app_key(str(record.app)))
+        text = json.dumps(record.to_dict(), separators=(",", ":"), default=str)
         if len(text.encode("utf-8")) > MAX_DECISION_BYTES:
             raise StoreError(f"decision document is larger than {MAX_DECISION_BYTES:,} bytes")
         entry_id = self.client.xadd(
             keys.DECISIONS,
-            {"app": app_text, "job_id": str(decision.get("job_id", "")), "doc": text},
+            {"app": app_text, "job_id": str(record.job_id), "doc": text},
             maxlen=self.decisions_maxlen,
             approximate=True,
         )
         return str(entry_id)
 
     @guarded
-    def decisions(self, app: AppKey | str | None = None, count: int = 20) -> list[dict[str, Any]]:
-        """The newest `count` decisions (of one app when given), newest first; a corrupt one
-        (not a JSON object) is skipped, logged and counted in ``skipped["decision"]``."""
+    def decisions(self, app: AppKey | str | None = None, count: int = 20) -> list[StoredDecision]:
+        """The newest `count` decisions (of one app when given), newest first. One that cannot
+        be read (not JSON, an unknown version, a field of the wrong type) is skipped, logged
+        and counted in ``skipped["decision"]``."""
         wanted = None if app is None else str(_app_key(app))
-        out: list[dict[str, Any]] = []
+        out: list[StoredDecision] = []
         upper = "+"
         while len(out) < count:
             page = self.client.xrevrange(keys.DECISIONS, max=upper, min="-", count=200)
@@ -531,13 +532,18 @@ class CurveStore:
                 if wanted is None or fields.get("app") == wanted:
                     try:
                         doc = json.loads(fields.get("doc", "{}"))
-                    except CORRUPT_DOCUMENT:
-                        doc = None
-                    if not isinstance(doc, dict):
+                        record = DecisionRecord.from_dict(doc) if isinstance(doc, dict) else None
+                    except CORRUPT_DOCUMENT as exc:
+                        record, why = None, printable(str(exc))[:200]
+                    else:
+                        why = "not a JSON object"
+                    if record is None:
                         self.skipped["decision"] += 1
-                        log.error("decision_unreadable", id=printable(str(entry_id))[:40])
+                        log.error(
+                            "decision_unreadable", id=printable(str(entry_id))[:40], error=why
+                        )
                         continue
-                    out.append({"id": entry_id, **doc})
+                    out.append(StoredDecision(str(entry_id), record))
                     if len(out) == count:
                         break
             if len(page) < 200:
@@ -615,7 +621,7 @@ class CurveStore:
                 problems.append("curve newer than the observations it was fitted from")
         return problems
 
-    # --- the kill guard and censored runs (plugin/daemon/guard.py, plugin/learner.py) -------
+    # --- the kill guard and censored runs (plugin/daemon/guard.py, plugin/learning/learner.py) ---
 
     @guarded
     def guard_watches(self) -> dict[str, str]:

@@ -32,8 +32,7 @@ from rich.progress import (
 )
 
 from plugin.appkey import AppKey
-from plugin.cli_common import elapsed_ms, emit_json, stdout_console
-from plugin.cli_store import open_store, store_options
+from plugin.cli.common import elapsed_ms, emit_json, open_store, stdout_console, store_options
 from plugin.errors import InputError
 from plugin.report import (
     FLEET_COLUMNS,
@@ -53,7 +52,7 @@ from plugin.report import (
     write_csv,
 )
 from plugin.report.model import AppReport, FleetRow
-from plugin.store import CurveStore
+from plugin.store.curves import CurveStore
 
 __all__ = ["report"]
 

@@ -1,4 +1,4 @@
-"""structlog configuration for the adaptalloc command line, done once in ``plugin.cli.main``.
+"""structlog configuration for the adaptalloc command line, done once in ``plugin.cli.root.main``.
 
 Logs always go to standard error: standard output belongs to the command's result (with
 ``--format json``, exactly one JSON document). On a terminal the events are rendered by

@@ -32,7 +32,7 @@ from rich.table import Table
 
 import policies
 import predictor
-from plugin.cli_common import (
+from plugin.cli.common import (
     elapsed_ms,
     emit_json,
     format_option,
@@ -40,9 +40,9 @@ from plugin.cli_common import (
     predictor_call,
     read,
 )
-from plugin.cli_common import stdout_console as _stdout_console
+from plugin.cli.common import stdout_console as _stdout_console
 from plugin.errors import InputError, printable, quote_value
-from plugin.learner import curve_from_fit
+from plugin.learning.learner import curve_from_fit
 from plugin.policy_file import load_policy_config
 from policies.rules import load_rule_words
 
@@ -110,7 +110,7 @@ def _curve_from_store(app_text: str, redis_url: str | None) -> tuple[predictor.C
     """The app's stored curve (None, and why, when there is none); errors if Redis is down."""
     # Imported here: only --app needs Redis and the store's configuration.
     from plugin.appkey import AppKey  # noqa: PLC0415
-    from plugin.cli_store import open_store  # noqa: PLC0415
+    from plugin.cli.common import open_store  # noqa: PLC0415
 
     app = AppKey.parse(app_text)
     record = open_store(None, redis_url).store.curve_record(app)

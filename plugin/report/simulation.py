@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from plugin.cli_simulate import duration, setup_sentences, table_rows
 from plugin.errors import InputError, printable
-from plugin.output import format_number, format_percent
-from plugin.swf import SwfTrace
+from plugin.formats.swf import SwfTrace
+from plugin.report.numbers import format_number, format_percent
+from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import Experiment, PolicyResult, usage_over_time
 from predictor.downey import FloatArray
 

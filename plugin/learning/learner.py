@@ -36,7 +36,7 @@ from plugin.appkey import AppKey, AppKeyError, AppKeyRule
 from plugin.config import Config
 from plugin.errors import printable
 from plugin.slurm import JobRecord, SlurmReader
-from plugin.store import AddResult, CurveStore, Observation
+from plugin.store.curves import AddResult, CurveStore, Observation
 
 __all__ = [
     "CENSORED_STATES",

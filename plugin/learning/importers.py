@@ -5,10 +5,10 @@ query asks slurmdbd for months of jobs, optionally pausing between windows, and 
 after each window how far it got in a checkpoint in Redis (one per range). Run again with
 the same range, it resumes after the last finished window; a window re-read after a crash
 is harmless, because observations are deduplicated by job id. Every job goes through the
-learner's validation (`plugin.learner.Ingestor`). Job comments are in accounting only with
+learner's validation (`plugin.learning.learner.Ingestor`). Job comments are in accounting only with
 ``AccountingStoreFlags=job_comment``; without it, history is keyed by the template rule.
 
-``import csv`` reads an observation CSV (header ``n,runtime``, plugin/observations_csv.py)
+``import csv`` reads an observation CSV (header ``n,runtime``, plugin/formats/observations_csv.py)
 for one app key. Each row gets a synthetic job id, ``csv-`` and a hash of the app key, the
 file's name, the row's values and how many identical rows came before it: importing the
 same file again adds nothing, appending rows to it and importing again adds only the new
@@ -29,10 +29,10 @@ import structlog
 
 from plugin.appkey import AppKey
 from plugin.errors import InputError, printable
-from plugin.learner import CENSORED_STATES, Ingestor, IngestStats
-from plugin.observations_csv import DEFAULT_MAX_ROWS, read_observations
+from plugin.formats.observations_csv import DEFAULT_MAX_ROWS, read_observations
+from plugin.learning.learner import CENSORED_STATES, Ingestor, IngestStats
 from plugin.slurm import SlurmReader
-from plugin.store import CurveStore, Observation
+from plugin.store.curves import CurveStore, Observation
 
 __all__ = ["ImportResult", "csv_job_ids", "import_csv", "import_sacct", "sacct_import_id"]
 

@@ -24,8 +24,7 @@ from rich import box
 from rich.table import Table
 
 from plugin.appkey import AppKey
-from plugin.cli_common import emit_json, format_option, stdout_console
-from plugin.cli_store import open_store, store_options
+from plugin.cli.common import emit_json, format_option, open_store, stdout_console, store_options
 from plugin.config import load_config
 from plugin.daemon import REASONS, Daemon
 from plugin.daemon.state import atomic_write, default_state_dir
@@ -186,25 +185,24 @@ def decisions(
     store = open_store(config_path, redis_url).store
     found = store.decisions(app, count=max(last, len(jobs)) if jobs else last)
     if jobs:
-        found = [d for d in found if d.get("job_id") in jobs]
-    found.sort(key=lambda d: d.get("job_id") or 0)
+        found = [d for d in found if d.record.job_id in jobs]
+    found.sort(key=lambda d: d.record.job_id)
     if output_format == "json":
-        emit_json({"decisions": found})
+        emit_json({"decisions": [d.to_dict() for d in found]})
         return
     table = Table(box=box.SIMPLE, show_header=True)
     for column in ("job", "app", "range", "chosen", "limit", "rule", "reason"):
         table.add_column(column, overflow="fold")
     for d in found:
-        rng = f"{d.get('min_nodes')}-{d.get('max_nodes')}"
-        chosen = d.get("nodes") if d.get("nodes") is not None else "as submitted"
-        rule = d.get("rule") or f"fail-open: {d.get('fail_open')}"
+        r = d.record
+        chosen = r.nodes if r.nodes is not None else "as submitted"
         table.add_row(
-            _cell(d.get("job_id")),
-            _cell(d.get("app")),
-            rng,
+            _cell(r.job_id),
+            _cell(r.app),
+            f"{r.min_nodes}-{r.max_nodes}",
             _cell(chosen),
-            _cell(d.get("new_time_limit_min")),
-            _cell(rule),
-            _cell(d.get("reason")),
+            _cell(r.new_time_limit_min),
+            _cell(r.rule or f"fail-open: {r.fail_open}"),
+            _cell(r.reason),
         )
     stdout_console().print(table)

@@ -1,7 +1,9 @@
-"""Pieces the ``adaptalloc`` subcommands share: options, reading observations, output.
+"""Pieces the ``adaptalloc`` subcommands share: options, reading observations, opening the
+store, output.
 
-Command modules (cli.py and the cli_*.py modules it attaches) build on these so every
-subcommand reads observation files, reports refused input and prints JSON the same way.
+The command modules of plugin/cli/ build on these (and never on each other) so every
+subcommand reads observation files, opens the store, reports refused input and prints JSON
+the same way.
 """
 
 from __future__ import annotations
@@ -10,28 +12,34 @@ import re
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 import numpy as np
+import structlog
 from rich.console import Console
 
 import predictor
+from plugin.cli.render import to_json
+from plugin.config import Config, load_config
 from plugin.errors import InputError, TooManyRowsError, printable, quote_value
-from plugin.observations_csv import (
+from plugin.formats.observations_csv import (
     DEFAULT_MAX_ROWS,
     MAX_SIZE,
     load_observations,
     read_observations,
     read_observations_stream,
 )
-from plugin.output import to_json
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore, Retention
 
 #: Most target sizes `predict --at` accepts.
 MAX_TARGETS = 10_000
 
 _SIZE = re.compile(r"[0-9]+")
 T = TypeVar("T")
+log = structlog.get_logger("adaptalloc")
 
 
 # --- option types and shared options ----------------------------------------------------
@@ -158,3 +166,58 @@ def emit_json(doc: dict[str, Any]) -> None:
 
 def elapsed_ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000.0, 1)
+
+
+# --- the store: options and opening it ---------------------------------------------------
+
+
+def store_options(func: Callable[..., T]) -> Callable[..., T]:
+    """--config and --redis-url, for every command that talks to the store."""
+    func = click.option(
+        "--redis-url",
+        metavar="URL",
+        default=None,
+        help="Redis to use (redis://, rediss://, unix://); default: [redis] url, $REDIS_URL.",
+    )(func)
+    return click.option(
+        "--config",
+        "config_path",
+        metavar="FILE",
+        default=None,
+        help="adaptalloc TOML ([redis], [appkey], [learner], [slurm]); "
+        "default: $ADAPTALLOC_CONFIG, /etc/adaptalloc/adaptalloc.toml.",
+    )(func)
+
+
+@dataclass(frozen=True)
+class StoreContext:
+    """What a store command works with: the configuration and the opened store."""
+
+    config: Config
+    store: CurveStore
+
+
+def open_store(config_path: str | None, redis_url: str | None) -> StoreContext:
+    """Load the configuration and connect to the store (StoreUnavailable when unreachable)."""
+    config = load_config(config_path)
+    client = connect(redis_url, config.redis)
+    learner = config.learner
+    store = CurveStore(
+        client,
+        Retention(learner.max_observations, learner.max_age_s),
+        decisions_maxlen=learner.decisions_maxlen,
+    )
+    command = click.get_current_context(silent=True)
+    if command is not None:
+        command.call_on_close(lambda: warn_skipped(store))
+    return StoreContext(config, store)
+
+
+def warn_skipped(store: CurveStore) -> None:
+    """Say on stderr how many corrupt store documents this command skipped, if any."""
+    if store.skipped:
+        log.warning(
+            "store_records_skipped",
+            total=sum(store.skipped.values()),
+            **{f"{kind}s": count for kind, count in sorted(store.skipped.items())},
+        )

@@ -19,6 +19,8 @@ the fit fixes it); a second, finer lattice around the survivors refines it. Spee
 of each instance (relative to the instance's own T(1), as the curve's are), evaluated with
 `predictor.downey.relative_runtime_s` on the whole lattice at once, in chunks.
 
+Pure: the report (plugin/report/assemble.py) calls it and draws the result.
+
 Only Downey curves get a band: when model selection chose another model the envelope does
 not describe the curve shown, and the report says so instead.
 """
@@ -26,15 +28,15 @@ not describe the curve shown, and the report says so instead.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 import predictor
-from plugin.report.model import Band
 from predictor.downey import FloatArray, relative_runtime_s, sigma_to_s
 from predictor.objective import minimax_relative_error
 
-__all__ = ["envelope_band"]
+__all__ = ["Band", "envelope_band"]
 
 #: Lattice of the first pass (A values × s values) and of the refining pass.
 COARSE = (121, 101)
@@ -43,6 +45,30 @@ FINE = (81, 81)
 CHUNK = 4096
 #: Relative slack on δ, for rounding in the error computation.
 SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class Band:
+    """The ADEPT envelope drawn as a band: min and max speedup per size (the module docstring
+    explains it).
+
+    Covers the sizes `n` (the grid from the last phase's smallest size on); delta is the
+    envelope's δ; instances is how many model instances the band was taken over.
+    """
+
+    n: tuple[int, ...]
+    speedup_lo: tuple[float, ...]
+    speedup_hi: tuple[float, ...]
+    delta: float
+    instances: int
+
+    @property
+    def efficiency_lo(self) -> tuple[float, ...]:
+        return tuple(s / k for s, k in zip(self.speedup_lo, self.n, strict=True))
+
+    @property
+    def efficiency_hi(self) -> tuple[float, ...]:
+        return tuple(s / k for s, k in zip(self.speedup_hi, self.n, strict=True))
 
 
 def _lattice(

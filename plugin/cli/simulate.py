@@ -6,10 +6,10 @@
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
         [--html DIR] [--format text|json] [--quiet]
 
-The pipeline: read the trace (swf.py) -> replay it under every policy at every load and seed
-(policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
-issue 20: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"}, with
-the older keys kept; sim_report.py for --html, from the first load's first seed).
+The pipeline: read the trace (formats/swf.py) -> replay it under every policy at every load
+and seed (policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
+DESIGN.md: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"}, with
+the older keys kept; report/simulation.py for --html, from the first load's first seed).
 
 Lines of the trace that cannot be used are skipped and counted; the count by reason goes to
 standard error (one ``swf_lines_skipped`` event) and into the JSON (``"dropped"``, and
@@ -27,7 +27,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,16 +40,15 @@ from rich.text import Text
 
 import policies
 import predictor
-from plugin.cli_common import elapsed_ms, emit_json, format_option, stdout_console
-from plugin.cli_policy import load_policy_config
+from plugin.cli.common import elapsed_ms, emit_json, format_option, stdout_console
 from plugin.errors import InputError, printable
-from plugin.output import format_number, format_percent
-from plugin.swf import SwfTrace, read_swf, skipped_summary
+from plugin.formats.swf import SwfTrace, read_swf
+from plugin.policy_file import load_policy_config
+from plugin.report.numbers import format_number, format_percent
+from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import (
     POLICIES,
-    Experiment,
     LoadResult,
-    Metrics,
     MoldableRule,
     PolicyResult,
     Setup,
@@ -62,12 +60,9 @@ from policies.simulation.experiment import ADAPTALLOC
 __all__ = [
     "STORE_APP_PREFIX",
     "comparison_table",
-    "duration",
     "parse_moldable",
-    "setup_sentences",
     "simulate",
     "simulation_document",
-    "table_rows",
 ]
 
 log = structlog.get_logger("adaptalloc")
@@ -76,8 +71,6 @@ T = TypeVar("T")
 STORE_APP_PREFIX = "exe-"
 _NUMBER = r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*"
 _MOLDABLE = re.compile(f"{_NUMBER},{_NUMBER}")
-#: Relative changes against rigid smaller than this are shown as ±0%.
-_SAME = 0.0005
 
 
 # --- options ----------------------------------------------------------------------------------
@@ -105,7 +98,7 @@ def stored_curves(trace: SwfTrace, redis_url: str | None) -> dict[int, predictor
     """The store's curve for each executable of the trace that has one (app ``exe-<n>``)."""
     # Imported here: only --store needs Redis and the store's configuration.
     from plugin.appkey import AppKey  # noqa: PLC0415
-    from plugin.cli_store import open_store  # noqa: PLC0415
+    from plugin.cli.common import open_store  # noqa: PLC0415
 
     store = open_store(None, redis_url).store
     found: dict[int, predictor.Curve] = {}
@@ -204,7 +197,7 @@ def simulation_document(
     seeds: int,
     offered: float,
 ) -> dict[str, Any]:
-    """The JSON document (issue 20's contract, and the older keys kept beside it)."""
+    """The JSON document (the contract in DESIGN.md, and the older keys kept beside it)."""
     head = results[0]
     experiment = head.experiment
     # A trace submitted all at once offers no finite load: JSON has no infinity, so null.
@@ -260,70 +253,6 @@ def simulation_document(
     }
 
 
-def duration(seconds: float) -> str:
-    """A duration for people: 45 s, 12.5 min, 3.20 h, 91.9 d."""
-    if not math.isfinite(seconds):
-        return "n/a"
-    if seconds < 120:
-        return f"{format_number(seconds, 3)} s"
-    if seconds < 7200:
-        return f"{format_number(seconds / 60, 3)} min"
-    if seconds < 172_800:
-        return f"{format_number(seconds / 3600, 3)} h"
-    return f"{format_number(seconds / 86400, 3)} d"
-
-
-def _change(value: float, rigid: float) -> str:
-    """The change against rigid, for the table: " (-8.1%)"; "" when it has no meaning."""
-    if rigid == 0 or not math.isfinite(value / rigid):
-        return ""
-    relative = value / rigid - 1.0
-    if abs(relative) < _SAME:
-        return " (±0%)"
-    return f" ({format_percent(relative, signed=True)})"
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One row of the comparison: its label, how to read and show it, whether to compare."""
-
-    label: str
-    value: Callable[[Metrics], float]
-    show: Callable[[float], str]
-    compare: bool = True
-
-
-FIGURES = (
-    Figure("mean response", lambda m: m.mean_response_s, duration),
-    Figure("mean wait", lambda m: m.mean_wait_s, duration),
-    Figure(
-        "mean bounded slowdown", lambda m: m.mean_bounded_slowdown, lambda x: format_number(x, 3)
-    ),
-    Figure("utilization", lambda m: m.utilization, lambda x: format_percent(x, 3), False),
-    Figure("makespan", lambda m: m.makespan_s, duration),
-    Figure("node-hours", lambda m: m.node_hours, lambda x: f"{x:,.0f}"),
-    Figure("killed at their limit", lambda m: float(m.killed), lambda x: f"{x:,.0f}", False),
-    Figure("killed node-hours", lambda m: m.killed_node_hours, lambda x: f"{x:,.0f}", False),
-    Figure("jobs", lambda m: float(m.jobs), lambda x: f"{x:,.0f}", False),
-)
-
-
-def table_rows(results: Mapping[str, PolicyResult]) -> list[list[str]]:
-    """One row per figure, one cell per policy; the change against rigid in parentheses."""
-    rigid = results["rigid"].metrics if "rigid" in results else None
-    rows = []
-    for figure in FIGURES:
-        row = [figure.label]
-        for name, result in results.items():
-            value = figure.value(result.metrics)
-            cell = figure.show(value)
-            if figure.compare and rigid is not None and name != "rigid":
-                cell += _change(value, figure.value(rigid))
-            row.append(cell)
-        rows.append(row)
-    return rows
-
-
 def comparison_table(results: Mapping[str, PolicyResult], title: str | None = None) -> Table:
     """The figures (rows) per policy (columns), with the changes against rigid."""
     table = Table(box=box.SIMPLE_HEAD, title=title, show_header=True)
@@ -333,55 +262,6 @@ def comparison_table(results: Mapping[str, PolicyResult], title: str | None = No
     for row in table_rows(results):
         table.add_row(*row)
     return table
-
-
-def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> list[str]:
-    """What was simulated, in sentences (the text output's and the HTML report's head)."""
-    setup = experiment.setup
-    jobs = len(experiment.jobs)
-    head = (
-        f"Trace {trace.source}: {jobs:,} jobs on {trace.machine:,} nodes ({trace.machine_from}; "
-        f"{format_number(trace.procs_per_node, 4)} processors per node from "
-        f"{trace.procs_per_node_from})"
-    )
-    if jobs < trace.usable:
-        head += f", the first {jobs:,} of {trace.usable:,} usable jobs"
-    out = [head + "."]
-    if trace.skipped:
-        out.append(f"Dropped {trace.skipped_total:,} lines: {skipped_summary(trace.skipped)}.")
-    if trace.limits_from_runtime:
-        out.append(
-            f"{trace.limits_from_runtime:,} jobs have no requested time: their time limit is "
-            "modelled (the smallest round value ≥ 2× the run time; an assumption, not data)."
-        )
-    apps = experiment.apps
-    grouping = ", ".join(f"{n:,} jobs by {how}" for how, n in apps.grouping.items() if n)
-    lo, hi = setup.parallelism_factor
-    curves = (
-        f"{len(apps):,} applications ({grouping}), one Downey curve each: A = median request "
-        f"× U[{lo:g}, {hi:g}] (at most {setup.parallelism:g}), σ ~ U[0, 2], run noise "
-        f"{format_percent(setup.noise, 2)}, seed {setup.seed}"
-    )
-    stored = experiment.jobs_with_stored_curves
-    if stored:
-        curves = f"stored curves for {stored:,} jobs, {curves} for the rest"
-    out.append(
-        f"Moldable range {setup.moldable.low:g}-{setup.moldable.high:g} × the requested size; "
-        f"{'EASY backfilling' if setup.backfill else 'FCFS without backfilling'}; "
-        f"true curves: {curves}; policy settings: {config}."
-    )
-    if setup.curves == "oracle":
-        out.append(
-            "--curves oracle: every adaptalloc policy was handed the true curves. These figures "
-            "are an upper bound no site reaches."
-        )
-    else:
-        out.append(
-            "Curves learned: the adaptalloc policies saw only curves fitted from their "
-            "applications' earlier completed runs in this simulation; [true curves] marks the "
-            "oracle, an upper bound."
-        )
-    return out
 
 
 #: (label, summary key, how to show a value) of the per-load table.
@@ -682,7 +562,7 @@ def simulate(
         sys.stdout.flush()
     html_path = None
     if html_dir is not None:
-        from plugin.sim_report import write_report  # noqa: PLC0415 (only --html needs it)
+        from plugin.report.simulation import write_report  # noqa: PLC0415 (only --html needs it)
 
         head = results[0]
         html_path = write_report(

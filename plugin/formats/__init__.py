@@ -1,0 +1,1 @@
+"""Files users hand us: observation CSV, Standard Workload Format traces."""

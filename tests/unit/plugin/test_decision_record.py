@@ -1,0 +1,93 @@
+"""plugin.store.decisions: the decision record round-trips, reads what the daemon stored
+before records carried a version, and refuses what it cannot read with a clear error."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+import pytest
+
+from plugin.store.decisions import (
+    DECISION_VERSION,
+    DecisionRecord,
+    DecisionRecordError,
+    StoredDecision,
+)
+
+#: A document exactly as the daemon wrote it before records were versioned (the keys of
+#: plugin/daemon/record.py's decision_doc plus released_at, as stored in the stream).
+UNVERSIONED = json.loads(
+    '{"job_id":4711,"app":"lulesh@large","user":"alice","account":"physics",'
+    '"partition":"batch","min_nodes":2,"max_nodes":8,"time_limit_min":60,"action":"resize",'
+    '"nodes":4,"nodes_upto":4,"new_time_limit_min":25,"rule":"efficiency",'
+    '"reason":"efficiency stays above 50% up to 4 nodes","time_limit_reason":"scaled",'
+    '"fail_open":null,"status":"released","curve_version":3,"curve_model":"downey",'
+    '"idle_nodes":8,"pending_nodes":0,"total_nodes":8,"policy":"default",'
+    '"budget":{"explore":0},"submit_time":1700000000,"decided_at":1700000123.456,'
+    '"latency_s":0.042,"recovered":false,"released_at":1700000123.5}'
+)
+
+
+def test_every_field_round_trips() -> None:
+    record = DecisionRecord.from_dict(UNVERSIONED)
+    assert record.to_dict()["version"] == DECISION_VERSION
+    assert DecisionRecord.from_dict(record.to_dict()) == record
+    assert DecisionRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
+
+
+def test_an_unversioned_document_loses_nothing() -> None:
+    record = DecisionRecord.from_dict(UNVERSIONED)
+    assert {f.name for f in fields(record)} - {"version"} == set(UNVERSIONED)
+    assert {k: v for k, v in record.to_dict().items() if k != "version"} == UNVERSIONED
+
+
+def test_a_release_keeps_its_nones() -> None:
+    doc = {**UNVERSIONED, "action": "release", "nodes": None, "nodes_upto": None,
+           "new_time_limit_min": None, "rule": None, "fail_open": "store_unavailable",
+           "app": None}  # fmt: skip
+    record = DecisionRecord.from_dict(doc)
+    assert (record.nodes, record.rule, record.app) == (None, None, None)
+    assert record.fail_open == "store_unavailable"
+
+
+@pytest.mark.parametrize("version", [0, 2, 99, "1", True, None])
+def test_an_unknown_version_is_refused_by_name(version: Any) -> None:
+    with pytest.raises(DecisionRecordError, match=r"decision record version .* reads 1"):
+        DecisionRecord.from_dict({**UNVERSIONED, "version": version})
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("nodes", "4"), ("nodes", 4.0), ("job_id", True), ("reason", 7), ("budget", [1]),
+     ("decided_at", float("nan")), ("recovered", 1)],
+)  # fmt: skip
+def test_a_field_of_the_wrong_type_is_refused(key: str, value: Any) -> None:
+    with pytest.raises(DecisionRecordError, match=key):
+        DecisionRecord.from_dict({**UNVERSIONED, key: value})
+
+
+def test_a_record_needs_its_job() -> None:
+    with pytest.raises(DecisionRecordError, match="job_id"):
+        DecisionRecord.from_dict({"nodes": 4})
+    with pytest.raises(DecisionRecordError, match="job_id"):
+        DecisionRecord.from_dict({"job_id": None})
+
+
+def test_keys_it_does_not_know_are_ignored() -> None:
+    assert DecisionRecord.from_dict({**UNVERSIONED, "later": 1}) == DecisionRecord.from_dict(
+        UNVERSIONED
+    )
+
+
+def test_the_stored_form_puts_the_entry_id_first() -> None:
+    stored = StoredDecision("1700000123456-0", DecisionRecord(job_id=9, nodes=2))
+    doc = stored.to_dict()
+    assert next(iter(doc)) == "id"
+    assert (doc["id"], doc["job_id"], doc["nodes"], doc["version"]) == (
+        "1700000123456-0",
+        9,
+        2,
+        DECISION_VERSION,
+    )
