@@ -53,6 +53,7 @@ from predictor.downey import (
     s_to_sigma,
     sigma_to_s,
 )
+from predictor.grids import linspace
 from predictor.objective import minimax_relative_error
 
 PIECES = ("low-1", "low-2", "low-flat", "high-1", "high-flat")
@@ -387,12 +388,12 @@ def pair_curve_instances(
     g = ratio_to_g(ni, nj, xc)
     kappa = 2.0 / (np.where(np.isinf(g), np.inf, g) + 1.0)
 
-    u = np.linspace(0.0, 1.0, samples)
+    u = linspace(0.0, 1.0, samples)
     a_first = np.r_[np.exp(u * np.log(2.0 * n.max())), domain.a_max]
     a2_lo, a2_hi = np.maximum((nj + 1.0) / 2.0, 1.0), ni
     a_second = a2_lo[:, None] + u[None, :] * np.maximum(a2_hi - a2_lo, 0.0)[:, None]
     few = max(samples // 8, 2)
-    a_flat = np.exp(np.linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
+    a_flat = np.exp(linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
     s_levels = np.array([0.0, 1.0, domain.s_max])
 
     P, L = ni.size, s_levels.size
@@ -463,7 +464,7 @@ def derive_envelope(
                 )
             )
         )
-        near = best.A[:, None] * np.exp(np.linspace(-half, half, ZOOM_SAMPLES))[None, :]
+        near = best.A[:, None] * np.exp(linspace(-half, half, ZOOM_SAMPLES))[None, :]
         more = best.moved_to(near, domain)
         more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])
         cands = cands.concat(more)

@@ -17,6 +17,7 @@ import pytest
 
 import predictor
 from predictor.envelope import Domain, derive_envelope
+from predictor.grids import clip, linspace
 from predictor.objective import sum_leading, wssre, wssre_leading
 
 RNG = np.random.default_rng(17)
@@ -68,3 +69,16 @@ def test_fits_and_predictions_are_the_recorded_ones(name: str) -> None:
     keep = np.isin(d[:, 0], obs.n[: max(3, len(obs) // 2)])
     runtime = predictor.predict(d[keep, 0], d[keep, 1], ref["at"])
     np.testing.assert_allclose(runtime, ref["runtime"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("num", [1, 2, 3, 11, 17, 21, 128])
+def test_linspace_equals_numpy_bit_for_bit(num: int) -> None:
+    for start, stop in [(0.0, 1.0), (-1.0, 1.0), (np.log(3.7), np.log(4100.0)), (-0.03, 0.03)]:
+        assert np.array_equal(linspace(start, stop, num), np.linspace(start, stop, num))
+    assert np.array_equal(linspace(2.5, 2.5, num), np.linspace(2.5, 2.5, num))
+
+
+def test_clip_equals_numpy() -> None:
+    x = RNG.normal(0, 3, 200)
+    x[::17] = np.nan
+    assert np.array_equal(clip(x, -1.0, 2.0), np.clip(x, -1.0, 2.0), equal_nan=True)
