@@ -385,7 +385,8 @@ def _evaluate(
     lead = np.broadcast_shapes(A.shape, s.shape)
     tau = relative_runtime_s(n.reshape(n.shape + (1,) * len(lead)), A, s)  # (M, ...)
     T = w.shape[0]
-    tau = np.broadcast_to(tau, (n.size, T, *lead[1:]))
+    if tau.shape[1] != T:  # instances shared by every target (the lattice)
+        tau = np.broadcast_to(tau, (n.size, T, *lead[1:]))
     err, c = wssre_leading(tau, t, w.T.reshape(w.T.shape + (1,) * (len(lead) - 1)), scale)
     return np.where(inside, err, np.inf), c
 
