@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import predictor
+from predictor.anomalies import AnomalySettings
 from predictor.envelope import Domain, derive_envelope
 from predictor.grids import clip, linspace
 from predictor.objective import sum_leading, wssre, wssre_leading
@@ -24,6 +25,7 @@ RNG = np.random.default_rng(17)
 HERE = Path(__file__).resolve().parent
 SCALING = HERE.parents[1] / "data" / "scaling"
 REFERENCE = json.loads((HERE / "data" / "search_reference.json").read_text())
+MAINS_ANALYSIS = predictor.DiagnosisSettings(anomalies=AnomalySettings(noise=0.0))
 
 
 @pytest.mark.parametrize("M", [1, 2, 5, 7, 8, 9, 15, 16, 17, 31, 32, 40, 129])
@@ -61,13 +63,13 @@ def test_contains_grid_equals_contains_on_every_grid_point() -> None:
 def test_fits_and_predictions_are_the_recorded_ones(name: str) -> None:
     ref = REFERENCE[name]
     d = np.loadtxt(SCALING / name, delimiter=",", skiprows=1)
-    fit = predictor.fit(d[:, 0], d[:, 1])
+    fit = predictor.fit(d[:, 0], d[:, 1], diagnosis=MAINS_ANALYSIS)
     assert (fit.A, fit.sigma, fit.t1, fit.identified) == pytest.approx(
         (ref["A"], ref["sigma"], ref["t1"], ref["identified"]), rel=1e-9
     )
     obs = predictor.prepare(d[:, 0], d[:, 1])
     keep = np.isin(d[:, 0], obs.n[: max(3, len(obs) // 2)])
-    runtime = predictor.predict(d[keep, 0], d[keep, 1], ref["at"])
+    runtime = predictor.predict(d[keep, 0], d[keep, 1], ref["at"], diagnosis=MAINS_ANALYSIS)
     np.testing.assert_allclose(runtime, ref["runtime"], rtol=1e-9)
 
 
