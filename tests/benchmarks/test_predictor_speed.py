@@ -8,9 +8,10 @@ side-by-side figure. ADEPT and LM calls alternate, problem by problem, so both s
 load. Nothing is asserted about the times. The ADEPT paper reports 0.46 s per prediction
 (C++, 2009); issue 17 asks for ADEPT within 2x of LM in the same run.
 
-Measured here, CPU ms median (2026-11-23, 2 shared cores): main before the issue-17 speed work
-ADEPT 16.2 vs LM 6.1 (2.7x); after it 11.8 vs 6.1 (1.95x), with the same fits bit for bit
-(tests/unit/predictor/test_search_speedups.py).
+Measured here, CPU ms median (2026-11-23, 2 shared cores, load 4-5): main before the issue-17
+speed work ADEPT 16.1 vs LM 6.1 (2.64x, main and this branch alternating in one process); after
+it 11.4-11.5 vs 5.9-6.1 (1.89-1.93x; wall clock 1.80x in the same run), with the same fits bit
+for bit (tests/unit/predictor/test_search_speedups.py).
 """
 
 from __future__ import annotations
