@@ -83,7 +83,8 @@ from scipy.special import chdtrc, fdtrc
 from predictor.amdahl import fit_amdahl
 from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope, derive_envelope
-from predictor.objective import distance_weights, wssre
+from predictor.grids import clip, linspace
+from predictor.objective import distance_weights, wssre, wssre_leading
 
 VALLEY_RULES = ("far", "sigma1", "near")
 
@@ -230,44 +231,97 @@ def one_dimensional_pass(
     2. high mode, the smaller anchor on the first piece and the larger on the flat one.
     A candidate whose solution contradicts its assumption (mode, knee position) is NaN.
     """
-    na, nb = n[a][:, None], n[b][:, None]  # (T, 1)
-    rho = (t[a] / t[b])[:, None]
-    Ag = np.atleast_2d(A)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c0a, c1a = _low_coefficients(na, Ag)
-        c0b, c1b = _low_coefficients(nb, Ag)
-        s_low = (rho * c0b - c0a) / (c1a - rho * c1b)
-        s_low = np.where((s_low >= 0.0) & (s_low <= 1.0), s_low, np.nan)
+    return _AnchorPair.of(n, t, a, b).through(A, s_max)
 
-        # High mode, both first piece: (1/n_a + k_a s) = ρ (1/n_b + k_b s), k = (1-1/n)/(2A).
-        ka, kb = (1.0 - 1.0 / na) / (2.0 * Ag), (1.0 - 1.0 / nb) / (2.0 * Ag)
-        s_first = (rho / nb - 1.0 / na) / (ka - rho * kb)
-        ok = (s_first > 1.0) & (s_first <= s_max)
-        ok &= knee(Ag, np.where(ok, s_first, 1.0)) >= np.maximum(na, nb)
-        s_first = np.where(ok, s_first, np.nan)
 
-        # High mode, the smaller anchor first piece, the larger flat (τ = 1/A).
+@dataclass(frozen=True)
+class _AnchorPair:
+    """What `one_dimensional_pass` needs of the anchors, computed once for all rounds: (T, 1)."""
+
+    na: FloatArray
+    nb: FloatArray
+    rho: FloatArray
+    both: FloatArray  # (T, 2, 1): na and nb
+    n_big: FloatArray  # max(na, nb)
+    first_a: FloatArray  # 1 - 1/na
+    first_b: FloatArray
+    through_first: FloatArray  # ρ/nb - 1/na
+    a_small: BoolArray
+    n_small: FloatArray
+    tau_small: FloatArray  # ρ if a is the smaller anchor, else 1/ρ
+    inv_small: FloatArray  # 1/n_small
+    first_small: FloatArray  # 1 - 1/n_small
+
+    @staticmethod
+    def of(n: FloatArray, t: FloatArray, a: IntArray, b: IntArray) -> _AnchorPair:
+        na, nb = n[a][:, None], n[b][:, None]
+        rho = (t[a] / t[b])[:, None]
         a_small = na < nb
         n_small = np.where(a_small, na, nb)
-        tau_small = np.where(a_small, rho, 1.0 / rho) / Ag
-        s_split = (tau_small - 1.0 / n_small) * 2.0 * Ag / (1.0 - 1.0 / n_small)
-        ok = (s_split > 1.0) & (s_split <= s_max)
-        k_split = knee(Ag, np.where(ok, s_split, 1.0))
-        ok &= (k_split >= n_small) & (k_split <= np.maximum(na, nb))
-        s_split = np.where(ok, s_split, np.nan)
-    s_all = np.stack(np.broadcast_arrays(s_low, s_first, s_split), axis=-1)
-    return np.broadcast_to(Ag[..., None], s_all.shape), s_all
+        return _AnchorPair(
+            na=na,
+            nb=nb,
+            rho=rho,
+            both=np.stack([na, nb], axis=1),
+            n_big=np.maximum(na, nb),
+            first_a=1.0 - 1.0 / na,
+            first_b=1.0 - 1.0 / nb,
+            through_first=rho / nb - 1.0 / na,
+            a_small=a_small,
+            n_small=n_small,
+            tau_small=np.where(a_small, rho, 1.0 / rho),
+            inv_small=1.0 / n_small,
+            first_small=1.0 - 1.0 / n_small,
+        )
+
+    def through(self, A: FloatArray, s_max: float) -> tuple[FloatArray, FloatArray]:
+        """`one_dimensional_pass` for these anchors (the same expressions, hoisted)."""
+        rho = self.rho
+        Ag = np.atleast_2d(A)
+        T = max(rho.shape[0], Ag.shape[0])
+        s_all = np.empty((T, Ag.shape[1], 3))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # Both anchors in one call: (T, 2, 1) sizes against (·, 1, G) values of A.
+            c0, c1 = _low_coefficients(self.both, Ag[:, None, :])
+            c0a, c1a, c0b, c1b = c0[:, 0], c1[:, 0], c0[:, 1], c1[:, 1]
+            s_low = (rho * c0b - c0a) / (c1a - rho * c1b)
+            s_all[..., 0] = np.where((s_low >= 0.0) & (s_low <= 1.0), s_low, np.nan)
+
+            # High mode, both first piece: (1/n_a + k_a s) = ρ (1/n_b + k_b s), k = (1-1/n)/(2A).
+            twice_A = 2.0 * Ag
+            ka, kb = self.first_a / twice_A, self.first_b / twice_A
+            s_first = self.through_first / (ka - rho * kb)
+            ok = (s_first > 1.0) & (s_first <= s_max)
+            ok &= knee(Ag, np.where(ok, s_first, 1.0)) >= self.n_big
+            s_all[..., 1] = np.where(ok, s_first, np.nan)
+
+            # High mode, the smaller anchor first piece, the larger flat (τ = 1/A).
+            tau_small = self.tau_small / Ag
+            s_split = (tau_small - self.inv_small) * 2.0 * Ag / self.first_small
+            ok = (s_split > 1.0) & (s_split <= s_max)
+            k_split = knee(Ag, np.where(ok, s_split, 1.0))
+            ok &= (k_split >= self.n_small) & (k_split <= self.n_big)
+            s_all[..., 2] = np.where(ok, s_split, np.nan)
+        A_all = np.empty_like(s_all)
+        A_all[...] = Ag[..., None]
+        return A_all, s_all
 
 
 ZOOM_1D = 17
 LATTICE = 16
 
 
-def envelope_lattice(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
-    """A size × size lattice in each range pair (log-spaced A, even s), flattened: (A, s)."""
-    u = np.linspace(0.0, 1.0, size)
+def lattice_axes(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
+    """Axes of `envelope_lattice`: A (K, size) log-spaced and s (K, size) even per range pair."""
+    u = linspace(0.0, 1.0, size)
     A = env.a_lo[:, None] * (env.a_hi / env.a_lo)[:, None] ** u[None, :]
     s = env.s_lo[:, None] + (env.s_hi - env.s_lo)[:, None] * u[None, :]
+    return A, s
+
+
+def envelope_lattice(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
+    """A size × size lattice in each range pair (log-spaced A, even s), flattened: (A, s)."""
+    A, s = lattice_axes(env, size)
     A_grid = np.repeat(A, size, axis=1).ravel()
     s_grid = np.tile(s, (1, size)).ravel()
     return A_grid, s_grid
@@ -286,22 +340,24 @@ def _search_1d(
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The 1-D pass with its zoom rounds: best (wssre, A, s) per target; anchors from `usable`."""
     a, b = anchors(n, targets, scale is not None, usable)
+    pair = _AnchorPair.of(n, t, a, b)
     lo, hi = env.a_range
     step = np.log(hi / lo) / (settings.grid_1d - 1)
-    grid: FloatArray = np.exp(np.linspace(np.log(lo), np.log(hi), settings.grid_1d))
+    grid: FloatArray = np.exp(linspace(np.log(lo), np.log(hi), settings.grid_1d))
     best = (np.full(targets.size, np.inf), np.full(targets.size, lo), np.zeros(targets.size))
     for _ in range(settings.rounds_1d + 1):
-        A1, s1 = one_dimensional_pass(n, t, a, b, grid, domain.s_max)
+        A1, s1 = pair.through(grid, domain.s_max)
         err, _ = _evaluate(n, t, w, A1, s1, env, scale)
-        e, A, sv = _take_best(err, A1, np.nan_to_num(s1))
+        e, A, sv = _take_best(err, A1, s1)
+        sv = np.where(np.isnan(sv), 0.0, sv)  # no instance at all: s = 0, as nan_to_num gave
         better = e < best[0]
         best = (
             np.where(better, e, best[0]),
             np.where(better, A, best[1]),
             np.where(better, sv, best[2]),
         )
-        grid = best[1][:, None] * np.exp(np.linspace(-2 * step, 2 * step, ZOOM_1D))[None, :]
-        grid = np.clip(grid, lo, hi)
+        grid = best[1][:, None] * np.exp(linspace(-2 * step, 2 * step, ZOOM_1D))[None, :]
+        grid = clip(grid, lo, hi)
         step = 4 * step / (ZOOM_1D - 1)
     return best
 
@@ -314,18 +370,25 @@ def _evaluate(
     s: FloatArray,
     env: Envelope,
     scale: float | None,
+    inside: BoolArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """WSSRE and profiled scale of instances (T, ...) for weights w (T, M); inf outside E.
 
-    s may hold NaN for "no instance" (the 1-D pass); those come back as inf too.
+    A and s broadcast together (a leading axis of 1 stands for every target). s may hold NaN
+    for "no instance" (the 1-D pass); those come back as inf too. `inside`, when the caller
+    knows it (a grid, Envelope.contains_grid), replaces the envelope test.
     """
-    extra = A.ndim - 1
-    wb = w.reshape(w.shape[:1] + (1,) * extra + w.shape[1:])
-    s_safe = np.fmax(s, 0.0)  # NaN becomes 0 here; such entries are marked invalid below
-    valid = env.contains(A, s_safe) & (s_safe == s)
-    tau = relative_runtime_s(n, A[..., None], s_safe[..., None])
-    err, c = wssre(tau, t, wb, scale)
-    return np.where(valid, err, np.inf), c
+    if inside is None:
+        s_safe = np.fmax(s, 0.0)  # NaN becomes 0 here; such entries are marked invalid below
+        inside = env.contains(A, s_safe) & (s_safe == s)
+        s = s_safe
+    lead = np.broadcast_shapes(A.shape, s.shape)
+    tau = relative_runtime_s(n.reshape(n.shape + (1,) * len(lead)), A, s)  # (M, ...)
+    T = w.shape[0]
+    if tau.shape[1] != T:  # instances shared by every target (the lattice)
+        tau = np.broadcast_to(tau, (n.size, T, *lead[1:]))
+    err, c = wssre_leading(tau, t, w.T.reshape(w.T.shape + (1,) * (len(lead) - 1)), scale)
+    return np.where(inside, err, np.inf), c
 
 
 def _take_best(values: FloatArray, *arrays: FloatArray) -> tuple[FloatArray, ...]:
@@ -337,14 +400,35 @@ def _take_best(values: FloatArray, *arrays: FloatArray) -> tuple[FloatArray, ...
 
 
 def _window(
-    A: FloatArray, s: FloatArray, half_A: FloatArray, half_s: FloatArray, size: int, domain: Domain
+    A: FloatArray,
+    s: FloatArray,
+    half_A: FloatArray,
+    half_s: FloatArray,
+    u: FloatArray,
+    domain: Domain,
 ) -> tuple[FloatArray, FloatArray]:
-    """A size × size grid centred on each (A, s), clipped to the domain: shape (..., size, size)."""
-    u = np.linspace(-1.0, 1.0, size)
-    grid_A = np.clip(A[..., None, None] + half_A[..., None, None] * u[:, None], 1.0, domain.a_max)
-    grid_s = np.clip(s[..., None, None] + half_s[..., None, None] * u[None, :], 0.0, domain.s_max)
-    out_A, out_s = np.broadcast_arrays(grid_A, grid_s)
-    return out_A, out_s
+    """The axes of a size × size grid centred on each (A, s), clipped to the domain.
+
+    u: the size offsets, np.linspace(-1, 1, size). Returns A values (..., size) and s values
+    (..., size): the grid is their product, A along the first grid axis.
+    """
+    axis_A = clip(A[..., None] + half_A[..., None] * u, 1.0, domain.a_max)
+    axis_s = clip(s[..., None] + half_s[..., None] * u, 0.0, domain.s_max)
+    return axis_A, axis_s
+
+
+def _evaluate_window(
+    n: FloatArray,
+    t: FloatArray,
+    w: FloatArray,
+    axis_A: FloatArray,
+    axis_s: FloatArray,
+    env: Envelope,
+    scale: float | None,
+) -> tuple[FloatArray, FloatArray]:
+    """_evaluate on the grids of `_window`'s axes: (wssre, scale) of shape (..., size, size)."""
+    inside = env.contains_grid(axis_A, axis_s)
+    return _evaluate(n, t, w, axis_A[..., :, None], axis_s[..., None, :], env, scale, inside)
 
 
 def local_minima(err: FloatArray, count: int) -> IntArray:
@@ -353,16 +437,12 @@ def local_minima(err: FloatArray, count: int) -> IntArray:
     Grids with fewer minima repeat their best one.
     """
     g = err.shape[-1]
-    padded = np.pad(err, [(0, 0)] * (err.ndim - 2) + [(1, 1), (1, 1)], constant_values=np.inf)
-    neighbours = np.stack(
-        [
-            padded[..., 1 + di : g + 1 + di, 1 + dj : g + 1 + dj]
-            for di in (-1, 0, 1)
-            for dj in (-1, 0, 1)
-            if (di, dj) != (0, 0)
-        ]
-    )
-    score = np.where(err <= neighbours.min(axis=0), err, np.inf).reshape(*err.shape[:-2], -1)
+    padded = np.full((*err.shape[:-2], g + 2, g + 2), np.inf)
+    padded[..., 1:-1, 1:-1] = err
+    lowest = np.full(err.shape, np.inf)
+    for di, dj in ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)):
+        np.minimum(lowest, padded[..., 1 + di : g + 1 + di, 1 + dj : g + 1 + dj], out=lowest)
+    score = np.where(err <= lowest, err, np.inf).reshape(*err.shape[:-2], -1)
     order = np.argsort(score, axis=-1)[..., :count]
     best = order[..., :1]
     found = np.take_along_axis(score, order, -1) < np.inf
@@ -395,36 +475,36 @@ def _refine(
     first = settings.grid_2d
     half_A = settings.v * seed_A
     half_s = np.maximum(settings.v * seed_s, MIN_S_HALF_WIDTH)
-    A, s = _window(seed_A, seed_s, half_A, half_s, first, domain)
-    err, c = _evaluate(n, t, w, A, s, env, scale)
+    axis_A, axis_s = _window(seed_A, seed_s, half_A, half_s, linspace(-1.0, 1.0, first), domain)
+    err, c = _evaluate_window(n, t, w, axis_A, axis_s, env, scale)
     pick = local_minima(err, settings.branches if settings.rounds_2d > 1 else 1)  # (T, S, B)
 
     def take(arr: FloatArray) -> FloatArray:
         return np.take_along_axis(arr.reshape(*arr.shape[:2], -1), pick, -1).reshape(T, -1)
 
-    best_err, best_A, best_s, best_c = take(err), take(A), take(s), take(c)
+    best_err, best_c = take(err), take(c)
+    best_A = np.take_along_axis(axis_A, pick // first, -1).reshape(T, -1)
+    best_s = np.take_along_axis(axis_s, pick % first, -1).reshape(T, -1)
     step = 4.0 / (first - 1)
     half_A = np.repeat(half_A * step, pick.shape[-1], axis=1)
     half_s = np.repeat(half_s * step, pick.shape[-1], axis=1)
     g = settings.grid_zoom
     rows = np.arange(best_A.size)
+    u = linspace(-1.0, 1.0, g)
     for _ in range(settings.rounds_2d - 1):
-        A, s = _window(best_A, best_s, half_A, half_s, g, domain)
-        err, c = _evaluate(n, t, w, A, s, env, scale)
+        axis_A, axis_s = _window(best_A, best_s, half_A, half_s, u, domain)
+        err, c = _evaluate_window(n, t, w, axis_A, axis_s, env, scale)
         flat = err.reshape(rows.size, -1)
         idx = np.argmin(flat, axis=1)
         better = (flat[rows, idx] < best_err.ravel()).reshape(best_err.shape)
-
-        def at_best(
-            arr: FloatArray, previous: FloatArray, idx: IntArray = idx, better: BoolArray = better
-        ) -> FloatArray:
-            found = arr.reshape(rows.size, -1)[rows, idx].reshape(previous.shape)
-            out: FloatArray = np.where(better, found, previous)
-            return out
-
-        best_err, best_A = at_best(err, best_err), at_best(A, best_A)
-        best_s, best_c = at_best(s, best_s), at_best(c, best_c)
         i, j = (idx // g).reshape(best_err.shape), (idx % g).reshape(best_err.shape)
+        found_A = axis_A.reshape(rows.size, g)[rows, i.ravel()].reshape(best_err.shape)
+        found_s = axis_s.reshape(rows.size, g)[rows, j.ravel()].reshape(best_err.shape)
+        found_err = flat[rows, idx].reshape(best_err.shape)
+        found_c = c.reshape(rows.size, -1)[rows, idx].reshape(best_err.shape)
+        best_err = np.where(better, found_err, best_err)
+        best_A, best_s = np.where(better, found_A, best_A), np.where(better, found_s, best_s)
+        best_c = np.where(better, found_c, best_c)
         on_edge = better & ((i == 0) | (i == g - 1) | (j == 0) | (j == g - 1))
         shrink = np.where(on_edge, 1.0, 4.0 / (g - 1))
         half_A, half_s = half_A * shrink, half_s * shrink
@@ -571,8 +651,8 @@ def search(
     full = pw >= 1.0
     if full.sum() < 2:
         full = np.ones(n.size, dtype=bool)
-    env, cands, _ = derive_envelope(n[full], t[full], domain, scale=scale)
-    cand_tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
+    env, cands, tau_full = derive_envelope(n[full], t[full], domain, scale=scale)
+    cand_tau = tau_full if full.all() else relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     if targets is None:
         tg = np.array([np.nan])
         w = distance_weights(n, tg, np.inf)
@@ -598,15 +678,12 @@ def search(
         seed_err.append(err_1[:, None])
 
     # Seed 3: the best point of a coarse lattice over every range pair of the envelope.
+    axis_A, axis_s = lattice_axes(env, LATTICE)
+    err_l, _ = _evaluate_window(n, t, w, axis_A[None], axis_s[None], env, scale)
     lat_A, lat_s = envelope_lattice(env, LATTICE)
-    lat_A, lat_s = (
-        np.broadcast_to(lat_A, (len(tg), lat_A.size)),
-        np.broadcast_to(lat_s, (len(tg), lat_s.size)),
-    )
-    err_l, _ = _evaluate(n, t, w, lat_A, lat_s, env, scale)
-    seeds_A.append(lat_A)
-    seeds_s.append(lat_s)
-    seed_err.append(err_l)
+    seeds_A.append(np.broadcast_to(lat_A, (len(tg), lat_A.size)))
+    seeds_s.append(np.broadcast_to(lat_s, (len(tg), lat_s.size)))
+    seed_err.append(err_l.reshape(len(tg), -1))
 
     picks = [_take_best(e, A, s) for e, A, s in zip(seed_err, seeds_A, seeds_s, strict=True)]
     sA = np.stack([p[1] for p in picks], axis=1)

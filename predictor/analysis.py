@@ -31,7 +31,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from predictor.anomalies import AnomalySettings, anomalous_points, declining_tail
+from predictor.anomalies import (
+    AnomalySettings,
+    anomalous_points,
+    decline_threshold,
+    declining_tail,
+)
 from predictor.diagnostics import Anomaly, Pattern
 from predictor.downey import BoolArray, FloatArray, IntArray
 from predictor.observations import Observations
@@ -125,7 +130,7 @@ def analyze(obs: Observations, settings: AnomalySettings) -> Analysis:
     # The tail is judged among the points that are not anomalous: a fast anomaly would
     # otherwise pose as the peak. A real tail makes R fall, so it raises no candidates above.
     normal = kept[weight[kept] >= 1.0]
-    tail = declining_tail(t[normal], settings.decline_tol)
+    tail = declining_tail(t[normal], decline_threshold(settings))
     if tail.indices.size:
         kind = "ambiguous_final" if tail.ambiguous else "decline"
         idx = normal[tail.indices]

@@ -53,6 +53,7 @@ from predictor.downey import (
     s_to_sigma,
     sigma_to_s,
 )
+from predictor.grids import linspace
 from predictor.objective import minimax_relative_error
 
 PIECES = ("low-1", "low-2", "low-flat", "high-1", "high-flat")
@@ -114,6 +115,20 @@ class Envelope:
             & (sb <= self.s_hi + tol)
         )
         return np.asarray(inside.any(axis=-1))
+
+    def contains_grid(self, A: FloatArray, s: FloatArray) -> BoolArray:
+        """`contains` on the grid A[..., :, None] × s[..., None, :]: A (..., g), s (..., h).
+
+        An instance is inside when some range pair holds its A and its s:
+        any_k a_in[i, k]·s_in[j, k], a matrix product of the two indicator matrices, which
+        costs (g + h)·K comparisons instead of g·h·K.
+        """
+        tol = 1e-9
+        Ab = np.asarray(A, dtype=float)[..., None]
+        sb = np.asarray(s, dtype=float)[..., None]
+        a_in = ((Ab >= self.a_lo * (1 - tol)) & (Ab <= self.a_hi * (1 + tol))).astype(float)
+        s_in = ((sb >= self.s_lo - tol) & (sb <= self.s_hi + tol)).astype(float)
+        return np.asarray((a_in @ np.swapaxes(s_in, -1, -2)) > 0.5)
 
     @property
     def sigma_lo(self) -> FloatArray:
@@ -295,23 +310,20 @@ class CurveInstances:
 
     def moved_to(self, A: FloatArray, domain: Domain) -> CurveInstances:
         """The same curves at new A values (broadcast with the candidates); invalid ones dropped."""
-        kind, param, ni, nj, enter, A = np.broadcast_arrays(
-            self.kind[:, None],
-            self.param[:, None],
-            self.ni[:, None],
-            self.nj[:, None],
-            self.delta_enter[:, None],
-            A,
+        A = np.broadcast_to(A, np.broadcast_shapes((self.kind.size, 1), np.shape(A)))
+        s, ok = curve_shape(
+            self.kind[:, None], self.param[:, None], A, self.ni[:, None], self.nj[:, None], domain
         )
-        s, ok = curve_shape(kind, param, A, ni, nj, domain)
+        # Row-major like a boolean mask over the broadcast arrays, without broadcasting them.
+        row, col = np.nonzero(ok)
         return CurveInstances(
-            A=A[ok],
-            s=s[ok],
-            delta_enter=enter[ok],
-            kind=kind[ok],
-            param=param[ok],
-            ni=ni[ok],
-            nj=nj[ok],
+            A=A[row, col],
+            s=s[row, col],
+            delta_enter=self.delta_enter[row],
+            kind=self.kind[row],
+            param=self.param[row],
+            ni=self.ni[row],
+            nj=self.nj[row],
         )
 
     def concat(self, other: CurveInstances) -> CurveInstances:
@@ -376,36 +388,36 @@ def pair_curve_instances(
     g = ratio_to_g(ni, nj, xc)
     kappa = 2.0 / (np.where(np.isinf(g), np.inf, g) + 1.0)
 
-    u = np.linspace(0.0, 1.0, samples)
+    u = linspace(0.0, 1.0, samples)
     a_first = np.r_[np.exp(u * np.log(2.0 * n.max())), domain.a_max]
     a2_lo, a2_hi = np.maximum((nj + 1.0) / 2.0, 1.0), ni
     a_second = a2_lo[:, None] + u[None, :] * np.maximum(a2_hi - a2_lo, 0.0)[:, None]
     few = max(samples // 8, 2)
-    a_flat = np.exp(np.linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
+    a_flat = np.exp(linspace(0.0, 1.0, few)[None, :] * np.log((ni + 1.0) / 2.0)[:, None])
     s_levels = np.array([0.0, 1.0, domain.s_max])
 
     P, L = ni.size, s_levels.size
+    # All curves in one pass, in the order first pieces, second pieces, flat pieces: one row
+    # of A values per curve, rows padded with NaN (never valid) to the widest.
+    width = max(a_first.size, a_second.shape[1], a_flat.shape[1])
 
-    def curves(
-        kind: int, param: FloatArray, entering: FloatArray, sizes: FloatArray
-    ) -> CurveInstances:
-        times = param.size // P
-        return CurveInstances(
-            A=np.zeros(0),
-            s=np.zeros(0),
-            delta_enter=entering,
-            kind=np.full(param.size, kind),
-            param=param,
-            ni=np.repeat(ni, times),
-            nj=np.repeat(nj, times),
-        ).moved_to(sizes, domain)
+    def padded(sizes: FloatArray, rows: int) -> FloatArray:
+        out = np.full((rows, width), np.nan)
+        out[:, : sizes.shape[1]] = sizes
+        return out
 
-    first = curves(FIRST, kappa, enter, a_first[None, :])
-    second = curves(SECOND, g, enter, a_second)
-    flat = curves(
-        FLAT, np.tile(s_levels, P), np.repeat(flat_enter, L), np.repeat(a_flat, L, axis=0)
+    sizes = np.concatenate(
+        [padded(a_first[None, :], P), padded(a_second, P), padded(np.repeat(a_flat, L, 0), P * L)]
     )
-    return first.concat(second).concat(flat)
+    return CurveInstances(
+        A=np.zeros(0),
+        s=np.zeros(0),
+        delta_enter=np.concatenate([enter, enter, np.repeat(flat_enter, L)]),
+        kind=np.repeat([FIRST, SECOND, FLAT], [P, P, P * L]),
+        param=np.concatenate([kappa, g, np.tile(s_levels, P)]),
+        ni=np.concatenate([ni, ni, np.repeat(ni, L)]),
+        nj=np.concatenate([nj, nj, np.repeat(nj, L)]),
+    ).moved_to(sizes, domain)
 
 
 def delta_ladder(delta0: float, growth: float, delta_max: float) -> FloatArray:
@@ -452,7 +464,7 @@ def derive_envelope(
                 )
             )
         )
-        near = best.A[:, None] * np.exp(np.linspace(-half, half, ZOOM_SAMPLES))[None, :]
+        near = best.A[:, None] * np.exp(linspace(-half, half, ZOOM_SAMPLES))[None, :]
         more = best.moved_to(near, domain)
         more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])
         cands = cands.concat(more)

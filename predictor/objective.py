@@ -60,6 +60,58 @@ def wssre(
     return (w * err * err).sum(axis=-1), c
 
 
+# numpy sums a contiguous axis pairwise in blocks of this many elements (8 accumulators) and
+# splits recursively beyond PAIRWISE_BLOCK elements; sum_leading follows it up to there.
+PAIRWISE_UNROLL = 8
+PAIRWISE_BLOCK = 128
+
+
+def sum_leading(x: FloatArray) -> FloatArray:
+    """Σ over axis 0, bit for bit what x.sum(axis=-1) gives on the transposed array.
+
+    numpy sums a contiguous last axis pairwise: under 8 elements one after the other, else
+    8 running partial sums combined as ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) and the rest added
+    one by one. Summing the leading axis in that order keeps objective values, and so every
+    argmin between instances with equal WSSRE (the valley's exact ties), identical to the
+    last-axis layout, while each step is one array operation across all instances.
+    """
+    M = x.shape[0]
+    if M < PAIRWISE_UNROLL:
+        out: FloatArray = x.sum(axis=0)
+        return out
+    if M > PAIRWISE_BLOCK:
+        far: FloatArray = np.ascontiguousarray(np.moveaxis(x, 0, -1)).sum(axis=-1)
+        return far
+    acc = x[:PAIRWISE_UNROLL].copy()
+    full = M - M % PAIRWISE_UNROLL
+    for i in range(PAIRWISE_UNROLL, full, PAIRWISE_UNROLL):
+        acc += x[i : i + PAIRWISE_UNROLL]
+    out = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))
+    for i in range(full, M):
+        out += x[i]
+    return out
+
+
+def wssre_leading(
+    tau: FloatArray, t: FloatArray, w: FloatArray, scale: float | None = None
+) -> tuple[FloatArray, FloatArray]:
+    """`wssre` with the observation axis first: tau (M, ...), t (M,), w (M, ...) broadcasting.
+
+    The same operations in the same order as `wssre`, so the same values bit for bit; with
+    the observations leading, each sum is M - 1 additions of whole arrays over the instances
+    instead of one short reduction per instance.
+    """
+    extra = (1,) * (tau.ndim - 1)
+    r = tau / t.reshape(t.shape + extra)
+    wr = w * r
+    if scale is None:
+        c = sum_leading(wr) / sum_leading(wr * r)
+    else:
+        c = np.full(np.broadcast_shapes(r.shape, np.shape(w))[1:], scale)
+    err = 1.0 - c * r
+    return sum_leading(w * err * err), c
+
+
 def minimax_relative_error(
     tau: FloatArray, t: FloatArray, scale: float | None = None
 ) -> FloatArray:

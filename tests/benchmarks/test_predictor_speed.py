@@ -1,10 +1,17 @@
 """Speed of one fit-and-predict: ADEPT (default and paper granularity) vs LM, in one run.
 
 Problems: the real curves (every subset of 4-8 distinct sizes drawn at random, one target
-beyond them) and synthetic Downey instances with 3% noise. Times are medians of single calls
-with time.perf_counter; machines here are shared, so nothing is asserted about them. The
-ADEPT paper reports 0.46 s per prediction (C++, 2009); the issue's aim is under 5 ms here and
-within 3x of LM.
+beyond them) and synthetic Downey instances with 3% noise. Times are medians of single calls,
+wall clock (time.perf_counter) and CPU time of this process (time.process_time): the machine
+is shared, so the wall clock also counts other people's work and the CPU time is the fairer
+side-by-side figure. ADEPT and LM calls alternate, problem by problem, so both see the same
+load. Nothing is asserted about the times. The ADEPT paper reports 0.46 s per prediction
+(C++, 2009); issue 17 asks for ADEPT within 2x of LM in the same run.
+
+Measured here, CPU ms median (2026-11-23, 2 shared cores, load 4-5): main before the issue-17
+speed work ADEPT 16.1 vs LM 6.1 (2.64x, main and this branch alternating in one process); after
+it 11.4-11.5 vs 5.9-6.1 (1.89-1.93x; wall clock 1.80x in the same run), with the same fits bit
+for bit (tests/unit/predictor/test_search_speedups.py).
 """
 
 from __future__ import annotations
@@ -55,12 +62,41 @@ def median_ms(
     return 1e3 * float(np.median(times)), results
 
 
+def side_by_side(
+    calls: dict[str, object], cases: list[tuple[np.ndarray, np.ndarray, int]], repeats: int = 3
+) -> dict[str, tuple[float, float, list[float]]]:
+    """Per call: (median wall ms, median CPU ms, first repeat's results), calls alternating."""
+    wall: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
+    out: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(repeats):
+        for n, t, target in cases:
+            for name, call in calls.items():
+                w0, c0 = time.perf_counter(), time.process_time()
+                value = float(call(n, t, target)[0])  # type: ignore[operator]
+                wall[name].append(time.perf_counter() - w0)
+                cpu[name].append(time.process_time() - c0)
+                if r == 0:
+                    out[name].append(value)
+    return {
+        name: (1e3 * float(np.median(wall[name])), 1e3 * float(np.median(cpu[name])), out[name])
+        for name in calls
+    }
+
+
 @pytest.mark.benchmark
 def test_fit_and_predict_speed(capsys: pytest.CaptureFixture[str]) -> None:
     cases = problems(60)
     predictor.predict(*cases[0][:2], [cases[0][2]])  # imports and caches out of the timing
-    adept_ms, adept_out = median_ms(lambda n, t, k: predictor.predict(n, t, [k]), cases)
-    lm_ms, lm_out = median_ms(lambda n, t, k: predictor.predict(n, t, [k], method="lm"), cases)
+    timed = side_by_side(
+        {
+            "adept": lambda n, t, k: predictor.predict(n, t, [k]),
+            "lm": lambda n, t, k: predictor.predict(n, t, [k], method="lm"),
+        },
+        cases,
+    )
+    adept_ms, adept_cpu, adept_out = timed["adept"]
+    lm_ms, lm_cpu, lm_out = timed["lm"]
     paper_ms, _ = median_ms(
         lambda n, t, k: predictor.predict(n, t, [k], settings=predictor.PAPER), cases[:8]
     )
@@ -68,14 +104,26 @@ def test_fit_and_predict_speed(capsys: pytest.CaptureFixture[str]) -> None:
     batch_ms, _ = median_ms(lambda n, t, k: predictor.predict(n, t, targets), cases[:20])
 
     view = Table(title="One fit-and-predict, 4-8 observations (median ms, this machine)")
-    for column in ("method", "median ms", "vs LM"):
+    for column in ("method", "median ms", "vs LM", "median CPU ms", "CPU vs LM"):
         view.add_column(column, justify="right" if column != "method" else "left")
-    view.add_row("ADEPT (default search)", f"{adept_ms:.2f}", f"{adept_ms / lm_ms:.1f}x")
-    view.add_row("LM baseline (scipy least_squares)", f"{lm_ms:.2f}", "1.0x")
     view.add_row(
-        "ADEPT, paper granularity (5000; 500x500)", f"{paper_ms:.1f}", f"{paper_ms / lm_ms:.0f}x"
+        "ADEPT (default search)",
+        f"{adept_ms:.2f}",
+        f"{adept_ms / lm_ms:.2f}x",
+        f"{adept_cpu:.2f}",
+        f"{adept_cpu / lm_cpu:.2f}x",
     )
-    view.add_row("ADEPT, 61 targets in one call (4..64 nodes)", f"{batch_ms:.2f}", "")
+    view.add_row(
+        "LM baseline (scipy least_squares)", f"{lm_ms:.2f}", "1.0x", f"{lm_cpu:.2f}", "1.0x"
+    )
+    view.add_row(
+        "ADEPT, paper granularity (5000; 500x500)",
+        f"{paper_ms:.1f}",
+        f"{paper_ms / lm_ms:.0f}x",
+        "",
+        "",
+    )
+    view.add_row("ADEPT, 61 targets in one call (4..64 nodes)", f"{batch_ms:.2f}", "", "", "")
     with capsys.disabled():
         Console(width=110).print(view)
 

@@ -29,10 +29,14 @@ def hidden_knee_cases(noise: float, count: int, seed: int) -> list[tuple[np.ndar
 
 @pytest.mark.parametrize("noise", [0.02, 0.05])
 def test_noise_before_the_knee_is_not_called_a_knee(noise: float) -> None:
-    """Failed before: 6 of 40 (2%) and 15 of 40 (5%) such fits were called identified."""
-    cases = hidden_knee_cases(noise, 40, seed=5)
+    """Failed before: 6 of 40 (2%) and 15 of 40 (5%) such fits were called identified.
+
+    200 cases: with the analysis keeping noisy points it no longer mistakes for anomalies
+    (anomalies.py, "beyond noise"), 40 were too few to hold a 5% bound (3 of 40 on this seed,
+    6 of 200 here, 1 of 200 on seed 6)."""
+    cases = hidden_knee_cases(noise, 200, seed=5)
     identified = [predictor.fit(n, t).identified for n, t in cases]
-    assert sum(identified) <= 2  # ≤ 5%
+    assert sum(identified) <= 10  # ≤ 5%
 
 
 def test_a_knee_in_exact_data_is_still_identified() -> None:
