@@ -204,6 +204,9 @@ class Daemon:
         self.next_sweep = 0.0
         self.next_beat = 0.0
         self.beating = False
+        #: The last heartbeat write's error while it fails; a heartbeat that cannot be removed.
+        self.beat_error: str | None = None
+        self.heartbeat_stuck = False
         #: Why the daemon's account lacks the Slurm privileges it needs (start-up, SIGHUP).
         self.privileges_missing: str | None = None
         self.wake_at: float | None = None
@@ -349,8 +352,7 @@ class Daemon:
             self.next_beat = now + d.heartbeat_interval_s
         elif problem is not None and self.beating:
             log.warning("unhealthy", note=f"{problem}; job_submit stops holding")
-            self.state.stop_beating()
-            self.beating = False
+            self._stop_beating()
 
     def check_privileges(self) -> None:
         """Ask Slurm whether this account may annotate, resize and release other users' jobs
@@ -380,15 +382,38 @@ class Daemon:
         return None
 
     def _beat(self) -> None:
+        """Write the heartbeat; when it cannot be written (a full disk, a read-only state
+        directory) remove the old one at once, so that the hook does not go on holding jobs
+        for ``heartbeat_max_age`` on a heartbeat the daemon can no longer renew."""
         try:
             stamp = self.state.beat()
         except OSError as exc:
-            log.error("heartbeat_failed", error=printable(str(exc))[:200])
+            if self.beat_error is None:
+                log.error(
+                    "heartbeat_failed",
+                    error=printable(str(exc))[:200],
+                    note="job_submit stops holding until the heartbeat can be written",
+                )
+            self.beat_error = printable(str(exc))[:200]
+            self._stop_beating()
             return
         self.metrics.heartbeat.set(stamp)
         if not self.beating:
             log.info("heartbeat_on", path=str(self.state.heartbeat))
         self.beating = True
+        self.beat_error = None
+
+    def _stop_beating(self) -> None:
+        """Remove the heartbeat (never raises: every way out of the daemon comes here)."""
+        error = self.state.stop_beating()
+        if error is not None and not self.heartbeat_stuck:
+            log.error(
+                "heartbeat_stuck",
+                error=printable(str(error))[:200],
+                note="cannot remove the heartbeat; job_submit stops holding once it is stale",
+            )
+        self.heartbeat_stuck = error is not None
+        self.beating = False
 
     def wait_for_work(self) -> bool:
         """Wait for a spool wake-up or the next sweep; False when a stop was requested."""
@@ -561,8 +586,7 @@ class Daemon:
 
     def drain(self) -> None:
         """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""
-        self.state.stop_beating()
-        self.beating = False
+        self._stop_beating()
         time.sleep(DRAIN_PAUSE_S)
         deadline = time.monotonic() + self.config.daemon.shutdown_grace_s
         while time.monotonic() < deadline:
@@ -593,8 +617,7 @@ class Daemon:
     def teardown(self) -> None:
         """Always: heartbeat off first, then the rest; ignores further signals."""
         self.signals.quiet = True
-        self.state.stop_beating()
-        self.beating = False
+        self._stop_beating()
         self.learner_stop.set()
         if self.learner is not None:
             self.learner.join(timeout=5.0)

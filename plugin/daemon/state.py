@@ -56,13 +56,18 @@ def default_state_dir(configured: str) -> Path:
 def atomic_write(path: Path, text: str, mode: int = 0o644, sync: bool = False) -> None:
     """Write `text` to `path` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):  # a full disk must not keep the half-written file
+            tmp.unlink()
+        raise
 
 
 class StateDir:
@@ -83,8 +88,18 @@ class StateDir:
             self.path.chmod(0o755)
 
     def lock(self) -> None:
-        """Take the directory's lock; DaemonLockedError naming the holder if another has it."""
-        handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until unlock
+        """Take the directory's lock; DaemonLockedError naming the holder if another has it.
+
+        On a read-only directory (or one the daemon may not write) an existing lock file is
+        locked through a read-only handle: the lock still keeps two daemons apart, only the
+        pid is not written.
+        """
+        try:
+            handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - until unlock
+        except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.ENOSPC, errno.EDQUOT):
+                raise
+            handle = open(self.lock_path, encoding="utf-8")  # noqa: SIM115 - until unlock
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -97,10 +112,11 @@ class StateDir:
                     f"{printable(str(self.path))}"
                 ) from exc
             raise
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
+        with contextlib.suppress(OSError):  # read-only, or a full disk: locked all the same
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
         self._lock = handle
 
     def unlock(self) -> None:
@@ -117,10 +133,21 @@ class StateDir:
         atomic_write(self.heartbeat, f"{int(stamp)}\n")
         return stamp
 
-    def stop_beating(self) -> None:
-        """Remove the heartbeat: from now on the hook holds nothing."""
-        with contextlib.suppress(FileNotFoundError):
+    def stop_beating(self) -> OSError | None:
+        """Remove the heartbeat: from now on the hook holds nothing.
+
+        Never raises (it runs on every way out, teardown included): the error when the file
+        could not be removed (a read-only directory), else None. A heartbeat that cannot be
+        removed cannot be renewed either, so the hook stops holding once it is
+        ``heartbeat_max_age`` old.
+        """
+        try:
             self.heartbeat.unlink()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc
+        return None
 
 
 class SpoolWatcher:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from plugin.slurm.parse import parse_time_minutes
+
 from .daemon_harness import START_TIMEOUT_S, DaemonProcess, held, job_fields
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI
 
@@ -90,8 +92,11 @@ def wait_released(
     return took
 
 
-def assert_within_range(slurm: SlurmCLI, job: int, low: int, high: int, minutes: int) -> None:
-    """The job's size lies in [low, high] and its limit is at most `minutes` (Slurm's view)."""
+def assert_within_range(
+    slurm: SlurmCLI, job: int, low: int, high: int, minutes: int | None
+) -> None:
+    """The job's size lies in [low, high] and its limit is at most `minutes` (Slurm's view;
+    None: the job was submitted without a limit, any)."""
     fields = job_fields(slurm, job)
     if not fields:  # finished already: sacct keeps what it ran on
         record = slurm.wait_sacct_job(job, {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT"})
@@ -101,8 +106,10 @@ def assert_within_range(slurm: SlurmCLI, job: int, low: int, high: int, minutes:
     shown = slurm.show_job(job)
     nodes = shown["NumNodes"].split("-")
     assert low <= int(nodes[0]) <= int(nodes[-1]) <= high, (job, shown["NumNodes"])
-    hours, mins, _ = (int(x) for x in shown["TimeLimit"].split(":")[-3:])
-    assert hours * 60 + mins <= minutes, (job, shown["TimeLimit"])
+    if minutes is not None:
+        limit = parse_time_minutes(shown["TimeLimit"])
+        assert limit is not None, (job, shown["TimeLimit"])
+        assert limit <= minutes, (job, shown["TimeLimit"])
 
 
 def releases_logged(cluster: LocalCluster, offset: int) -> Counter[int]:
