@@ -78,8 +78,14 @@ from plugin.daemon.guard import KillGuard
 from plugin.daemon.learning import LearnerThread
 from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
-from plugin.daemon.state import Journal, SpoolWatcher, StateDir
-from plugin.daemon.sweep import Sweep, classify, held_by_us
+from plugin.daemon.state import (
+    DaemonLockedError,
+    Journal,
+    SpoolWatcher,
+    StateDir,
+    default_state_dir,
+)
+from plugin.daemon.sweep import Sweep, classify, held_by_us, on_hold
 from plugin.errors import InputError, printable
 from plugin.learner import Learner
 from plugin.metrics import Metrics
@@ -653,6 +659,26 @@ class Daemon:
 
     # --- one-shot modes ----------------------------------------------------------------------
 
+    @classmethod
+    def for_release(
+        cls, config_path: str | None, state_dir: str | None, redis_url: str | None
+    ) -> Daemon:
+        """A daemon for `release_held` that a broken configuration cannot stop: it runs as
+        ExecStopPost after the daemon failed, maybe because of that file. An unreadable or
+        invalid configuration is logged and replaced by the defaults (so ``--state-dir``
+        should be given, as the unit does); the policy file is not read (releasing decides
+        nothing)."""
+        try:
+            config = load_config(config_path)
+        except InputError as exc:
+            log.error("release_held_config", error=printable(str(exc))[:300], note="defaults used")
+            config = Config()
+        config = dataclasses.replace(
+            config, daemon=dataclasses.replace(config.daemon, policy_file="")
+        )
+        where = Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir)
+        return cls(config, where, redis_url=redis_url, metrics_port=0, learn=False)
+
     def run_once(self) -> int:
         """Decide every held job now (journal first), without heartbeat or metrics; the
         number of jobs handled."""
@@ -676,15 +702,50 @@ class Daemon:
             )
         )
 
-    def release_held(self) -> int:
-        """Release every job carrying the held marker as submitted; how many were released.
+    def release_held(self, only_if_orphaned: bool = False) -> int | None:
+        """Release every job still on job_submit.lua's hold; how many were released (None:
+        `only_if_orphaned` and a daemon runs, so nothing was touched).
 
-        For admins (``adaptalloc daemon --release-held``): works while a daemon runs, with
-        a journal of its own.
+        For admins (``adaptalloc daemon --release-held``), for systemd's ExecStopPost after a
+        crash and for the orphan timer (``--if-orphaned``, deploy/systemd/). It takes the
+        state directory's lock, so it never races a live daemon over the same jobs: with a
+        daemon running it refuses (DaemonLockedError), or with `only_if_orphaned` does nothing.
+        Jobs held with the marker are released as submitted; jobs in the dead daemon's
+        journal (decided, their record maybe written, not yet released: the marker is gone)
+        are released with their journaled decision, which lies within the user's range.
         """
-        self.applier.journal = Journal(self.state.path / "inflight-release.json")
-        jobs = self._read_queue()
-        if jobs is None:
-            raise SlurmError("cannot read the queue (squeue failed); nothing was released")
-        held = [j for j in jobs.values() if held_by_us(j)]
-        return self.release_all(held, reasons.BY_ADMIN, "released by an administrator")
+        self.state.prepare()
+        try:
+            self.state.lock()
+        except DaemonLockedError as exc:
+            if only_if_orphaned:
+                log.info("release_held_skipped", note=f"{exc}; nothing released")
+                return None
+            raise DaemonLockedError(
+                f"{exc}: it releases what it holds when it stops (systemctl stop adaptalloc); "
+                "stop it first (SIGKILL a hung one), then run --release-held"
+            ) from exc
+        try:
+            journaled = self.journal.load()
+            jobs = self._read_queue(journaled)
+            if jobs is None:
+                raise SlurmError("cannot read the queue (squeue failed); nothing was released")
+            finish: list[Outcome] = []
+            done: list[Applied] = []
+            for job_id, entry in journaled.items():
+                job = jobs.get(job_id)
+                outcome = outcome_from_journal(job, entry) if job is not None else None
+                if outcome is None:
+                    continue
+                if job is not None and on_hold(job):
+                    finish.append(outcome)
+                else:
+                    done.append(Applied(outcome, RELEASED))  # released; maybe not recorded
+            self.record(done)
+            ids = {o.job_id for o in finish}
+            held = [j for j in jobs.values() if held_by_us(j) and j.job_id not in ids]
+            return self.release_all(
+                [*finish, *held], reasons.BY_ADMIN, "released by an administrator"
+            )
+        finally:
+            self.state.unlock()
