@@ -87,7 +87,6 @@ from plugin.daemon.state import (
 )
 from plugin.daemon.sweep import Sweep, classify, held_by_us, on_hold
 from plugin.errors import InputError, printable
-from plugin.learner import Learner
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
 from plugin.redis_conn import connect
@@ -97,11 +96,10 @@ from plugin.slurm import (
     SlurmError,
     SlurmReader,
     slurm_client,
-    slurm_reader,
 )
 from plugin.slurm.cli_backend import run_command
 from plugin.slurm.privileges import privilege_problem
-from plugin.store import CurveStore, Retention
+from plugin.store import CurveStore
 
 __all__ = ["Daemon"]
 
@@ -252,16 +250,6 @@ class Daemon:
     def _store_failed(self, op: str) -> None:
         self.metrics.store_failures.labels(op).inc()
 
-    def _make_learner(self) -> Learner:
-        cfg = self.config
-        client = connect(self.redis_url, cfg.redis, check=False)
-        store = CurveStore(
-            client,
-            Retention(cfg.learner.max_observations, cfg.learner.max_age_s),
-            decisions_maxlen=cfg.learner.decisions_maxlen,
-        )
-        return Learner(store, slurm_reader(cfg.slurm.backend, cfg.slurm.timeout_s), cfg)
-
     # --- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -314,7 +302,8 @@ class Daemon:
         self.recover(journaled)
         if self.learn:
             self.learner = LearnerThread(
-                self._make_learner,
+                self.config,
+                self.redis_url,
                 self.config.daemon.learn_interval_s,
                 self.config.daemon.age_out_interval_s,
                 self.metrics,

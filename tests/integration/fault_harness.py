@@ -37,7 +37,7 @@ class EnvDaemon(DaemonProcess):
     bootstrap_args: tuple[str, ...] = ()
 
     def start(self, wait: bool = True) -> DaemonProcess:
-        env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), **self.extra_env)
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **self.extra_env}
         head = ["-m", "plugin"]
         if self.bootstrap is not None:
             head = ["-c", self.bootstrap, *self.bootstrap_args]
