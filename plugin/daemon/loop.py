@@ -79,6 +79,7 @@ from plugin.daemon.learning import LearnerThread
 from plugin.daemon.record import DecisionRecorder, decision_doc
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import (
+    STARTUP_LOCK_WAIT_S,
     DaemonLockedError,
     Journal,
     SpoolWatcher,
@@ -273,7 +274,7 @@ class Daemon:
     def startup(self) -> None:
         """Lock the state dir, serve metrics, start the learner, recover held jobs."""
         self.state.prepare()
-        self.state.lock()
+        self.state.lock(STARTUP_LOCK_WAIT_S)
         address = self.config.daemon.metrics_address
         try:
             self.port = self.metrics.serve(self.metrics_port, address)

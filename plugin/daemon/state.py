@@ -41,6 +41,10 @@ __all__ = [
 #: The spool is truncated once it grows past this many bytes (its lines are only nudges).
 SPOOL_TRUNCATE_BYTES = 1 << 20
 SYSTEM_STATE_DIR = "/var/lib/adaptalloc"
+#: How often a daemon waiting for the state directory's lock tries again.
+LOCK_POLL_S = 0.2
+#: How long a starting daemon waits for the lock (the orphan release holds it seconds).
+STARTUP_LOCK_WAIT_S = 30.0
 
 
 class DaemonLockedError(AdaptallocError):
@@ -70,6 +74,20 @@ def atomic_write(path: Path, text: str, mode: int = 0o644, sync: bool = False) -
         raise
 
 
+def _flock(handle: TextIO, wait_s: float) -> OSError | None:
+    """Lock `handle` exclusively, trying every `LOCK_POLL_S` for up to `wait_s` seconds;
+    None once locked, else the last error (EAGAIN/EACCES: another process holds it)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                return exc
+        time.sleep(LOCK_POLL_S)
+
+
 class StateDir:
     """Paths and small operations on the state directory."""
 
@@ -87,8 +105,12 @@ class StateDir:
         with contextlib.suppress(OSError):
             self.path.chmod(0o755)
 
-    def lock(self) -> None:
-        """Take the directory's lock; DaemonLockedError naming the holder if another has it.
+    def lock(self, wait_s: float = 0.0) -> None:
+        """Take the directory's lock, trying for up to `wait_s` seconds; DaemonLockedError
+        naming the holder if another has it then.
+
+        A daemon starting waits a little: the orphan release (``--release-held
+        --if-orphaned``, deploy/systemd/) holds the lock for the seconds it runs.
 
         On a read-only directory (or one the daemon may not write) an existing lock file is
         locked through a read-only handle: the lock still keeps two daemons apart, only the
@@ -100,18 +122,17 @@ class StateDir:
             if exc.errno not in (errno.EROFS, errno.EACCES, errno.ENOSPC, errno.EDQUOT):
                 raise
             handle = open(self.lock_path, encoding="utf-8")  # noqa: SIM115 - until unlock
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
+        failed = _flock(handle, wait_s)
+        if failed is not None:
             handle.seek(0)
             holder = handle.read().strip()[:20]
             handle.close()
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
+            if failed.errno in (errno.EAGAIN, errno.EACCES):
                 raise DaemonLockedError(
                     f"another adaptalloc daemon (pid {printable(holder) or 'unknown'}) uses "
                     f"{printable(str(self.path))}"
-                ) from exc
-            raise
+                ) from failed
+            raise failed
         with contextlib.suppress(OSError):  # read-only, or a full disk: locked all the same
             handle.seek(0)
             handle.truncate()
