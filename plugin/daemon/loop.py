@@ -87,6 +87,7 @@ from plugin.daemon.state import (
     default_state_dir,
 )
 from plugin.daemon.sweep import Sweep, classify, held_by_us, on_hold
+from plugin.daemon.watchdog import Watchdog
 from plugin.errors import InputError, printable
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
@@ -202,6 +203,7 @@ class Daemon:
         self.applier = Applier(self.slurm, self.journal, self.timed)
         self.spool = SpoolWatcher(self.state.spool)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
+        self.watchdog = Watchdog()
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
@@ -337,6 +339,7 @@ class Daemon:
 
     def maintenance(self) -> None:
         """Heartbeat on time while healthy (removed when not); reload when asked."""
+        self.watchdog.ping()
         if self.signals.reload_requested:
             self.signals.reload_requested = False
             self.reload()
@@ -424,7 +427,11 @@ class Daemon:
                 return True
             if now >= self.next_sweep:
                 return True
-            if self.signals.reload_requested or now >= self.next_beat:
+            if (
+                self.signals.reload_requested
+                or now >= self.next_beat
+                or now >= self.watchdog.next_ping
+            ):
                 self.maintenance()
             self.wake.wait(min(d.spool_poll_s, max(self.next_sweep - now, 0.0)))
             self.wake.clear()

@@ -3,12 +3,14 @@ faults, on the real testbed, are in tests/integration/test_fault_*.py."""
 
 from __future__ import annotations
 
+import socket
 import threading
 from pathlib import Path
 
 import pytest
 
 from plugin.daemon.state import DaemonLockedError, StateDir, atomic_write
+from plugin.daemon.watchdog import Watchdog, sd_notify
 from plugin.slurm.cli_backend import slurm_environ
 
 
@@ -50,3 +52,21 @@ def test_the_lock_waits_for_a_short_holder_and_refuses_a_lasting_one(tmp_path: P
         waiting.unlock()
     finally:
         timer.cancel()
+
+
+def test_the_watchdog_pings_only_when_systemd_asks_for_it(tmp_path: Path) -> None:
+    assert Watchdog({}).every_s is None
+    assert Watchdog({"WATCHDOG_USEC": "2000000", "WATCHDOG_PID": "1"}).every_s is None  # not us
+    path = tmp_path / "notify"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(str(path))
+        sock.settimeout(1.0)
+        dog = Watchdog({"WATCHDOG_USEC": "2000000", "NOTIFY_SOCKET": str(path)})
+        assert dog.every_s == 1.0
+        dog.ping()
+        dog.ping()  # within half a period: not sent again
+        assert sock.recv(64) == b"WATCHDOG=1"
+        sock.settimeout(0.05)
+        with pytest.raises(TimeoutError):
+            sock.recv(64)
+    assert not sd_notify("READY=1", {"NOTIFY_SOCKET": str(tmp_path / "gone")})
