@@ -50,11 +50,22 @@ plugin.learner.Learner.refit_dirty = _refit_dirty
 
 
 def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
+    """The process's children, whichever of its threads started them."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _running(pid: int) -> bool:
     try:
-        return [int(p) for p in path.read_text().split()]
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return []
+        return False
+    return "\nState:\tZ" not in status
 
 
 def _peak_kib(pid: int) -> int:
@@ -117,10 +128,35 @@ def test_a_misbehaving_learner_never_stalls_decisions(
     print(f"daemon peak memory {peak / 1024:.0f} MiB")
     assert peak < DAEMON_MEMORY_BOUND_KIB
     workers = _children(daemon.pid)
+    assert workers  # the learner's worker (and multiprocessing's resource tracker)
     assert daemon.fresh_heartbeat()
     stopping = time.monotonic()
     assert daemon.stop() == 0
     print(f"stopped in {time.monotonic() - stopping:.1f} s")
-    time.sleep(1.0)
-    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "learner worker left behind"
+    slurm.wait_for(
+        "the learner's worker to exit with the daemon",
+        lambda: not [w for w in workers if _running(w)],
+        30.0,
+    )
     assert os.path.exists(daemon.log_path)
+
+
+def test_the_learner_worker_learns(
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,  # noqa: F811
+) -> None:
+    """Without a fault the worker does the learner's rounds: polls logged, no errors."""
+    daemon = daemon_factory()
+    daemon.config_path.write_text(
+        "[daemon]\nmetrics_port = 0\nsweep_interval_s = 1.0\nlearn = true\nlearn_interval_s = 1.0\n"
+    )
+    daemon.start()
+    job = submit_job("--nodes=1-2", "--comment=adaptalloc:v1 app=it-learn-ok", wrap="true")
+    assert daemon.wait_decision(job)["status"] == "released"
+    daemon.wait_for("two learner polls", lambda: len(daemon.events("learner_poll")) >= 2, 60.0)
+    workers = _children(daemon.pid)
+    assert workers
+    assert daemon.stop() == 0
+    assert not daemon.events("learner_error")
+    assert not daemon.events("learner_timeout")
