@@ -79,7 +79,14 @@ def _reason_lines() -> str:
 @click.option(
     "--release-held",
     is_flag=True,
-    help="Release every held job as submitted, then exit (for removing adaptalloc).",
+    help="Release every held job as submitted, then exit (for removing adaptalloc, and "
+    "after a crash). Refused while a daemon runs on the state directory.",
+)
+@click.option(
+    "--if-orphaned",
+    is_flag=True,
+    help="With --release-held: do nothing (exit 0) while a daemon runs on the state "
+    "directory (the orphan timer, deploy/systemd/).",
 )
 def daemon(
     config_path: str | None,
@@ -91,6 +98,7 @@ def daemon(
     no_learn: bool,
     once: bool,
     release_held: bool,
+    if_orphaned: bool,
 ) -> int:
     """Size the moldable jobs job_submit.lua holds, in the foreground (as systemd expects).
 
@@ -100,6 +108,15 @@ def daemon(
     """
     if once and release_held:
         raise click.UsageError("--once and --release-held do not go together")
+    if if_orphaned and not release_held:
+        raise click.UsageError("--if-orphaned goes with --release-held")
+    if release_held:  # even with a broken configuration (ExecStopPost after a failure)
+        count = Daemon.for_release(config_path, state_dir, redis_url).release_held(if_orphaned)
+        if count is None:
+            click.echo("a daemon runs on the state directory; nothing released")
+        else:
+            click.echo(f"released {count} held job{'s' if count != 1 else ''} as submitted")
+        return 0
     config = load_config(config_path)
     where = Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir)
     daemon_ = Daemon(
@@ -111,10 +128,6 @@ def daemon(
         metrics_port=metrics_port,
         learn=not (no_learn or once or release_held),
     )
-    if release_held:
-        count = daemon_.release_held()
-        click.echo(f"released {count} held job{'s' if count != 1 else ''} as submitted")
-        return 0
     if once:
         count = daemon_.run_once()
         click.echo(f"handled {count} held job{'s' if count != 1 else ''}")

@@ -33,8 +33,8 @@ import click
 import structlog
 
 from plugin.cli.env_file import LocalEnvError, load_env_file
-from plugin.cli.log_setup import configure_logging, level_for
 from plugin.errors import AdaptallocError, InputError, printable
+from plugin.log_setup import configure_logging, level_for
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "cli", "main", "run"]
 

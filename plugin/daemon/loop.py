@@ -77,10 +77,17 @@ from plugin.daemon.decider import (
 from plugin.daemon.guard import KillGuard
 from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
-from plugin.daemon.state import Journal, SpoolWatcher, StateDir
-from plugin.daemon.sweep import Sweep, classify, held_by_us
+from plugin.daemon.state import (
+    STARTUP_LOCK_WAIT_S,
+    DaemonLockedError,
+    Journal,
+    SpoolWatcher,
+    StateDir,
+    default_state_dir,
+)
+from plugin.daemon.sweep import Sweep, classify, held_by_us, on_hold
+from plugin.daemon.watchdog import Watchdog
 from plugin.errors import InputError, printable
-from plugin.learning.learner import Learner
 from plugin.learning.worker import LearnerThread
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
@@ -90,12 +97,11 @@ from plugin.slurm import (
     SlurmError,
     SlurmReader,
     slurm_client,
-    slurm_reader,
 )
 from plugin.slurm.cli_backend import run_command
 from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
-from plugin.store.curves import CurveStore, Retention
+from plugin.store.curves import CurveStore
 from plugin.store.decisions import DecisionRecord
 
 __all__ = ["Daemon"]
@@ -198,6 +204,7 @@ class Daemon:
         self.applier = Applier(self.slurm, self.journal, self.timed)
         self.spool = SpoolWatcher(self.state.spool)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
+        self.watchdog = Watchdog()
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
@@ -205,6 +212,9 @@ class Daemon:
         self.next_sweep = 0.0
         self.next_beat = 0.0
         self.beating = False
+        #: The last heartbeat write's error while it fails; a heartbeat that cannot be removed.
+        self.beat_error: str | None = None
+        self.heartbeat_stuck = False
         #: Why the daemon's account lacks the Slurm privileges it needs (start-up, SIGHUP).
         self.privileges_missing: str | None = None
         self.wake_at: float | None = None
@@ -244,16 +254,6 @@ class Daemon:
     def _store_failed(self, op: str) -> None:
         self.metrics.store_failures.labels(op).inc()
 
-    def _make_learner(self) -> Learner:
-        cfg = self.config
-        client = connect(self.redis_url, cfg.redis, check=False)
-        store = CurveStore(
-            client,
-            Retention(cfg.learner.max_observations, cfg.learner.max_age_s),
-            decisions_maxlen=cfg.learner.decisions_maxlen,
-        )
-        return Learner(store, slurm_reader(cfg.slurm.backend, cfg.slurm.timeout_s), cfg)
-
     # --- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
@@ -277,7 +277,7 @@ class Daemon:
     def startup(self) -> None:
         """Lock the state dir, serve metrics, start the learner, recover held jobs."""
         self.state.prepare()
-        self.state.lock()
+        self.state.lock(STARTUP_LOCK_WAIT_S)
         address = self.config.daemon.metrics_address
         try:
             self.port = self.metrics.serve(self.metrics_port, address)
@@ -306,7 +306,8 @@ class Daemon:
         self.recover(journaled)
         if self.learn:
             self.learner = LearnerThread(
-                self._make_learner,
+                self.config,
+                self.redis_url,
                 self.config.daemon.learn_interval_s,
                 self.config.daemon.age_out_interval_s,
                 self.metrics,
@@ -339,6 +340,7 @@ class Daemon:
 
     def maintenance(self) -> None:
         """Heartbeat on time while healthy (removed when not); reload when asked."""
+        self.watchdog.ping()
         if self.signals.reload_requested:
             self.signals.reload_requested = False
             self.reload()
@@ -350,8 +352,7 @@ class Daemon:
             self.next_beat = now + d.heartbeat_interval_s
         elif problem is not None and self.beating:
             log.warning("unhealthy", note=f"{problem}; job_submit stops holding")
-            self.state.stop_beating()
-            self.beating = False
+            self._stop_beating()
 
     def check_privileges(self) -> None:
         """Ask Slurm whether this account may annotate, resize and release other users' jobs
@@ -381,15 +382,38 @@ class Daemon:
         return None
 
     def _beat(self) -> None:
+        """Write the heartbeat; when it cannot be written (a full disk, a read-only state
+        directory) remove the old one at once, so that the hook does not go on holding jobs
+        for ``heartbeat_max_age`` on a heartbeat the daemon can no longer renew."""
         try:
             stamp = self.state.beat()
         except OSError as exc:
-            log.error("heartbeat_failed", error=printable(str(exc))[:200])
+            if self.beat_error is None:
+                log.error(
+                    "heartbeat_failed",
+                    error=printable(str(exc))[:200],
+                    note="job_submit stops holding until the heartbeat can be written",
+                )
+            self.beat_error = printable(str(exc))[:200]
+            self._stop_beating()
             return
         self.metrics.heartbeat.set(stamp)
         if not self.beating:
             log.info("heartbeat_on", path=str(self.state.heartbeat))
         self.beating = True
+        self.beat_error = None
+
+    def _stop_beating(self) -> None:
+        """Remove the heartbeat (never raises: every way out of the daemon comes here)."""
+        error = self.state.stop_beating()
+        if error is not None and not self.heartbeat_stuck:
+            log.error(
+                "heartbeat_stuck",
+                error=printable(str(error))[:200],
+                note="cannot remove the heartbeat; job_submit stops holding once it is stale",
+            )
+        self.heartbeat_stuck = error is not None
+        self.beating = False
 
     def wait_for_work(self) -> bool:
         """Wait for a spool wake-up or the next sweep; False when a stop was requested."""
@@ -404,7 +428,11 @@ class Daemon:
                 return True
             if now >= self.next_sweep:
                 return True
-            if self.signals.reload_requested or now >= self.next_beat:
+            if (
+                self.signals.reload_requested
+                or now >= self.next_beat
+                or now >= self.watchdog.next_ping
+            ):
                 self.maintenance()
             self.wake.wait(min(d.spool_poll_s, max(self.next_sweep - now, 0.0)))
             self.wake.clear()
@@ -442,7 +470,14 @@ class Daemon:
             log.warning("sweep_failed", error=printable(str(exc))[:300])
             return None
         self.comments = {key: text for key, text in self.comments.items() if key in held}
-        self.last_sweep_ok = time.monotonic()
+        # A held job whose admin comment could not be read (scontrol timing out) is invisible
+        # to this sweep: it does not count as a successful one, or the heartbeat would stay
+        # fresh while job_submit.lua holds jobs the daemon cannot see (issue 16).
+        unread = [key[0] for key, job in held.items() if key not in self.comments and on_hold(job)]
+        if unread:
+            log.warning("sweep_incomplete", unread_admin_comments=len(unread), job_id=unread[0])
+        else:
+            self.last_sweep_ok = time.monotonic()
         out: dict[int, Any] = {}
         for job in pending:
             key = (job.job_id, job.submit_time)
@@ -563,8 +598,7 @@ class Daemon:
 
     def drain(self) -> None:
         """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""
-        self.state.stop_beating()
-        self.beating = False
+        self._stop_beating()
         time.sleep(DRAIN_PAUSE_S)
         deadline = time.monotonic() + self.config.daemon.shutdown_grace_s
         while time.monotonic() < deadline:
@@ -595,8 +629,7 @@ class Daemon:
     def teardown(self) -> None:
         """Always: heartbeat off first, then the rest; ignores further signals."""
         self.signals.quiet = True
-        self.state.stop_beating()
-        self.beating = False
+        self._stop_beating()
         self.learner_stop.set()
         if self.learner is not None:
             self.learner.join(timeout=5.0)
@@ -632,6 +665,26 @@ class Daemon:
 
     # --- one-shot modes ----------------------------------------------------------------------
 
+    @classmethod
+    def for_release(
+        cls, config_path: str | None, state_dir: str | None, redis_url: str | None
+    ) -> Daemon:
+        """A daemon for `release_held` that a broken configuration cannot stop: it runs as
+        ExecStopPost after the daemon failed, maybe because of that file. An unreadable or
+        invalid configuration is logged and replaced by the defaults (so ``--state-dir``
+        should be given, as the unit does); the policy file is not read (releasing decides
+        nothing)."""
+        try:
+            config = load_config(config_path)
+        except InputError as exc:
+            log.error("release_held_config", error=printable(str(exc))[:300], note="defaults used")
+            config = Config()
+        config = dataclasses.replace(
+            config, daemon=dataclasses.replace(config.daemon, policy_file="")
+        )
+        where = Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir)
+        return cls(config, where, redis_url=redis_url, metrics_port=0, learn=False)
+
     def run_once(self) -> int:
         """Decide every held job now (journal first), without heartbeat or metrics; the
         number of jobs handled."""
@@ -655,15 +708,50 @@ class Daemon:
             )
         )
 
-    def release_held(self) -> int:
-        """Release every job carrying the held marker as submitted; how many were released.
+    def release_held(self, only_if_orphaned: bool = False) -> int | None:
+        """Release every job still on job_submit.lua's hold; how many were released (None:
+        `only_if_orphaned` and a daemon runs, so nothing was touched).
 
-        For admins (``adaptalloc daemon --release-held``): works while a daemon runs, with
-        a journal of its own.
+        For admins (``adaptalloc daemon --release-held``), for systemd's ExecStopPost after a
+        crash and for the orphan timer (``--if-orphaned``, deploy/systemd/). It takes the
+        state directory's lock, so it never races a live daemon over the same jobs: with a
+        daemon running it refuses (DaemonLockedError), or with `only_if_orphaned` does nothing.
+        Jobs held with the marker are released as submitted; jobs in the dead daemon's
+        journal (decided, their record maybe written, not yet released: the marker is gone)
+        are released with their journaled decision, which lies within the user's range.
         """
-        self.applier.journal = Journal(self.state.path / "inflight-release.json")
-        jobs = self._read_queue()
-        if jobs is None:
-            raise SlurmError("cannot read the queue (squeue failed); nothing was released")
-        held = [j for j in jobs.values() if held_by_us(j)]
-        return self.release_all(held, reasons.BY_ADMIN, "released by an administrator")
+        self.state.prepare()
+        try:
+            self.state.lock()
+        except DaemonLockedError as exc:
+            if only_if_orphaned:
+                log.info("release_held_skipped", note=f"{exc}; nothing released")
+                return None
+            raise DaemonLockedError(
+                f"{exc}: it releases what it holds when it stops (systemctl stop adaptalloc); "
+                "stop it first (SIGKILL a hung one), then run --release-held"
+            ) from exc
+        try:
+            journaled = self.journal.load()
+            jobs = self._read_queue(journaled)
+            if jobs is None:
+                raise SlurmError("cannot read the queue (squeue failed); nothing was released")
+            finish: list[Outcome] = []
+            done: list[Applied] = []
+            for job_id, entry in journaled.items():
+                job = jobs.get(job_id)
+                outcome = outcome_from_journal(job, entry) if job is not None else None
+                if outcome is None:
+                    continue
+                if job is not None and on_hold(job):
+                    finish.append(outcome)
+                else:
+                    done.append(Applied(outcome, RELEASED))  # released; maybe not recorded
+            self.record(done)
+            ids = {o.job_id for o in finish}
+            held = [j for j in jobs.values() if held_by_us(j) and j.job_id not in ids]
+            return self.release_all(
+                [*finish, *held], reasons.BY_ADMIN, "released by an administrator"
+            )
+        finally:
+            self.state.unlock()

@@ -41,6 +41,10 @@ __all__ = [
 #: The spool is truncated once it grows past this many bytes (its lines are only nudges).
 SPOOL_TRUNCATE_BYTES = 1 << 20
 SYSTEM_STATE_DIR = "/var/lib/adaptalloc"
+#: How often a daemon waiting for the state directory's lock tries again.
+LOCK_POLL_S = 0.2
+#: How long a starting daemon waits for the lock (the orphan release holds it seconds).
+STARTUP_LOCK_WAIT_S = 30.0
 
 
 class DaemonLockedError(AdaptallocError):
@@ -56,13 +60,32 @@ def default_state_dir(configured: str) -> Path:
 def atomic_write(path: Path, text: str, mode: int = 0o644, sync: bool = False) -> None:
     """Write `text` to `path` through a temporary file and a rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        if sync:
-            handle.flush()
-            os.fsync(handle.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):  # a full disk must not keep the half-written file
+            tmp.unlink()
+        raise
+
+
+def _flock(handle: TextIO, wait_s: float) -> OSError | None:
+    """Lock `handle` exclusively, trying every `LOCK_POLL_S` for up to `wait_s` seconds;
+    None once locked, else the last error (EAGAIN/EACCES: another process holds it)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() >= deadline:
+                return exc
+        time.sleep(LOCK_POLL_S)
 
 
 class StateDir:
@@ -82,25 +105,39 @@ class StateDir:
         with contextlib.suppress(OSError):
             self.path.chmod(0o755)
 
-    def lock(self) -> None:
-        """Take the directory's lock; DaemonLockedError naming the holder if another has it."""
-        handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until unlock
+    def lock(self, wait_s: float = 0.0) -> None:
+        """Take the directory's lock, trying for up to `wait_s` seconds; DaemonLockedError
+        naming the holder if another has it then.
+
+        A daemon starting waits a little: the orphan release (``--release-held
+        --if-orphaned``, deploy/systemd/) holds the lock for the seconds it runs.
+
+        On a read-only directory (or one the daemon may not write) an existing lock file is
+        locked through a read-only handle: the lock still keeps two daemons apart, only the
+        pid is not written.
+        """
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            handle = open(self.lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - until unlock
         except OSError as exc:
+            if exc.errno not in (errno.EROFS, errno.EACCES, errno.ENOSPC, errno.EDQUOT):
+                raise
+            handle = open(self.lock_path, encoding="utf-8")  # noqa: SIM115 - until unlock
+        failed = _flock(handle, wait_s)
+        if failed is not None:
             handle.seek(0)
             holder = handle.read().strip()[:20]
             handle.close()
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
+            if failed.errno in (errno.EAGAIN, errno.EACCES):
                 raise DaemonLockedError(
                     f"another adaptalloc daemon (pid {printable(holder) or 'unknown'}) uses "
                     f"{printable(str(self.path))}"
-                ) from exc
-            raise
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
+                ) from failed
+            raise failed
+        with contextlib.suppress(OSError):  # read-only, or a full disk: locked all the same
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"{os.getpid()}\n")
+            handle.flush()
         self._lock = handle
 
     def unlock(self) -> None:
@@ -117,10 +154,21 @@ class StateDir:
         atomic_write(self.heartbeat, f"{int(stamp)}\n")
         return stamp
 
-    def stop_beating(self) -> None:
-        """Remove the heartbeat: from now on the hook holds nothing."""
-        with contextlib.suppress(FileNotFoundError):
+    def stop_beating(self) -> OSError | None:
+        """Remove the heartbeat: from now on the hook holds nothing.
+
+        Never raises (it runs on every way out, teardown included): the error when the file
+        could not be removed (a read-only directory), else None. A heartbeat that cannot be
+        removed cannot be renewed either, so the hook stops holding once it is
+        ``heartbeat_max_age`` old.
+        """
+        try:
             self.heartbeat.unlink()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return exc
+        return None
 
 
 class SpoolWatcher:

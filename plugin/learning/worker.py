@@ -1,68 +1,163 @@
-"""The learner, off the decision path: a thread with its own Redis connection and Slurm reader.
+"""The learner, off the decision path: a thread that runs each round in a bounded worker.
 
-Every ``learn_interval_s`` it polls Slurm for finished jobs, refits the apps whose runs
-changed (debounced: ``[learner] refit_debounce_s``) and, every ``age_out_interval_s``, ages
-old observations out (plugin/learning/learner.py). A refit takes 0.1-0.3 s of CPU per app; the
-decision loop keeps running meanwhile (the GIL is handed over every few milliseconds).
-Any error is logged and counted, the connection rebuilt at the next round: the learner
-never stops the daemon.
+Every ``learn_interval_s`` the thread has its worker process poll Slurm for finished jobs,
+refit the apps whose runs changed (debounced: ``[learner] refit_debounce_s``) and, every
+``age_out_interval_s``, age old observations out (plugin/learning/learner.py). The worker is a
+separate process (one, kept between rounds) with its own Redis connection and Slurm reader,
+so a learner that misbehaves cannot stall or kill the daemon's decisions (issue 16):
+
+* memory: the worker's address space is limited to `WORKER_MEMORY_BYTES`; a refit that wants
+  more fails there with MemoryError (logged, counted), never in the daemon (whose kernel OOM
+  kill would take every decision with it);
+* time: a round running longer than `round_timeout` (five learn intervals, at least
+  `ROUND_MIN_TIMEOUT_S`) has its worker killed; the next round starts a fresh one;
+* CPU: the worker has its own interpreter, so a refit holds no lock the decision loop needs.
+
+Any error is logged and counted: the learner never stops the daemon. The learner's state
+(watermark, dirty apps) lives in Redis, so a killed round loses nothing but its own work.
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import resource
 import threading
 import time
-from collections.abc import Callable
+from multiprocessing.pool import Pool
 
 import structlog
 
+from plugin.config import Config
 from plugin.errors import printable
 from plugin.learning.learner import Learner
+from plugin.log_setup import configure_logging
 from plugin.metrics import Metrics
+from plugin.slurm import slurm_reader
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore, Retention
 
-__all__ = ["LearnerThread"]
+__all__ = ["WORKER_MEMORY_BYTES", "LearnerThread", "build_learner", "learner_round"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
+#: The worker's address-space limit (RLIMIT_AS). numpy, scipy and the store take about
+#: 0.5 GiB of address space; an ADEPT refit is bounded to 32 sizes (README) and needs tens
+#: of MiB more, so 2 GiB leaves wide room for the learner and none for a runaway.
+WORKER_MEMORY_BYTES = 2 << 30
+#: A round may take this many learn intervals before its worker is killed ...
+ROUND_TIMEOUT_INTERVALS = 5.0
+#: ... and never less than this (a cold worker imports numpy and scipy first).
+ROUND_MIN_TIMEOUT_S = 60.0
+#: How often a waiting thread looks at the stop flag.
+STOP_POLL_S = 0.2
+
+
+def build_learner(config: Config, redis_url: str | None) -> Learner:
+    """The learner the daemon runs: its own Redis client (the [redis] settings: retries and
+    the longer timeouts) and Slurm reader."""
+    client = connect(redis_url, config.redis, check=False)
+    store = CurveStore(
+        client,
+        Retention(config.learner.max_observations, config.learner.max_age_s),
+        decisions_maxlen=config.learner.decisions_maxlen,
+    )
+    return Learner(store, slurm_reader(config.slurm.backend, config.slurm.timeout_s), config)
+
+
+_worker_learner: Learner | None = None
+
+
+def _worker_init(memory_bytes: int) -> None:
+    """In the worker, once: the memory limit, and JSON logs to stderr as the daemon's."""
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    configure_logging(logging.INFO, capture_warnings=False)
+
+
+def learner_round(config: Config, redis_url: str | None, age_out: bool) -> int:
+    """In the worker: one poll, the refits due, the age-out when `age_out`; the number of
+    refits. Raises what the learner raises (the thread logs it)."""
+    global _worker_learner  # noqa: PLW0603 - one learner per worker process, kept between rounds
+    try:
+        learner = _worker_learner or build_learner(config, redis_url)
+        _worker_learner = learner
+        learner.poll_once()
+        refits = learner.refit_dirty()
+        if age_out:
+            learner.age_out()
+    except BaseException:
+        _worker_learner = None  # rebuilt (a fresh connection) at the next round
+        raise
+    return len(refits)
+
 
 class LearnerThread(threading.Thread):
-    """Runs `Learner` steps on a timer until `stop` is set."""
+    """Runs `learner_round` in the worker on a timer until `stop` is set."""
 
     def __init__(
         self,
-        make_learner: Callable[[], Learner],
+        config: Config,
+        redis_url: str | None,
         interval_s: float,
         age_out_s: float,
         metrics: Metrics,
         stop: threading.Event,
+        memory_bytes: int = WORKER_MEMORY_BYTES,
     ) -> None:
         super().__init__(name="adaptalloc-learner", daemon=True)
-        self.make_learner = make_learner
+        self.config = config
+        self.redis_url = redis_url
         self.interval_s = interval_s
         self.age_out_s = age_out_s
         self.metrics = metrics
         self.stop_event = stop
-        self._learner: Learner | None = None
+        self.memory_bytes = memory_bytes
+        self.round_timeout = max(ROUND_TIMEOUT_INTERVALS * interval_s, ROUND_MIN_TIMEOUT_S)
+        self._pool: Pool | None = None
         self._next_age_out = time.monotonic() + age_out_s
 
     def run(self) -> None:
-        while not self.stop_event.wait(self.interval_s):
-            self.step()
+        try:
+            while not self.stop_event.wait(self.interval_s):
+                self.step()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
 
     def step(self) -> None:
-        """One round: poll, refit, and age out when due. Never raises."""
+        """One round in the worker: poll, refit, and age out when due. Never raises."""
+        age_out = time.monotonic() >= self._next_age_out
         try:
-            learner = self._learner or self.make_learner()
-            self._learner = learner
-            learner.poll_once()
-            self.metrics.learner.labels("poll").inc()
-            refits = learner.refit_dirty()
-            self.metrics.learner.labels("refit").inc(len(refits))
-            if time.monotonic() >= self._next_age_out:
-                learner.age_out()
-                self.metrics.learner.labels("age_out").inc()
-                self._next_age_out = time.monotonic() + self.age_out_s
+            if self._pool is None:
+                # spawn: a fresh interpreter, not a fork of a process with running threads
+                context = multiprocessing.get_context("spawn")
+                self._pool = context.Pool(1, _worker_init, (self.memory_bytes,))
+            pending = self._pool.apply_async(learner_round, (self.config, self.redis_url, age_out))
+            deadline = time.monotonic() + self.round_timeout
+            while not pending.ready():
+                if self.stop_event.is_set():
+                    return
+                if time.monotonic() > deadline:
+                    self._close()
+                    self.metrics.learner.labels("error").inc()
+                    log.warning(
+                        "learner_timeout",
+                        timeout_s=self.round_timeout,
+                        note="the learner's round was killed; the next one starts afresh",
+                    )
+                    return
+                pending.wait(STOP_POLL_S)
+            refits = pending.get()
         except Exception as exc:  # the learner must never take the daemon down
-            self._learner = None
             self.metrics.learner.labels("error").inc()
             log.warning("learner_error", error=printable(repr(exc))[:300])
+            return
+        self.metrics.learner.labels("poll").inc()
+        self.metrics.learner.labels("refit").inc(refits)
+        if age_out:
+            self.metrics.learner.labels("age_out").inc()
+            self._next_age_out = time.monotonic() + self.age_out_s

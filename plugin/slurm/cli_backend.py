@@ -55,7 +55,14 @@ from plugin.slurm.records import (
     QosRecord,
 )
 
-__all__ = ["DEFAULT_TIMEOUT_S", "CliSlurmReader", "Runner", "run_command", "slurm_time"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "CliSlurmReader",
+    "Runner",
+    "run_command",
+    "slurm_environ",
+    "slurm_time",
+]
 
 DEFAULT_TIMEOUT_S = 60.0
 #: Characters of a command's stderr kept in an error message.
@@ -73,8 +80,22 @@ def _slurm_name(text: str) -> bool:
 Runner = Callable[[Sequence[str], float], str]
 
 
+#: Environment variables that change what Slurm's commands print, pinned to the form the
+#: parsers read: a daemon started with ``SLURM_TIME_FORMAT=relative`` (or ``%s``) would
+#: otherwise read every SubmitTime as unknown, and its watchdog would never fire (issue 16).
+PINNED_ENV = {"SLURM_TIME_FORMAT": "standard"}
+
+
+def slurm_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`env` (default: this process's) with `PINNED_ENV` applied, for Slurm's commands."""
+    out = dict(os.environ if env is None else env)
+    out.update(PINNED_ENV)
+    return out
+
+
 def run_command(args: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None) -> str:
-    """Run one Slurm command; its stdout, or SlurmCommandError carrying its stderr."""
+    """Run one Slurm command (environment: `slurm_environ(env)`); its stdout, or
+    SlurmCommandError carrying its stderr."""
     shown = " ".join(printable(a) for a in args[:4]) + (" ..." if len(args) > 4 else "")
     try:
         proc = subprocess.run(  # noqa: S603 - an argument list, never a shell
@@ -83,7 +104,7 @@ def run_command(args: Sequence[str], timeout_s: float, env: Mapping[str, str] | 
             capture_output=True,
             timeout=timeout_s,
             check=False,
-            env=None if env is None else dict(env),
+            env=slurm_environ(env),
         )
     except FileNotFoundError as exc:
         raise SlurmCommandError(

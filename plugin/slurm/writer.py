@@ -26,14 +26,13 @@ caller reads the jobs back to see which.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from plugin.errors import printable
-from plugin.slurm.cli_backend import STDERR_LIMIT, CliSlurmReader
+from plugin.slurm.cli_backend import STDERR_LIMIT, CliSlurmReader, slurm_environ
 from plugin.slurm.errors import SlurmCommandError
 from plugin.slurm.pyslurm_backend import PyslurmReader
 from plugin.slurm.reader import SlurmReader
@@ -179,7 +178,7 @@ class ScontrolWriter(SlurmWriter):
     parallelism: int = 4
 
     def _environ(self) -> dict[str, str]:
-        return dict(self._env if self._env is not None else os.environ)
+        return slurm_environ(self._env)
 
     def _argv(self, *args: str) -> None:
         run = getattr(self, "run", None)

@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.table import Table
 
 from plugin.appkey import AppKeyRule
-from plugin.cli.log_setup import configure_logging
 from plugin.learning.learner import Ingestor, refit_app
+from plugin.log_setup import configure_logging
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Retention
 

@@ -19,8 +19,8 @@ import structlog
 
 import predictor
 from plugin.cli.common import MAX_TARGETS, parse_sizes
-from plugin.cli.log_setup import configure_logging, level_for
 from plugin.cli.root import EXIT_INTERNAL, run
+from plugin.log_setup import configure_logging, level_for
 
 from .conftest import LU_CSV
 

@@ -1,0 +1,83 @@
+"""Fault matrix (issue 16): two daemons against one cluster, each with its own state directory
+(as on two hosts, or a second unit started by mistake), the same Redis.
+
+Both see the same held jobs in the queue. The promise: every job released once (slurmctld's
+log), within its range, one decision record per job in the stream.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plugin import keys
+
+from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+    DaemonProcess,
+    daemon_factory,
+    held,
+    job_fields,
+)
+from .fault_harness import assert_within_range, log_offset, releases_logged, wait_released
+from .testbed import LocalCluster, SlurmCLI, SubmitJob
+
+pytestmark = pytest.mark.integration
+
+Factory = Callable[..., DaemonProcess]
+JOBS = 20
+
+
+def elsewhere(daemon: DaemonProcess, state_dir: Path) -> DaemonProcess:
+    """`daemon` with its own state directory (the hook does not read that one's heartbeat)."""
+    at = daemon.args.index("--state-dir")
+    daemon.args[at + 1] = str(state_dir)
+    daemon.state_dir = state_dir
+    daemon.heartbeat = state_dir / "heartbeat"
+    return daemon
+
+
+def test_two_daemons_on_one_cluster_release_each_job_once(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,  # noqa: F811
+    redis_client: Any,
+    tmp_path: Path,
+) -> None:
+    since = log_offset(local_cluster)
+    first = daemon_factory().start()
+    second = elsewhere(daemon_factory(), tmp_path / "second-state").start()
+    for daemon in (first, second):
+        daemon.signal(signal.SIGSTOP)  # both find the same held jobs when they resume
+    try:
+        jobs = [
+            submit_job(
+                "--nodes=1-4", "--time=10", "--comment=adaptalloc:v1 app=it-two", wrap="true"
+            )
+            for _ in range(JOBS)
+        ]
+    finally:
+        for daemon in (second, first):
+            daemon.signal(signal.SIGCONT)
+    began = time.monotonic()
+    wait_released(slurm, jobs, began, f"two daemons, {JOBS} jobs")
+    time.sleep(3.0)  # let both finish recording
+    first.stop()
+    second.stop()
+    released = releases_logged(local_cluster, since)
+    both = [j for j in jobs if first.decision(j) and second.decision(j)]
+    print(
+        f"jobs decided by the first: {sum(1 for j in jobs if first.decision(j))}, "
+        f"by the second: {sum(1 for j in jobs if second.decision(j))}, by both: {len(both)}"
+    )
+    for job in jobs:
+        assert released[job] == 1, (job, released[job])
+        assert_within_range(slurm, job, 1, 4, 10)
+    per_job = Counter(int(f["job_id"]) for _, f in redis_client.xrange(keys.DECISIONS, "-", "+"))
+    assert sorted(per_job[j] for j in jobs) == [1] * JOBS
