@@ -299,3 +299,6 @@ from plugin.cli_daemon import daemon, decisions  # noqa: E402
 
 cli.add_command(daemon)
 cli.add_command(decisions)
+from plugin.cli_doctor import doctor  # noqa: E402
+
+cli.add_command(doctor)
