@@ -549,6 +549,11 @@ class Daemon:
             else:
                 self.metrics.jobs.labels("resized" if outcome.action == RESIZE else "kept").inc()
                 self.metrics.decisions.labels(outcome.rule or "unknown").inc()
+                if outcome.resize is not None:
+                    job, change = outcome.job, outcome.resize
+                    self.metrics.record_limits(
+                        job.nodes_max, job.time_limit_min, change.min_nodes, change.time_limit_min
+                    )
             if latency is not None:
                 self.metrics.latency.observe(latency)
             doc = decision_doc(outcome, item.status, latency)
