@@ -302,3 +302,6 @@ cli.add_command(decisions)
 from plugin.cli_doctor import doctor  # noqa: E402
 
 cli.add_command(doctor)
+from plugin.cli_install import install_files  # noqa: E402
+
+cli.add_command(install_files)

@@ -1,5 +1,6 @@
-"""Where this version's own copies of the non-Python pieces are: the installed package's
-``share/adaptalloc/`` (a wheel's data files, see pyproject.toml) or, in a checkout, ``deploy/``.
+"""Where this version's own copies of the non-Python pieces are: in a checkout its
+``deploy/`` (the files being edited: an editable install's copies go stale), else the
+installed package's ``share/adaptalloc/`` (a wheel's data files, see pyproject.toml).
 
 Both hold the same relative paths (``slurm/job_submit.lua``, ``systemd/adaptalloc.service``,
 ``local/adaptalloc_submit.conf.in``, ...).
@@ -15,11 +16,10 @@ __all__ = ["data_roots", "sha256_of", "shipped_file"]
 
 
 def data_roots() -> list[Path]:
-    """Candidate roots, the installed data first, then the checkout's deploy/."""
-    return [
-        Path(sys.prefix) / "share" / "adaptalloc",
-        Path(__file__).resolve().parents[2] / "deploy",
-    ]
+    """Candidate roots: the checkout's deploy/ (when this is a checkout), then the install's."""
+    checkout = Path(__file__).resolve().parents[2]
+    roots = [checkout / "deploy"] if (checkout / "pyproject.toml").is_file() else []
+    return [*roots, Path(sys.prefix) / "share" / "adaptalloc"]
 
 
 def shipped_file(relative: str) -> Path | None:
