@@ -22,7 +22,8 @@
 A registry per `Metrics` (not the global one), so a process can hold several daemons (the
 tests do) and the HTTP endpoint shows only these. ``port=0`` serves nothing.
 
-Every fail-open reason and both ``which`` values are exported from the start at 0: a series
+Every fail-open reason the daemon passes in and both ``which`` values are exported from the
+start at 0: a series
 that first appears at 1 has no increase for Prometheus, so ``increase()`` (the dashboard,
 the rising fail-open alert in deploy/prometheus/) would miss the first fail-open.
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -52,7 +53,9 @@ BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
 class Metrics:
     """Every metric of one daemon (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_open_reasons: Iterable[str] = ()) -> None:
+        """`fail_open_reasons`: the reason codes exported at 0 from the start (the daemon's
+        REASONS; passed in, since this module sits below plugin/daemon)."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.decisions = Counter(
@@ -119,9 +122,7 @@ class Metrics:
             "adaptalloc_daemon_info", "The daemon's version", ["version", "backend"], registry=r
         )
         self._server: tuple[Any, Any] | None = None
-        from plugin.daemon.reasons import REASONS  # noqa: PLC0415 - plugin.daemon imports us
-
-        for reason in REASONS:
+        for reason in fail_open_reasons:
             self.fail_open.labels(reason)
         for which in ("requested", "decided"):
             self.limit_node_hours.labels(which)

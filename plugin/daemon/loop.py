@@ -170,7 +170,7 @@ class Daemon:
         self.policy_path = policy_path
         self.redis_url = redis_url
         self.state = StateDir(state_dir)
-        self.metrics = Metrics()
+        self.metrics = Metrics(fail_open_reasons=reasons.REASONS)
         self.metrics_port = config.daemon.metrics_port if metrics_port is None else metrics_port
         self.learn = learn and config.daemon.learn
         d = config.daemon

@@ -74,7 +74,7 @@ def test_fail_open_reasons_start_at_zero() -> None:
     # exported at 0 before its first fail-open (the rising fail-open alert depends on it).
     from plugin.daemon import REASONS  # noqa: PLC0415
 
-    metrics = Metrics()
+    metrics = Metrics(fail_open_reasons=REASONS)
     for reason in REASONS:
         assert (
             metrics.registry.get_sample_value("adaptalloc_fail_open_total", {"reason": reason})
