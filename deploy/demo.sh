@@ -195,7 +195,26 @@ echo "== Reports =="
 echo "Per-application reports: $DEMO/report/index.html  (text: $ADAPTALLOC report --all)"
 echo "Every decision: $ADAPTALLOC decisions --last 50; the daemon's log: $(log_file_of adaptalloc-daemon)"
 echo "(adaptalloc reads no env file by itself: in a new shell, source $STATE_DIR/env first.)"
-echo "Metrics: http://127.0.0.1:$((DEFAULT_METRICS_PORT + PORT_OFFSET))/metrics while the daemon runs"
+# The port the running daemon serves, from its own daemon_started event: up.sh may have moved it
+# (port offset, $ADAPTALLOC_METRICS_PORT, or 0 when the port was taken).
+metrics_port="$("$PY" - "$(log_file_of "$DAEMON_COMPONENT")" <<'PY'
+import json, sys
+port = None
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        event = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(event, dict) and event.get("event") == "daemon_started":
+        port = event.get("metrics_port")
+print(port or 0)
+PY
+)"
+if [[ "$metrics_port" =~ ^[1-9][0-9]*$ ]]; then
+    echo "Metrics: http://127.0.0.1:$metrics_port/metrics while the daemon runs"
+else
+    echo "Metrics: the daemon serves none (its port was taken; see $(log_file_of "$DAEMON_COMPONENT"))"
+fi
 echo "Demo done in $((SECONDS - T0)) s."
 if ((KEEP_DAEMON == 0)); then
     echo "(The daemon stops now so the testbed is quiet for deploy/test.sh; deploy/demo.sh --keep-daemon keeps it.)"

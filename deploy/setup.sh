@@ -10,7 +10,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/local/lib.sh"
 VENV="${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}"
 STAMP="$VENV/.adaptalloc-installed"
 
-ensure_debian_packages "$PROJECT_ROOT/.local/apt-python.log" python3 python3-venv python3-pip
+# prometheus (server and promtool): tests/integration/test_dashboard.py scrapes the testbed's
+# daemon with it and evaluates the Grafana panels' queries and the alert rules.
+ensure_debian_packages "$PROJECT_ROOT/.local/apt-python.log" python3 python3-venv python3-pip prometheus
 
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
     die "adaptalloc needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"

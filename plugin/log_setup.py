@@ -3,9 +3,12 @@
 Logs always go to standard error: standard output belongs to the command's result (with
 ``--format json``, exactly one JSON document). On a terminal the events are rendered by
 structlog's console renderer for people; anywhere else (a pipe, a file, journald) they are
-JSON lines, one event per line, for machines.
+JSON lines, one event per line, for machines. ``--log-format json|console`` forces either.
 
-Levels: INFO by default, DEBUG with ``--debug``, WARNING with ``--quiet``.
+Levels: a command's result is its output, so commands log WARNING and above by default;
+``-v`` adds INFO (one event per command, with its timing), ``--debug`` DEBUG, ``--quiet``
+keeps WARNING. The daemon is the exception: its log *is* its output (one ``decision`` event
+per job, read by journald and the tests), so it logs INFO as JSON lines unless told otherwise.
 
 Python warnings (numpy's RuntimeWarning on overflow, deprecations) are logged as
 ``python_warning`` events instead of being printed raw, so that standard error stays one
@@ -21,27 +24,59 @@ from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["LEVELS", "configure_logging", "level_for"]
+__all__ = [
+    "LEVELS",
+    "LOG_FORMATS",
+    "LONG_RUNNING",
+    "configure_logging",
+    "format_for",
+    "level_for",
+]
 
 #: The levels the CLI offers, by name.
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING}
+#: ``--log-format`` values: auto (console on a terminal, JSON lines otherwise), json, console.
+LOG_FORMATS = ("auto", "json", "console")
+#: Subcommands whose log is their output: INFO and JSON lines by default.
+LONG_RUNNING = frozenset({"daemon"})
 
 
-def level_for(debug: bool, quiet: bool) -> int:
-    """The logging level for the CLI's --debug and --quiet flags (--debug wins)."""
+def level_for(debug: bool, quiet: bool, verbose: int = 0, command: str | None = None) -> int:
+    """The logging level for the CLI's flags: --debug wins, then -v (INFO), then --quiet
+    (WARNING); without any, WARNING, or INFO for a `command` in LONG_RUNNING."""
     if debug:
         return logging.DEBUG
+    if verbose > 0:
+        return logging.INFO
     if quiet:
         return logging.WARNING
-    return logging.INFO
+    return logging.INFO if command in LONG_RUNNING else logging.WARNING
 
 
-def _renderer(stream: TextIO) -> Any:
-    """Console renderer on a terminal, JSON lines otherwise."""
-    isatty = getattr(stream, "isatty", None)
-    if isatty is not None and isatty():
+def format_for(log_format: str, command: str | None = None) -> str:
+    """``--log-format`` resolved for `command`: "auto" stays auto, except for a LONG_RUNNING
+    command, which writes JSON lines even on a terminal (what journald and tools read)."""
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
+    if log_format == "auto" and command in LONG_RUNNING:
+        return "json"
+    return log_format
+
+
+def _renderer(stream: TextIO, log_format: str = "auto") -> Any:
+    """Console renderer on a terminal, JSON lines otherwise; `log_format` may force either."""
+    if log_format == "json":
+        return structlog.processors.JSONRenderer()
+    if log_format == "console":
+        return structlog.dev.ConsoleRenderer(colors=_isatty(stream))
+    if _isatty(stream):
         return structlog.dev.ConsoleRenderer()
     return structlog.processors.JSONRenderer()
+
+
+def _isatty(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
 
 
 def _log_warning(
@@ -62,16 +97,22 @@ def _log_warning(
 
 
 def configure_logging(
-    level: int = logging.INFO, stream: TextIO | None = None, capture_warnings: bool = True
+    level: int = logging.INFO,
+    stream: TextIO | None = None,
+    capture_warnings: bool = True,
+    log_format: str = "auto",
 ) -> None:
     """Configure structlog globally: events at `level` and above go to `stream` (stderr).
 
-    May be called again (the CLI does, once it has parsed --debug/--quiet); the last call
-    wins. Loggers are not cached, so loggers created before a call follow it too. With
+    May be called again (the CLI does, once it has parsed its flags); the last call wins.
+    Loggers are not cached, so loggers created before a call follow it too. With
     `capture_warnings`, Python warnings are logged as ``python_warning`` events.
+    `log_format` is one of LOG_FORMATS.
     """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
     out = sys.stderr if stream is None else stream
-    renderer = _renderer(out)
+    renderer = _renderer(out, log_format)
     processors: list[Any] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

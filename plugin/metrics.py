@@ -16,17 +16,28 @@
 | ``adaptalloc_guard_kills_total`` | counter | | jobs killed at a limit adaptalloc set (0) |
 | ``adaptalloc_guard_watched_jobs`` | gauge | | jobs with a shortened limit being watched |
 | ``adaptalloc_heartbeat_timestamp_seconds`` | gauge | | Unix time of the last heartbeat written |
+| ``adaptalloc_limit_node_hours`` | counter | which | decided jobs' limit node-hours |
 | ``adaptalloc_daemon_info`` | gauge | version, backend | 1 |
 
 A registry per `Metrics` (not the global one), so a process can hold several daemons (the
 tests do) and the HTTP endpoint shows only these. ``port=0`` serves nothing.
+
+Every fail-open reason the daemon passes in and both ``which`` values are exported from the
+start at 0: a series
+that first appears at 1 has no increase for Prometheus, so ``increase()`` (the dashboard,
+the rising fail-open alert in deploy/prometheus/) would miss the first fail-open.
+
+``adaptalloc_limit_node_hours_total`` is what the dashboard's node-hours saved panel
+subtracts: per decided job with a time limit, ``requested`` adds max nodes × the user's
+limit and ``decided`` the chosen nodes × adaptalloc's limit. Both are reservations (upper
+bounds), not node-hours used: a saving in what the scheduler must plan for.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -42,7 +53,9 @@ BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
 class Metrics:
     """Every metric of one daemon (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_open_reasons: Iterable[str] = ()) -> None:
+        """`fail_open_reasons`: the reason codes exported at 0 from the start (the daemon's
+        REASONS; passed in, since this module sits below plugin/daemon)."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.decisions = Counter(
@@ -98,10 +111,32 @@ class Metrics:
         self.heartbeat = Gauge(
             "adaptalloc_heartbeat_timestamp_seconds", "Unix time of the last heartbeat", registry=r
         )
+        self.limit_node_hours = Counter(
+            "adaptalloc_limit_node_hours",
+            "Node-hours of decided jobs' time limits: requested (max nodes x user's limit), "
+            "decided (nodes x adaptalloc's limit)",
+            ["which"],
+            registry=r,
+        )
         self.info = Gauge(
             "adaptalloc_daemon_info", "The daemon's version", ["version", "backend"], registry=r
         )
         self._server: tuple[Any, Any] | None = None
+        for reason in fail_open_reasons:
+            self.fail_open.labels(reason)
+        for which in ("requested", "decided"):
+            self.limit_node_hours.labels(which)
+
+    def record_limits(
+        self, max_nodes: int | None, user_limit_min: int | None, nodes: int, limit_min: int | None
+    ) -> None:
+        """Count one decided job's limit node-hours (see the module docstring); a job without
+        a known range or limit counts nothing."""
+        if max_nodes is None or user_limit_min is None:
+            return
+        decided_limit = user_limit_min if limit_min is None else limit_min
+        self.limit_node_hours.labels("requested").inc(max_nodes * user_limit_min / 60.0)
+        self.limit_node_hours.labels("decided").inc(nodes * decided_limit / 60.0)
 
     def serve(self, port: int, address: str = "127.0.0.1") -> int:
         """Serve /metrics on `address`:`port` in a background thread; 0 serves nothing.

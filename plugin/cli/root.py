@@ -6,7 +6,7 @@ plugin/cli/, one per command group, and raise.
 Exit codes and error output:
 
 * 0: success. With ``--format json`` standard output holds exactly one JSON document;
-  logs (one structlog event per command) always go to standard error.
+  logs go to standard error: warnings by default, one info event per command with -v.
 * 1: anticipated errors: bad input files, values the predictor refuses, any
   :class:`~plugin.errors.AdaptallocError`. Exactly one line on standard error,
   ``adaptalloc: error: <what is wrong>``, and nothing on standard output.
@@ -34,7 +34,7 @@ import structlog
 
 from plugin.cli.env_file import LocalEnvError, load_env_file
 from plugin.errors import AdaptallocError, InputError, printable
-from plugin.log_setup import configure_logging, level_for
+from plugin.log_setup import LOG_FORMATS, configure_logging, format_for, level_for
 
 __all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "cli", "main", "run"]
 
@@ -58,7 +58,16 @@ class RunState:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Log debug events, and tracebacks of internal errors.")
-@click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only.")
+@click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only (the default).")
+@click.option("--verbose", "-v", count=True, help="Log info events too (the daemon always does).")
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="auto",
+    show_default=True,
+    help="Logs on stderr: console for people, json lines for machines; auto picks console on "
+    "a terminal (the daemon: json).",
+)
 @click.option(
     "--env-file",
     metavar="FILE",
@@ -69,7 +78,14 @@ class RunState:
 )
 @click.version_option(package_name="adaptalloc", prog_name=PROG)
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, quiet: bool, env_file: str | None) -> None:
+def cli(
+    ctx: click.Context,
+    debug: bool,
+    quiet: bool,
+    verbose: int,
+    log_format: str,
+    env_file: str | None,
+) -> None:
     """Adaptive allocation for Slurm: learn speedup curves, size moldable jobs.
 
     OBS.csv is an observation file: header n,runtime (runtime in seconds), one row per
@@ -80,7 +96,10 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, env_file: str | None) -> N
     picked up from the working directory.
     """
     ctx.ensure_object(RunState).debug = debug
-    configure_logging(level_for(debug, quiet))
+    command = ctx.invoked_subcommand
+    configure_logging(
+        level_for(debug, quiet, verbose, command), log_format=format_for(log_format, command)
+    )
     if env_file is not None:
         _apply_env_file(env_file)
 
@@ -131,7 +150,7 @@ def _internal_error(exc: Exception, debug: bool) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command line (arguments from sys.argv when `argv` is None); return the exit code."""
-    configure_logging(logging.INFO)
+    configure_logging(logging.WARNING)
     state = RunState()
     try:
         result = cli.main(
@@ -184,3 +203,9 @@ from plugin.cli.daemon import daemon, decisions  # noqa: E402
 
 cli.add_command(daemon)
 cli.add_command(decisions)
+from plugin.cli.doctor import doctor  # noqa: E402
+
+cli.add_command(doctor)
+from plugin.cli.install import install_files  # noqa: E402
+
+cli.add_command(install_files)

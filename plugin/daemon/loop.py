@@ -177,7 +177,7 @@ class Daemon:
         self.policy_path = policy_path
         self.redis_url = redis_url
         self.state = StateDir(state_dir)
-        self.metrics = Metrics()
+        self.metrics = Metrics(fail_open_reasons=reasons.REASONS)
         self.metrics_port = config.daemon.metrics_port if metrics_port is None else metrics_port
         self.learn = learn and config.daemon.learn
         d = config.daemon
@@ -585,6 +585,11 @@ class Daemon:
             else:
                 self.metrics.jobs.labels("resized" if outcome.action == RESIZE else "kept").inc()
                 self.metrics.decisions.labels(outcome.rule or "unknown").inc()
+                if outcome.resize is not None:
+                    job, change = outcome.job, outcome.resize
+                    self.metrics.record_limits(
+                        job.nodes_max, job.time_limit_min, change.min_nodes, change.time_limit_min
+                    )
             if latency is not None:
                 self.metrics.latency.observe(latency)
             record = decision_record(outcome, item.status, latency)

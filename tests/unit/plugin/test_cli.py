@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,8 +73,8 @@ def test_fit_json_has_exactly_the_contract_keys(run_cli: RunCli, method: str) ->
     assert 0 <= doc["fit_error"] < 0.05
 
 
-def test_fit_logs_one_event_on_stderr(run_cli: RunCli) -> None:
-    result = run_cli("fit", LU_CSV, "--format", "json")
+def test_fit_logs_one_event_on_stderr_with_verbose(run_cli: RunCli) -> None:
+    result = run_cli("-v", "fit", LU_CSV, "--format", "json")
     json_document(result)
     events = log_events(result)
     assert [event["event"] for event in events] == ["fit"]
@@ -89,6 +90,21 @@ def test_quiet_silences_the_event(run_cli: RunCli) -> None:
     result = run_cli("--quiet", "fit", LU_CSV, "--format", "json")
     json_document(result)
     assert result.stderr == ""
+
+
+def test_commands_are_quiet_by_default(run_cli: RunCli) -> None:
+    # Info events (timings, counts) are for -v; a plain command's stderr stays empty.
+    result = run_cli("fit", LU_CSV, "--format", "json")
+    json_document(result)
+    assert result.stderr == ""
+
+
+def test_log_format_console_forces_the_console_renderer(run_cli: RunCli) -> None:
+    result = run_cli("-v", "--log-format", "console", "fit", LU_CSV, "--format", "json")
+    json_document(result)
+    assert "fit" in result.stderr
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(result.stderr_lines[0])
 
 
 def test_fit_text_has_tables_and_sentences(run_cli: RunCli) -> None:
@@ -144,7 +160,7 @@ def test_extra_columns_and_column_order(run_cli: RunCli, write_file: WriteFile) 
 @pytest.mark.parametrize("method", ["adept", "lm"])
 def test_predict_json_in_the_order_given(run_cli: RunCli, method: str) -> None:
     result = run_cli(
-        "predict", LU_CSV, "--at", "64, 16,32,16", "--method", method, "--format", "json"
+        "-v", "predict", LU_CSV, "--at", "64, 16,32,16", "--method", method, "--format", "json"
     )
     doc = json_document(result)
     assert list(doc) == ["predictions"]
@@ -343,9 +359,27 @@ def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
     # Runtimes near the float limits make numpy warn inside the predictor; the warnings
     # must arrive as log events (JSON lines), and the document must stay valid JSON.
     path = write_file("extreme.csv", "n,runtime\n1,1e308\n2,6e307\n4,4e307\n4,1.7e308\n4,1.7e308\n")
-    result = run_cli("fit", path, "--format", "json")
+    result = run_cli("-v", "fit", path, "--format", "json")
     doc = json_document(result)
     assert doc["fit_error"] is None or doc["fit_error"] >= 0
     events = log_events(result)
     assert events[-1]["event"] == "fit"
     assert all(event["event"] in ("python_warning", "fit") for event in events)
+
+
+def test_shell_completion_script_and_words(
+    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # click's completion, as the README documents it: eval "$(_ADAPTALLOC_COMPLETE=bash_source
+    # adaptalloc)". The script defines the bash function; asked for words, it completes them.
+    monkeypatch.setenv("_ADAPTALLOC_COMPLETE", "bash_source")
+    script = run_cli()
+    assert script.returncode == 0, script
+    assert "_adaptalloc_completion()" in script.stdout
+    assert "complete -o nosort -F _adaptalloc_completion adaptalloc" in script.stdout
+    monkeypatch.setenv("_ADAPTALLOC_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", "adaptalloc doc")
+    monkeypatch.setenv("COMP_CWORD", "1")
+    words = run_cli()
+    assert words.returncode == 0, words
+    assert words.stdout.splitlines() == ["plain,doctor"]

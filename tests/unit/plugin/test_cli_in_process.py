@@ -20,7 +20,7 @@ import structlog
 import predictor
 from plugin.cli.common import MAX_TARGETS, parse_sizes
 from plugin.cli.root import EXIT_INTERNAL, run
-from plugin.log_setup import configure_logging, level_for
+from plugin.log_setup import configure_logging, format_for, level_for
 
 from .conftest import LU_CSV
 
@@ -107,10 +107,31 @@ def test_parse_sizes_refuses(text: str) -> None:
 
 
 def test_level_for() -> None:
-    assert level_for(debug=False, quiet=False) == logging.INFO
+    assert level_for(debug=False, quiet=False) == logging.WARNING
+    assert level_for(debug=False, quiet=False, verbose=1) == logging.INFO
+    assert level_for(debug=False, quiet=True, verbose=1) == logging.INFO
     assert level_for(debug=True, quiet=False) == logging.DEBUG
     assert level_for(debug=False, quiet=True) == logging.WARNING
     assert level_for(debug=True, quiet=True) == logging.DEBUG
+    # The daemon's log is its output: INFO unless --quiet.
+    assert level_for(debug=False, quiet=False, command="daemon") == logging.INFO
+    assert level_for(debug=False, quiet=True, command="daemon") == logging.WARNING
+
+
+def test_format_for() -> None:
+    assert format_for("auto", "fit") == "auto"
+    assert format_for("auto", "daemon") == "json"
+    assert format_for("console", "daemon") == "console"
+    assert format_for("json", None) == "json"
+    with pytest.raises(ValueError, match="log format must be one of"):
+        format_for("xml")
+
+
+def test_json_forced_on_a_terminal() -> None:
+    stream = FakeTerminal()
+    configure_logging(logging.INFO, stream, log_format="json")
+    structlog.get_logger("test").info("shown", answer=42)
+    assert json.loads(stream.getvalue())["answer"] == 42
 
 
 class FakeTerminal(io.StringIO):

@@ -180,7 +180,7 @@ def test_decide_with_a_policy_file_and_partition_limits(
 
 
 def test_decide_logs_one_event(run_cli: RunCli) -> None:
-    result = run_cli("decide", *LU_JOB, "--format", "json")
+    result = run_cli("-v", "decide", *LU_JOB, "--format", "json")
     json_document(result)
     events = [json.loads(line) for line in result.stderr_lines]
     assert [e["event"] for e in events] == ["decide"]

@@ -109,7 +109,7 @@ def test_oracle_curves_are_labelled_in_every_output(run_cli: RunCli) -> None:
 
 
 def test_the_skipped_lines_are_summarised_on_stderr(run_cli: RunCli) -> None:
-    result = run_cli("simulate", NASA, *FAST, "--format", "json")
+    result = run_cli("-v", "simulate", NASA, *FAST, "--format", "json")
     events = {e["event"]: e for e in log_events(result)}
     assert events["swf_lines_skipped"]["reasons"] == {"no run time": 173}
     assert events["swf_lines_skipped"]["level"] == "warning"

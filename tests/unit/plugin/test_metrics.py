@@ -67,3 +67,32 @@ def test_served_on_a_port_and_not_at_all_on_port_0() -> None:
         assert "adaptalloc_held_jobs 3.0" in text
     finally:
         metrics.close()
+
+
+def test_fail_open_reasons_start_at_zero() -> None:
+    # increase() sees nothing of a series whose first sample is already 1: each reason must be
+    # exported at 0 before its first fail-open (the rising fail-open alert depends on it).
+    from plugin.daemon import REASONS  # noqa: PLC0415
+
+    metrics = Metrics(fail_open_reasons=REASONS)
+    for reason in REASONS:
+        assert (
+            metrics.registry.get_sample_value("adaptalloc_fail_open_total", {"reason": reason})
+            == 0.0
+        )
+
+
+def test_limit_node_hours() -> None:
+    metrics = Metrics()
+
+    def value(which: str) -> float | None:
+        return metrics.registry.get_sample_value(
+            "adaptalloc_limit_node_hours_total", {"which": which}
+        )
+
+    assert (value("requested"), value("decided")) == (0.0, 0.0)
+    metrics.record_limits(8, 60, 2, 30)  # 8 nodes x 1 h asked; 2 nodes x 0.5 h decided
+    metrics.record_limits(4, 120, 4, None)  # size kept, limit unchanged: 8 and 8
+    metrics.record_limits(None, 60, 2, 30)  # range unknown: nothing
+    metrics.record_limits(8, None, 2, 30)  # no user limit: nothing
+    assert (value("requested"), value("decided")) == pytest.approx((16.0, 9.0))

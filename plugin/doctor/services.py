@@ -1,0 +1,110 @@
+"""Checks of the services the daemon talks to: Slurm's accounting (the learner's source),
+Redis (the curve store, with the credentials configured) and the daemon's metrics endpoint."""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
+
+from plugin.doctor.check import FAIL, OK, WARN, Check
+from plugin.doctor.settings import DoctorSettings
+from plugin.errors import printable
+from plugin.slurm.errors import SlurmError
+from plugin.slurm.reader import SlurmReader
+from plugin.store.connection import StoreUnavailable, connect, mask_url, resolve_url
+
+__all__ = ["INFO_METRIC", "accounting_answers", "metrics_endpoint", "redis_answers"]
+
+#: The metric only adaptalloc's daemon serves: tells its endpoint from another program's.
+INFO_METRIC = "adaptalloc_daemon_info"
+METRICS_TIMEOUT_S = 5.0
+#: The accounting window asked for: enough to make slurmdbd answer, small enough to be cheap.
+ACCOUNTING_WINDOW_S = 3600.0
+
+
+def accounting_answers(slurm: SlurmReader, now: float | None = None) -> Check:
+    """slurmdbd answers the learner's own query (finished jobs of the last hour)."""
+    until = time.time() if now is None else now
+    started = time.perf_counter()
+    try:
+        jobs = slurm.finished_jobs(until - ACCOUNTING_WINDOW_S, until)
+    except SlurmError as exc:
+        return Check(
+            "accounting_answers",
+            FAIL,
+            f"sacct failed: {printable(str(exc))}; the learner sees no finished job",
+            "check slurmdbd (`systemctl status slurmdbd`, `sacctmgr show cluster`) and "
+            "AccountingStorageHost/Port in slurm.conf",
+        )
+    took = time.perf_counter() - started
+    return Check(
+        "accounting_answers",
+        OK,
+        f"sacct answered in {took:.1f} s: {len(jobs)} jobs finished in the last hour",
+    )
+
+
+def redis_answers(settings: DoctorSettings) -> Check:
+    """Redis answers PING with the configured URL and credentials."""
+    where = resolve_url(settings.redis_url, settings.redis)
+    try:
+        client = connect(settings.redis_url, settings.redis)
+    except StoreUnavailable as exc:
+        refused = "credentials" in str(exc)
+        fix = (
+            "put the password Redis expects (requirepass or an ACL user) in [redis] "
+            "password_file or the URL (redis://:PASSWORD@host:port/db)"
+            if refused
+            else "start Redis, or point [redis] url / $REDIS_URL at it"
+        )
+        return Check("redis", FAIL, str(exc), fix)
+    try:
+        info = client.info("server")
+    except Exception:  # INFO may be renamed or refused by an ACL; PING is what matters
+        info = {}
+    finally:
+        client.close()
+    version = info.get("redis_version", "?") if isinstance(info, dict) else "?"
+    has_secret = bool(urlsplit(where.url).password) or bool(settings.redis.password_file)
+    seen = f"Redis {version} at {mask_url(where.url)} ({where.origin}) answers PING"
+    if not has_secret:
+        return Check(
+            "redis",
+            WARN,
+            f"{seen} without a password: anyone who reaches it can rewrite the curves",
+            "set requirepass (or an ACL user) in redis.conf and [redis] password_file",
+        )
+    return Check("redis", OK, f"{seen}, with a password")
+
+
+def metrics_endpoint(settings: DoctorSettings) -> Check:
+    """The daemon's Prometheus endpoint answers and is adaptalloc's."""
+    if settings.metrics_port == 0:
+        return Check(
+            "metrics",
+            WARN,
+            "metrics_port is 0: the daemon serves no metrics, so no dashboard or alert sees it",
+            "set [daemon] metrics_port (default 9405)",
+        )
+    url = f"http://{settings.metrics_address}:{settings.metrics_port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=METRICS_TIMEOUT_S) as reply:
+            body = reply.read(4 << 20).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Check(
+            "metrics",
+            FAIL,
+            f"{url} does not answer: {printable(str(reason))}",
+            "start the daemon, or give the doctor its port (--metrics-port, [daemon] metrics_port)",
+        )
+    if INFO_METRIC not in body:
+        return Check(
+            "metrics",
+            FAIL,
+            f"{url} answers but serves no {INFO_METRIC}: another program has the port",
+            "give the daemon a free [daemon] metrics_port",
+        )
+    return Check("metrics", OK, f"{url} serves adaptalloc's metrics")

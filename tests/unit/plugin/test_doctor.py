@@ -1,0 +1,191 @@
+"""plugin.doctor's judgements on files and values (no Slurm, no Redis): the install checks
+on real copies of the shipped files, access from permission bits, heartbeat and clock."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from plugin.doctor import FAIL, OK, WARN, Check, document, failed
+from plugin.doctor.access import Identity, judge_heartbeat, missing_access, state_dir_access
+from plugin.doctor.conf_files import parse_slurm_conf, parse_submit_conf
+from plugin.doctor.install import accounting_flags, hook_file, job_submit_plugins, submit_conf
+from plugin.doctor.probe import ProbeResult, clock_offset, judge_offset
+from plugin.doctor.shipped import shipped_file
+
+REPO = Path(__file__).resolve().parents[3]
+SLURM_CONF = """\
+# a comment
+SlurmUser=slurm
+jobsubmitplugins=lua   # keys are case-insensitive
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStoreFlags=job_comment,job_env
+NodeName=node[1-4] CPUs=2
+"""
+#: Someone who is neither root nor the owner of anything in tmp_path.
+STRANGER = Identity("stranger", 54321, frozenset({54321}))
+
+
+def test_check_refuses_an_unknown_status() -> None:
+    with pytest.raises(ValueError, match="status must be one of ok, warn, fail"):
+        Check("x", "fine", "")
+
+
+def test_document_and_exit() -> None:
+    checks = [Check("a", OK, "seen"), Check("b", WARN, "hm", "do this")]
+    assert document(checks) == {
+        "checks": [
+            {"name": "a", "status": "ok", "detail": "seen", "fix": ""},
+            {"name": "b", "status": "warn", "detail": "hm", "fix": "do this"},
+        ]
+    }
+    assert not failed(checks)
+    assert failed([*checks, Check("c", FAIL, "no")])
+
+
+def test_slurm_conf_lines() -> None:
+    conf = parse_slurm_conf(Path("/etc/slurm/slurm.conf"), SLURM_CONF)
+    assert conf.values("JobSubmitPlugins") == ["lua"]
+    assert conf.values("AccountingStoreFlags") == ["job_comment", "job_env"]
+    assert conf.slurm_user == "slurm"
+    assert conf.get("NodeName") == "node[1-4]"
+    assert parse_slurm_conf(Path("x"), "").slurm_user == "root"  # Slurm's default
+    assert job_submit_plugins(conf).status == OK
+    assert accounting_flags(conf).status == OK
+
+
+def test_slurm_conf_without_lua_or_comments_fails_with_the_line_to_add() -> None:
+    conf = parse_slurm_conf(Path("/etc/slurm/slurm.conf"), "JobSubmitPlugins=pbs\n")
+    check = job_submit_plugins(conf)
+    assert check.status == FAIL
+    assert "`JobSubmitPlugins=pbs,lua` in /etc/slurm/slurm.conf" in check.fix
+    flags = accounting_flags(conf)
+    assert flags.status == FAIL
+    assert "`AccountingStorageType=accounting_storage/slurmdbd`" in flags.fix
+    assert "`AccountingStoreFlags=job_comment`" in flags.fix
+
+
+def test_submit_conf_comments_anywhere() -> None:
+    text = "state_dir = /var/lib/adaptalloc  # the daemon's\n# x = y\nheartbeat_max_age=15\n"
+    assert parse_submit_conf(text) == {
+        "state_dir": "/var/lib/adaptalloc",
+        "heartbeat_max_age": "15",
+    }
+
+
+def test_the_shipped_hook_is_the_checkout_s() -> None:
+    hook = shipped_file("slurm/job_submit.lua")
+    assert hook is not None
+    assert hook.read_bytes() == (REPO / "deploy" / "slurm" / "job_submit.lua").read_bytes()
+
+
+def test_hook_checksum(tmp_path: Path) -> None:
+    ours = REPO / "deploy" / "slurm" / "job_submit.lua"
+    assert hook_file(tmp_path).status == FAIL  # missing
+    (tmp_path / "job_submit.lua").write_bytes(ours.read_bytes())
+    assert hook_file(tmp_path).status == OK
+    (tmp_path / "job_submit.lua").write_bytes(ours.read_bytes() + b"-- local edit\n")
+    check = hook_file(tmp_path)
+    assert check.status == FAIL
+    assert "is not this version's job_submit.lua" in check.detail
+    assert check.fix.startswith("`install -m 644 ")
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "words"),
+    [
+        ("state_dir = {state}\nheartbeat_max_age = 15\n", OK, "is the daemon's"),
+        ("state_dir = /elsewhere\nheartbeat_max_age = 15\n", FAIL, "but the daemon's is"),
+        ("heartbeat_max_age = 15\n", FAIL, "sets no state_dir"),
+        ("state_dir = {state}\nheartbeat_max_age = 1.5\n", FAIL, "not a whole number"),
+    ],
+)
+def test_submit_conf_state_dir(tmp_path: Path, text: str, status: str, words: str) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (tmp_path / "adaptalloc_submit.conf").write_text(text.format(state=state))
+    check = submit_conf(tmp_path, state)
+    assert check.status == status
+    assert words in check.detail
+
+
+@pytest.fixture
+def searchable_dir() -> Iterator[Path]:
+    """A directory whose every parent others may search (pytest's tmp_path sits in a 700 one)."""
+    path = Path(tempfile.mkdtemp(prefix="adaptalloc-doctor-", dir="/tmp"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+def test_missing_access_follows_the_path(tmp_path: Path, searchable_dir: Path) -> None:
+    # pytest's own directory is 700: a stranger is stopped at its first parent that is.
+    assert "is not searchable" in str(missing_access(tmp_path, STRANGER, "r"))
+    state = searchable_dir / "state"
+    state.mkdir(mode=0o755)
+    state.chmod(0o755)
+    heartbeat = state / "heartbeat"
+    heartbeat.write_text("1\n")
+    heartbeat.chmod(0o644)
+    assert missing_access(heartbeat, STRANGER, "r") is None
+    assert "lacks w" in str(missing_access(heartbeat, STRANGER, "w"))
+    state.chmod(0o700)
+    assert "is not searchable" in str(missing_access(heartbeat, STRANGER, "r"))
+    me = Identity("me", os.getuid(), frozenset({os.getgid()}))
+    assert missing_access(heartbeat, me, "r") is None
+    root = Identity("root", 0, frozenset({0}))
+    assert missing_access(heartbeat, root, "w") is None
+
+
+def test_state_dir_access_names_the_account(tmp_path: Path) -> None:
+    check = state_dir_access(tmp_path, "no-such-user-adaptalloc")
+    assert check.status == FAIL
+    assert "is not an account on this host" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "words"),
+    [
+        ("1000\n", OK, "is 5 s old"),
+        ("990\n", OK, "is 15 s old"),
+        ("989\n", FAIL, "is 16 s old"),
+        ("1100\n", FAIL, "95 s in the future"),
+        ("1000.5\n", FAIL, "not whole Unix seconds"),
+        ("", FAIL, "not whole Unix seconds"),
+    ],
+)
+def test_judge_heartbeat(text: str, status: str, words: str) -> None:
+    got, seen = judge_heartbeat(text, now=1005.0, max_age=15)
+    assert got == status
+    assert words in seen
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "stamped", "offset"),
+    [
+        (100.2, 100.9, 100.0, 0.0),  # truncated to the second: inside the window
+        (100.2, 101.3, 101.0, 0.0),
+        (100.2, 100.9, 104.0, 3.1),  # slurmctld ahead
+        (100.2, 100.9, 90.0, -10.0),  # behind
+    ],
+)
+def test_judge_offset(before: float, after: float, stamped: float, offset: float) -> None:
+    assert judge_offset(before, after, stamped) == pytest.approx(offset)
+
+
+@pytest.mark.parametrize(
+    ("offset", "status"), [(0.0, OK), (2.0, OK), (3.0, WARN), (-14.0, WARN), (15.0, FAIL)]
+)
+def test_clock_offset_against_the_heartbeat_age(offset: float, status: str) -> None:
+    check = clock_offset(ProbeResult(7, (), offset_s=offset), max_age=15)
+    assert check.status == status
+    if status != OK:
+        assert "synchronise" in check.fix
+    assert clock_offset(None, 15).status == WARN
