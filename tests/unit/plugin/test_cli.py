@@ -349,3 +349,13 @@ def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
     events = log_events(result)
     assert events[-1]["event"] == "fit"
     assert all(event["event"] in ("python_warning", "fit") for event in events)
+
+
+def test_the_module_entry_point_in_a_fresh_interpreter(
+    run_cli_process: RunCli, run_cli: RunCli
+) -> None:
+    # The one place the process boundary is the point: `python -m plugin` (what the console
+    # script runs too) gives the same document and exit codes as the in-process runs.
+    args = ("fit", LU_CSV, "--format", "json")
+    assert json_document(run_cli_process(*args)) == json_document(run_cli(*args))
+    assert run_cli_process("fit", "--no-such-option").returncode == 2
