@@ -1,9 +1,14 @@
-"""Fixtures for the plugin's unit tests: the real CLI as a subprocess, and data files.
+"""Fixtures for the plugin's unit tests: the real CLI, in this process or as a subprocess,
+and data files.
 
-``run_cli(*args, stdin=b"")`` runs ``python -m plugin`` (the same ``main`` as the installed
-``adaptalloc`` console script) in a fresh interpreter and returns its exit code, stdout and
-stderr. adaptalloc reads no env file it was not given (``--env-file``), so a developer's
-testbed cannot change what the tests see.
+``run_cli(*args, stdin=b"")`` runs the command line in this process: `plugin.cli.root.run`,
+the function the installed ``adaptalloc`` console script and ``python -m plugin`` call, with
+stdin, stdout and stderr swapped for buffers (click's CliRunner isolation; neither is a
+terminal) in tmp_path as working directory, and returns its exit code, stdout and stderr.
+``run_cli_process`` runs ``python -m plugin`` in a fresh interpreter, for the tests where
+the process boundary is the point (the environment an ``--env-file`` sets, the module entry
+point itself). adaptalloc reads no env file it was not given (``--env-file``), so a
+developer's testbed cannot change what the tests see.
 """
 
 from __future__ import annotations
@@ -12,12 +17,17 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
+from click.testing import CliRunner
+
+from plugin.cli.root import run as run_command_line
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = REPO_ROOT / "tests" / "data" / "scaling"
@@ -41,9 +51,48 @@ class CliResult:
 RunCli = Callable[..., CliResult]
 
 
+def _fresh_interpreter_warning_filters() -> None:
+    """The warning filters of ``python -m plugin``, not pytest's (which turn the predictor's
+    RuntimeWarnings into errors): the CLI logs warnings, it does not fail on them."""
+    warnings.resetwarnings()
+    for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+        warnings.simplefilter("ignore", category)
+
+
 @pytest.fixture
-def run_cli(tmp_path: Path) -> RunCli:
-    """Run ``adaptalloc`` with the given arguments; stdout/stderr are pipes (not terminals)."""
+def run_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """Run the command line in this process with the given arguments (see the module)."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str | Path, stdin: bytes = b"") -> CliResult:
+        saved_logging = structlog.get_config()
+        saved_showwarning = warnings.showwarning
+        try:
+            with (
+                CliRunner().isolation(input=stdin) as (stdout, stderr, _output),
+                warnings.catch_warnings(),
+            ):
+                _fresh_interpreter_warning_filters()
+                code = run_command_line([str(a) for a in args])
+                sys.stdout.flush()
+                sys.stderr.flush()
+                return CliResult(
+                    code,
+                    stdout.getvalue().decode("utf-8"),
+                    stderr.getvalue().decode("utf-8"),
+                )
+        finally:
+            # The command configured logging onto the swapped stderr; put the test's back.
+            structlog.configure(**saved_logging)
+            warnings.showwarning = saved_showwarning
+
+    return run
+
+
+@pytest.fixture
+def run_cli_process(tmp_path: Path) -> RunCli:
+    """Run ``python -m plugin`` with the given arguments in a fresh interpreter; stdout/stderr
+    are pipes (not terminals)."""
 
     def run(*args: str | Path, stdin: bytes = b"") -> CliResult:
         # The working tree's plugin/, whether or not (or however) the package is installed.

@@ -368,18 +368,29 @@ def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
 
 
 def test_shell_completion_script_and_words(
-    run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    run_cli_process: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # click's completion, as the README documents it: eval "$(_ADAPTALLOC_COMPLETE=bash_source
     # adaptalloc)". The script defines the bash function; asked for words, it completes them.
+    # A fresh process: completion answers and exits before any command runs.
     monkeypatch.setenv("_ADAPTALLOC_COMPLETE", "bash_source")
-    script = run_cli()
+    script = run_cli_process()
     assert script.returncode == 0, script
     assert "_adaptalloc_completion()" in script.stdout
     assert "complete -o nosort -F _adaptalloc_completion adaptalloc" in script.stdout
     monkeypatch.setenv("_ADAPTALLOC_COMPLETE", "bash_complete")
     monkeypatch.setenv("COMP_WORDS", "adaptalloc doc")
     monkeypatch.setenv("COMP_CWORD", "1")
-    words = run_cli()
+    words = run_cli_process()
     assert words.returncode == 0, words
     assert words.stdout.splitlines() == ["plain,doctor"]
+
+
+def test_the_module_entry_point_in_a_fresh_interpreter(
+    run_cli_process: RunCli, run_cli: RunCli
+) -> None:
+    # The one place the process boundary is the point: `python -m plugin` (what the console
+    # script runs too) gives the same document and exit codes as the in-process runs.
+    args = ("fit", LU_CSV, "--format", "json")
+    assert json_document(run_cli_process(*args)) == json_document(run_cli(*args))
+    assert run_cli_process("fit", "--no-such-option").returncode == 2

@@ -156,26 +156,28 @@ def test_env_file_option_does_not_override_what_is_set(tmp_path: Path) -> None:
     ],
 )
 def test_env_file_option_refuses_with_one_error_line(
-    run_cli: RunCli, tmp_path: Path, content: str, mode: int, problem: str
+    run_cli_process: RunCli, tmp_path: Path, content: str, mode: int, problem: str
 ) -> None:
     env_file = tmp_path / "refused.env"
     env_file.write_text(content)
     env_file.chmod(mode)
-    line = assert_one_error_line(run_cli("--env-file", env_file, "fit", LU_CSV))
+    line = assert_one_error_line(run_cli_process("--env-file", env_file, "fit", LU_CSV))
     assert problem in line
     assert str(env_file) in line
 
 
-def test_env_file_option_refuses_a_missing_file(run_cli: RunCli, tmp_path: Path) -> None:
-    line = assert_one_error_line(run_cli("--env-file", tmp_path / "absent", "fit", LU_CSV))
+def test_env_file_option_refuses_a_missing_file(run_cli_process: RunCli, tmp_path: Path) -> None:
+    line = assert_one_error_line(run_cli_process("--env-file", tmp_path / "absent", "fit", LU_CSV))
     assert "cannot read env file" in line
 
 
-def test_env_file_option_with_a_good_file_runs_the_command(run_cli: RunCli, tmp_path: Path) -> None:
+def test_env_file_option_with_a_good_file_runs_the_command(
+    run_cli_process: RunCli, tmp_path: Path
+) -> None:
     env_file = tmp_path / "good.env"
     env_file.write_text("export ADAPTALLOC_X='1'\n")
     env_file.chmod(0o644)
-    assert json_document(run_cli("--env-file", env_file, "fit", LU_CSV, "--format", "json"))
+    assert json_document(run_cli_process("--env-file", env_file, "fit", LU_CSV, "--format", "json"))
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
