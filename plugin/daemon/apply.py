@@ -35,13 +35,12 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import structlog
 
 from plugin.daemon import reasons
 from plugin.daemon.decider import RELEASE, Outcome, release_outcome
-from plugin.daemon.state import Journal
+from plugin.daemon.journal import Journal, JournalEntry
 from plugin.errors import printable
 from plugin.slurm import JobRecord, Resize, SlurmClient, SlurmError
 from plugin.slurm.writer import check_admin_comment
@@ -66,63 +65,56 @@ class Applied:
     status: str
 
 
-def journal_entry(outcome: Outcome) -> dict[str, Any]:
+def journal_entry(outcome: Outcome) -> JournalEntry:
     """What the journal keeps of an outcome: enough to finish applying it after a crash."""
     resize = outcome.resize
-    return {
-        "submit": outcome.job.submit_time or 0,
-        "action": outcome.action,
-        "comment": outcome.admin_comment,
-        "resize": None
+    return JournalEntry(
+        submit=outcome.job.submit_time or 0,
+        action=outcome.action,
+        comment=outcome.admin_comment,
+        resize=None
         if resize is None
-        else [resize.min_nodes, resize.max_nodes, resize.time_limit_min],
-        "rule": outcome.rule,
-        "fail_open": outcome.fail_open,
-        "app": None if outcome.app is None else str(outcome.app),
-        "reason": outcome.reason[:300],
-        "range": [outcome.job.nodes_min, outcome.job.nodes_max],
-        "limit": outcome.job.time_limit_min,
-    }
+        else (resize.min_nodes, resize.max_nodes, resize.time_limit_min),
+        rule=outcome.rule,
+        fail_open=outcome.fail_open,
+        app=None if outcome.app is None else str(outcome.app),
+        reason=outcome.reason[:300],
+        nodes_min=outcome.job.nodes_min,
+        nodes_max=outcome.job.nodes_max,
+        limit=outcome.job.time_limit_min,
+    )
 
 
-def outcome_from_journal(job: JobRecord, entry: dict[str, Any]) -> Outcome | None:
+def outcome_from_journal(job: JobRecord, entry: JournalEntry | None) -> Outcome | None:
     """The outcome a journal entry describes, for `job` as Slurm shows it now; None if the
     entry is unreadable or belongs to another job with the same id."""
     from plugin.appkey import AppKey, AppKeyError  # noqa: PLC0415 - avoids an import cycle
 
-    try:
-        if job.submit_time is not None and int(entry.get("submit") or 0) not in (
-            0,
-            job.submit_time,
-        ):
-            return None
-        low, high = entry.get("range") or [None, None]
-        limit = entry.get("limit", job.time_limit_min)
-        original = dataclasses.replace(
-            job, nodes_min=low, nodes_max=high, time_limit_min=None if limit is None else int(limit)
-        )
-        app = AppKey.parse(entry["app"]) if entry.get("app") else None
-        spec = entry.get("resize")
-        resize = (
-            Resize(
-                job.job_id, int(spec[0]), int(spec[1]), None if spec[2] is None else int(spec[2])
-            )
-            if spec
-            else None
-        )
-        return Outcome(
-            job=original,
-            action=str(entry["action"]),
-            admin_comment=check_admin_comment(str(entry["comment"])),
-            reason=str(entry.get("reason") or ""),
-            rule=entry.get("rule"),
-            fail_open=entry.get("fail_open"),
-            resize=resize,
-            app=app,
-            recovered=True,
-        )
-    except (KeyError, TypeError, ValueError, IndexError, AppKeyError):
+    if entry is None:
         return None
+    if job.submit_time is not None and entry.submit not in (0, job.submit_time):
+        return None  # the id was reused by another job
+    limit = entry.limit if entry.limit_known else job.time_limit_min
+    original = dataclasses.replace(
+        job, nodes_min=entry.nodes_min, nodes_max=entry.nodes_max, time_limit_min=limit
+    )
+    try:
+        app = AppKey.parse(entry.app) if entry.app else None
+        comment = check_admin_comment(entry.comment)
+        resize = None if entry.resize is None else Resize(job.job_id, *entry.resize)
+    except (AppKeyError, ValueError):
+        return None
+    return Outcome(
+        job=original,
+        action=entry.action,
+        admin_comment=comment,
+        reason=entry.reason,
+        rule=entry.rule,
+        fail_open=entry.fail_open,
+        resize=resize,
+        app=app,
+        recovered=True,
+    )
 
 
 def _held(job: JobRecord | None) -> bool:

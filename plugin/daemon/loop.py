@@ -75,12 +75,12 @@ from plugin.daemon.decider import (
     release_outcome,
 )
 from plugin.daemon.guard import KillGuard
+from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import (
     STARTUP_LOCK_WAIT_S,
     DaemonLockedError,
-    Journal,
     SpoolWatcher,
     StateDir,
     default_state_dir,
@@ -315,7 +315,7 @@ class Daemon:
             )
             self.learner.start()
 
-    def recover(self, journaled: dict[int, dict[str, Any]]) -> None:
+    def recover(self, journaled: dict[int, JournalEntry | None]) -> None:
         """Finish the journal's decisions and decide every job held while the daemon was down."""
         jobs = self._read_queue(journaled)
         if jobs is None:

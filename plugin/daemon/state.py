@@ -20,18 +20,15 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from plugin.errors import AdaptallocError, printable
 
 __all__ = [
     "DaemonLockedError",
-    "Journal",
     "SpoolWatcher",
     "StateDir",
     "atomic_write",
@@ -194,38 +191,3 @@ class SpoolWatcher:
             size = 0
         self._seen = size
         return grew
-
-
-class Journal:
-    """The decisions being applied, by job id, in ``inflight.json`` (fsync'd before any job is
-    changed). A crash mid-apply leaves them there; the next start finishes them."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def load(self) -> dict[int, dict[str, Any]]:
-        """The journal's entries; {} when there is none or it is unreadable (logged by caller)."""
-        try:
-            doc = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(doc, dict):
-            return {}
-        out: dict[int, dict[str, Any]] = {}
-        for key, value in doc.items():
-            if isinstance(key, str) and key.isdigit() and isinstance(value, dict):
-                out[int(key)] = value
-        return out
-
-    def write(self, entries: Mapping[int, Mapping[str, Any]]) -> None:
-        if not entries:
-            self.clear()
-            return
-        text = json.dumps({str(k): dict(v) for k, v in entries.items()}, separators=(",", ":"))
-        atomic_write(self.path, text, mode=0o600, sync=True)
-
-    def clear(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()

@@ -18,7 +18,8 @@ from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import GONE, RELEASED, Applier, journal_entry, outcome_from_journal
 from plugin.daemon.decider import Budget, CurveSource, Decider
-from plugin.daemon.state import DaemonLockedError, Journal, SpoolWatcher, StateDir
+from plugin.daemon.journal import Journal
+from plugin.daemon.state import DaemonLockedError, SpoolWatcher, StateDir
 from plugin.daemon.sweep import classify
 from plugin.slurm import JobRecord, Resize, SlurmCommandError
 from plugin.store import keys

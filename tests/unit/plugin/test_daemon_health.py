@@ -10,8 +10,8 @@ from pathlib import Path
 from plugin.config import load_config
 from plugin.daemon import reasons
 from plugin.daemon.apply import PENDING_RELEASE, RELEASED, Applier, journal_entry
+from plugin.daemon.journal import Journal
 from plugin.daemon.loop import Daemon, watchdog_outcome
-from plugin.daemon.state import Journal
 
 from .test_daemon import FakeSlurm, job, nothing, outcomes
 
@@ -107,7 +107,7 @@ def test_a_journaled_decision_past_max_hold_is_released_as_submitted() -> None:
 
 def test_the_journal_keeps_the_submitted_limit() -> None:
     [decided] = outcomes(1)
-    assert journal_entry(decided)["limit"] == 60
+    assert journal_entry(decided).limit == 60
 
 
 def test_the_loop_releases_an_overdue_journaled_job_as_submitted(tmp_path: Path) -> None:
