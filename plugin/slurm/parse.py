@@ -32,6 +32,11 @@ from plugin.slurm.records import AssocRecord, JobRecord, NodeRecord, PartitionRe
 
 __all__ = [
     "UNRELIABLE_EXIT_CODE_PLUGINS",
+    "exit_from_status",
+    "field_int",
+    "field_state",
+    "field_str",
+    "field_time",
     "parse_accounting_type",
     "parse_assoc_mgr",
     "parse_key_values",
@@ -60,11 +65,11 @@ _KEY = re.compile(r"[A-Za-z][A-Za-z0-9/:_.]*")
 # --- small field readers ------------------------------------------------------------------
 
 
-def _int(value: Any) -> int | None:
+def field_int(value: Any) -> int | None:
     """A count or time from Slurm JSON; None for null, NO_VAL/INFINITE and unset numbers."""
     if isinstance(value, Mapping):  # v0.0.39+: {"set": true, "infinite": false, "number": 5}
         unset = not value.get("set", True) or value.get("infinite")
-        return None if unset else _int(value.get("number"))
+        return None if unset else field_int(value.get("number"))
     number: int | None = None
     if isinstance(value, float) and math.isfinite(value):
         number = int(value)
@@ -77,9 +82,9 @@ def _int(value: Any) -> int | None:
     return number
 
 
-def _time(value: Any) -> int | None:
+def field_time(value: Any) -> int | None:
     """A Unix time; 0 (Slurm's "not yet") becomes None."""
-    number = _int(value)
+    number = field_int(value)
     return number if number else None
 
 
@@ -87,7 +92,8 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _str(value: Any) -> str:
+def field_str(value: Any) -> str:
+    """A string field; "" for anything else (null, a number, a dict)."""
     return value if isinstance(value, str) else ""
 
 
@@ -95,13 +101,13 @@ def _opt_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _state(value: Any) -> str:
+def field_state(value: Any) -> str:
     """The base state: "COMPLETED" from "COMPLETED", ["COMPLETED"] or {"current": ...}."""
     if isinstance(value, Mapping):
         value = value.get("current")
     if isinstance(value, list):
         value = value[0] if value else ""
-    return _str(value).split(" ", 1)[0].upper()
+    return field_str(value).split(" ", 1)[0].upper()
 
 
 def _load(text: str | bytes, command: str) -> dict[str, Any]:
@@ -138,17 +144,17 @@ def _tres_count(entries: Any, kind: str) -> int | None:
         return None
     for entry in entries:
         if isinstance(entry, Mapping) and entry.get("type") == kind:
-            return _int(entry.get("count"))
+            return field_int(entry.get("count"))
     return None
 
 
-def _exit_from_status(value: Any) -> tuple[int | None, int | None]:
+def exit_from_status(value: Any) -> tuple[int | None, int | None]:
     """(exit code, signal) from a raw wait status or a {"status", "return_code", ...} dict."""
     if isinstance(value, Mapping):
         signal = value.get("signal")
-        sig = _int(signal.get("signal_id")) if isinstance(signal, Mapping) else None
-        return _int(value.get("return_code")), sig
-    status = _int(value)
+        sig = field_int(signal.get("signal_id")) if isinstance(signal, Mapping) else None
+        return field_int(value.get("return_code")), sig
+    status = field_int(value)
     if status is None:
         return None, None
     return (status >> 8) & 0xFF, (status & 0x7F) or None
@@ -163,35 +169,35 @@ def _sacct_job(job: Mapping[str, Any], exit_codes_reliable: bool) -> JobRecord:
     wckey = job.get("wckey")
     tres = _map(job.get("tres"))
     exit_code, signal = (
-        _exit_from_status(job.get("exit_code")) if exit_codes_reliable else (None, None)
+        exit_from_status(job.get("exit_code")) if exit_codes_reliable else (None, None)
     )
-    start, end = _time(times.get("start")), _time(times.get("end"))
+    start, end = field_time(times.get("start")), field_time(times.get("end"))
     return JobRecord(
-        job_id=_int(job.get("job_id")) or 0,
-        name=_str(job.get("name")),
-        user=_str(job.get("user")),
-        account=_str(job.get("account")),
-        partition=_str(job.get("partition")),
-        state=_state(job.get("state")),
+        job_id=field_int(job.get("job_id")) or 0,
+        name=field_str(job.get("name")),
+        user=field_str(job.get("user")),
+        account=field_str(job.get("account")),
+        partition=field_str(job.get("partition")),
+        state=field_state(job.get("state")),
         source="sacct",
-        wckey=_str(wckey.get("wckey")) if isinstance(wckey, Mapping) else _str(wckey),
+        wckey=field_str(wckey.get("wckey")) if isinstance(wckey, Mapping) else field_str(wckey),
         comment=_opt_str(comment.get("job")),
         admin_comment=_opt_str(comment.get("administrator")),
         exit_code=exit_code,
         exit_signal=signal,
         nodes_min=_tres_count(tres.get("requested"), "node"),
         nodes_max=None,
-        nodes_alloc=_int(job.get("allocation_nodes")) or 0,
-        time_limit_min=_int(times.get("limit")),
-        submit_time=_time(times.get("submission")),
+        nodes_alloc=field_int(job.get("allocation_nodes")) or 0,
+        time_limit_min=field_int(times.get("limit")),
+        submit_time=field_time(times.get("submission")),
         start_time=start,
         end_time=end,
-        elapsed_s=_int(times.get("elapsed")),
+        elapsed_s=field_int(times.get("elapsed")),
         workdir=_opt_str(job.get("working_directory")),
         script=None,
-        priority=_int(job.get("priority")),
-        state_reason=_str(_map(job.get("state")).get("reason")),
-        cluster=_str(job.get("cluster")),
+        priority=field_int(job.get("priority")),
+        state_reason=field_str(_map(job.get("state")).get("reason")),
+        cluster=field_str(job.get("cluster")),
     )
 
 
@@ -199,7 +205,7 @@ def parse_sacct_json(text: str | bytes) -> list[JobRecord]:
     """Jobs from ``sacct --json`` (steps are ignored: a job is one observation)."""
     doc = _load(text, "sacct --json")
     plugin = _map(_map(doc.get("meta")).get("plugin"))
-    reliable = _str(plugin.get("type")) not in UNRELIABLE_EXIT_CODE_PLUGINS
+    reliable = field_str(plugin.get("type")) not in UNRELIABLE_EXIT_CODE_PLUGINS
     return [_sacct_job(job, reliable) for job in _items(doc, "jobs", "sacct --json")]
 
 
@@ -207,37 +213,41 @@ def parse_sacct_json(text: str | bytes) -> list[JobRecord]:
 
 
 def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
-    state = _state(job.get("job_state"))
-    start = _time(job.get("start_time"))
-    end = _time(job.get("end_time"))
+    state = field_state(job.get("job_state"))
+    start = field_time(job.get("start_time"))
+    end = field_time(job.get("end_time"))
     # Ran at all: a start time and nodes (a job cancelled while pending has a start time
     # but no nodes).
-    started = state not in ("PENDING", "") and start is not None and bool(_str(job.get("nodes")))
-    node_count = _int(job.get("node_count"))
+    started = (
+        state not in ("PENDING", "") and start is not None and bool(field_str(job.get("nodes")))
+    )
+    node_count = field_int(job.get("node_count"))
     resources = job.get("job_resources")
     if started:
-        hosts = _int(resources.get("allocated_hosts")) if isinstance(resources, Mapping) else None
+        hosts = (
+            field_int(resources.get("allocated_hosts")) if isinstance(resources, Mapping) else None
+        )
         nodes_alloc = hosts if hosts else (node_count or 0)
         nodes_min = nodes_max = None
     else:
         nodes_alloc = 0
         nodes_min = node_count
-        max_nodes = _int(job.get("max_nodes"))
+        max_nodes = field_int(job.get("max_nodes"))
         nodes_max = max_nodes if max_nodes else node_count
     final = bool(state) and state not in ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING")
     elapsed = end - start if final and started and end and start else None
-    exit_code, signal = _exit_from_status(job.get("exit_code"))
+    exit_code, signal = exit_from_status(job.get("exit_code"))
     if not state or state in ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING"):
         exit_code, signal = None, None
     return JobRecord(
-        job_id=_int(job.get("job_id")) or 0,
-        name=_str(job.get("name")),
-        user=_str(job.get("user_name")),
-        account=_str(job.get("account")),
-        partition=_str(job.get("partition")),
+        job_id=field_int(job.get("job_id")) or 0,
+        name=field_str(job.get("name")),
+        user=field_str(job.get("user_name")),
+        account=field_str(job.get("account")),
+        partition=field_str(job.get("partition")),
         state=state,
         source="squeue",
-        wckey=_str(job.get("wckey")),
+        wckey=field_str(job.get("wckey")),
         comment=_opt_str(job.get("comment")),
         admin_comment=_opt_str(job.get("admin_comment")),
         exit_code=exit_code,
@@ -245,16 +255,16 @@ def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
         nodes_min=nodes_min,
         nodes_max=nodes_max,
         nodes_alloc=nodes_alloc,
-        time_limit_min=_int(job.get("time_limit")),
-        submit_time=_time(job.get("submit_time")),
+        time_limit_min=field_int(job.get("time_limit")),
+        submit_time=field_time(job.get("submit_time")),
         start_time=start if started else None,
         end_time=end if final else None,
         elapsed_s=max(elapsed, 0) if elapsed is not None else None,
         workdir=_opt_str(job.get("current_working_directory")),
-        script=_str(job.get("command")) or None,
-        priority=_int(job.get("priority")),
-        state_reason=_str(job.get("state_reason")),
-        cluster=_str(job.get("cluster")),
+        script=field_str(job.get("command")) or None,
+        priority=field_int(job.get("priority")),
+        state_reason=field_str(job.get("state_reason")),
+        cluster=field_str(job.get("cluster")),
     )
 
 
@@ -274,19 +284,19 @@ def parse_sinfo_json(text: str | bytes) -> list[NodeRecord]:
     for node in _items(doc, "nodes", "sinfo --json"):
         state = node.get("state")
         if isinstance(state, list):  # 23.02+: ["IDLE", "DRAIN"]
-            flags = tuple(_str(s).lower() for s in state[1:])
+            flags = tuple(field_str(s).lower() for s in state[1:])
             state = state[0] if state else ""
         else:
-            flags = tuple(_str(f).lower() for f in node.get("state_flags") or [])
+            flags = tuple(field_str(f).lower() for f in node.get("state_flags") or [])
         nodes.append(
             NodeRecord(
-                name=_str(node.get("name")),
-                state=_str(state).lower(),
-                cpus=_int(node.get("cpus")) or 0,
-                alloc_cpus=_int(node.get("alloc_cpus")) or 0,
-                partitions=tuple(_str(p) for p in node.get("partitions") or []),
+                name=field_str(node.get("name")),
+                state=field_str(state).lower(),
+                cpus=field_int(node.get("cpus")) or 0,
+                alloc_cpus=field_int(node.get("alloc_cpus")) or 0,
+                partitions=tuple(field_str(p) for p in node.get("partitions") or []),
                 state_flags=flags,
-                real_memory_mb=_int(node.get("real_memory")),
+                real_memory_mb=field_int(node.get("real_memory")),
             )
         )
     return nodes

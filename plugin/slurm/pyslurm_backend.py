@@ -29,7 +29,7 @@ from typing import Any
 from plugin.errors import printable
 from plugin.slurm.cli_backend import DEFAULT_TIMEOUT_S, CliSlurmReader, Runner, slurm_time
 from plugin.slurm.errors import SlurmError
-from plugin.slurm.parse import _exit_from_status, _int, _state, _str, _time
+from plugin.slurm.parse import exit_from_status, field_int, field_state, field_str, field_time
 from plugin.slurm.records import FINAL_STATES, JobRecord
 
 __all__ = ["PyslurmReader", "job_from_pyslurm_db"]
@@ -37,28 +37,28 @@ __all__ = ["PyslurmReader", "job_from_pyslurm_db"]
 
 def job_from_pyslurm_db(job: Mapping[str, Any]) -> JobRecord:
     """One pyslurm 22.5 ``slurmdb_jobs().get()`` value as a JobRecord."""
-    exit_code, signal = _exit_from_status(job.get("exitcode"))
+    exit_code, signal = exit_from_status(job.get("exitcode"))
     return JobRecord(
-        job_id=_int(job.get("jobid")) or 0,
-        name=_str(job.get("jobname")),
-        user=_str(job.get("user")),
-        account=_str(job.get("account")),
-        partition=_str(job.get("partition")),
-        state=_state(job.get("state_str")),
+        job_id=field_int(job.get("jobid")) or 0,
+        name=field_str(job.get("jobname")),
+        user=field_str(job.get("user")),
+        account=field_str(job.get("account")),
+        partition=field_str(job.get("partition")),
+        state=field_state(job.get("state_str")),
         source="pyslurm",
-        wckey=_str(job.get("wckey")),
+        wckey=field_str(job.get("wckey")),
         comment=None,
         admin_comment=None,
         exit_code=exit_code,
         exit_signal=signal,
-        nodes_alloc=_int(job.get("alloc_nodes")) or 0,
-        time_limit_min=_int(job.get("timelimit")),
-        submit_time=_time(job.get("submit")),
-        start_time=_time(job.get("start")),
-        end_time=_time(job.get("end")),
-        elapsed_s=_int(job.get("elapsed")),
-        workdir=_str(job.get("work_dir")) or None,
-        cluster=_str(job.get("cluster")),
+        nodes_alloc=field_int(job.get("alloc_nodes")) or 0,
+        time_limit_min=field_int(job.get("timelimit")),
+        submit_time=field_time(job.get("submit")),
+        start_time=field_time(job.get("start")),
+        end_time=field_time(job.get("end")),
+        elapsed_s=field_int(job.get("elapsed")),
+        workdir=field_str(job.get("work_dir")) or None,
+        cluster=field_str(job.get("cluster")),
     )
 
 

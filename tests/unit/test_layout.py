@@ -40,13 +40,6 @@ ENTRY_LEVEL = 6  # plugin/__main__.py, `python -m plugin`
 #: The only modules of plugin/cli that command modules may import.
 CLI_SHARED = {"plugin.cli.common", "plugin.cli.render"}
 CLI_ROOT = "plugin.cli.root"
-#: Private names still imported across modules, each with where it must go. The Slurm
-#: parser's field helpers are shared by the pyslurm backend; they become public names of
-#: slurm/parse.py once the parallel work on slurm/ has landed.
-KNOWN_PRIVATE = {
-    ("plugin.slurm.pyslurm_backend", "plugin.slurm.parse", name)
-    for name in ("_exit_from_status", "_int", "_state", "_str", "_time")
-}
 
 
 @dataclass(frozen=True)
@@ -182,7 +175,6 @@ def test_no_private_name_is_imported_from_another_module() -> None:
         and imp.name is not None
         and imp.name.startswith("_")
         and not imp.name.startswith("__")
-        and (imp.importer, imp.module, imp.name) not in KNOWN_PRIVATE
     ]
     assert wrong == []
 
