@@ -35,6 +35,7 @@ FIGURES = (
     "node_hours",
     "killed",
     "killed_node_hours",
+    "raised",
     "utilization",
     "makespan_s",
 )

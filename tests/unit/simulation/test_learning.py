@@ -156,7 +156,7 @@ def test_a_trace_is_scaled_to_the_offered_load() -> None:
 
 
 def test_figures_over_seeds_get_a_t_interval() -> None:
-    rows = [dict.fromkeys(("jobs", "killed"), 1) for _ in range(3)]
+    rows = [dict.fromkeys(("jobs", "killed", "raised"), 1) for _ in range(3)]
     figures = ("mean_response_s", "mean_wait_s", "mean_bsld", "mean_bounded_slowdown")
     figures += ("node_hours", "killed_node_hours", "utilization", "makespan_s")
     for value, row in zip((1.0, 2.0, 3.0), rows, strict=True):
