@@ -48,6 +48,7 @@ from plugin.output import format_number, format_percent
 from plugin.swf import SwfTrace, read_swf, skipped_summary
 from policies.simulation import (
     POLICIES,
+    VARIANTS,
     Experiment,
     LoadResult,
     Metrics,
@@ -146,13 +147,14 @@ def run_sweep(
     seeds: int,
     stored: Mapping[int, predictor.Curve] | None,
     show_progress: bool,
+    names: Sequence[str] = POLICIES,
 ) -> tuple[list[LoadResult], float]:
     """Every policy × load × seed, with a progress bar of runs; (results, seconds)."""
     started = time.perf_counter()
     with _progress(show_progress) as bar:
         update: Callable[[int, int, str], None] | None = None
         if bar is not None:
-            task = bar.add_task("", total=len(loads) * seeds * len(POLICIES))
+            task = bar.add_task("", total=len(loads) * seeds * len(names))
 
             def update(li: int, si: int, policy: str, task: Any = task, bar: Any = bar) -> None:
                 load = loads[li]
@@ -160,7 +162,7 @@ def run_sweep(
                 bar.update(task, advance=1, description=f"{where}, seed {si + 1}: {policy}")
 
         try:
-            results = sweep(trace.jobs, setup, loads, seeds, POLICIES, stored, update)
+            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update)
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
     return results, time.perf_counter() - started
@@ -392,6 +394,7 @@ SUMMARY_ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("node-hours", "node_hours", lambda x: f"{x:,.0f}"),
     ("killed at their limit", "killed", lambda x: f"{x:,.1f}"),
     ("killed node-hours", "killed_node_hours", lambda x: f"{x:,.0f}"),
+    ("limits raised by the kill guard", "raised", lambda x: f"{x:,.1f}"),
     ("utilization", "utilization", lambda x: format_percent(x, 3)),
 )
 
@@ -594,6 +597,13 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     show_default=True,
     help="σ of the lognormal noise multiplying every run time.",
 )
+@click.option(
+    "--variants",
+    is_flag=True,
+    help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
+    "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
+    "before it kills), adaptive_range_guard.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
 @click.pass_context
@@ -615,6 +625,7 @@ def simulate(
     seeds: int,
     parallelism_factor: tuple[float, float],
     noise: float,
+    variants: bool,
     quiet: bool,
     output_format: str,
 ) -> None:
@@ -671,8 +682,9 @@ def simulate(
     offered = offered_load(trace.jobs, trace.machine)
     root_quiet = bool(ctx.find_root().params.get("quiet"))
     load_list: list[float | None] = list(loads) if loads else [None]
+    names = (*POLICIES, *VARIANTS) if variants else POLICIES
     results, seconds = run_sweep(
-        trace, setup, load_list, seeds, stored, show_progress=not (quiet or root_quiet)
+        trace, setup, load_list, seeds, stored, not (quiet or root_quiet), names
     )
 
     if output_format == "json":
@@ -688,7 +700,7 @@ def simulate(
         html_path = write_report(
             Path(html_dir), trace, head.experiment, dict(head.first), config.source
         )
-    runs = len(load_list) * seeds * len(POLICIES)
+    runs = len(load_list) * seeds * len(names)
     log.info(
         "simulate",
         path=trace.source,
