@@ -46,7 +46,7 @@ from policies.simulation.applications import (
     group,
 )
 from policies.simulation.engine import Progress, Schedule, simulate
-from policies.simulation.learning import CurveLearner
+from policies.simulation.learning import CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
@@ -138,6 +138,8 @@ class Experiment:
             setup.noise,
         )
         self.curves = JobCurves(self.jobs, true.per_job(self.apps), stored, true.noise)
+        #: The learners' fits, shared by this experiment's policies (learning.py).
+        self.fits: Fits = {}
 
     @cached_property
     def requests(self) -> MoldableRequests:
@@ -156,7 +158,7 @@ class Experiment:
         if policy in ADAPTALLOC:
             learner = None
             if policy != "oracle" and self.setup.curves == "learned":
-                learner = (CurveLearner(len(self.apps)), self.apps.index)
+                learner = (CurveLearner(len(self.apps), fits=self.fits), self.apps.index)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:

@@ -179,3 +179,35 @@ def test_a_sweep_reports_every_load_and_seed() -> None:
         assert r.policies["rigid"].mean["jobs"] == 30
         assert offered_load(r.experiment.jobs, 16) == pytest.approx(r.load)
     assert dataclasses.asdict(out[0].experiment.setup)["seed"] == 1
+
+
+def test_the_policies_of_an_experiment_share_their_fits_without_changing_a_result() -> None:
+    from plugin.swf import read_swf  # noqa: PLC0415
+
+    from .helpers import NASA  # noqa: PLC0415
+
+    swf = read_swf(NASA).head(600)
+    shared = Experiment(swf.jobs, Setup(machine=swf.machine))
+    shared.run("adaptive_fixed_limits")
+    before = len(shared.fits)
+    assert before > 0
+    got = shared.run("adaptive").schedule
+    alone = Experiment(swf.jobs, Setup(machine=swf.machine))
+    expected = alone.run("adaptive").schedule
+    for field in ("start", "end", "nodes", "limit", "killed"):
+        assert np.array_equal(getattr(got, field), getattr(expected, field)), field
+    # some of adaptive's fits were already there: fewer new ones than on its own
+    assert len(shared.fits) - before < len(alone.fits)
+
+
+def test_a_memo_hands_back_the_fit_of_the_same_runs() -> None:
+    fits: dict = {}  # type: ignore[type-arg]
+    one, two = CurveLearner(1, fits=fits), CurveLearner(1, fits=fits)
+    for learner in (one, two):
+        for k, n in enumerate((4, 8, 16, 32, 4, 8, 16, 32)):
+            learner.observe(0, n, 3600.0 * (0.05 + 0.95 / n) * (1.0 + 0.01 * k), 0.0)
+    first = one.curve(0, 100.0)
+    assert first is not None
+    assert len(fits) == 1
+    assert two.curve(0, 100.0) is first
+    assert len(fits) == 1
