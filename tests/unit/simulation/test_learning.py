@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from plugin.swf import read_swf
 from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
@@ -22,7 +23,7 @@ from policies.simulation.sizing import ClusterView
 from policies.simulation.sweep import summarize_seeds, sweep
 from predictor.downey import relative_runtime
 
-from .helpers import run_rigid, trace
+from .helpers import NASA, run_rigid, trace
 
 
 def _job(k: int, nodes: int, executable: int | None = None, user: int | None = None) -> TraceJob:
@@ -182,10 +183,6 @@ def test_a_sweep_reports_every_load_and_seed() -> None:
 
 
 def test_the_policies_of_an_experiment_share_their_fits_without_changing_a_result() -> None:
-    from plugin.swf import read_swf  # noqa: PLC0415
-
-    from .helpers import NASA  # noqa: PLC0415
-
     swf = read_swf(NASA).head(600)
     shared = Experiment(swf.jobs, Setup(machine=swf.machine))
     shared.run("adaptive_fixed_limits")
