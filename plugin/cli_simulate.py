@@ -22,10 +22,12 @@ only on a terminal and not with ``--quiet``.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,16 @@ def _progress(show: bool) -> Iterator[Progress | None]:
         yield bar
 
 
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Processes for a sweep's cells, or None to run them here (workers ≤ 1)."""
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield pool
+
+
 def run_sweep(
     trace: SwfTrace,
     setup: Setup,
@@ -148,10 +160,12 @@ def run_sweep(
     stored: Mapping[int, predictor.Curve] | None,
     show_progress: bool,
     names: Sequence[str] = POLICIES,
+    workers: int = 1,
 ) -> tuple[list[LoadResult], float]:
-    """Every policy × load × seed, with a progress bar of runs; (results, seconds)."""
+    """Every policy × load × seed, with a progress bar of runs; (results, seconds). With
+    workers > 1 the (load, seed) cells run in that many processes."""
     started = time.perf_counter()
-    with _progress(show_progress) as bar:
+    with _progress(show_progress) as bar, _pool(workers) as pool:
         update: Callable[[int, int, str], None] | None = None
         if bar is not None:
             task = bar.add_task("", total=len(loads) * seeds * len(names))
@@ -162,7 +176,8 @@ def run_sweep(
                 bar.update(task, advance=1, description=f"{where}, seed {si + 1}: {policy}")
 
         try:
-            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update)
+            mapper = None if pool is None else pool.map
+            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update, mapper)
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
     return results, time.perf_counter() - started
@@ -604,6 +619,13 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
     "before it kills), adaptive_range_guard.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0, max=256),
+    default=1,
+    show_default=True,
+    help="Processes running the sweep's (load, seed) cells in parallel; 0: one per CPU.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
 @click.pass_context
@@ -626,6 +648,7 @@ def simulate(
     parallelism_factor: tuple[float, float],
     noise: float,
     variants: bool,
+    workers: int,
     quiet: bool,
     output_format: str,
 ) -> None:
@@ -684,7 +707,14 @@ def simulate(
     load_list: list[float | None] = list(loads) if loads else [None]
     names = (*POLICIES, *VARIANTS) if variants else POLICIES
     results, seconds = run_sweep(
-        trace, setup, load_list, seeds, stored, not (quiet or root_quiet), names
+        trace,
+        setup,
+        load_list,
+        seeds,
+        stored,
+        not (quiet or root_quiet),
+        names,
+        workers or os.cpu_count() or 1,
     )
 
     if output_format == "json":

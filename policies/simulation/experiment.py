@@ -114,6 +114,14 @@ class PolicyResult:
     rules: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     refits: int = 0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Picklable (a sweep's cells may run in other processes): the rules as a dict."""
+        args = (self.policy, self.schedule, self.metrics, dict(self.rules), self.refits)
+        return (PolicyResult, args)
+
 
 class Experiment:
     """The jobs with their curves and moldable requests, ready to run under any policy."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
@@ -208,3 +209,19 @@ def test_a_memo_hands_back_the_fit_of_the_same_runs() -> None:
     assert len(fits) == 1
     assert two.curve(0, 100.0) is first
     assert len(fits) == 1
+
+
+def test_a_sweep_in_parallel_processes_gives_the_serial_results() -> None:
+    jobs = [TraceJob(k, 60.0 * k, 600.0, 4, 1800.0, k % 3) for k in range(40)]
+    args = (jobs, Setup(machine=16), [0.5, 0.9], 2, ("rigid", "greedy", "adaptive"))
+    serial = sweep(*args)
+    told: list[tuple[int, int, str]] = []
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        parallel = sweep(*args, progress=lambda *cell: told.append(cell), mapper=pool.map)
+    assert len(told) == 2 * 2 * 3
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.load == b.load
+        for policy in ("rigid", "greedy", "adaptive"):
+            assert a.policies[policy].mean == b.policies[policy].mean
+            assert np.array_equal(a.first[policy].schedule.end, b.first[policy].schedule.end)
+        assert a.experiment.setup == b.experiment.setup
