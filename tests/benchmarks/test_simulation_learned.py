@@ -18,8 +18,8 @@ applications repeat) × six policies × one load × one seed; it prints each pol
 and refits (the learner's fits are the cost to watch; the policies of one experiment share
 their fits, so a learned policy run after another costs less: the order is POLICIES'). The
 suite runs 10,000 jobs to stay within CI's time (66 s here after the fits were shared, 108 s
-before); ADAPTALLOC_SIM_BENCH_JOBS=30000 gives the issue's size; the figure printed says
-which was used.
+reported before on another day of this shared machine); ADAPTALLOC_SIM_BENCH_JOBS=30000
+gives the issue's size; the figure printed says which was used.
 """
 
 from __future__ import annotations
