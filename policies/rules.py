@@ -37,6 +37,16 @@ load_adaptive
     that wait the predicted completion (wait + runtime) cannot be shown to be better. So more
     pressure never gives more nodes, and more idle nodes (other things equal) lower p and raise
     the idle limit, so they never give a smaller size.
+
+    Why no growth past the idle nodes on a predicted completion (issue 14): the rule would
+    need the wait W(n) for n > idle nodes, and no input carries one the daemon can know.
+    ClusterState holds counts only; Slurm's own estimate (the backfill scheduler's expected
+    start, ``squeue --start``) exists only for jobs it has planned, and a held job (priority
+    0) is not planned, so there is none for the size being decided; one derived from the
+    running jobs' time limits (as EASY's shadow time, simulation/backfill.py) would be an
+    upper bound from limits that adaptalloc itself shortens, and ignores the jobs ahead in
+    the queue. Growing on such a guess could break "more idle never fewer" (the guess moves
+    with the running set, not with the idle count), so the rule stays at the idle nodes.
 exploration
     When the curve is not reliable and ADEPT's reliability judgment (section IX, Table 3)
     suggests a size to run next inside the range, run the job there, while the explored share

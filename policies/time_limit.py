@@ -7,14 +7,21 @@ with time_limit_reference = "min" | "max"). For the chosen size n the new limit 
 
 with the curve taken pessimistically:
 
-* its own uncertainty: with m the curve's fit_error (the largest relative error of the fit
-  over the observed runs; ADEPT's check, section IX), the true runtime at n may be up to
-  T(n)·(1+m) and at r as low as T(r)·(1-m). So T⁺(n) = T(n)·(1+m), T⁻(r) = T(r)·(1-m);
+* its own uncertainty: T⁺(n) and T⁻(r) are the upper and lower ends of the curve's 90%
+  prediction interval (`predictor.Curve.runtime_interval`, predictor/intervals.py):
+  T·exp(±z·s(n)) with s(n) = sqrt(a² + r² + (b·d(n))²), r the RMS log residual of the fit
+  over its runs and d(n) the log distance outside the observed sizes (z = 1.645). The level
+  and a, b are the predictor's, calibrated on synthetic Downey curves with 0-5% noise; this
+  module chooses no constant of its own. A curve stored before the residual was kept
+  (residual 0 with a non-zero fit_error) falls back to the fit error m, the largest relative
+  error over the runs (ADEPT section IX): T⁺(n) = T(n)·(1+m), T⁻(r) = T(r)·(1-m);
 * no cut past the data: for n above the largest observed size N the curve is an
   extrapolation the runs cannot confirm, and taking it flat past N is not enough either: real
   codes slow down there (tests/benchmarks/test_time_limit_holdout.py: bfs1d fitted up to 128
-  nodes runs 12.1 min at 256 against 5.3 at 128, and a flat bound gave it 6 min). So the
-  user's L stands for any n > N.
+  nodes runs 12.1 min at 256 against 5.3 at 128, and a flat bound gave it 6 min; the
+  interval's upper end past the data kills held-out sizes too, which that benchmark prints).
+  So the user's L stands for any n > N, which is never shorter than the flat bound
+  L·T(N)/T(r).
 
 Then bounded:
 
@@ -37,11 +44,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from policies.config import PolicySettings
 from policies.inputs import ClusterState, Request
 from policies.profile import RuntimeProfile
-from policies.rules import number
+from policies.rules import number, percent
 from predictor import Curve
+from predictor.intervals import LEVEL
 
 
 @dataclass(frozen=True)
@@ -75,9 +85,43 @@ def untrusted_because(curve: Curve, settings: PolicySettings) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """T⁺(chosen) and T⁻(ref), seconds, and how they were taken (for the reason)."""
+
+    upper: float
+    lower: float
+    how: str
+
+
+def legacy_margin(curve: Curve) -> bool:
+    """A curve stored before its residual was kept: residual 0 although its runs miss it."""
+    return curve.residual == 0.0 and curve.fit_error > 0.0
+
+
+def pessimistic_bounds(profile: RuntimeProfile, chosen: int, ref: int) -> Bounds:
+    """(T⁺(chosen), T⁻(ref)): the 90% prediction interval's upper end at `chosen` and lower
+    end at `ref`, or T·(1±m) with the fit error m for a curve without a residual."""
+    curve = profile.curve
+    if legacy_margin(curve):
+        m = curve.fit_error
+        return Bounds(
+            profile.at(chosen) * (1.0 + m),
+            profile.at(ref) * (1.0 - m),
+            f"T({chosen})·(1+m)/(T({ref})·(1-m)) with the fit error m = {number(100.0 * m)}% "
+            "(the curve has no residual for an interval)",
+        )
+    low, high = curve.runtime_interval(np.array([float(ref), float(chosen)]))
+    return Bounds(
+        float(high[1]),
+        float(low[0]),
+        f"T⁺({chosen})/T⁻({ref}), the ends of the fit's {percent(LEVEL)} prediction interval",
+    )
+
+
 def pessimistic_runtime(profile: RuntimeProfile, n: int) -> float:
-    """T⁺(n) = T(n)·(1+m), widened by the curve's fit error m."""
-    return profile.at(n) * (1.0 + max(profile.curve.fit_error, 0.0))
+    """T⁺(n): the upper end of the curve's prediction interval (module doc)."""
+    return pessimistic_bounds(profile, n, n).upper
 
 
 def _left_alone(
@@ -123,18 +167,15 @@ def time_limit(
     if alone or user is None or profile is None or chosen is None:
         return TimeLimit(None, alone)
 
-    curve = profile.curve
     ref = request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
-    margin = max(curve.fit_error, 0.0)
-    t_chosen = pessimistic_runtime(profile, chosen)
-    t_ref = profile.at(ref) * (1.0 - margin)
-    ratio = t_chosen / t_ref
+    bounds = pessimistic_bounds(profile, chosen, ref)
+    t_chosen = bounds.upper
+    ratio = t_chosen / bounds.lower
     safety = settings.time_limit_safety_factor
     minutes = _ceil(user * ratio * safety)
     why = (
-        f"{user} min written for {ref} nodes × pessimistic runtime ratio "
-        f"T({chosen})·(1+m)/(T({ref})·(1-m)) = {number(ratio)} with the fit error m = "
-        f"{number(100.0 * margin)}% × safety {safety:g} gives {minutes} min"
+        f"{user} min written for {ref} nodes × pessimistic runtime ratio {bounds.how} = "
+        f"{number(ratio)} × safety {safety:g} gives {minutes} min"
     )
     predicted = _ceil(t_chosen / 60.0 * safety)
     if minutes < settings.time_limit_floor_min and settings.time_limit_floor_min >= predicted:

@@ -22,10 +22,12 @@ only on a terminal and not with ``--quiet``.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +50,7 @@ from plugin.report.numbers import format_number, format_percent
 from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import (
     POLICIES,
+    VARIANTS,
     LoadResult,
     MoldableRule,
     PolicyResult,
@@ -132,6 +135,16 @@ def _progress(show: bool) -> Iterator[Progress | None]:
         yield bar
 
 
+@contextmanager
+def _pool(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """Processes for a sweep's cells, or None to run them here (workers ≤ 1)."""
+    if workers <= 1:
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        yield pool
+
+
 def run_sweep(
     trace: SwfTrace,
     setup: Setup,
@@ -139,13 +152,16 @@ def run_sweep(
     seeds: int,
     stored: Mapping[int, predictor.Curve] | None,
     show_progress: bool,
+    names: Sequence[str] = POLICIES,
+    workers: int = 1,
 ) -> tuple[list[LoadResult], float]:
-    """Every policy × load × seed, with a progress bar of runs; (results, seconds)."""
+    """Every policy × load × seed, with a progress bar of runs; (results, seconds). With
+    workers > 1 the (load, seed) cells run in that many processes."""
     started = time.perf_counter()
-    with _progress(show_progress) as bar:
+    with _progress(show_progress) as bar, _pool(workers) as pool:
         update: Callable[[int, int, str], None] | None = None
         if bar is not None:
-            task = bar.add_task("", total=len(loads) * seeds * len(POLICIES))
+            task = bar.add_task("", total=len(loads) * seeds * len(names))
 
             def update(li: int, si: int, policy: str, task: Any = task, bar: Any = bar) -> None:
                 load = loads[li]
@@ -153,7 +169,8 @@ def run_sweep(
                 bar.update(task, advance=1, description=f"{where}, seed {si + 1}: {policy}")
 
         try:
-            results = sweep(trace.jobs, setup, loads, seeds, POLICIES, stored, update)
+            mapper = None if pool is None else pool.map
+            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update, mapper)
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
     return results, time.perf_counter() - started
@@ -272,6 +289,7 @@ SUMMARY_ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("node-hours", "node_hours", lambda x: f"{x:,.0f}"),
     ("killed at their limit", "killed", lambda x: f"{x:,.1f}"),
     ("killed node-hours", "killed_node_hours", lambda x: f"{x:,.0f}"),
+    ("limits raised by the kill guard", "raised", lambda x: f"{x:,.1f}"),
     ("utilization", "utilization", lambda x: format_percent(x, 3)),
 )
 
@@ -474,6 +492,20 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     show_default=True,
     help="σ of the lognormal noise multiplying every run time.",
 )
+@click.option(
+    "--variants",
+    is_flag=True,
+    help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
+    "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
+    "before it kills), adaptive_range_guard.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0, max=256),
+    default=1,
+    show_default=True,
+    help="Processes running the sweep's (load, seed) cells in parallel; 0: one per CPU.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
 @click.pass_context
@@ -495,6 +527,8 @@ def simulate(
     seeds: int,
     parallelism_factor: tuple[float, float],
     noise: float,
+    variants: bool,
+    workers: int,
     quiet: bool,
     output_format: str,
 ) -> None:
@@ -551,8 +585,16 @@ def simulate(
     offered = offered_load(trace.jobs, trace.machine)
     root_quiet = bool(ctx.find_root().params.get("quiet"))
     load_list: list[float | None] = list(loads) if loads else [None]
+    names = (*POLICIES, *VARIANTS) if variants else POLICIES
     results, seconds = run_sweep(
-        trace, setup, load_list, seeds, stored, show_progress=not (quiet or root_quiet)
+        trace,
+        setup,
+        load_list,
+        seeds,
+        stored,
+        not (quiet or root_quiet),
+        names,
+        workers or os.cpu_count() or 1,
     )
 
     if output_format == "json":
@@ -568,7 +610,7 @@ def simulate(
         html_path = write_report(
             Path(html_dir), trace, head.experiment, dict(head.first), config.source
         )
-    runs = len(load_list) * seeds * len(POLICIES)
+    runs = len(load_list) * seeds * len(names)
     log.info(
         "simulate",
         path=trace.source,

@@ -25,8 +25,10 @@ sweep.py        offered loads × seeds, means with 95% intervals
 from policies.simulation.backfill import Reservation
 from policies.simulation.engine import Schedule, simulate
 from policies.simulation.experiment import (
+    ALL_POLICIES,
     CURVES,
     POLICIES,
+    VARIANTS,
     Experiment,
     PolicyResult,
     Setup,
@@ -39,9 +41,11 @@ from policies.simulation.sweep import LoadResult, Summary, at_load, offered_load
 from policies.simulation.workload import JobCurves, TraceJob, draw_downey
 
 __all__ = [
+    "ALL_POLICIES",
     "CURVES",
     "POLICIES",
     "SLOWDOWN_BOUND_S",
+    "VARIANTS",
     "Allocation",
     "ClusterView",
     "Experiment",

@@ -16,10 +16,23 @@ hands Slurm the range, which sizes it at start like `greedy` does.
 Variants that separate the effect of sizing from the effect of limits: `pinned` (rigid_limits:
 the request is the trace's own size [r, r] with its limit, so only the limit can change) and
 `fixed_limits` (adaptive_fixed_limits: the size is decided, the user's limit is kept).
+
+A decision released with a range (release = "range": `Decision.max_nodes`) hands the scheduler
+that narrowed range, and its limit (written for the range's smallest size); Slurm sizes it at
+start within the range, like `greedy` does with the user's.
+
+`guard`: the daemon's kill guard (plugin/daemon/guard.py). A job whose limit the decision
+shortened is watched: if it is still running at that limit, the limit is raised to the
+user's own (the allocation's `guard_limit`, engine.py), and its application's safety grows,
+safety ← min(MAX_SAFETY, safety · SAFETY_GROWTH); the limits later shortened for that
+application are multiplied by it, never above the user's: min(L, ⌈L'·safety⌉) minutes
+(plugin/daemon/decider.py, `with_safety`). The constants are the daemon's (an assumption
+there too, not fitted; the unit tests check that they agree).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -35,6 +48,17 @@ from predictor import Curve
 from predictor.downey import IntArray
 
 EXPLORATION = "exploration"
+#: The kill guard's growth of an application's limit safety per raise, and its ceiling (the
+#: daemon's SAFETY_GROWTH and MAX_SAFETY, plugin/daemon/guard.py).
+SAFETY_GROWTH = 1.25
+MAX_SAFETY = 4.0
+
+
+def with_safety(limit_min: int, user_limit_min: int, safety: float) -> int:
+    """min(L, ⌈L'·safety⌉) for a limit L' shorter than the user's L; L' otherwise."""
+    if limit_min >= user_limit_min or safety <= 1.0:
+        return limit_min
+    return min(user_limit_min, math.ceil(limit_min * safety - 1e-9))
 
 
 class AdaptiveSizer:
@@ -50,7 +74,10 @@ class AdaptiveSizer:
         pinned: bool = False,
         fixed_limits: bool = False,
         name: str = "adaptive",
+        guard: IntArray | None = None,
     ) -> None:
+        """`guard`: each job's application index, to run the kill guard with per-application
+        safety (module doc); None: no guard."""
         self.name = name
         self.jobs = jobs
         self.requests = requests
@@ -58,6 +85,9 @@ class AdaptiveSizer:
         self.settings = settings
         self.learner = learner
         self.pinned, self.fixed_limits = pinned, fixed_limits
+        self.guard = guard
+        #: The kill guard's safety per application index (1 until a raise).
+        self.safety: dict[int, float] = {}
         self.budget = ExplorationBudget()
         #: How many jobs each rule decided.
         self.rules: Counter[str] = Counter()
@@ -94,10 +124,22 @@ class AdaptiveSizer:
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve)
-        limit = user_limit
-        if not self.fixed_limits and decision.time_limit_min is not None:
-            limit = 60.0 * decision.time_limit_min
-        return Allocation(decision.nodes, decision.nodes, limit, decision.rule)
+        high = decision.nodes if decision.max_nodes is None else decision.max_nodes
+        if self.fixed_limits or decision.time_limit_min is None:
+            return Allocation(decision.nodes, high, user_limit, decision.rule)
+        if self.guard is None:
+            return Allocation(decision.nodes, high, 60.0 * decision.time_limit_min, decision.rule)
+        user_min = minutes(user_limit)
+        safety = self.safety.get(int(self.guard[job]), 1.0)
+        limit_min = with_safety(decision.time_limit_min, user_min, safety)
+        watched = user_limit if limit_min < user_min else None
+        return Allocation(decision.nodes, high, 60.0 * limit_min, decision.rule, watched)
+
+    def raised(self, job: int, now: float) -> None:
+        """The kill guard raised `job`'s limit: its application's safety grows (module doc)."""
+        if self.guard is not None:
+            app = int(self.guard[job])
+            self.safety[app] = min(MAX_SAFETY, self.safety.get(app, 1.0) * SAFETY_GROWTH)
 
     def finished(self, job: int, nodes: int, runtime: float, killed: bool, now: float) -> None:
         """A run ended: a completed one is an observation; a killed one is not (learning.py)."""

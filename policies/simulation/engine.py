@@ -17,6 +17,11 @@ minimum are. Nodes are counted, not placed: one partition with no topology.
 
 A job started on n nodes runs T(n) (workload.JobCurves.runtime); one still running at its time
 limit is killed then, as a real scheduler does: it ends at start + limit and counts as killed.
+The kill guard: a job whose allocation carries a `guard_limit` above its limit and that is
+still running GUARD_MARGIN_S before its limit gets that limit then (as the daemon does, as
+root: plugin/daemon/guard.py); it counts as raised, and is killed only at the raised limit.
+Until the raise, the scheduler plans with the shorter limit (EASY's reservations may then
+come late, as on the real cluster). A sizer with a `raised(job, now)` method is told of it.
 A sizer with a `finished(job, nodes, runtime, killed, now)` method is told of every end, in
 end order, before the jobs submitted at that time are sized (the learning policies).
 Node counts never exceed the machine (the tests check it over the whole schedule).
@@ -43,15 +48,19 @@ RuntimeModel = Callable[[int, int], float]
 Progress = Callable[[int], None]
 #: Finished jobs between two progress calls.
 PROGRESS_EVERY = 500
+#: The kill guard raises a limit this long before it (the daemon's RAISE_MARGIN_S: slurmctld's
+#: 30 s enforcement pass, two 5 s guard intervals and a 5 s command timeout).
+GUARD_MARGIN_S = 45.0
 
 
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """What happened to every job, in the order of the jobs given (times in seconds).
 
-    nodes: the size it ran on; limit: its time limit; killed: it hit its limit; rule: why it
-    got its allocation (adaptive) or "". reservations: every EASY reservation, in order, when
-    recorded (`simulate(record_reservations=True)`).
+    nodes: the size it ran on; limit: its time limit (the raised one, if raised); killed: it
+    hit its limit; raised: the kill guard raised its limit; rule: why it got its allocation
+    (adaptive) or "". reservations: every EASY reservation, in order, when recorded
+    (`simulate(record_reservations=True)`).
     """
 
     machine: int
@@ -63,6 +72,12 @@ class Schedule:
     killed: BoolArray
     rule: tuple[str, ...]
     reservations: tuple[Reservation, ...] = ()
+    raised: BoolArray | None = None
+
+    @property
+    def raised_limits(self) -> int:
+        """How many limits the kill guard raised."""
+        return 0 if self.raised is None else int(np.sum(self.raised))
 
     @property
     def runtime(self) -> FloatArray:
@@ -107,6 +122,7 @@ class _Scheduler:
         self.backfill, self.record = backfill, record_reservations
         # A sizer that learns (adaptive.AdaptiveSizer) is told of every run's end.
         self.on_finish = getattr(sizer, "finished", None)
+        self.on_raise = getattr(sizer, "raised", None)
         self.submit = [float(j.submit) for j in jobs]
         self.order = sorted(range(count), key=self.submit.__getitem__)
         self.start = [math.nan] * count
@@ -114,10 +130,13 @@ class _Scheduler:
         self.nodes = [0] * count
         self.limit = [0.0] * count
         self.killed = [False] * count
+        self.raised = [False] * count
+        self.guard = [0.0] * count  # the kill guard's limit; 0: not watched
         self.rule = [""] * count
         self.lo = [0] * count
         self.hi = [0] * count
         self.finishes: list[tuple[float, int]] = []  # heap of (end, job)
+        self.raises: list[tuple[float, int]] = []  # heap of (the kill guard's raise, job)
         self.running: dict[int, tuple[float, int]] = {}  # job -> (end by its limit, nodes)
         self.queue: list[int] = []  # waiting jobs in submit order
         self.reservations: list[Reservation] = []
@@ -132,6 +151,7 @@ class _Scheduler:
             now = self.submit[self.order[self.submitted]] if self.submitted < count else math.inf
             if self.finishes and self.finishes[0][0] < now:
                 now = self.finishes[0][0]
+            self._raise(now)
             for _ in range(self._finish(now)):
                 finished += 1
                 if progress is not None and finished % PROGRESS_EVERY == 0:
@@ -144,6 +164,19 @@ class _Scheduler:
             raise RuntimeError(f"{len(self.queue)} jobs never started")
         if progress is not None:
             progress(finished)
+
+    def _raise(self, now: float) -> None:
+        """The kill guard: every job reaching its shortened limit by `now` gets the guard's
+        limit; the scheduler plans with it from then on. No scheduling pass is needed: a
+        longer limit frees nothing, so it is applied before the next event's pass."""
+        while self.raises and self.raises[0][0] <= now:
+            at, job = heapq.heappop(self.raises)
+            raised = self.guard[job]
+            self.limit[job] = raised
+            self.raised[job] = True
+            self.running[job] = (self.start[job] + raised, self.nodes[job])
+            if self.on_raise is not None:
+                self.on_raise(job, at)
 
     def _finish(self, now: float) -> int:
         """Give back the nodes of every job ending at `now`; return how many ended."""
@@ -175,6 +208,11 @@ class _Scheduler:
                 raise ValueError(f"job {self.jobs[job].job_id}: time limit {alloc.limit}")
             self.lo[job], self.hi[job] = alloc.min_nodes, alloc.max_nodes
             self.limit[job], self.rule[job] = alloc.limit, alloc.rule
+            guard = alloc.guard_limit
+            if guard is not None and guard > alloc.limit:
+                if not math.isfinite(guard):
+                    raise ValueError(f"job {self.jobs[job].job_id}: guard limit {guard}")
+                self.guard[job] = guard
             self.queue.append(job)
             self.pending += alloc.min_nodes
 
@@ -218,10 +256,14 @@ class _Scheduler:
         if not (math.isfinite(actual) and actual > 0.0):
             raise ValueError(f"job {self.jobs[job].job_id}: runtime on {size} nodes is {actual}")
         limit = self.limit[job]
-        cut = actual > limit
+        final = limit
+        if actual > limit - GUARD_MARGIN_S and self.guard[job] > limit:
+            heapq.heappush(self.raises, (now + max(0.0, limit - GUARD_MARGIN_S), job))
+            final = self.guard[job]
+        cut = actual > final
         self.killed[job] = cut
         self.start[job] = now
-        self.end[job] = now + (limit if cut else actual)
+        self.end[job] = now + (final if cut else actual)
         self.nodes[job] = size
         self.free -= size
         self.pending -= self.lo[job]
@@ -239,4 +281,5 @@ class _Scheduler:
             killed=np.asarray(self.killed, dtype=bool),
             rule=tuple(self.rule),
             reservations=tuple(self.reservations),
+            raised=np.asarray(self.raised, dtype=bool),
         )

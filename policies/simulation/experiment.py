@@ -15,6 +15,15 @@ adaptive_fixed_limits  adaptalloc's size, the user's limit untouched
 adaptive               adaptalloc's size and limit
 oracle                 adaptive handed each job's true curve: an upper bound no site has
 
+and, on request (VARIANTS, not among the default POLICIES), adaptive with the release and the
+kill guard the daemon offers:
+
+adaptive_range         released with the narrowed range [efficient, larger useful]
+                       (release = "range"), so the scheduler picks the size at start
+adaptive_guard         adaptive with the daemon's kill guard (adaptive.py): a job still running
+                       at a limit adaptalloc shortened gets the user's limit back
+adaptive_range_guard   both
+
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
 they all see the true curves, as the simulator did before (an upper bound).
@@ -23,7 +32,7 @@ they all see the true curves, as the simulator did before (an upper bound).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
@@ -37,7 +46,7 @@ from policies.simulation.applications import (
     group,
 )
 from policies.simulation.engine import Progress, Schedule, simulate
-from policies.simulation.learning import CurveLearner
+from policies.simulation.learning import CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
@@ -46,10 +55,20 @@ from predictor import Curve
 
 #: The policies compared, in the order they are reported.
 POLICIES = ("rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle")
+#: adaptive's variants: (release, kill guard on); release None keeps the settings' own.
+VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
+    {
+        "adaptive_range": ("range", False),
+        "adaptive_guard": (None, True),
+        "adaptive_range_guard": ("range", True),
+    }
+)
+#: Every policy `Experiment.run` knows.
+ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
 CURVES = ("learned", "oracle")
 #: The policies that run adaptalloc's decide (oracle too, on the true curves).
-ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle")
+ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle", *VARIANTS)
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,14 @@ class PolicyResult:
     rules: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     refits: int = 0
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Picklable (a sweep's cells may run in other processes): the rules as a dict."""
+        args = (self.policy, self.schedule, self.metrics, dict(self.rules), self.refits)
+        return (PolicyResult, args)
+
 
 class Experiment:
     """The jobs with their curves and moldable requests, ready to run under any policy."""
@@ -119,6 +146,8 @@ class Experiment:
             setup.noise,
         )
         self.curves = JobCurves(self.jobs, true.per_job(self.apps), stored, true.noise)
+        #: The learners' fits, shared by this experiment's policies (learning.py).
+        self.fits: Fits = {}
 
     @cached_property
     def requests(self) -> MoldableRequests:
@@ -137,23 +166,28 @@ class Experiment:
         if policy in ADAPTALLOC:
             learner = None
             if policy != "oracle" and self.setup.curves == "learned":
-                learner = (CurveLearner(len(self.apps)), self.apps.index)
+                learner = (CurveLearner(len(self.apps), fits=self.fits), self.apps.index)
+            release, guard = VARIANTS.get(policy, (None, False))
+            settings = self.setup.settings
+            if release is not None:
+                settings = replace(settings, release=release)
             return AdaptiveSizer(
                 self.jobs,
                 self.requests,
                 self.curves,
-                self.setup.settings,
+                settings,
                 learner,
                 pinned=policy == "rigid_limits",
                 fixed_limits=policy == "adaptive_fixed_limits",
                 name=policy,
+                guard=self.apps.index if guard else None,
             )
-        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(ALL_POLICIES)}")
 
     def run(
         self, policy: str, progress: Progress | None = None, record_reservations: bool = False
     ) -> PolicyResult:
-        """Simulate the trace under `policy` (one of POLICIES)."""
+        """Simulate the trace under `policy` (one of ALL_POLICIES)."""
         sizer = self.sizer(policy)
         schedule = simulate(
             self.jobs,

@@ -7,6 +7,8 @@ For job i with submit s_i, start b_i, end e_i on n_i nodes (run time r_i = e_i �
     bounded slowdown    max(1, (e_i − s_i) / max(T_i, 10 s))   (Feitelson et al. 1997)
     node-hours          Σ n_i r_i / 3600
     killed node-hours   Σ over killed jobs of n_i r_i / 3600   (work lost at the limit)
+    raised              jobs whose limit the kill guard raised (each a kill it saved or,
+                        if the job still outran the raised limit, put off to the user's limit)
     makespan            max e_i − min s_i
     utilization         Σ n_i r_i / (machine · makespan)
 
@@ -42,6 +44,7 @@ class Metrics:
     node_hours: float
     killed: int
     killed_node_hours: float = 0.0
+    raised: int = 0
 
     @property
     def mean_bsld(self) -> float:
@@ -81,6 +84,7 @@ def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metric
         node_hours=area / 3600.0,
         killed=int(np.sum(schedule.killed)),
         killed_node_hours=float(np.sum(work[schedule.killed])) / 3600.0,
+        raised=schedule.raised_limits,
     )
 
 

@@ -32,12 +32,16 @@ class Allocation:
     """What a job asks the scheduler for: min_nodes..max_nodes, for at most limit seconds.
 
     rule: for reports, why (the adaptive policy's winning rule; "" for the baselines).
+    guard_limit: the kill guard's (plugin/daemon/guard.py): when the job is still running at
+    `limit`, its limit is raised to guard_limit (the user's own) instead of killing it; None
+    when nobody watches the job (the baselines, a limit that was not shortened, guard off).
     """
 
     min_nodes: int
     max_nodes: int
     limit: float
     rule: str = ""
+    guard_limit: float | None = None
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,18 @@ submits s_i):
 (s_i − s_0)·ρ/ρ*. Each seed draws new true curves and run noise (applications.py); a figure
 is the mean over seeds with its 95% interval, mean ± t_{0.975, k−1} · sd/√k over k seeds (none
 with one seed).
+
+A sweep is a list of cells, one per (load, seed), each running every policy on one
+experiment (so its policies share their fits, learning.py). `run_cell` is a plain function
+of a picklable `Cell`, so a caller may run the cells in parallel processes: `sweep(...,
+mapper=executor.map)` (the CLI does, plugin/cli_simulate.py); this module starts none.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +40,7 @@ FIGURES = (
     "node_hours",
     "killed",
     "killed_node_hours",
+    "raised",
     "utilization",
     "makespan_s",
 )
@@ -106,6 +112,45 @@ class LoadResult:
     experiment: Experiment
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One (load, seed) of a sweep: `jobs` at offered `load` (None: as they are), seed
+    setup.seed + seed_index, every one of `policies`."""
+
+    jobs: tuple[TraceJob, ...]
+    setup: Setup
+    load: float | None
+    load_index: int
+    seed_index: int
+    policies: tuple[str, ...]
+    stored: Mapping[int, Curve] | None = None
+
+    def experiment(self) -> Experiment:
+        loaded = (
+            self.jobs if self.load is None else at_load(self.jobs, self.setup.machine, self.load)
+        )
+        seeded = dataclasses.replace(self.setup, seed=self.setup.seed + self.seed_index)
+        return Experiment(loaded, seeded, self.stored)
+
+
+def run_cell(cell: Cell, progress: CellProgress | None = None) -> dict[str, PolicyResult]:
+    """Every policy of the cell on one experiment, in order."""
+    experiment = cell.experiment()
+    out = {}
+    for policy in cell.policies:
+        if progress is not None:
+            progress(cell.load_index, cell.seed_index, policy)
+        out[policy] = experiment.run(policy)
+    return out
+
+
+#: Runs `run_cell` over the cells and yields the results in the cells' order (the builtin
+#: map, or concurrent.futures' Executor.map).
+Mapper = Callable[
+    [Callable[[Cell], dict[str, PolicyResult]], Iterable[Cell]], Iterator[dict[str, PolicyResult]]
+]
+
+
 def sweep(
     jobs: Sequence[TraceJob],
     setup: Setup,
@@ -114,27 +159,36 @@ def sweep(
     policies: Sequence[str] = POLICIES,
     stored: Mapping[int, Curve] | None = None,
     progress: CellProgress | None = None,
+    mapper: Mapper | None = None,
 ) -> list[LoadResult]:
-    """Every policy at every load, seeds setup.seed .. setup.seed + seeds − 1."""
+    """Every policy at every load, seeds setup.seed .. setup.seed + seeds − 1.
+
+    With `mapper` the cells are run through it (for example in parallel processes) and
+    `progress` is told of each cell's policies when the cell is done; without, they run here
+    one after the other and `progress` is told before each policy."""
     if seeds < 1:
         raise ValueError(f"seeds must be ≥ 1, got {seeds}")
+    cells = [
+        Cell(tuple(jobs), setup, load, li, si, tuple(policies), stored)
+        for li, load in enumerate(loads)
+        for si in range(seeds)
+    ]
+    if mapper is None:
+        results: Iterable[dict[str, PolicyResult]] = (run_cell(c, progress) for c in cells)
+    else:
+        results = mapper(run_cell, cells)
+    by_load: list[list[dict[str, PolicyResult]]] = [[] for _ in loads]
+    for cell, result in zip(cells, results, strict=True):
+        if mapper is not None and progress is not None:
+            for policy in cell.policies:
+                progress(cell.load_index, cell.seed_index, policy)
+        by_load[cell.load_index].append(result)
     out = []
     for li, load in enumerate(loads):
-        loaded = tuple(jobs) if load is None else at_load(jobs, setup.machine, load)
-        per_policy: dict[str, list[Mapping[str, float | int]]] = {p: [] for p in policies}
-        first: dict[str, PolicyResult] = {}
-        experiments = [
-            Experiment(loaded, dataclasses.replace(setup, seed=setup.seed + si), stored)
-            for si in range(seeds)
-        ]
-        for si, experiment in enumerate(experiments):
-            for policy in policies:
-                if progress is not None:
-                    progress(li, si, policy)
-                result = experiment.run(policy)
-                per_policy[policy].append(result.metrics.to_dict())
-                if si == 0:
-                    first[policy] = result
-        summaries = {p: summarize_seeds(r) for p, r in per_policy.items()}
-        out.append(LoadResult(load, summaries, first, experiments[0]))
+        per_seed = by_load[li]
+        summaries = {
+            p: summarize_seeds([r[p].metrics.to_dict() for r in per_seed]) for p in policies
+        }
+        first = cells[li * seeds]
+        out.append(LoadResult(load, summaries, per_seed[0], first.experiment()))
     return out

@@ -1,20 +1,35 @@
-"""Time limits on held-out sizes: how often a rescaled limit would kill a job, before and after
-the pessimistic rule (issue 14), on every real strong-scaling CSV in tests/data/scaling.
+"""Time limits on held-out sizes: how often a rescaled limit would kill a job, and how much it
+cuts, under three rules, on every real strong-scaling CSV in tests/data/scaling.
 
 For each study and each hold-out of its largest 1 or 2 sizes, the curve is fitted on the
 remaining runs; then each held-out size h is the chosen size and the limit is derived for it.
 The true runtime at h is the median of its runs: a limit below it would have killed the job.
+The interior benchmark does the same for each interior size left out (inside the data).
+
+The rules compared, all through `policies.time_limit` except the first:
+
+* before: the rule before issue 14, L·T(h)/T(ref)·safety raised to the floor and to the
+  predicted runtime × safety (possibly above L), transcribed here;
+* margin: issue 14's first rule, T·(1±m) with the fit error m (the same code, on the curve
+  with its residual removed, which is how time_limit treats a curve stored without one);
+* interval: the fit's own 90% prediction interval (`Curve.runtime_interval`), the default.
+
+Past the largest observed size every rule but "before" keeps the user's limit; the held-out
+benchmark also prints what the interval's upper end would have given there (the interval
+past the data, floored at the flat bound L·T(N)/T(ref)), the evidence for keeping L.
 
 Synthetic assumptions (printed with the figures): runtimes are rescaled so that the study's
 smallest size runs 40 min, and the user's limit is 60 min (a 1.5x margin) written for that
-size. The "before" rule is a transcription of the previous formula: L·T(h)/T(ref)·safety,
-raised to the floor and to the predicted runtime × safety (possibly above L). No constant is
-chosen by this benchmark; it scores the defaults (safety 1.2, floor 5, max_fit_error 0.10).
+size. No constant is chosen by this benchmark: it scores the defaults (safety 1.2, floor 5,
+max_fit_error 0.10) and the predictor's interval constants (chosen on synthetic curves,
+predictor/intervals.py).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +38,16 @@ import pytest
 import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
-from policies.time_limit import time_limit
+from policies.time_limit import time_limit, untrusted_because
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 REF_MINUTES = 40.0
 USER_LIMIT = 60
+RULES = ("before", "margin", "interval")
 
 
 def _before(profile: RuntimeProfile, chosen: int, ref: int) -> int:
-    """The previous rule, for comparison (no pessimism, no trust check, no ceiling at L)."""
+    """The rule before issue 14, for comparison (no pessimism, no trust check, no ceiling)."""
     safety, floor = DEFAULTS.time_limit_safety_factor, DEFAULTS.time_limit_floor_min
     t_chosen = profile.at(chosen)
     minutes = max(1, math.ceil(USER_LIMIT * t_chosen / profile.at(ref) * safety - 1e-9))
@@ -41,109 +57,136 @@ def _before(profile: RuntimeProfile, chosen: int, ref: int) -> int:
     return max(minutes, floor if floor >= predicted else minutes, predicted)
 
 
-@pytest.mark.benchmark
-def test_held_out_sizes_are_not_killed() -> None:
-    rows = []
+def _limit(request: Request, curve: predictor.Curve, lo: int, hi: int, h: int) -> int:
+    got = time_limit(request, RuntimeProfile.of(curve, lo, hi), h, ClusterState(), DEFAULTS)
+    return USER_LIMIT if got.minutes is None else got.minutes
+
+
+def _limits(curve: predictor.Curve, ref: int, top: int, h: int) -> dict[str, int]:
+    request = Request(ref, top, USER_LIMIT)
+    return {
+        "before": _before(RuntimeProfile.of(curve, ref, top), h, ref),
+        "margin": _limit(request, replace(curve, residual=0.0), ref, top, h),
+        "interval": _limit(request, curve, ref, top, h),
+    }
+
+
+def _interval_past_the_data(curve: predictor.Curve, ref: int, h: int) -> int:
+    """What the interval's upper end past the data would give (floored at the flat bound),
+    when the curve is trusted; the user's limit otherwise."""
+    if untrusted_because(curve, DEFAULTS):
+        return USER_LIMIT
+    safety = DEFAULTS.time_limit_safety_factor
+    low, high = curve.runtime_interval(np.array([float(ref), float(h)]))
+    flat = float(curve.runtime(np.array([float(curve.largest_observed)]))[0])
+    ratio = max(float(high[1]), flat) / float(low[0])
+    minutes = max(1, math.ceil(USER_LIMIT * ratio * safety - 1e-9))
+    predicted = max(1, math.ceil(max(float(high[1]), flat) / 60.0 * safety - 1e-9))
+    return min(USER_LIMIT, max(minutes, DEFAULTS.time_limit_floor_min, predicted))
+
+
+@dataclass(frozen=True)
+class Case:
+    study: str
+    dropped: int
+    h: int
+    true_min: float
+    limits: dict[str, int]
+    past: int = USER_LIMIT
+
+
+def _studies() -> Iterator[tuple[str, np.ndarray, np.ndarray, float]]:
     for path in sorted(DATA.glob("*.csv")):
         runs = np.loadtxt(path, delimiter=",", skiprows=1)
         n, t = runs[:, 0].astype(int), runs[:, 1]
+        ref = int(np.unique(n)[0])
+        yield path.stem, n, t, REF_MINUTES * 60.0 / float(np.median(t[n == ref]))
+
+
+def _fitted(n: np.ndarray, t: np.ndarray) -> predictor.Curve | None:
+    fit = predictor.fit(n, t)
+    return predictor.Curve.from_fit(fit) if fit.status == "ok" else None
+
+
+def _score(cases: list[Case], title: str) -> None:
+    print()
+    print(f"{title} (synthetic: smallest size rescaled to 40 min, user limit 60 min for it)")
+    print(f"  cases {len(cases)}")
+    for rule in RULES:
+        got = [c.limits[rule] for c in cases]
+        killed = sum(1 for c in cases if c.limits[rule] < c.true_min <= USER_LIMIT)
+        above = sum(1 for g in got if g > USER_LIMIT)
+        cut = [g for g in got if g < USER_LIMIT]
+        print(
+            f"  {rule:9s} killed where the user's limit would not have {killed:3d}; limits cut "
+            f"below 60 in {len(cut):3d} (mean {np.mean(cut) if cut else math.nan:5.1f} min); "
+            f"above 60 in {above:3d}; mean limit {np.mean(got):5.1f} min"
+        )
+
+
+@pytest.mark.benchmark
+def test_held_out_sizes_are_not_killed() -> None:
+    cases = []
+    for name, n, t, scale in _studies():
         sizes = np.unique(n)
-        ref = int(sizes[0])
-        scale = REF_MINUTES * 60.0 / float(np.median(t[n == ref]))
         for dropped in (1, 2):
             if sizes.size - dropped < 3:
                 continue
             keep = n <= sizes[-dropped - 1]
-            fit = predictor.fit(n[keep], t[keep] * scale)
-            if fit.status != "ok":
+            curve = _fitted(n[keep], t[keep] * scale)
+            if curve is None:
                 continue
-            curve = predictor.Curve.from_fit(fit)
-            top = int(sizes[-1])
-            request = Request(ref, top, USER_LIMIT)
-            profile = RuntimeProfile.of(curve, ref, top)
             for h in sizes[-dropped:]:
                 true_min = float(np.median(t[n == h])) * scale / 60.0
-                after = time_limit(request, profile, int(h), ClusterState(), DEFAULTS)
-                rows.append(
-                    (
-                        path.stem,
-                        dropped,
-                        int(h),
-                        true_min,
-                        _before(profile, int(h), ref),
-                        USER_LIMIT if after.minutes is None else after.minutes,
-                    )
-                )
-    assert rows
-    killed_before = [r for r in rows if r[4] < r[3]]
-    killed_after = [r for r in rows if r[5] < r[3]]
-    above_user = [r for r in rows if r[4] > USER_LIMIT]
-    print()
-    print(
-        "time limits at held-out sizes (synthetic: smallest size rescaled to 40 min, user "
-        "limit 60 min written for it)"
-    )
-    for name, dropped, h, true_min, before, after in rows:
+                limits = _limits(curve, int(sizes[0]), int(sizes[-1]), int(h))
+                past = _interval_past_the_data(curve, int(sizes[0]), int(h))
+                cases.append(Case(name, dropped, int(h), true_min, limits, past))
+    assert cases
+    for c in cases:
         print(
-            f"  {name:28s} drop {dropped} n={h:4d} true {true_min:7.1f} min  "
-            f"before {before:5d}  after {after:5d}"
+            f"  {c.study:28s} drop {c.dropped} n={c.h:4d} true {c.true_min:7.1f} min  "
+            + "  ".join(f"{r} {c.limits[r]:4d}" for r in RULES)
+            + f"  interval-past-data {c.past:4d}"
         )
+    _score(cases, "time limits at held-out largest sizes")
+    past_killed = [c for c in cases if c.past < c.true_min <= USER_LIMIT]
     print(
-        f"cases {len(rows)}; killed before {len(killed_before)}, after {len(killed_after)}; "
-        f"limits above the user's 60 before {len(above_user)}, after 0"
+        f"  had the interval's upper end (floored flat) been used past the data: killed "
+        f"{len(past_killed)} ({', '.join(f'{c.study} n={c.h}' for c in past_killed) or '-'}), "
+        f"cut in {sum(1 for c in cases if c.past < USER_LIMIT)}; so the user's limit stands there"
     )
-    kept = sum(1 for r in rows if r[5] == USER_LIMIT)
-    print(
-        f"the price: the user's 60 min stand in {kept} of {len(rows)} cases (curve not trusted "
-        f"to shorten); mean limit before {np.mean([r[4] for r in rows]):.1f} min, after "
-        f"{np.mean([r[5] for r in rows]):.1f} min"
-    )
-    # What the benchmark checks is the rule's promise, not a figure: never above the user's
-    # limit, and never a kill the user's own limit would not also have made.
-    assert all(r[5] <= USER_LIMIT for r in rows)
-    assert all(r[3] > USER_LIMIT for r in killed_after)
+    # The rule's promise, not a figure: never above the user's limit, and never a kill the
+    # user's own limit would not also have made.
+    for rule in ("margin", "interval"):
+        assert all(c.limits[rule] <= USER_LIMIT for c in cases)
+        assert all(c.true_min > USER_LIMIT for c in cases if c.limits[rule] < c.true_min)
 
 
 @pytest.mark.benchmark
 def test_interior_sizes_left_out_are_not_killed() -> None:
     """Inside the data: each interior size h (neither the smallest nor the largest) is left
-    out, the curve fitted on the rest, and the limit derived for h. Same synthetic scaling as
-    above (smallest size 40 min, user limit 60 min for it). Scores how often a limit cut
-    within the observed range would kill, and how much it saves."""
-    rows = []
-    for path in sorted(DATA.glob("*.csv")):
-        runs = np.loadtxt(path, delimiter=",", skiprows=1)
-        n, t = runs[:, 0].astype(int), runs[:, 1]
+    out, the curve fitted on the rest, and the limit derived for h. Scores how often a limit
+    cut within the observed range would kill, and how much it saves, per rule."""
+    cases = []
+    for name, n, t, scale in _studies():
         sizes = np.unique(n)
         if sizes.size < 4:
             continue
-        ref = int(sizes[0])
-        scale = REF_MINUTES * 60.0 / float(np.median(t[n == ref]))
-        request = Request(ref, int(sizes[-1]), USER_LIMIT)
         for h in sizes[1:-1]:
             keep = n != h
-            fit = predictor.fit(n[keep], t[keep] * scale)
-            if fit.status != "ok":
+            curve = _fitted(n[keep], t[keep] * scale)
+            if curve is None:
                 continue
-            curve = predictor.Curve.from_fit(fit)
-            profile = RuntimeProfile.of(curve, ref, int(sizes[-1]))
             true_min = float(np.median(t[n == h])) * scale / 60.0
-            got = time_limit(request, profile, int(h), ClusterState(), DEFAULTS).minutes
-            rows.append((path.stem, int(h), true_min, USER_LIMIT if got is None else got))
-    assert rows
-    killed = [r for r in rows if r[3] < r[2] <= USER_LIMIT]
-    cut = [r for r in rows if r[3] < USER_LIMIT]
-    print()
-    print(
-        "interior sizes left out (synthetic: smallest size rescaled to 40 min, user limit 60 min "
-        "written for it)"
-    )
-    print(
-        f"cases {len(rows)}; limits cut below the user's in {len(cut)} "
-        f"(mean {np.mean([r[3] for r in cut]) if cut else float('nan'):.1f} min); "
-        f"killed where the user's own limit would not have: {len(killed)}"
-    )
-    for name, h, true_min, got in killed:
-        print(f"  KILLED {name} n={h} true {true_min:.1f} min, limit {got} min")
-    assert all(r[3] <= USER_LIMIT for r in rows)
-    assert not killed  # the promise, as for the held-out largest sizes
+            limits = _limits(curve, int(sizes[0]), int(sizes[-1]), int(h))
+            cases.append(Case(name, 0, int(h), true_min, limits))
+    assert cases
+    _score(cases, "interior sizes left out")
+    for c in cases:
+        for rule in ("margin", "interval"):
+            if c.limits[rule] < c.true_min <= USER_LIMIT:
+                got = c.limits[rule]
+                print(f"  KILLED ({rule}) {c.study} n={c.h} true {c.true_min:.1f}, limit {got}")
+    for rule in ("margin", "interval"):
+        assert all(c.limits[rule] <= USER_LIMIT for c in cases)
+    assert not [c for c in cases if c.limits["interval"] < c.true_min <= USER_LIMIT]

@@ -33,8 +33,27 @@ CONTRACT_KEYS = {
     "ci95",
 }
 OLDER_KEYS = {"mean_bounded_slowdown", "utilization", "makespan_s"}
+#: Keys added since: limits the kill guard raised (0 unless a guard variant runs).
+ADDED_KEYS = {"raised"}
 POLICY_NAMES = ["rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle"]
 FAST = ("--jobs", "300")
+
+
+def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
+    doc = json_document(run_cli("simulate", NASA, *FAST, "--variants", "--format", "json"))
+    variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard"]
+    assert list(doc["policies"]) == POLICY_NAMES + variants
+    for name in POLICY_NAMES:
+        assert doc["policies"][name]["raised"] == 0, name
+    for name in variants:
+        assert doc["policies"][name]["jobs"] == 300
+
+
+def test_workers_run_the_cells_in_processes_with_the_same_results(run_cli: RunCli) -> None:
+    sweep = ("--jobs", "150", "--load", "0.7,1.0", "--seeds", "2", "--format", "json")
+    serial = json_document(run_cli("simulate", NASA, *sweep))
+    parallel = json_document(run_cli("simulate", NASA, *sweep, "--workers", "2"))
+    assert parallel["loads"] == serial["loads"]
 
 
 def test_json_follows_the_contract(run_cli: RunCli) -> None:
@@ -46,7 +65,7 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
     assert doc["policies"] == load["policies"]
     assert list(doc["policies"]) == POLICY_NAMES
     for name, figures in doc["policies"].items():
-        assert set(figures) == CONTRACT_KEYS | OLDER_KEYS, name
+        assert set(figures) == CONTRACT_KEYS | OLDER_KEYS | ADDED_KEYS, name
         assert figures["jobs"] == 300
         assert isinstance(figures["jobs"], int)
         for key in CONTRACT_KEYS - {"jobs", "ci95"}:

@@ -5,9 +5,11 @@
 * under the load-adaptive rule, more idle nodes never give a smaller size, and more pending
   demand (more pressure) never gives more nodes;
 * the time limit never exceeds the user's own limit nor the partition's maximum, and below
-  those it is never shorter than the floor or the predicted runtime;
+  those it is never shorter than the floor or the pessimistic runtime (the upper end of the
+  fit's prediction interval);
 * less data never shortens a limit: the same curve observed over a shorter range (its
   largest sizes dropped) never gives a shorter limit for the same size;
+* a wider prediction interval (a larger fit residual) never gives a shorter limit;
 * the same inputs always give the same decision.
 """
 
@@ -37,7 +39,7 @@ from policies.config import (
     TIME_LIMIT_REFERENCES,
 )
 from policies.profile import RuntimeProfile
-from policies.time_limit import time_limit
+from policies.time_limit import pessimistic_runtime, time_limit
 
 from .curves import make_curve
 
@@ -70,6 +72,8 @@ def curves(draw: st.DrawFn) -> predictor.Curve | None:
         fit_error=draw(st.floats(0.0, 0.5)),
         diagnostics=predictor.Diagnostics(patterns=patterns, reliability=problems),
     )
+    # residual 0 with a fit error: a curve stored before residuals (fit-error margin).
+    curve = replace(curve, residual=draw(st.just(0.0) | st.floats(0.0, 0.3)))
     if draw(st.booleans()) and len(observed) >= 4:  # a stepwise curve: two phases
         k = len(observed) // 2
         first = predictor.Segment(
@@ -271,6 +275,10 @@ def test_the_time_limit_never_exceeds_the_users_nor_the_partition_maximum(
     predicted = float(curve.runtime(d.nodes)) / 60.0 * config.time_limit_safety_factor
     assert d.time_limit_min >= min(ceiling, config.time_limit_floor_min)
     assert d.time_limit_min >= min(ceiling, math.ceil(predicted - 1e-9))
+    # ... nor shorter than the pessimistic runtime (the interval's upper end) × safety.
+    profile = RuntimeProfile.of(curve, d.nodes, d.nodes)
+    upper = pessimistic_runtime(profile, d.nodes) / 60.0 * config.time_limit_safety_factor
+    assert d.time_limit_min >= min(ceiling, math.ceil(upper - 1e-6))
 
 
 @EXAMPLES
@@ -281,6 +289,7 @@ def test_the_time_limit_never_exceeds_the_users_nor_the_partition_maximum(
     st.floats(1.0, 500.0),
     st.just(0.0) | st.floats(1e-6, 8.0),
     st.floats(0.0, 0.1),
+    st.just(0.0) | st.floats(0.0, 0.3),
     st.sets(st.integers(1, 512), min_size=3, max_size=8),
     st.integers(1, 2),
     st.data(),
@@ -292,6 +301,7 @@ def test_less_data_never_shortens_a_limit(
     A: float,
     sigma: float,
     fit_error: float,
+    residual: float,
     observed: set[int],
     dropped: int,
     data: st.DataObject,
@@ -300,7 +310,7 @@ def test_less_data_never_shortens_a_limit(
     request = Request(lo, lo + width, user)
     chosen = data.draw(st.integers(lo, lo + width))
     full = tuple(sorted(observed))
-    long = make_curve(A, sigma, observed=full, fit_error=fit_error)
+    long = replace(make_curve(A, sigma, observed=full, fit_error=fit_error), residual=residual)
     short = replace(long, observed_n=full[:-dropped])
     limits = []
     for curve in (long, short):
@@ -327,3 +337,39 @@ def test_the_same_inputs_give_the_same_decision(
     again = decide(replace(request), again_curve, replace(cluster), replace(config), budget)
     assert again == first
     assert decide(request, curve, cluster, config, budget) == first
+
+
+@EXAMPLES
+@given(
+    st.integers(1, 200),
+    st.integers(0, 300),
+    st.integers(1, 20_000),
+    st.floats(1.0, 500.0),
+    st.just(0.0) | st.floats(1e-6, 8.0),
+    st.floats(1e-6, 0.3),
+    st.floats(0.0, 0.3),
+    st.sets(st.integers(1, 512), min_size=3, max_size=8),
+    st.data(),
+)
+def test_a_wider_prediction_interval_never_shortens_a_limit(
+    lo: int,
+    width: int,
+    user: int,
+    A: float,
+    sigma: float,
+    residual: float,
+    more: float,
+    observed: set[int],
+    data: st.DataObject,
+) -> None:
+    """The same prediction with a larger fit residual (a wider interval) never gives a
+    shorter limit."""
+    request = Request(lo, lo + width, user)
+    chosen = data.draw(st.integers(lo, lo + width))
+    tight = make_curve(A, sigma, observed=tuple(sorted(observed)), fit_error=0.0)
+    limits = []
+    for r in (residual, residual + more):
+        profile = RuntimeProfile.of(replace(tight, residual=r), lo, lo + width)
+        got = time_limit(request, profile, chosen, ClusterState(), DEFAULTS).minutes
+        limits.append(user if got is None else got)
+    assert limits[1] >= limits[0]

@@ -1,20 +1,25 @@
 """The time limit: rescaled by the pessimistic runtime ratio, bounded by the user's own limit,
 the floor, the prediction and the partition's MaxTime. With σ = 0 and n ≤ A the Downey runtime
-is T(1)/n, and the curves here have fit_error 0 unless a test sets it, so every expected value
-is plain arithmetic. The real-fit cases use tests/data/scaling."""
+is T(1)/n, and the curves here have residual 0 and fit_error 0 unless a test sets them, so the
+prediction interval inside the observed sizes is T·exp(±z·a) with the predictor's floor a
+(W below) and every expected value is plain arithmetic. The real-fit cases use
+tests/data/scaling."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.special import ndtri
 
 import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.time_limit import time_limit
+from predictor.intervals import LEVEL, SPREAD
 
 from .curves import make_curve, unreliable
 
@@ -27,6 +32,13 @@ JOB = Request(10, 80, time_limit_min=120)
 LINEAR_JOB = RuntimeProfile.of(LINEAR, 10, 80)
 SHORT_JOB = RuntimeProfile.of(SHORT, 10, 80)
 FREE = ClusterState()
+#: z of the 90% interval, and the one-sided widening exp(z·a) of a curve with residual 0.
+Z = float(ndtri(0.5 + LEVEL / 2.0))
+W = math.exp(Z * SPREAD["adept"].floor)
+
+
+def _ceil(minutes: float) -> int:
+    return math.ceil(minutes - 1e-9)
 
 
 def _fitted(name: str) -> predictor.Curve:
@@ -36,40 +48,70 @@ def _fitted(name: str) -> predictor.Curve:
 
 def test_rescaled_by_the_runtime_ratio_and_the_safety_factor() -> None:
     got = time_limit(JOB, LINEAR_JOB, 40, FREE, DEFAULTS)
-    # 120 · (900 s / 3600 s) · 1.2 = 36; the prediction, 15 min · 1.2 = 18, is below it.
-    assert got.minutes == 36
-    assert "T(40)" in got.reason
-    assert "T(10)" in got.reason
-    assert "= 0.25 " in got.reason
-    assert got.reason.endswith("gives 36 min")
+    # 120 · (900 s / 3600 s) · W² · 1.2 = 36.8 -> 37; the prediction, 15 min · W · 1.2, is
+    # below it.
+    expected = _ceil(120 * 0.25 * W * W * 1.2)
+    assert expected == 37
+    assert got.minutes == expected
+    assert "T⁺(40)/T⁻(10), the ends of the fit's 90% prediction interval" in got.reason
+    assert "= 0.256 " in got.reason
+    assert got.reason.endswith(f"gives {expected} min")
     assert got.note == ""
     plain = replace(DEFAULTS, time_limit_safety_factor=1.0)
-    assert time_limit(JOB, LINEAR_JOB, 40, FREE, plain).minutes == 30
+    assert time_limit(JOB, LINEAR_JOB, 40, FREE, plain).minutes == _ceil(120 * 0.25 * W * W)
 
 
-def test_the_fit_error_widens_the_ratio_on_both_sides() -> None:
+def test_the_fits_residual_widens_the_interval_and_so_the_limit() -> None:
+    # Before the prediction interval the residual was ignored (fit_error 0: 36 min).
+    curve = replace(LINEAR, residual=0.05)
+    got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
+    s = math.hypot(SPREAD["adept"].floor, 0.05)
+    expected = _ceil(120 * 0.25 * math.exp(2 * Z * s) * 1.2)
+    assert expected == 43
+    assert got.minutes == expected
+    low, high = curve.runtime_interval(np.array([10.0, 40.0]))
+    assert got.minutes == _ceil(120 * float(high[1] / low[0]) * 1.2)
+
+
+def test_a_reference_below_the_observed_sizes_widens_its_lower_end() -> None:
+    # Observed from 20 nodes: T⁻(10) is an extrapolation d = log(20/10) below the data, so
+    # its interval is wider than the chosen size's (inside the data), and the limit longer.
+    inside = time_limit(JOB, LINEAR_JOB, 40, FREE, DEFAULTS).minutes
+    curve = replace(LINEAR, observed_n=(20, 32, 64, 80))
+    got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
+    spread = SPREAD["adept"]
+    s_ref = math.hypot(spread.floor, spread.per_log_distance * math.log(2.0))
+    expected = _ceil(120 * 0.25 * W * math.exp(Z * s_ref) * 1.2)
+    assert got.minutes == expected
+    assert inside is not None
+    assert got.minutes > inside
+
+
+def test_a_curve_stored_without_a_residual_falls_back_to_the_fit_error() -> None:
+    # residual 0 with a fit error of 5%: stored before the residual was kept, so the interval
+    # cannot be had; the ratio is widened by the fit error on both sides instead.
     curve = replace(LINEAR, fit_error=0.05)
     got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
-    # 120 · 0.25 · 1.05/0.95 · 1.2 = 39.8 -> 40, against 36 without the margin.
+    # 120 · 0.25 · 1.05/0.95 · 1.2 = 39.8 -> 40
     assert got.minutes == 40
     assert "m = 5%" in got.reason
+    assert "no residual" in got.reason
 
 
 def test_the_reference_size_can_be_the_range_maximum() -> None:
     settings = replace(DEFAULTS, time_limit_reference="max")
     got = time_limit(JOB, LINEAR_JOB, 40, FREE, settings)
-    # 120 · T(40)/T(80) · 1.2 = 288 min, but never above the user's own 120.
+    # 120 · T(40)/T(80) · W² · 1.2 = 294.7 min, but never above the user's own 120.
     assert got.minutes == 120
-    assert "T(40)" in got.reason
-    assert "T(80)" in got.reason
-    assert "gives 288 min" in got.reason
+    assert "T⁺(40)/T⁻(80)" in got.reason
+    assert f"gives {_ceil(288 * W * W)} min" in got.reason
     assert "kept at the user's 120 min" in got.reason
 
 
 def test_no_more_than_the_users_limit_when_the_job_gets_at_least_the_reference_size() -> None:
-    got = time_limit(JOB, LINEAR_JOB, 10, FREE, DEFAULTS)  # ratio 1 · 1.2 = 144 > 120
+    got = time_limit(JOB, LINEAR_JOB, 10, FREE, DEFAULTS)  # ratio W² · 1.2 · 120 > 120
     assert got.minutes == 120
-    assert "gives 144 min" in got.reason
+    assert f"gives {_ceil(144 * W * W)} min" in got.reason
     assert got.reason.endswith("kept at the user's 120 min: adaptalloc never raises a limit")
 
 
@@ -80,25 +122,29 @@ def test_never_above_the_users_limit_even_when_the_curve_predicts_more() -> None
     job = Request(1, 2, time_limit_min=60)
     got = time_limit(job, RuntimeProfile.of(slow, 1, 2), 1, FREE, DEFAULTS)
     assert got.minutes == 60
-    assert "720" in got.note
+    assert f"{_ceil(720 * W)} min" in got.note  # 600 min · W · 1.2
     assert "60 min" in got.note
 
 
 def test_never_below_the_floor() -> None:
     job = Request(10, 80, time_limit_min=10)
-    got = time_limit(job, SHORT_JOB, 40, FREE, DEFAULTS)  # 10 · 0.25 · 1.2 = 3 min
+    got = time_limit(job, SHORT_JOB, 40, FREE, DEFAULTS)  # 10 · 0.25 · W² · 1.2 = 3.07 min
     assert got.minutes == 5
-    assert got.reason.endswith("gives 3 min, raised to the floor of 5 min")
+    assert got.reason.endswith("gives 4 min, raised to the floor of 5 min")
     assert (
-        time_limit(job, SHORT_JOB, 40, FREE, replace(DEFAULTS, time_limit_floor_min=2)).minutes == 3
+        time_limit(job, SHORT_JOB, 40, FREE, replace(DEFAULTS, time_limit_floor_min=2)).minutes == 4
     )
 
 
 def test_never_shorter_than_the_curve_predicts() -> None:
     job = Request(10, 80, time_limit_min=30)
-    got = time_limit(job, LINEAR_JOB, 40, FREE, DEFAULTS)  # 9 min, but T(40) = 15 min · 1.2 = 18
-    assert got.minutes == 18
-    assert got.reason.endswith(", raised to the pessimistic runtime 15 min × safety 1.2 = 18 min")
+    got = time_limit(job, LINEAR_JOB, 40, FREE, DEFAULTS)  # 9.2 min, but T⁺(40) = 15.2 min
+    predicted = _ceil(15 * W * 1.2)
+    assert predicted == 19
+    assert got.minutes == predicted
+    assert got.reason.endswith(
+        f", raised to the pessimistic runtime 15.2 min × safety 1.2 = {predicted} min"
+    )
 
 
 def test_never_above_the_partition_maximum() -> None:
@@ -106,11 +152,11 @@ def test_never_above_the_partition_maximum() -> None:
     assert got.minutes == 30
     assert got.reason.endswith(", cut to the partition's maximum of 30 min")
     assert got.note == ""
-    # Even below the prediction (18 min with the safety factor): then the reason says so.
+    # Even below the prediction (19 min with the safety factor): then the reason says so.
     tight = time_limit(JOB, LINEAR_JOB, 40, ClusterState(max_time_min=10), DEFAULTS)
     assert tight.minutes == 10
     assert "maximum of 10 min" in tight.note
-    assert "18 min" in tight.note
+    assert f"{_ceil(15 * W * 1.2)} min" in tight.note
 
 
 def test_beyond_the_largest_observed_size_the_users_limit_stands() -> None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
+from plugin.swf import read_swf
 from scipy import stats
 
 from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load
@@ -22,7 +24,7 @@ from policies.simulation.sizing import ClusterView
 from policies.simulation.sweep import summarize_seeds, sweep
 from predictor.downey import relative_runtime
 
-from .helpers import run_rigid, trace
+from .helpers import NASA, run_rigid, trace
 
 
 def _job(k: int, nodes: int, executable: int | None = None, user: int | None = None) -> TraceJob:
@@ -156,7 +158,7 @@ def test_a_trace_is_scaled_to_the_offered_load() -> None:
 
 
 def test_figures_over_seeds_get_a_t_interval() -> None:
-    rows = [dict.fromkeys(("jobs", "killed"), 1) for _ in range(3)]
+    rows = [dict.fromkeys(("jobs", "killed", "raised"), 1) for _ in range(3)]
     figures = ("mean_response_s", "mean_wait_s", "mean_bsld", "mean_bounded_slowdown")
     figures += ("node_hours", "killed_node_hours", "utilization", "makespan_s")
     for value, row in zip((1.0, 2.0, 3.0), rows, strict=True):
@@ -179,3 +181,47 @@ def test_a_sweep_reports_every_load_and_seed() -> None:
         assert r.policies["rigid"].mean["jobs"] == 30
         assert offered_load(r.experiment.jobs, 16) == pytest.approx(r.load)
     assert dataclasses.asdict(out[0].experiment.setup)["seed"] == 1
+
+
+def test_the_policies_of_an_experiment_share_their_fits_without_changing_a_result() -> None:
+    swf = read_swf(NASA).head(600)
+    shared = Experiment(swf.jobs, Setup(machine=swf.machine))
+    shared.run("adaptive_fixed_limits")
+    before = len(shared.fits)
+    assert before > 0
+    got = shared.run("adaptive").schedule
+    alone = Experiment(swf.jobs, Setup(machine=swf.machine))
+    expected = alone.run("adaptive").schedule
+    for field in ("start", "end", "nodes", "limit", "killed"):
+        assert np.array_equal(getattr(got, field), getattr(expected, field)), field
+    # some of adaptive's fits were already there: fewer new ones than on its own
+    assert len(shared.fits) - before < len(alone.fits)
+
+
+def test_a_memo_hands_back_the_fit_of_the_same_runs() -> None:
+    fits: dict = {}  # type: ignore[type-arg]
+    one, two = CurveLearner(1, fits=fits), CurveLearner(1, fits=fits)
+    for learner in (one, two):
+        for k, n in enumerate((4, 8, 16, 32, 4, 8, 16, 32)):
+            learner.observe(0, n, 3600.0 * (0.05 + 0.95 / n) * (1.0 + 0.01 * k), 0.0)
+    first = one.curve(0, 100.0)
+    assert first is not None
+    assert len(fits) == 1
+    assert two.curve(0, 100.0) is first
+    assert len(fits) == 1
+
+
+def test_a_sweep_in_parallel_processes_gives_the_serial_results() -> None:
+    jobs = [TraceJob(k, 60.0 * k, 600.0, 4, 1800.0, k % 3) for k in range(40)]
+    args = (jobs, Setup(machine=16), [0.5, 0.9], 2, ("rigid", "greedy", "adaptive"))
+    serial = sweep(*args)
+    told: list[tuple[int, int, str]] = []
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        parallel = sweep(*args, progress=lambda *cell: told.append(cell), mapper=pool.map)
+    assert len(told) == 2 * 2 * 3
+    for a, b in zip(serial, parallel, strict=True):
+        assert a.load == b.load
+        for policy in ("rigid", "greedy", "adaptive"):
+            assert a.policies[policy].mean == b.policies[policy].mean
+            assert np.array_equal(a.first[policy].schedule.end, b.first[policy].schedule.end)
+        assert a.experiment.setup == b.experiment.setup

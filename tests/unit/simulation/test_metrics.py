@@ -37,8 +37,10 @@ def test_summary_of_a_hand_schedule() -> None:
         "node_hours",
         "killed",
         "killed_node_hours",
+        "raised",
         "mean_bsld",
     }
+    assert m.raised == 0
 
 
 def test_bounded_slowdown_bounds_short_jobs() -> None:
