@@ -38,7 +38,7 @@ load_adaptive
     pressure never gives more nodes, and more idle nodes (other things equal) lower p and raise
     the idle limit, so they never give a smaller size.
 
-    Why no growth past the idle nodes on a predicted completion (issue 14): the rule would
+    Why no growth past the idle nodes on a predicted completion: the rule would
     need the wait W(n) for n > idle nodes, and no input carries one the daemon can know.
     ClusterState holds counts only; Slurm's own estimate (the backfill scheduler's expected
     start, ``squeue --start``) exists only for jobs it has planned, and a held job (priority

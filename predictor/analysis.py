@@ -10,7 +10,7 @@ points stay. With two sizes left the excluded point would be the only evidence a
 rest of the curve, and a compromise fit through all three predicts better (the BFS curve
 fitted on 1, 16 and 256 nodes: 7.7% median error kept, 20.6% excluded).
 
-Gate on few or irregular points (issue 17's audit). The fluctuation metric R compares the
+Gate on few or irregular points. The fluctuation metric R compares the
 speedups of neighbouring pairs, so it reads noise and spacing as rises: on 4-point exact Downey
 data with 5% noise 21% of fits flagged an anomalous point, and noise-free data with a jump in
 the spacing ([2, 4, 32, 64, 128]; [1, 2, 4, 32, 64]) got false anomalies and false steps.

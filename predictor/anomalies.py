@@ -17,7 +17,7 @@ halves F. Its deviation magnitude is D = (R_{j+1} - R_j)/ε at the rise that fla
 its weight in curve fitting becomes W' = max(0, W·(θ - min(φ, D))/φ) (paper: φ = 10, θ = 5).
 A rise that no removal calms is not a point but a step (patterns.py).
 
-Beyond noise (issue 17). A rise of R is a ratio of runtimes, t_{i+1}²/(t_i t_{i+2}) times
+Beyond noise. A rise of R is a ratio of runtimes, t_{i+1}²/(t_i t_{i+2}) times
 spacing terms, so independent relative noise η on each runtime moves log(R_{i+1}/R_i) by
 η·√6: at η = 5% that is 12%, and ε = 0.1 is crossed by noise alone in ~20% of triples (measured
 on seed 17, 5-6 evenly spaced sizes at 5% noise: 17-31% of fits flagged an anomalous point).

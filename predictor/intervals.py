@@ -1,4 +1,4 @@
-"""Prediction intervals for predicted runtimes (issue 17, "uncertainty out").
+"""Prediction intervals for predicted runtimes .
 
 The error of a predicted runtime is modelled in log space as normal with standard deviation
 

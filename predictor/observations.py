@@ -8,7 +8,7 @@ the size's median than max(k·1.4826·MAD, r·median): the Iglewicz-Hoaglin modi
 k = 3.5, floored at a relative deviation r (default 10%) so that sizes whose runs are nearly
 identical do not flag ordinary jitter.
 
-Bounded work (issue 15, item 6). ADEPT's envelope compares every pair of range pairs, so its
+Bounded work on user input. ADEPT's envelope compares every pair of range pairs, so its
 memory and time grow with about the 4th power of the number of distinct sizes (250 sizes:
 21 GB). `thin` keeps at most MAX_SIZES sizes for ADEPT: the smallest and the largest, and
 between them the sizes nearest to MAX_SIZES points evenly spaced in log n (where the scaling

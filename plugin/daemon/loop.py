@@ -472,7 +472,7 @@ class Daemon:
         self.comments = {key: text for key, text in self.comments.items() if key in held}
         # A held job whose admin comment could not be read (scontrol timing out) is invisible
         # to this sweep: it does not count as a successful one, or the heartbeat would stay
-        # fresh while job_submit.lua holds jobs the daemon cannot see (issue 16).
+        # fresh while job_submit.lua holds jobs the daemon cannot see.
         unread = [key[0] for key, job in held.items() if key not in self.comments and on_hold(job)]
         if unread:
             log.warning("sweep_incomplete", unread_admin_comments=len(unread), job_id=unread[0])

@@ -4,7 +4,7 @@ Every ``learn_interval_s`` the thread has its worker process poll Slurm for fini
 refit the apps whose runs changed (debounced: ``[learner] refit_debounce_s``) and, every
 ``age_out_interval_s``, age old observations out (plugin/learning/learner.py). The worker is a
 separate process (one, kept between rounds) with its own Redis connection and Slurm reader,
-so a learner that misbehaves cannot stall or kill the daemon's decisions (issue 16):
+so a learner that misbehaves cannot stall or kill the daemon's decisions:
 
 * memory: the worker's address space is limited to `WORKER_MEMORY_BYTES`; a refit that wants
   more fails there with MemoryError (logged, counted), never in the daemon (whose kernel OOM

@@ -82,7 +82,7 @@ Runner = Callable[[Sequence[str], float], str]
 
 #: Environment variables that change what Slurm's commands print, pinned to the form the
 #: parsers read: a daemon started with ``SLURM_TIME_FORMAT=relative`` (or ``%s``) would
-#: otherwise read every SubmitTime as unknown, and its watchdog would never fire (issue 16).
+#: otherwise read every SubmitTime as unknown, and its watchdog would never fire.
 PINNED_ENV = {"SLURM_TIME_FORMAT": "standard"}
 
 

@@ -1,7 +1,7 @@
 """The what-if simulator: replay a workload trace under the allocation policies, compare them.
 
 Pure decision code, like the rest of policies/: no I/O, no logging. The plugin reads the trace
-(plugin/swf.py) and prints the comparison (plugin/cli_simulate.py).
+(plugin/formats/swf.py) and prints the comparison (plugin/cli/simulate.py).
 
     from policies.simulation import Experiment, Setup, POLICIES
     experiment = Experiment(jobs, Setup(machine=128, seed=1))

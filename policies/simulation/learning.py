@@ -1,7 +1,7 @@
 """What the daemon knows: curves learned from the simulation's own completed runs.
 
-The learner (plugin/learner.py, `refit_app`) turns an application's observations into a curve
-with `predictor.prepare` then `predictor.fit_observations(method="adept")`, and keeps
+The learner (plugin/learning/learner.py, `refit_app`) turns an application's observations into
+a curve with `predictor.prepare` then `predictor.fit_observations(method="adept")`, and keeps
 `predictor.Curve.from_fit` of an "ok" fit; a data set the predictor refuses (runs at one size
 only, too few runs) leaves the application without a curve. This module calls the same
 functions on the same kind of data:

@@ -13,7 +13,7 @@ with one seed).
 A sweep is a list of cells, one per (load, seed), each running every policy on one
 experiment (so its policies share their fits, learning.py). `run_cell` is a plain function
 of a picklable `Cell`, so a caller may run the cells in parallel processes: `sweep(...,
-mapper=executor.map)` (the CLI does, plugin/cli_simulate.py); this module starts none.
+mapper=executor.map)` (the CLI does, plugin/cli/simulate.py); this module starts none.
 """
 
 from __future__ import annotations

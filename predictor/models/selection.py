@@ -38,11 +38,11 @@ class SelectionSettings:
     of sizes is noisy, and with a margin of 0.25 the selection left ADEPT in 16 splits, won 7
     and lost 9, twice badly (mean error 6.1% vs ADEPT's 3.9% there); with 0.5 it leaves ADEPT
     in 10, wins 5, and is no worse where it does (1.7% vs 1.9%).
-    margin 0.7 (the other model must cut ADEPT's error to 30%): after issue 17's changes to
-    ADEPT and with 11 curves, 0.5 left ADEPT in 11 splits and lost on average (6.5% vs
-    ADEPT's 2.8%: npb_cg 4.0 → 31.6, bfs 6.1 → 24.6); 0.7 leaves it in 2 (bfs, 4.7% vs
-    5.5%). Between 0.5 and 0.7, leave-one-curve-out (each curve's margin chosen by the
-    departures on the other curves) picks 0.7 for every held-out curve.
+    margin 0.7 (the other model must cut ADEPT's error to 30%): once ADEPT had its gates, T(1)
+    as an observation and its intervals, and with 11 curves, 0.5 left ADEPT in 11 splits and
+    lost on average (6.5% vs ADEPT's 2.8%: npb_cg 4.0 → 31.6, bfs 6.1 → 24.6); 0.7 leaves it
+    in 2 (bfs, 4.7% vs 5.5%). Between 0.5 and 0.7, leave-one-curve-out (each curve's margin
+    chosen by the departures on the other curves) picks 0.7 for every held-out curve.
     """
 
     margin: float = 0.7

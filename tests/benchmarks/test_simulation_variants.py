@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plugin.swf import read_swf
 from rich.console import Console
 from rich.table import Table
 
+from plugin.formats.swf import read_swf
 from policies.simulation import Experiment, Setup, TraceJob, at_load
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"

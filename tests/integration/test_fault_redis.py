@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import redis
 
-from plugin import keys
+from plugin.store import keys
 
 from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
     DaemonProcess,

@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from plugin.swf import read_swf
 
 import policies
 from plugin.daemon import guard as daemon_guard
+from plugin.formats.swf import read_swf
 from policies.simulation import (
     ALL_POLICIES,
     VARIANTS,

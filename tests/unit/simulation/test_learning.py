@@ -12,9 +12,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pytest
-from plugin.swf import read_swf
 from scipy import stats
 
+from plugin.formats.swf import read_swf
 from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
