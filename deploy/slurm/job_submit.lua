@@ -195,14 +195,15 @@ local function ours_to_hold(job_desc)
 end
 
 local function opted_out(comment)
-    -- The v1 tag ends at ";" or at a word that is not key=value; resize=no inside it opts out.
+    -- The v1 tag ends at ";" or at a word that is not key=value; resize=no inside it opts out,
+    -- in any case (the daemon reads resize=NO as no too: plugin/appkey.py).
     if comment == nil then
         return false
     end
     -- Padded with spaces so that words at either end match like the others (a %f frontier
     -- does not see the start of a string as a space).
     local tag = (" " .. comment):match("%sadaptalloc:v1%s+([^;]*)")
-    return tag ~= nil and (" " .. tag .. " "):find("%sresize=no%s") ~= nil
+    return tag ~= nil and (" " .. tag:lower() .. " "):find("%sresize=no%s") ~= nil
 end
 
 -- The settings when the job is to be held; else nil, and why when the job was moldable.

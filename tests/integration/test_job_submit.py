@@ -44,6 +44,7 @@ def test_a_moldable_job_is_held_and_marked(
             ("--nodes=2-6", "--comment=run 3 adaptalloc:v1 app=lulesh resize=no"),
             "opted out mid-comment",
         ),
+        (("--nodes=2-6", "--comment=adaptalloc:v1 resize=NO"), "opted out in capitals"),
     ],
 )
 def test_jobs_it_does_not_hold_are_untouched(

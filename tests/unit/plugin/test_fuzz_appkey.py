@@ -11,6 +11,7 @@ bounded per test (fuzz_support.bounded_memory). Run with -s to see the cases tri
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -80,12 +81,16 @@ def _print_cases() -> Iterator[None]:
     print(f"\n[fuzz] {PARSER}: {CASES_TRIED[PARSER]:,} cases tried")
 
 
+ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 def _lua_opted_out(comment: str) -> bool:
-    """job_submit.lua's opted_out(), transcribed: the v1 tag up to ';' holds resize=no."""
+    """job_submit.lua's opted_out(), transcribed: the v1 tag up to ';' holds resize=no, any case."""
     match = re.search(r"[ \t\n\v\f\r]adaptalloc:v1[ \t\n\v\f\r]+([^;]*)", " " + comment)
     if match is None:
         return False
-    return re.search(r"[ \t\n\v\f\r]resize=no[ \t\n\v\f\r]", f" {match.group(1)} ") is not None
+    tag = f" {match.group(1).translate(ASCII_LOWER)} "  # Lua's string.lower: ASCII letters only
+    return re.search(r"[ \t\n\v\f\r]resize=no[ \t\n\v\f\r]", tag) is not None
 
 
 @FUZZ
