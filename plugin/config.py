@@ -19,11 +19,12 @@ out of range is a :class:`ConfigError` naming the file, the key and what is allo
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +49,8 @@ __all__ = [
 
 CONFIG_ENV = "ADAPTALLOC_CONFIG"
 SYSTEM_CONFIG = Path("/etc/adaptalloc/adaptalloc.toml")
+#: An unknown key's error lists a section's keys when it has at most this many.
+MAX_KEYS_LISTED = 8
 
 
 class ConfigError(InputError):
@@ -253,6 +256,17 @@ _SECTIONS: dict[str, type[Any]] = {
 S = TypeVar("S")
 
 
+def _key_hint(key: str, known: Collection[str]) -> str:
+    """The closest known key, else the known keys when few, else where they are listed: an
+    error stays one short line however many keys a section has."""
+    close = difflib.get_close_matches(key, list(known), n=1)
+    if close:
+        return f'did you mean "{close[0]}"?'
+    if len(known) <= MAX_KEYS_LISTED:
+        return f"allowed: {', '.join(known)}"
+    return "its keys are those of adaptalloc.example.toml"
+
+
 def _section(cls: type[S], table: Any, source: str, name: str) -> S:
     if not isinstance(table, dict):
         raise ConfigError(f"{source}: [{name}] must be a table")
@@ -263,7 +277,7 @@ def _section(cls: type[S], table: Any, source: str, name: str) -> S:
         if spec is None:
             raise ConfigError(
                 f"{source}: [{name}] {quote_value(key)} is not a known key "
-                f"(allowed: {', '.join(known)})"
+                f"({_key_hint(key, known)})"
             )
         problem = spec.metadata["check"](value)
         if problem:

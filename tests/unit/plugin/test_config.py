@@ -65,7 +65,14 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "match"),
     [
-        ("[redis]\nurll = 'x'\n", r"\[redis\] 'urll' is not a known key \(allowed: url, "),
+        (
+            "[redis]\nurll = 'x'\n",
+            r"\[redis\] 'urll' is not a known key \(did you mean \"url\"\?\)",
+        ),
+        (
+            "[daemon]\nzzz = 1\n",
+            r"'zzz' is not a known key \(its keys are those of adaptalloc\.exa",
+        ),
         ("[reddis]\n", r"'reddis' is not a known section \(allowed: \[redis\]"),
         ("[redis]\nurl = 'http://x'\n", r"\[redis\] url must start with redis://"),
         ("[redis]\nretries = -1\n", r"retries must be a whole number ≥ 0 and ≤ 20, got -1"),
