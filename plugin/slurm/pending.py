@@ -63,7 +63,8 @@ PENDING_FIELDS = (
 )
 _NULL = "(null)"
 ADMIN_FIELD = "AdminComment="
-HELD_FIELD = ADMIN_FIELD + "adaptalloc:v1:held"
+MARKER = "adaptalloc:v1:held"
+HELD_FIELD = ADMIN_FIELD + MARKER
 #: More new held jobs than this: read every job's record once rather than each on its own.
 MANY_JOBS = 24
 _RECORD_START = re.compile(r"JobId=(\d+) JobName=")
@@ -174,7 +175,9 @@ def admin_comment_of(record: str) -> str | None:
     (None). One occurrence is the real field, or a user's text in a job with no admin
     comment at all, which job_submit.lua never holds (it always writes the marker there);
     the daemon's hold check (Reason=JobHeldUser, sweep.py) then limits the harm to the
-    user's own hold.
+    user's own hold. Left: an admin comment written as the marker followed by a field's
+    name (``adaptalloc:v1:held Comment=x``) prints as the marker then that field and reads
+    as the marker; only an admin can write an admin comment.
     """
     count = record.count(ADMIN_FIELD)
     if count == 0:
@@ -183,9 +186,11 @@ def admin_comment_of(record: str) -> str | None:
         return None
     at = record.find(" " + HELD_FIELD)
     if at < 0:
-        return ""
+        # The marker word later in the admin comment (or in a field after it) still marks
+        # the job as held (marks.is_held reads words): let the exact read say which.
+        return None if MARKER in record[record.find(ADMIN_FIELD) :] else ""
     rest = record[at + 1 + len(HELD_FIELD) :]
-    return "adaptalloc:v1:held" if _NEXT_FIELD.match(rest) else None
+    return MARKER if _NEXT_FIELD.match(rest) else None
 
 
 def from_all_records(text: str, job_ids: Sequence[int]) -> dict[int, str | None]:
