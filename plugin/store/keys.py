@@ -118,9 +118,16 @@ def app_forgotten(app: AppKey) -> str:
     return _app(app) + "forgotten"
 
 
-def app_keys(app: AppKey) -> tuple[str, str, str, str]:
+def app_keys(app: AppKey) -> tuple[str, str, str, str, str, str]:
     """All per-app keys (what ``forget`` deletes besides the index entries)."""
-    return app_observations(app), app_runs(app), app_state(app), app_curve(app)
+    return (
+        app_observations(app),
+        app_runs(app),
+        app_state(app),
+        app_curve(app),
+        app_guard(app),
+        app_censored(app),
+    )
 
 
 def learner(source: str) -> str:

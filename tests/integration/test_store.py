@@ -342,6 +342,9 @@ def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: A
     refit_app(store, LULESH)
     snapshot = store.refit_input(LULESH)
     store.record_decision(DecisionRecord(job_id=8, app=str(LULESH), nodes=4))
+    store.record_limit_raise(LULESH, {"job_id": 9}, growth=1.25, cap=4.0)
+    store.add_censored({LULESH: runs(LULESH, 300)[:1]})
+    assert store.limit_safety(LULESH) == 1.25
     assert store.forget("lulesh@large") is True
     # Only the tombstone is left, and it expires.
     assert [k for k in redis_client.keys("*") if "lulesh" in k] == [keys.app_forgotten(LULESH)]
@@ -355,6 +358,8 @@ def test_forget_removes_everything_of_the_app(store: CurveStore, redis_client: A
     assert late.status == "forgotten"
     assert redis_client.exists(keys.app_curve(LULESH)) == 0
     assert len(store.decisions(LULESH)) == 1  # the decision log is kept
+    assert store.limit_safety(LULESH) == 1.0  # a rebuilt app starts with no guard history
+    assert store.censored_runs(LULESH) == []
 
 
 def test_a_forgotten_app_learns_new_runs_but_not_its_old_ones_again(

@@ -1,5 +1,6 @@
 -- forget: remove everything the store keeps about one app, atomically: its observations
--- (and their entries in the job index), state, curve, index entry and dirty mark, and leave
+-- (and their entries in the job index), state, curve, kill-guard counts and limit safety,
+-- censored runs, index entry and dirty mark, and leave
 -- a tombstone with the time, so that its runs that ended before now are not counted again
 -- (add_observations skips them; the learner re-reads a window of finished jobs).
 -- The decision stream is a log of what the daemon did and is left as it is.
@@ -8,10 +9,12 @@
 -- KEYS[2]  adaptalloc:v1:app:<app>:runs   zset  job id -> end time
 -- KEYS[3]  adaptalloc:v1:app:<app>:state  hash
 -- KEYS[4]  adaptalloc:v1:app:<app>:curve  hash
--- KEYS[5]  adaptalloc:v1:apps             zset  the index
--- KEYS[6]  adaptalloc:v1:dirty            zset
--- KEYS[7]  adaptalloc:v1:jobs             hash  job id -> app
--- KEYS[8]  adaptalloc:v1:app:<app>:forgotten  string  the tombstone
+-- KEYS[5]  adaptalloc:v1:app:<app>:guard  hash  kill-guard counts, limit safety
+-- KEYS[6]  adaptalloc:v1:app:<app>:censored  hash  job id -> censored run JSON
+-- KEYS[7]  adaptalloc:v1:apps             zset  the index
+-- KEYS[8]  adaptalloc:v1:dirty            zset
+-- KEYS[9]  adaptalloc:v1:jobs             hash  job id -> app
+-- KEYS[10] adaptalloc:v1:app:<app>:forgotten  string  the tombstone
 -- ARGV[1]  the app key (string form)
 -- ARGV[2]  now, Unix seconds
 -- ARGV[3]  how long the tombstone lasts, seconds
@@ -23,12 +26,12 @@ end
 
 local ids = redis.call('HKEYS', KEYS[1])
 for i = 1, #ids, 1000 do
-  redis.call('HDEL', KEYS[7], unpack(ids, i, math.min(i + 999, #ids)))
+  redis.call('HDEL', KEYS[9], unpack(ids, i, math.min(i + 999, #ids)))
 end
-local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
-removed = removed + redis.call('ZREM', KEYS[5], ARGV[1])
-redis.call('ZREM', KEYS[6], ARGV[1])
+local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+removed = removed + redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('ZREM', KEYS[8], ARGV[1])
 if removed > 0 then
-  redis.call('SET', KEYS[8], ARGV[2], 'EX', math.floor(tonumber(ARGV[3])))
+  redis.call('SET', KEYS[10], ARGV[2], 'EX', math.floor(tonumber(ARGV[3])))
 end
 return removed

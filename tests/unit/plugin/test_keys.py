@@ -27,6 +27,8 @@ def test_per_app_keys_are_exact() -> None:
         "adaptalloc:v1:app:npb-lu:runs",
         "adaptalloc:v1:app:npb-lu:state",
         "adaptalloc:v1:app:npb-lu:curve",
+        "adaptalloc:v1:app:npb-lu:guard",
+        "adaptalloc:v1:app:npb-lu:censored",
     )
 
 
