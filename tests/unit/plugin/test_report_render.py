@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import re
@@ -22,7 +23,7 @@ from plugin.report import (
     render_fleet,
     render_index,
 )
-from plugin.report.model import AppReport, Run
+from plugin.report.model import AppReport, GuardCounts, Run
 from plugin.report.svg import (
     CURVE_COLOUR,
     HISTOGRAM_COLOUR,
@@ -175,6 +176,30 @@ def test_index_lists_every_app_sortably(hostile: AppReport) -> None:
     assert f'href="{page_name(HOSTILE)}"' in index
     assert HOSTILE not in index
     assert index.count("<tr class=") == 2
+
+
+def test_the_pages_show_the_kill_guard_counts() -> None:
+    # The user's promise, visible where an admin looks: jobs killed at a limit adaptalloc set
+    # (marked when not 0) and limits the guard raised, per app and in the index.
+    guard = GuardCounts(
+        limits_raised=3, killed_at_our_limit=1, censored_runs=2, limit_safety=1.5625
+    )
+    inputs = dataclasses.replace(make_inputs(app="lulesh"), guard=guard)
+    report = assemble(inputs, band=False)
+    page = render_app_page(report, generated="")
+    facts = re.search(r'<dl class="facts">.*?</dl>', page, flags=re.DOTALL)
+    assert facts is not None
+    text = re.sub(r"<[^>]+>", " ", facts.group(0))
+    assert re.search(r"killed at a limit adaptalloc set\s+1 \(the promise is 0\)", text)
+    assert re.search(r"limits raised by the kill guard\s+3; this app's limits are now 1\.56", text)
+    assert re.search(r"censored runs\s+2 ", text)
+    assert '<dd class="bad">1 (the promise is 0)' in page
+    index = render_index([fleet_row(report)])
+    row = index.split('<tr class="', 1)[1].split("</tr>", 1)[0]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+    header = re.findall(r"<th[^>]*>([^<]*)</th>", index)
+    assert cells[header.index("killed at our limit")] == "1"
+    assert cells[header.index("limits raised")] == "3"
 
 
 def test_site_writer_writes_pages_and_index(tmp_path: Path, hostile: AppReport) -> None:
