@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's static checks, as CI and pre-commit run them: ruff (lint and format),
-# mypy strict on the packages, shellcheck on every shell script. Installs shellcheck from
-# Debian when missing; needs the venv (deploy/setup.sh). Exit 1 when any check fails.
+# mypy strict on the packages and tests/ (file list in pyproject's [tool.mypy]), shellcheck
+# on every shell script. Installs shellcheck from Debian when missing; needs the venv
+# (deploy/setup.sh). Exit 1 when any check fails.
 
 SCRIPT_NAME=lint.sh
 # shellcheck source=local/lib.sh source-path=SCRIPTDIR

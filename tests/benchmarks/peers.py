@@ -11,27 +11,28 @@ from collections.abc import Callable
 import numpy as np
 
 import predictor
+from predictor.downey import FloatArray
 from predictor.models import MODELS
 from predictor.models.selection import model_predictor
 
-Predict = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+Predict = Callable[[FloatArray, FloatArray, FloatArray], FloatArray]
 
 
-def adept(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+def adept(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
     return predictor.predict(n, t, at, method="adept")
 
 
-def adept_plain(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+def adept_plain(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
     """ADEPT without its anomaly and pattern handling (sections VIII-IX)."""
     plain = predictor.DiagnosisSettings(handle=False)
     return predictor.predict(n, t, at, method="adept", diagnosis=plain)
 
 
-def lm(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+def lm(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
     return predictor.predict(n, t, at, method="lm")
 
 
-def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+def extrap(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
     """Extra-P's basic single-parameter modeler (PMNF) on cost = runtime × n, as its authors
     suggest for strong scaling; runtime = cost(n)/n.
 
@@ -59,7 +60,7 @@ def extrap(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.array([function.evaluate(float(k)) / k for k in at])
 
 
-def selected(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
+def selected(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
     """Model selection (issue 10): ADEPT unless cross-validation finds a clearly better model."""
     choice = predictor.choose_model(predictor.prepare(n, t))
     if choice.fit is None:
@@ -67,7 +68,7 @@ def selected(n: np.ndarray, t: np.ndarray, at: np.ndarray) -> np.ndarray:
     return choice.fit.runtime(at)
 
 
-def chosen_model(n: np.ndarray, t: np.ndarray) -> str:
+def chosen_model(n: FloatArray, t: FloatArray) -> str:
     return predictor.choose_model(predictor.prepare(n, t)).model
 
 

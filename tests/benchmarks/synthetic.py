@@ -68,7 +68,8 @@ def _sizes(rng: np.random.Generator, n_max: float, count: int, spacing: str) -> 
         low = count // 2
         top = np.geomspace(n_max / 4.0, n_max, count - low)
         raw = np.r_[lo * 2.0 ** np.arange(low), top]
-    return np.unique(np.maximum(np.round(raw), 2.0))
+    sizes: FloatArray = np.unique(np.maximum(np.round(raw), 2.0))
+    return sizes
 
 
 def draw(

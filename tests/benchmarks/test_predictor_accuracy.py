@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
 
@@ -25,10 +26,10 @@ from .peers import PEERS, Predict
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 PROTOCOLS = ("interpolation", "extrapolation", "leave-one-out")
-Splits = list[tuple[np.ndarray, np.ndarray]]
+Splits = list[tuple[NDArray[np.int64], NDArray[np.int64]]]
 
 
-def splits(sizes: np.ndarray) -> dict[str, Splits]:
+def splits(sizes: NDArray[np.int64]) -> dict[str, Splits]:
     """Per protocol, the (train, test) size splits of one curve."""
     middle = sizes[len(sizes) // 2]
     inner = np.array([sizes[0], middle, sizes[-1]])
@@ -44,7 +45,7 @@ def splits(sizes: np.ndarray) -> dict[str, Splits]:
 
 def split_errors(
     methods: dict[str, Predict],
-) -> Iterator[tuple[str, str, np.ndarray, np.ndarray, dict[str, list[float]]]]:
+) -> Iterator[tuple[str, str, NDArray[np.float64], NDArray[np.float64], dict[str, list[float]]]]:
     """For every curve, protocol and split: (curve, protocol, train n, train t, {method:
     |relative errors| at the split's test sizes}), the methods run side by side."""
     for path in sorted(DATA.glob("*.csv")):
@@ -56,7 +57,11 @@ def split_errors(
                 keep = np.isin(n, train)
                 truth = obs.runtime[np.isin(obs.n, test)]
                 errors = {
-                    name: list(np.abs(method(n[keep], t[keep], test) / truth - 1))
+                    name: list(
+                        np.abs(
+                            method(n[keep].astype(float), t[keep], test.astype(float)) / truth - 1
+                        )
+                    )
                     for name, method in methods.items()
                 }
                 yield path.stem, protocol, n[keep], t[keep], errors
@@ -103,8 +108,8 @@ def test_accuracy_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None:
         Console(width=120).print(view)
 
     for protocol in PROTOCOLS:
-        medians = summary(table, protocol)
-        assert medians["ADEPT"] < medians["LM"], protocol
+        median = summary(table, protocol)
+        assert median["ADEPT"] < median["LM"], protocol
     # Extrapolation is what adaptive sizing leans on; there ADEPT must beat Extra-P too.
     # (Interpolation from three sizes: Extra-P's median is lower; see the printed table.)
     extrapolation = summary(table, "extrapolation")

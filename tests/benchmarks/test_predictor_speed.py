@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
 
@@ -29,11 +30,15 @@ from predictor.downey import relative_runtime
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 
+# Sizes (integers from the real curves, rounded floats from the synthetic ones), runtimes,
+# and the largest size to predict at.
+Problem = tuple[NDArray[np.int64] | NDArray[np.float64], NDArray[np.float64], int]
 
-def problems(count: int, seed: int = 1) -> list[tuple[np.ndarray, np.ndarray, int]]:
+
+def problems(count: int, seed: int = 1) -> list[Problem]:
     rng = np.random.default_rng(seed)
     curves = [np.loadtxt(p, delimiter=",", skiprows=1) for p in sorted(DATA.glob("*.csv"))]
-    out = []
+    out: list[Problem] = []
     while len(out) < count:
         if len(out) % 2:
             d = curves[len(out) % len(curves)]
@@ -51,9 +56,7 @@ def problems(count: int, seed: int = 1) -> list[tuple[np.ndarray, np.ndarray, in
     return out
 
 
-def median_ms(
-    call: object, cases: list[tuple[np.ndarray, np.ndarray, int]]
-) -> tuple[float, list[float]]:
+def median_ms(call: object, cases: list[Problem]) -> tuple[float, list[float]]:
     times, results = [], []
     for n, t, target in cases:
         start = time.perf_counter()
@@ -63,7 +66,7 @@ def median_ms(
 
 
 def side_by_side(
-    calls: dict[str, object], cases: list[tuple[np.ndarray, np.ndarray, int]], repeats: int = 3
+    calls: dict[str, object], cases: list[Problem], repeats: int = 3
 ) -> dict[str, tuple[float, float, list[float]]]:
     """Per call: (median wall ms, median CPU ms, first repeat's results), calls alternating."""
     wall: dict[str, list[float]] = {name: [] for name in calls}

@@ -28,13 +28,17 @@ positions assume and nothing measured here can choose. The "past / uneven / 5%" 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
 
 import predictor
 from predictor import DiagnosisSettings
+from predictor.downey import FloatArray
 
 from .synthetic import LABEL, NOISES, POSITIONS, SPACINGS, Case, suite
 
@@ -47,12 +51,17 @@ VARIANTS = {
 }
 
 
-def evaluate(case: Case) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+# Per variant: |relative errors| at the interpolation and extrapolation sizes, and which
+# sizes the 90% interval covered.
+Evaluation = dict[str, tuple[FloatArray, FloatArray, NDArray[np.bool_]]]
+
+
+def evaluate(case: Case) -> Evaluation:
     """Per variant: (|errors| interp, |errors| extrap, covered by the 90% interval)."""
     at = np.r_[case.interp, case.extrap]
     truth = case.truth(at)
     obs = predictor.prepare(case.n, case.t)
-    out = {}
+    out: Evaluation = {}
     for name, kwargs in VARIANTS.items():
         p = predictor.predict_observations(obs, at, **kwargs)  # type: ignore[arg-type]
         err = np.abs(p.runtime / truth - 1.0)
@@ -63,7 +72,7 @@ def evaluate(case: Case) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
     return out
 
 
-def mean_squared_relative_error(fit: predictor.Fit, n: np.ndarray, t: np.ndarray) -> float:
+def mean_squared_relative_error(fit: predictor.Fit, n: FloatArray, t: FloatArray) -> float:
     return float(np.mean((1.0 - fit.runtime(n) / t) ** 2))
 
 
@@ -80,7 +89,7 @@ def same_valley(case: Case, adept: predictor.Fit) -> bool:
 @pytest.mark.benchmark
 def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
     cases = suite(PER_CELL, SEED)
-    cells: dict[tuple[str, str, float], list[tuple[Case, dict, bool]]] = {}
+    cells: dict[tuple[str, str, float], list[tuple[Case, Evaluation, bool]]] = {}
     valley: dict[tuple[str, str, float], list[bool]] = {}
     for case in cases:
         fitted = predictor.fit(case.n, case.t)
@@ -88,7 +97,7 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
         cells.setdefault(key, []).append((case, evaluate(case), fitted.identified))
         valley.setdefault(key, []).append(same_valley(case, fitted))
 
-    def pct(values: list[np.ndarray]) -> float:
+    def pct(values: Sequence[FloatArray]) -> float:
         joined = np.concatenate(values) if values else np.zeros(0)
         return 100.0 * float(np.median(joined)) if joined.size else float("nan")
 
@@ -100,7 +109,7 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
     view.add_column("90% covers (ADEPT / LM)", justify="right")
     view.add_column("same valley", justify="right")
     hidden_identified: list[bool] = []
-    covered: dict[str, list[np.ndarray]] = {"ADEPT": [], "LM": []}
+    covered: dict[str, list[NDArray[np.bool_]]] = {"ADEPT": [], "LM": []}
     worse_cells = []
     for position in POSITIONS:
         for spacing in SPACINGS:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 import predictor
 from policies import DEFAULTS, ClusterState, Request
@@ -95,7 +96,7 @@ class Case:
     past: int = USER_LIMIT
 
 
-def _studies() -> Iterator[tuple[str, np.ndarray, np.ndarray, float]]:
+def _studies() -> Iterator[tuple[str, NDArray[np.float64], NDArray[np.float64], float]]:
     for path in sorted(DATA.glob("*.csv")):
         runs = np.loadtxt(path, delimiter=",", skiprows=1)
         n, t = runs[:, 0].astype(int), runs[:, 1]
@@ -103,7 +104,7 @@ def _studies() -> Iterator[tuple[str, np.ndarray, np.ndarray, float]]:
         yield path.stem, n, t, REF_MINUTES * 60.0 / float(np.median(t[n == ref]))
 
 
-def _fitted(n: np.ndarray, t: np.ndarray) -> predictor.Curve | None:
+def _fitted(n: NDArray[np.float64], t: NDArray[np.float64]) -> predictor.Curve | None:
     fit = predictor.fit(n, t)
     return predictor.Curve.from_fit(fit) if fit.status == "ok" else None
 

@@ -58,6 +58,13 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _text(output: str | bytes | None) -> str:
+    """What a timed-out subprocess had written (str under text=True; bytes are decoded)."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
 def _state_dir() -> Path:
     return Path(os.environ.get("ADAPTALLOC_STATE_DIR") or PROJECT_ROOT / ".local")
 
@@ -85,7 +92,7 @@ def local_cluster() -> Iterator[LocalCluster]:
     except subprocess.TimeoutExpired as exc:
         pytest.fail(
             f"deploy/local/up.sh did not finish within {UP_SH_TIMEOUT_S}s; "
-            f"its output so far:\n{exc.stdout or ''}{exc.stderr or ''}",
+            f"its output so far:\n{_text(exc.stdout)}{_text(exc.stderr)}",
             pytrace=False,
         )
     output = proc.stdout + proc.stderr

@@ -104,8 +104,8 @@ def assert_within_range(
         assert low <= nodes <= high, (job, nodes)
         return
     shown = slurm.show_job(job)
-    nodes = shown["NumNodes"].split("-")
-    assert low <= int(nodes[0]) <= int(nodes[-1]) <= high, (job, shown["NumNodes"])
+    bounds = shown["NumNodes"].split("-")
+    assert low <= int(bounds[0]) <= int(bounds[-1]) <= high, (job, shown["NumNodes"])
     if minutes is not None:
         limit = parse_time_minutes(shown["TimeLimit"])
         assert limit is not None, (job, shown["TimeLimit"])

@@ -25,10 +25,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import SubmitJob
 from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - fixture
 from .test_daemon import learn_curve
-from .testbed import PROJECT_ROOT, free_port, scratch_url
+from .testbed import PROJECT_ROOT, SubmitJob, free_port, scratch_url
 
 pytestmark = pytest.mark.integration
 

@@ -32,7 +32,8 @@ from plugin.report.svg import BAND_COLOUR, BAND_OPACITY, CURVE_COLOUR, OBSERVED_
 from plugin.store.curves import CurveStore, Observation, Retention
 from plugin.store.decisions import DecisionRecord, StoredDecision
 
-from .test_report_cli import adaptalloc, ok, runtime
+from .test_report_cli import ok, runtime
+from .testbed import adaptalloc
 
 pytestmark = pytest.mark.integration
 

@@ -203,7 +203,7 @@ def test_watches_survive_a_restart_through_the_store() -> None:
     guard, _, store = guard_for([], NOW)
     guard.watched.clear()
     guard.watch([decided])
-    again = KillGuard(QueueSlurm([]), lambda: store, Metrics())  # type: ignore[arg-type,return-value]
+    again = KillGuard(QueueSlurm([]), lambda: store, Metrics())  # type: ignore[arg-type]
     assert again.load() == 1
     assert again.watched == guard.watched
 

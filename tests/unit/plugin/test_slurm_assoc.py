@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -143,9 +144,9 @@ def test_unreadable_wall_limit_is_an_error() -> None:
 
 
 def test_the_reader_asks_scontrol_with_an_argument_list() -> None:
-    calls = []
+    calls: list[Sequence[str]] = []
 
-    def runner(args: tuple[str, ...], timeout: float) -> str:
+    def runner(args: Sequence[str], timeout: float) -> str:
         calls.append(args)
         return ASSOC_MGR
 
@@ -163,7 +164,7 @@ def test_the_reader_asks_scontrol_with_an_argument_list() -> None:
     [("a,root", "phys"), ("ann", "phys flags=qos"), ("-x", "phys"), ("ann", ""), ("", "p")],
 )
 def test_names_scontrol_would_not_take_as_one_are_not_asked(user: str, account: str) -> None:
-    def runner(args: tuple[str, ...], timeout: float) -> str:
+    def runner(args: Sequence[str], timeout: float) -> str:
         raise AssertionError(f"ran {args}")
 
     assert CliSlurmReader(runner=runner).assoc_limits(user, account, "debug") is None

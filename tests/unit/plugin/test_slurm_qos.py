@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import pytest
 
@@ -37,9 +38,9 @@ def test_unreadable_qos_lines_are_errors(text: str) -> None:
 
 
 def test_the_reader_asks_sacctmgr_with_an_argument_list() -> None:
-    calls = []
+    calls: list[Sequence[str]] = []
 
-    def runner(args: tuple[str, ...], timeout: float) -> str:
+    def runner(args: Sequence[str], timeout: float) -> str:
         calls.append(args)
         return SACCTMGR
 

@@ -18,13 +18,13 @@ from predictor.adept import (
     one_dimensional_pass,
     search,
 )
-from predictor.downey import relative_runtime, relative_runtime_s, s_to_sigma
+from predictor.downey import FloatArray, relative_runtime, relative_runtime_s, s_to_sigma
 from predictor.lm import fit_lm
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "scaling"
 
 
-def thesis_example() -> tuple[np.ndarray, np.ndarray]:
+def thesis_example() -> tuple[FloatArray, FloatArray]:
     """Table 5.1 of the thesis: NAS LU class W, runtime relative to T(1) = 1."""
     d = np.loadtxt(DATA / "lan_thesis_npb_lu_W.csv", delimiter=",", skiprows=1)
     return d[:, 0], d[:, 1]
@@ -80,7 +80,7 @@ def table2_instances(which: str, count: int = 50) -> list[tuple[float, float]]:
     return [(rng.uniform(a_lo, a_hi), rng.uniform(s_lo, s_hi)) for _ in range(count)]
 
 
-def within_one_percent(pred: np.ndarray, truth: np.ndarray) -> bool:
+def within_one_percent(pred: FloatArray, truth: FloatArray) -> bool:
     return bool(np.all(np.abs(pred / truth - 1) <= 0.01))
 
 
@@ -111,9 +111,9 @@ def test_table2_lm_from_an_arbitrary_start_goes_wrong() -> None:
 # --- The default search against the paper's granularity ------------------------------------
 
 
-def random_problems(count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def random_problems(count: int, seed: int) -> list[tuple[FloatArray, FloatArray, FloatArray]]:
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[tuple[FloatArray, FloatArray, FloatArray]] = []
     while len(out) < count:
         A = rng.uniform(4, 800)
         sigma = rng.uniform(0, 1) if rng.random() < 0.5 else rng.uniform(1, 12)
@@ -265,7 +265,7 @@ def test_search_settings_are_validated() -> None:
         {"parsimony_alpha": 0.0},
     ):
         with pytest.raises(ValueError, match=next(iter(bad))):
-            SearchSettings(**bad)  # type: ignore[arg-type]
+            SearchSettings(**bad)
 
 
 def test_an_observed_t1_is_one_observation_not_a_fixed_scale() -> None:

@@ -8,11 +8,12 @@ from numpy.testing import assert_allclose
 from scipy.optimize import minimize
 
 from predictor.amdahl import fit_amdahl
+from predictor.downey import FloatArray
 
 N = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
 
 
-def amdahl(n: np.ndarray, f: float, c: float) -> np.ndarray:
+def amdahl(n: FloatArray, f: float, c: float) -> FloatArray:
     return c * (f + (1 - f) / n)
 
 
@@ -32,7 +33,7 @@ def test_weighted_fit_matches_a_general_minimiser() -> None:
         w /= w.sum()
         got = fit_amdahl(N, t, w)
 
-        def objective(p: np.ndarray, t: np.ndarray = t, w: np.ndarray = w) -> float:
+        def objective(p: FloatArray, t: FloatArray = t, w: FloatArray = w) -> float:
             return float((w * (1 - amdahl(N, p[0], p[1]) / t) ** 2).sum())
 
         ref = minimize(

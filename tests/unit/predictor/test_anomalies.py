@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from numpy.typing import ArrayLike, NDArray
 
 import predictor
 from predictor.analysis import analyze, regular_spacing
@@ -24,7 +25,7 @@ from predictor.patterns import is_power_of_two, is_square, optimized_sizes
 SETTINGS = AnomalySettings()
 
 
-def downey(n: np.ndarray, A: float, sigma: float, t1: float = 1000.0) -> np.ndarray:
+def downey(n: ArrayLike, A: float, sigma: float, t1: float = 1000.0) -> NDArray[np.float64]:
     return t1 * relative_runtime(n, A, sigma)
 
 

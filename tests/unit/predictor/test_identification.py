@@ -6,18 +6,24 @@ in 42% of cases at 5% noise (23% at 2%), each giving the policies a spurious cap
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 import predictor
 from predictor.adept import amdahl_rejected
-from predictor.downey import relative_runtime
+from predictor.downey import FloatArray, relative_runtime
+
+# numpy's stubs type rounded sizes as some float; the values are float64.
+Sizes = NDArray[np.floating[Any]]
 
 
-def hidden_knee_cases(noise: float, count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def hidden_knee_cases(noise: float, count: int, seed: int) -> list[tuple[Sizes, FloatArray]]:
     """4-5 sizes spread over [n_max/32, n_max] with n_max at most half the knee (A, σ ≤ 1)."""
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[tuple[Sizes, FloatArray]] = []
     while len(out) < count:
         A, sigma = float(np.exp(rng.uniform(np.log(50), np.log(2000)))), rng.uniform(0, 1)
         top = np.round(A * rng.uniform(0.25, 0.5))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
 import predictor
+from predictor.downey import FloatArray
 from predictor.fitting import choose_model
 from predictor.models import (
     MODELS,
@@ -21,11 +24,13 @@ from predictor.models import (
 )
 from predictor.observations import prepare
 
+Curve = Callable[[FloatArray], FloatArray]
+
 N = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 UNIFORM = np.full(N.size, 1.0 / N.size)
 
 # Each model's own curve, written out from its formula in the papers.
-TRUE_CURVES = {
+TRUE_CURVES: dict[str, tuple[dict[str, float], Curve]] = {
     "amdahl": ({"P": 0.95, "t1": 100.0}, lambda n: 100.0 * (0.05 + 0.95 / n)),
     "dowdy": ({"c1": 3.0, "c2": 97.0}, lambda n: 3.0 + 97.0 / n),
     "chiang": ({"beta": 30.0, "t1": 100.0}, lambda n: 100.0 / ((1 + 30.0) * n / (n + 30.0))),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from numpy.typing import ArrayLike, NDArray
 
 import predictor
 from predictor.downey import relative_runtime
@@ -12,7 +13,7 @@ from predictor.reliability import Instance, ReliabilitySettings, disagreement_si
 N = np.array([16.0, 25.0, 36.0, 81.0])
 
 
-def downey(n: np.ndarray, A: float, sigma: float) -> np.ndarray:
+def downey(n: ArrayLike, A: float, sigma: float) -> NDArray[np.float64]:
     return 5000 * relative_runtime(n, A, sigma)
 
 

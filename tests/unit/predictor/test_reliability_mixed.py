@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.typing import NDArray
 
 import predictor
 from predictor.downey import relative_runtime
@@ -16,7 +17,7 @@ SCALING = Path(__file__).resolve().parents[2] / "data" / "scaling"
 SIZES = np.array([1, 2, 4, 8, 16, 32])
 
 
-def downey(n: np.ndarray, A: float = 60.0, sigma: float = 0.5) -> np.ndarray:
+def downey(n: NDArray[np.float64], A: float = 60.0, sigma: float = 0.5) -> NDArray[np.float64]:
     return 1000.0 * relative_runtime(n.astype(float), A, sigma)
 
 

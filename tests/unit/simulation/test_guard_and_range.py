@@ -84,6 +84,7 @@ def test_the_guard_also_raises_a_job_ending_within_its_margin() -> None:
     # would, though it would have ended in time; a limit not above the user's is not watched.
     jobs = trace((0, 2, 30, 60), (0, 2, 30, 60))
     s, _ = _run(jobs, [200.0, 60.0])
+    assert s.raised is not None
     assert s.raised.tolist() == [True, False]
     assert s.killed.tolist() == [False, False]
     assert s.end.tolist() == [30, 30]

@@ -158,8 +158,15 @@ def test_a_trace_is_scaled_to_the_offered_load() -> None:
 
 
 def test_figures_over_seeds_get_a_t_interval() -> None:
-    rows = [dict.fromkeys(("jobs", "killed", "raised"), 1) for _ in range(3)]
-    figures = ("mean_response_s", "mean_wait_s", "mean_bsld", "mean_bounded_slowdown")
+    rows: list[dict[str, float]] = [
+        dict.fromkeys(("jobs", "killed", "raised"), 1) for _ in range(3)
+    ]
+    figures: tuple[str, ...] = (
+        "mean_response_s",
+        "mean_wait_s",
+        "mean_bsld",
+        "mean_bounded_slowdown",
+    )
     figures += ("node_hours", "killed_node_hours", "utilization", "makespan_s")
     for value, row in zip((1.0, 2.0, 3.0), rows, strict=True):
         row.update(dict.fromkeys(figures, value))
