@@ -26,12 +26,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from integration.conftest import (  # noqa: F401 - fixtures
-    local_cluster,
-    redis_client,
-    slurm,
-)
-from integration.daemon_harness import DaemonProcess, daemon_factory  # noqa: F401
+from integration.daemon_harness import DaemonProcess
 from integration.testbed import LocalCluster, SlurmCLI, scratch_url
 from rich.console import Console
 from rich.table import Table
@@ -114,9 +109,9 @@ def released_once(cluster: LocalCluster, offset: int, jobs: set[int]) -> bool:
 
 
 def test_daemon_keeps_pace(
-    local_cluster: LocalCluster,  # noqa: F811
-    slurm: SlurmCLI,  # noqa: F811
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    daemon_factory: Callable[..., DaemonProcess],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from integration.conftest import local_cluster, redis_client  # noqa: F401 - fixtures reused
 from integration.testbed import adaptalloc
 from rich.console import Console
 from rich.table import Table
@@ -155,7 +154,7 @@ def matplotlib_speedup_svg(report: AppReport) -> str:
         plt.close(fig)
 
 
-def test_report_speed_for_2000_apps(redis_client: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_report_speed_for_2000_apps(redis_client: Any, tmp_path: Path) -> None:
     store = CurveStore(redis_client, Retention(max_observations=500, max_age_s=None))
     started = time.perf_counter()
     fleet(store)

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pytest
 import structlog
-from integration.conftest import local_cluster, redis_client  # noqa: F401 - fixtures reused
 from rich.console import Console
 from rich.table import Table
 
@@ -90,7 +89,7 @@ def used_memory_mb(client: Any) -> float:
     return float(client.info("memory")["used_memory"]) / 2**20
 
 
-def test_ingest_100k_jobs(redis_client: Any, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+def test_ingest_100k_jobs(redis_client: Any, capsys: pytest.CaptureFixture[str]) -> None:
     saved = structlog.get_config()
     configure_logging(logging.WARNING)  # 500 hostile names would otherwise log 500 lines
     try:

@@ -5,6 +5,9 @@ directory (the one job_submit.lua reads), with the scratch Redis database the
 ``redis_client`` fixture flushes, and logs JSON lines to a file the tests read. Every test
 ends with the heartbeat removed, so the other tests' jobs are never held, and a testbed
 daemon started by ``up.sh --with-daemon`` is stopped first (one daemon per state dir).
+
+Also a pytest plugin (tests/conftest.py loads it): the ``daemon_factory`` fixture is asked
+for by name.
 """
 
 from __future__ import annotations

@@ -4,9 +4,8 @@ the hook reads them, the hook's settings file, and whether a job came out held.
 No daemon runs in these tests: the ``daemon_heartbeat`` fixture writes the heartbeat the
 daemon would write and removes it afterwards, so the other tests' jobs are never held. The
 ``submit_conf`` fixture rewrites ``adaptalloc_submit.conf`` beside slurm.conf (the hook reads
-it on every submission) and puts the original back at teardown. Test modules import the
-fixtures by their function names (``fixture_daemon_heartbeat``) and ask for them by fixture
-name (``daemon_heartbeat``).
+it on every submission) and puts the original back at teardown. A pytest plugin
+(tests/conftest.py loads it): tests ask for the fixtures by name (``daemon_heartbeat``).
 """
 
 from __future__ import annotations

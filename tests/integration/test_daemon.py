@@ -24,9 +24,8 @@ from plugin.learning.learner import refit_app
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -54,7 +53,7 @@ def test_a_moldable_job_runs_on_the_chosen_size_with_the_rescaled_limit(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     learn_curve(scratch_url(), "it-lu", "lan_thesis_npb_lu_W.csv")
@@ -87,7 +86,7 @@ def test_a_moldable_job_runs_on_the_chosen_size_with_the_rescaled_limit(
 def test_rigid_and_opted_out_jobs_are_untouched(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     daemon = daemon_factory().start()
     rigid = submit_job("--nodes=2", "--hold", wrap="true")
@@ -105,7 +104,7 @@ def test_rigid_and_opted_out_jobs_are_untouched(
 def test_an_unknown_app_follows_the_fallback(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     daemon = daemon_factory(policy='[defaults]\nfallback = "max"\n').start()
     job = submit_job("--nodes=1-3", "--comment=adaptalloc:v1 app=never-seen", wrap="true")
@@ -123,7 +122,7 @@ def test_an_unknown_app_follows_the_fallback(
 def test_redis_down_releases_jobs_unmodified_and_the_daemon_keeps_running(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     private_redis: PrivateRedis,
 ) -> None:
     private_redis.start()
@@ -168,7 +167,7 @@ def test_hostile_job_names_and_comments_change_nothing(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     redis_client: Any,
     tmp_path: Path,
 ) -> None:
@@ -199,7 +198,7 @@ def test_sigterm_releases_held_jobs_and_stops_the_holds(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     daemon = daemon_factory().start()
     daemon.signal(signal.SIGSTOP)  # frozen: jobs are held while its heartbeat is fresh
@@ -223,7 +222,7 @@ def test_sigterm_releases_held_jobs_and_stops_the_holds(
 def test_a_stale_heartbeat_stops_the_holds(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     daemon = daemon_factory().start()
     daemon.kill()  # no teardown: the heartbeat file stays, and goes stale
@@ -237,7 +236,7 @@ def test_a_stale_heartbeat_stops_the_holds(
 def test_sighup_reloads_the_policy(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     daemon = daemon_factory(policy='[defaults]\nfallback = "as_submitted"\n').start()
@@ -253,7 +252,7 @@ def test_sighup_reloads_the_policy(
 def test_held_jobs_and_the_lua_hold_rules(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     """Jobs the user holds, prioritises or submits as arrays are not job_submit's to hold."""
     daemon = daemon_factory().start()

@@ -19,9 +19,8 @@ from plugin.appkey import AppKey
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
 )
 from .test_daemon import learn_curve
 from .testbed import SlurmCLI, SubmitJob, scratch_url
@@ -36,7 +35,7 @@ SLEEP_S = 100
 def test_a_job_that_outruns_its_shortened_limit_gets_the_users_limit_and_completes(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     redis_client: Any,
 ) -> None:
     learn_curve(scratch_url(), "it-guard", "lan_thesis_npb_lu_W.csv")

@@ -22,7 +22,7 @@ import pytest
 from plugin.daemon import marks
 from plugin.store import keys
 
-from .daemon_harness import DaemonProcess, daemon_factory, job_fields  # noqa: F401 - fixture
+from .daemon_harness import DaemonProcess, job_fields
 from .testbed import LocalCluster, SlurmCLI, SubmitJob
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -42,7 +42,7 @@ def test_killed_mid_burst_every_job_is_released_exactly_once(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     redis_client: Any,
 ) -> None:
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
@@ -94,7 +94,7 @@ def test_a_crash_between_the_record_and_the_release_is_finished_from_the_journal
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     redis_client: Any,
 ) -> None:
     """The narrowest window: the record replaced the held marker, the release never came.

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -109,7 +108,7 @@ def unprivileged_state_dir(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iter
 
 def user_daemon(
     cluster: LocalCluster,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     state_dir: Path,
     extra_daemon_settings: str = "",
 ) -> UserDaemon:
@@ -132,7 +131,7 @@ def test_refused_writes_stop_the_heartbeat_and_jobs_are_released_once_they_work(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     unprivileged_state_dir: Path,
 ) -> None:
     # Slurm refusing writes the start-up check cannot foresee (its own test is below).
@@ -185,7 +184,7 @@ def test_a_daemon_without_the_privileges_it_needs_never_beats(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Callable[..., DaemonProcess],  # noqa: F811
+    daemon_factory: Callable[..., DaemonProcess],
     unprivileged_state_dir: Path,
 ) -> None:
     daemon = user_daemon(local_cluster, daemon_factory, unprivileged_state_dir)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - fixture
+from .daemon_harness import DaemonProcess
 from .test_daemon import learn_curve
 from .testbed import PROJECT_ROOT, SubmitJob, free_port, scratch_url
 
@@ -116,7 +116,7 @@ class Prometheus:
 
 
 @pytest.fixture
-def daemon(daemon_factory: Callable[..., DaemonProcess]) -> DaemonProcess:  # noqa: F811
+def daemon(daemon_factory: Callable[..., DaemonProcess]) -> DaemonProcess:
     """The daemon with metrics on a port of its own and the learner on (every 2 s)."""
     made = daemon_factory(args=("--metrics-port", str(free_port())))
     made.config_path.write_text(

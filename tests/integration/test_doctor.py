@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .daemon_harness import DaemonProcess, daemon_factory  # noqa: F401 - fixture
+from .daemon_harness import DaemonProcess
 from .test_daemon_writes import BOOTSTRAP
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, free_port, scratch_url
 
@@ -26,7 +26,7 @@ Doctor = Callable[..., tuple[int, dict[str, dict[str, str]]]]
 
 
 @pytest.fixture
-def running_daemon(daemon_factory: Callable[..., DaemonProcess]) -> DaemonProcess:  # noqa: F811
+def running_daemon(daemon_factory: Callable[..., DaemonProcess]) -> DaemonProcess:
     """The daemon on the testbed's state directory, serving metrics on a port of its own."""
     daemon = daemon_factory(args=("--metrics-port", str(free_port())))
     return daemon.start()

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -56,7 +55,7 @@ runpy.run_module("plugin", run_name="__main__")
 def test_slurm_time_format_in_the_daemons_environment_leaves_the_watchdog_on(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     """``SLURM_TIME_FORMAT=relative`` makes squeue print SubmitTime as ``11:46:08``.
 
@@ -84,7 +83,7 @@ def test_slurm_time_format_in_the_daemons_environment_leaves_the_watchdog_on(
     assert len(decisions_of(daemon, job)) == 1
 
 
-def _skewed_daemon(daemon_factory: Factory, offset_file: Path) -> DaemonProcess:  # noqa: F811
+def _skewed_daemon(daemon_factory: Factory, offset_file: Path) -> DaemonProcess:
     offset_file.write_text("0")
     return as_env_daemon(
         daemon_factory(config="max_hold_s = 30\n"),
@@ -98,7 +97,7 @@ def test_a_clock_jump_on_the_daemons_host_strands_nothing(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
     jump_s: int,
 ) -> None:

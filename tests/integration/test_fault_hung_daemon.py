@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -59,7 +58,7 @@ def pings(sock: socket.socket, seconds: float) -> list[bytes]:
 def test_a_hung_daemon_stops_pinging_the_watchdog_and_its_jobs_are_released(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     notify_socket: socket.socket,
     tmp_path: Path,
 ) -> None:

@@ -17,11 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
-    held,
-    job_fields,
 )
 from .fault_harness import as_env_daemon, assert_within_range, decisions_of
 from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob
@@ -79,7 +76,7 @@ def _peak_kib(pid: int) -> int:
 def test_a_misbehaving_learner_never_stalls_decisions(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
     fault: str,
 ) -> None:
@@ -144,7 +141,7 @@ def test_a_misbehaving_learner_never_stalls_decisions(
 def test_the_learner_worker_learns(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     """Without a fault the worker does the learner's rounds: polls logged, no errors."""
     daemon = daemon_factory()

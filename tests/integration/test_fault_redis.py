@@ -19,9 +19,8 @@ import redis
 
 from plugin.store import keys
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -44,7 +43,7 @@ def test_redis_restarted_empty_while_jobs_are_held(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     private_redis: PrivateRedis,
 ) -> None:
     private_redis.start()

@@ -21,9 +21,8 @@ import pytest
 
 from plugin.daemon import marks
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -61,7 +60,7 @@ def test_release_held_beside_a_live_daemon_refuses_and_touches_nothing(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     """Before the fix it took no lock and released the job the live daemon was deciding."""
@@ -93,7 +92,7 @@ def test_release_held_finishes_jobs_between_their_record_and_their_release(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     """A crash after the record replaced the held marker, before the release: before the fix
@@ -140,7 +139,7 @@ def test_exec_stop_post_release_held_with_a_broken_file_still_releases(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
     broken: str,
 ) -> None:
@@ -182,7 +181,7 @@ def test_sigkill_with_no_restart_the_orphan_timer_releases_what_it_left_held(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     """Nothing restarts the daemon: its heartbeat goes stale (the hook stops holding) and the

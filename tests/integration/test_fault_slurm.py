@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -87,7 +86,7 @@ def doors(tmp_path: Path) -> Iterator[Path]:
             flag.unlink()
 
 
-def door_daemon(daemon_factory: Factory, doors: Path) -> DaemonProcess:  # noqa: F811
+def door_daemon(daemon_factory: Factory, doors: Path) -> DaemonProcess:
     settings = f"slurm_timeout_s = {SLURM_TIMEOUT_S}\nunhealthy_after_s = {UNHEALTHY_AFTER_S}\n"
     return as_env_daemon(
         daemon_factory(config=settings),
@@ -99,7 +98,7 @@ def test_slurmctld_stopped_and_restarted_while_jobs_are_held(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     since = log_offset(local_cluster)
     settings = f"unhealthy_after_s = {UNHEALTHY_AFTER_S}\n"
@@ -143,7 +142,7 @@ def test_a_slurm_command_hanging_to_its_timeout(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     doors: Path,
     command: str,
 ) -> None:

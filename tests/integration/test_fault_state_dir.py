@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     held,
     job_fields,
 )
@@ -100,7 +99,7 @@ def test_a_read_only_state_dir_strands_nothing_and_the_daemon_stops_cleanly(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     """Before the fix the daemon died on its way out (unlinking the heartbeat raised EROFS,
     which only FileNotFoundError was guarded against), leaving the jobs held meanwhile held
@@ -157,7 +156,7 @@ def test_a_full_disk_stops_the_heartbeat_at_once_and_strands_nothing(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     small_state_dir: Path,
 ) -> None:
     """Before the fix a heartbeat that could not be written stayed behind, fresh for the hook

@@ -18,11 +18,8 @@ import pytest
 
 from plugin.store import keys
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
-    held,
-    job_fields,
 )
 from .fault_harness import assert_within_range, log_offset, releases_logged, wait_released
 from .testbed import LocalCluster, SlurmCLI, SubmitJob
@@ -46,7 +43,7 @@ def test_two_daemons_on_one_cluster_release_each_job_once(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     redis_client: Any,
     tmp_path: Path,
 ) -> None:

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .job_submit_harness import (  # noqa: F401 - fixture_* are fixtures
+from .job_submit_harness import (
     MARKER,
     Heartbeat,
-    fixture_daemon_heartbeat,
     held,
 )
 from .testbed import SlurmCLI, SubmitJob

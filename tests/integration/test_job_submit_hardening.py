@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from .job_submit_harness import (  # noqa: F401 - fixture_* are fixtures
+from .job_submit_harness import (
     MARKER,
     Heartbeat,
     SubmitConf,
-    fixture_daemon_heartbeat,
-    fixture_submit_conf,
     held,
     untouched,
 )

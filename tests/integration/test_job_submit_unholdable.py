@@ -16,10 +16,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from .job_submit_harness import (  # noqa: F401 - fixture_* are fixtures
+from .job_submit_harness import (
     MARKER,
     Heartbeat,
-    fixture_daemon_heartbeat,
     held,
     untouched,
 )

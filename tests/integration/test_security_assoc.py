@@ -25,10 +25,9 @@ from plugin.learning.learner import refit_app
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
     assert_capped_release,
-    daemon_factory,
 )
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
 
@@ -85,7 +84,7 @@ def limited_account(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iterator[st
 def test_an_inherited_association_limit_caps_the_size_and_the_time_limit(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     limited_account: str,
 ) -> None:
     shown = slurm.run(

@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
-    daemon_factory,
     job_fields,
 )
 from .testbed import LocalCluster, SlurmCLI, SubmitJob
@@ -60,7 +59,7 @@ def test_a_fake_marker_in_the_name_does_not_release_an_admin_hold(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     daemon = daemon_factory().start()
     # Rigid, so job_submit.lua leaves it alone; pending for an hour so it waits for the admin.
@@ -80,7 +79,7 @@ def test_a_hold_the_user_released_and_an_admin_renewed_is_not_the_daemons(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     tmp_path: Path,
 ) -> None:
     daemon = daemon_factory()
@@ -106,7 +105,7 @@ def test_the_daemons_own_hold_still_works_for_a_hostile_name(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
 ) -> None:
     """The field-exact read sends a name holding the marker to the slow, exact path: the
     job is still decided and released within its range, its name unchanged."""

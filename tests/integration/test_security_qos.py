@@ -22,10 +22,9 @@ from plugin.learning.learner import refit_app
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .daemon_harness import (  # noqa: F401 - daemon_factory is a fixture
+from .daemon_harness import (
     DaemonProcess,
     assert_capped_release,
-    daemon_factory,
 )
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
 
@@ -47,7 +46,7 @@ def small_qos(local_cluster: LocalCluster, slurm: SlurmCLI) -> Iterator[str]:
 def test_a_qos_caps_the_size_and_the_time_limit(
     slurm: SlurmCLI,
     submit_job: SubmitJob,
-    daemon_factory: Factory,  # noqa: F811
+    daemon_factory: Factory,
     small_qos: str,
 ) -> None:
     store = CurveStore(connect(scratch_url()))

@@ -1,5 +1,8 @@
 """Fixtures for tests against the real local testbed (Slurm, slurmdbd, Redis).
 
+A pytest plugin: tests/conftest.py loads it (``pytest_plugins``), so integration tests and
+benchmarks ask for these fixtures by name, never import them.
+
 The testbed is the one ``deploy/local/up.sh`` starts (see deploy/local/README.md).
 The session fixture ``local_cluster`` runs that script once per test session: it
 brings the cluster up from nothing, starts what is missing, or (the usual case on a
@@ -47,15 +50,6 @@ if str(PROJECT_ROOT) not in sys.path:  # plugin/ when the package is not install
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from plugin.cli.env_file import read_env_file
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``integration`` marker (works with --strict-markers)."""
-    config.addinivalue_line(
-        "markers",
-        "integration: needs the real local testbed (deploy/local/up.sh: Slurm, slurmdbd, "
-        "Redis); fails, never skips, when it cannot be brought up",
-    )
 
 
 def _text(output: str | bytes | None) -> str:

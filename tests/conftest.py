@@ -1,0 +1,11 @@
+"""The suite's shared fixtures, loaded as pytest plugins so that any directory's tests
+(integration tests, benchmarks) ask for them by name instead of importing them.
+
+pytest only honours ``pytest_plugins`` in the top-level conftest, hence here.
+"""
+
+pytest_plugins = [
+    "integration.fixtures",
+    "integration.daemon_harness",
+    "integration.job_submit_harness",
+]
