@@ -1,6 +1,10 @@
 """Signals sent to a real ``adaptalloc daemon`` process, with Slurm's commands replaced by
 scripts on PATH (no cluster needed): SIGHUP reloads, SIGTERM stops cleanly and removes the
-heartbeat, a second SIGTERM stops at once, and a daemon that cannot sweep stops beating."""
+heartbeat, a second SIGTERM stops at once, and a daemon that cannot sweep stops beating.
+
+Real processes and signals, so it lives with the integration tests (it needs no testbed).
+Every step waits for what the daemon does (a log event, a file) with a generous timeout;
+nothing sleeps and then asserts on what time has passed."""
 
 from __future__ import annotations
 
@@ -11,12 +15,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import REPO_ROOT
+from .testbed import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +48,7 @@ class Daemon:
         env = dict(
             os.environ,
             PATH=f"{self.bin}{os.pathsep}{os.environ['PATH']}",
-            PYTHONPATH=str(REPO_ROOT),
+            PYTHONPATH=str(PROJECT_ROOT),
             ADAPTALLOC_STATE_DIR=str(tmp / "no-testbed"),
         )
         with open(self.log, "wb") as log:
@@ -78,11 +83,18 @@ class Daemon:
                 out.append(event)
         return out
 
-    def wait(self, what: str, predicate: Callable[[], bool], timeout: float = 30.0) -> None:
+    def wait(self, what: str, predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+        """Poll `predicate` until true; fail naming `what`, with the log's tail, after `timeout`."""
         deadline = time.monotonic() + timeout
         while not predicate():
             assert time.monotonic() < deadline, f"{what}; log:\n{self.log.read_text()[-2000:]}"
             time.sleep(0.05)
+
+
+def failing_for(daemon: Daemon) -> float:
+    """Seconds between the first and the last ``sweep_failed`` event, by their timestamps."""
+    stamps = [datetime.fromisoformat(e["timestamp"]) for e in daemon.events("sweep_failed")]
+    return (max(stamps) - min(stamps)).total_seconds() if stamps else 0.0
 
 
 @pytest.fixture
@@ -116,25 +128,26 @@ def test_sighup_reloads_and_sigterm_stops_cleanly(daemons: Callable[[str], Daemo
 def test_a_second_sigterm_stops_at_once(daemons: Callable[[str], Daemon]) -> None:
     daemon = daemons("exit 0")
     daemon.wait("the heartbeat", (daemon.state / "heartbeat").exists)
-    (daemon.bin / "squeue").write_text("#!/bin/sh\nexec sleep 50\n")  # Slurm hangs now
-    time.sleep(0.5)  # the loop is inside squeue
+    inside = daemon.bin.parent / "inside-squeue"
+    # Slurm hangs now, for longer than every timeout below (slurm_timeout_s is 60).
+    (daemon.bin / "squeue").write_text(f"#!/bin/sh\ntouch '{inside}'\nexec sleep 600\n")
+    daemon.wait("the loop inside squeue", inside.exists)
     daemon.proc.send_signal(signal.SIGTERM)
-    time.sleep(1.0)
+    daemon.wait("the first SIGTERM", lambda: bool(daemon.events("stop_requested")))
     assert daemon.proc.poll() is None  # the first one waits for the jobs in hand
-    started = time.monotonic()
     daemon.proc.send_signal(signal.SIGTERM)
-    assert daemon.proc.wait(20) == 0
-    assert time.monotonic() - started < 10
+    # Within 30 s, while squeue still hangs (60 s timeout, 600 s sleep): only a forced stop
+    # can end it this soon, and the daemon says so.
+    assert daemon.proc.wait(30) == 0
     assert daemon.events("daemon_stopped")[-1]["forced"] is True
     assert not (daemon.state / "heartbeat").exists()
 
 
 def test_no_heartbeat_while_the_queue_cannot_be_read(daemons: Callable[[str], Daemon]) -> None:
     daemon = daemons("echo 'slurm_load_jobs error: Unable to contact slurm controller' >&2; exit 1")
-    # Wait for the sweeps to fail (a loaded machine may take seconds to start Python), then
-    # for several more heartbeat intervals: never a heartbeat.
-    daemon.wait("failed sweeps", lambda: len(daemon.events("sweep_failed")) >= 2)
-    time.sleep(1.0)
+    # Failed sweeps spanning four heartbeat intervals (0.5 s), by the daemon's own clock:
+    # each was a chance to beat, and none did.
+    daemon.wait("failed sweeps over 2 s", lambda: failing_for(daemon) >= 2.0)
     assert not (daemon.state / "heartbeat").exists()
     daemon.proc.send_signal(signal.SIGTERM)
     assert daemon.proc.wait(30) == 0
