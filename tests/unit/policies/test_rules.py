@@ -26,6 +26,7 @@ from policies.rules import (
 
 from ..predictor.reference import speedup_table
 from .curves import make_curve, unreliable
+from .reasons import assert_names
 
 ANY = Allowed(None, "")
 
@@ -47,12 +48,9 @@ def test_efficiency_vs_t1_matches_the_closed_form_on_the_first_piece() -> None:
     expected = math.floor(1 + 2 * A * (1 / theta - 1) / sigma)
     assert expected == 67 == brute_largest_efficient(A, sigma, 1, 200, theta)
     c = efficiency_rule(RuntimeProfile.of(curve, 1, 200), settings)
-    assert c.nodes == 67
+    assert (c.rule, c.nodes) == ("efficiency", 67)
     e67 = speedup_table(67, A, sigma) / 67
-    assert c.reason == (
-        "efficiency stays at or above 75% (relative to the measured one-node runtime) up to "
-        f"67 nodes ({percent(e67)} there)"
-    )
+    assert_names(c.reason, "efficiency", "75%", "one-node runtime", "67 nodes", percent(e67))
 
 
 def test_efficiency_vs_the_smallest_observed_size_matches_its_closed_form() -> None:
@@ -108,11 +106,8 @@ def test_efficiency_baseline_can_be_forced() -> None:
 def test_efficiency_below_threshold_everywhere_and_above_everywhere() -> None:
     slow = make_curve(10.0, 1.0, t1_known=True, observed=(1, 2))
     c = efficiency_rule(RuntimeProfile.of(slow, 50, 60), DEFAULTS)
-    assert c.nodes == 50
-    assert c.reason == (
-        "efficiency is below 50% (relative to the measured one-node runtime) already at 50 "
-        "nodes, the smallest size allowed (20% there)"
-    )
+    assert (c.rule, c.nodes) == ("efficiency", 50)
+    assert_names(c.reason, "efficiency", "below 50%", "50 nodes", "smallest size", "20%")
     fast = make_curve(1000.0, 0.1, t1_known=True, observed=(1, 2))
     c = efficiency_rule(RuntimeProfile.of(fast, 4, 16), DEFAULTS)
     assert c.nodes == 16
@@ -147,13 +142,12 @@ def test_pws_is_the_best_size_in_range(A: float, sigma: float, lo: int, hi: int)
     c = pws_rule(RuntimeProfile.of(curve, lo, hi))
     assert c.nodes == brute_pws(A, sigma, lo, hi)
     p = curve.pws_n
+    assert c.rule == "pws"
     if lo <= p <= hi:
-        assert c.reason == f"S(n)²/n peaks at {p} nodes (the processor working set)"
+        assert_names(c.reason, "S(n)²/n", f"{p} nodes", "processor working set")
+        assert "within the range" not in c.reason
     elif p < lo:
-        assert c.reason == (
-            f"S(n)²/n peaks at {p} nodes (the processor working set), below the job's minimum; "
-            f"within the range it is largest at {lo} nodes"
-        )
+        assert_names(c.reason, "S(n)²/n", f"{p} nodes", "below the job's minimum", f"{lo} nodes")
     else:
         assert c.reason.endswith(
             f"above the largest size allowed; within the range it is largest at {hi} nodes"
@@ -257,11 +251,15 @@ def test_exploration_runs_the_suggested_size_within_budget() -> None:
     # 1 of 10 jobs ≤ 10%, and 32 nodes · T(32) is well under 10% of the node-hours.
     got = exploration_rule(SHAKY_4_64, ANY, budget, DEFAULTS)
     assert got.eligible
-    assert got.candidate.nodes == 32
-    assert got.candidate.reason == (
-        "the curve is not reliable yet (runner_up) and its reliability judgment suggests a run "
-        "at 32 nodes, within the exploration budget (0 of 9 jobs and 0.0 of 1000.0 node-hours "
-        "explored so far)"
+    assert (got.candidate.rule, got.candidate.nodes) == ("exploration", 32)
+    assert_names(
+        got.candidate.reason,
+        "not reliable",
+        "runner_up",
+        "32 nodes",
+        "exploration budget",
+        "0 of 9 jobs",
+        "0.0 of 1000.0 node-hours",
     )
 
 
@@ -269,10 +267,7 @@ def test_exploration_job_share_counts_this_job() -> None:
     eight = exploration_rule(SHAKY_4_64, ANY, ExplorationBudget(8, 0, 1e6, 0.0), DEFAULTS)
     assert not eight.eligible
     assert eight.candidate.nodes is None
-    assert eight.candidate.reason == (
-        "a run at 32 nodes is suggested (runner_up) but exploring would make 1 of 9 jobs, "
-        "above the 10% budget"
-    )
+    assert_names(eight.candidate.reason, "32 nodes", "runner_up", "1 of 9 jobs", "10% budget")
     # 2 of 20 jobs is within 10%, 2 of 19 is not.
     assert exploration_rule(SHAKY_4_64, ANY, ExplorationBudget(19, 1, 1e6, 0.0), DEFAULTS).eligible
     assert not exploration_rule(
@@ -339,11 +334,11 @@ def test_fallback_modes() -> None:
     request = Request(4, 64)
     why = "no curve is known for this application"
     kept = fallback_rule(request, 4, 48, why, DEFAULTS)
-    assert kept == Candidate(
-        "fallback", None, f"{why}, so the job is left as submitted (4-64 nodes)"
-    )
+    assert (kept.rule, kept.nodes) == ("fallback", None)
+    assert_names(kept.reason, why, "left as submitted", "4-64 nodes")
     low = fallback_rule(request, 4, 48, why, replace(DEFAULTS, fallback="min"))
-    assert (low.nodes, low.reason) == (4, f"{why}, so the job gets its smallest size, 4 nodes")
+    assert (low.rule, low.nodes) == ("fallback", 4)
+    assert_names(low.reason, why, "smallest size", "4 nodes")
     high = fallback_rule(request, 4, 48, why, replace(DEFAULTS, fallback="max"))
     assert high.nodes == 48
     assert high.reason.endswith("the largest size allowed, 48 nodes")
