@@ -33,7 +33,7 @@ DECISION_BOUND_S = 15.0
 
 SITECUSTOMIZE = """
 import os, time
-import plugin.learner
+import plugin.learning.learner
 
 def _refit_dirty(self, *args, **kwargs):
     if os.environ.get("ADAPTALLOC_TEST_LEARNER_FAULT") == "hungry":
@@ -42,7 +42,9 @@ def _refit_dirty(self, *args, **kwargs):
     time.sleep(600)
     return []
 
-plugin.learner.Learner.refit_dirty = _refit_dirty
+plugin.learning.learner.Learner.refit_dirty = _refit_dirty
+with open(os.environ["ADAPTALLOC_TEST_FAULT_MARK"], "a") as mark:  # the fault is in place
+    mark.write(f"{os.getpid()}\\n")
 """
 
 
@@ -95,6 +97,7 @@ def test_a_misbehaving_learner_never_stalls_decisions(
         env={
             "PYTHONPATH": f"{site}:{PROJECT_ROOT}",
             "ADAPTALLOC_TEST_LEARNER_FAULT": fault,
+            "ADAPTALLOC_TEST_FAULT_MARK": str(tmp_path / "fault-in-place"),
         },
     ).start()
     time.sleep(8.0)  # a few learner rounds: the worker is up and in the faulty refit
@@ -121,6 +124,10 @@ def test_a_misbehaving_learner_never_stalls_decisions(
         f"FAULT learner {fault}: 3 jobs decided in "
         f"{', '.join(f'{s:.1f}' for s in latencies)} s while the learner misbehaved"
     )
+    # The fault really was in place (a sitecustomize that fails to import is skipped
+    # silently): every interpreter of the daemon loaded it, and no refit ever finished.
+    assert len((tmp_path / "fault-in-place").read_text().split()) >= 2  # daemon and worker
+    assert not daemon.events("refit")
     peak = _peak_kib(daemon.pid)
     print(f"daemon peak memory {peak / 1024:.0f} MiB")
     assert peak < DAEMON_MEMORY_BOUND_KIB

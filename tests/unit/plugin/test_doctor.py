@@ -125,9 +125,16 @@ def searchable_dir() -> Iterator[Path]:
         shutil.rmtree(path)
 
 
-def test_missing_access_follows_the_path(tmp_path: Path, searchable_dir: Path) -> None:
-    # pytest's own directory is 700: a stranger is stopped at its first parent that is.
-    assert "is not searchable" in str(missing_access(tmp_path, STRANGER, "r"))
+def test_missing_access_follows_the_path(searchable_dir: Path) -> None:
+    # A stranger is stopped at the first parent it may not search. (Not pytest's tmp_path:
+    # integration fixtures open its parents to the test user, so their mode depends on order.)
+    closed = searchable_dir / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    (closed / "inside").mkdir()
+    found = str(missing_access(closed / "inside", STRANGER, "r"))
+    assert found.startswith(f"{closed} (mode 700")
+    assert found.endswith("is not searchable")
     state = searchable_dir / "state"
     state.mkdir(mode=0o755)
     state.chmod(0o755)
