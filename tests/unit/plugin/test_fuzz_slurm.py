@@ -251,6 +251,21 @@ def check_verdict(verdict: str | None, admin: str | None) -> None:
         assert verdict is None
 
 
+@pytest.mark.parametrize(
+    ("admin", "verdict"),
+    [
+        (MARKER, MARKER),
+        ("adaptalloc:v1:sized nodes=4", ""),
+        (f" {MARKER}", None),  # the marker as a later word still marks the job: read exactly
+        (f"note {MARKER}", None),
+        (f"{MARKER} extra", None),
+    ],
+)
+def test_found_cases_of_the_marker_read(admin: str, verdict: str | None) -> None:
+    fields = dict.fromkeys(("name", "command", "workdir", "comment", "stdout"), "")
+    assert admin_comment_of(scontrol_line(41, fields, admin)) == verdict
+
+
 @FUZZ
 @given(job_text, admin_texts)
 def test_the_marker_is_never_read_from_user_text(fields: dict[str, str], admin: str | None) -> None:
