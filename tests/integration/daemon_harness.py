@@ -24,6 +24,8 @@ from typing import Any
 
 import pytest
 
+from plugin.daemon import marks
+
 from .testbed import DOWN_SH, PROJECT_ROOT, LocalCluster, SlurmCLI, scratch_url
 
 #: Upper bound for the daemon to start (heartbeat written) or stop.
@@ -228,6 +230,31 @@ def job_fields(slurm: SlurmCLI, job_id: int) -> dict[str, Any]:
             found: dict[str, Any] = job
             return found
     return {}
+
+
+def journal_kept_before_release(
+    slurm: SlurmCLI, jobs: list[int], state_dir: Path, app: str, reason: str
+) -> None:
+    """What a daemon killed between a batch's record and its release leaves: each job's
+    marker replaced by a "kept" record (range 1-2), and ``inflight.json`` naming them, in the
+    journal's first layout (no version, no submitted limit), which a newer daemon still reads."""
+    journal: dict[str, Any] = {}
+    for job in jobs:
+        fields = job_fields(slurm, job)
+        record = marks.admin_comment(marks.kept_record(1, 2, "fallback"))
+        slurm.run("scontrol", "update", f"JobId={job}", f"AdminComment={record}")
+        journal[str(job)] = {
+            "submit": fields["submit_time"],
+            "action": "keep",
+            "comment": record,
+            "resize": None,
+            "rule": "fallback",
+            "fail_open": None,
+            "app": app,
+            "reason": reason,
+            "range": [1, 2],
+        }
+    (state_dir / "inflight.json").write_text(json.dumps(journal))
 
 
 def held(job: dict[str, Any]) -> bool:

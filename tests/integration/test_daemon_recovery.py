@@ -10,7 +10,6 @@ keeps the recovered records single).
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 from collections import Counter
@@ -22,7 +21,7 @@ import pytest
 from plugin.daemon import marks
 from plugin.store import keys
 
-from .daemon_harness import DaemonProcess, job_fields
+from .daemon_harness import DaemonProcess, job_fields, journal_kept_before_release
 from .testbed import LocalCluster, SlurmCLI, SubmitJob
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -109,25 +108,12 @@ def test_a_crash_between_the_record_and_the_release_is_finished_from_the_journal
         for _ in range(3)
     ]
     first.kill()
-    journal: dict[str, Any] = {}
     for job in jobs:
         fields = job_fields(slurm, job)
         assert fields.get("priority") == 0
         assert marks.is_held(fields.get("admin_comment"))
-        record = marks.admin_comment(marks.kept_record(1, 2, "fallback"))
-        slurm.run("scontrol", "update", f"JobId={job}", f"AdminComment={record}")
-        journal[str(job)] = {
-            "submit": fields["submit_time"],
-            "action": "keep",
-            "comment": record,
-            "resize": None,
-            "rule": "fallback",
-            "fail_open": None,
-            "app": "window",
-            "reason": "journaled by a daemon that crashed before the release",
-            "range": [1, 2],
-        }
-    (first.state_dir / "inflight.json").write_text(json.dumps(journal))
+    reason = "journaled by a daemon that crashed before the release"
+    journal_kept_before_release(slurm, jobs, first.state_dir, "window", reason)
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
 
     second = daemon_factory().start()
@@ -144,7 +130,7 @@ def test_a_crash_between_the_record_and_the_release_is_finished_from_the_journal
     for job in jobs:
         decision = second.decision(job)
         assert decision is not None
-        assert (decision["recovered"], decision["reason"]) == (True, journal[str(job)]["reason"])
+        assert (decision["recovered"], decision["reason"]) == (True, reason)
     entries = redis_client.xrange(keys.DECISIONS, "-", "+")
     assert sorted(int(fields["job_id"]) for _, fields in entries) == sorted(jobs)
     assert not (first.state_dir / "inflight.json").exists()

@@ -10,7 +10,6 @@ daemon killed with SIGKILL loses the lock with its life, so the orphan timer
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Callable
@@ -19,12 +18,11 @@ from typing import Any
 
 import pytest
 
-from plugin.daemon import marks
-
 from .daemon_harness import (
     DaemonProcess,
     held,
     job_fields,
+    journal_kept_before_release,
 )
 from .fault_harness import (
     assert_within_range,
@@ -103,23 +101,8 @@ def test_release_held_finishes_jobs_between_their_record_and_their_release(
         lambda: submit_job("--nodes=1-2", "--comment=adaptalloc:v1 app=it-window", wrap="true"),
         3,
     )
-    journal: dict[str, Any] = {}
-    for job in jobs:
-        fields = job_fields(slurm, job)
-        record = marks.admin_comment(marks.kept_record(1, 2, "fallback"))
-        slurm.run("scontrol", "update", f"JobId={job}", f"AdminComment={record}")
-        journal[str(job)] = {
-            "submit": fields["submit_time"],
-            "action": "keep",
-            "comment": record,
-            "resize": None,
-            "rule": "fallback",
-            "fail_open": None,
-            "app": "it-window",
-            "reason": "journaled by a daemon killed before the release",
-            "range": [1, 2],
-        }
-    (daemon.state_dir / "inflight.json").write_text(json.dumps(journal))
+    reason = "journaled by a daemon killed before the release"
+    journal_kept_before_release(slurm, jobs, daemon.state_dir, "it-window", reason)
     daemon.heartbeat.unlink(missing_ok=True)
     since = log_offset(local_cluster)
     began = time.monotonic()
