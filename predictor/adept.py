@@ -194,7 +194,8 @@ class SearchResult:
 @dataclass(frozen=True)
 class Plausible:
     """The instances the data cannot tell from the best one ("Plausible instances" above):
-    (T, K) each, every column the best instance itself where that is identified."""
+    (T, K) each, every column the best instance itself where that is identified (K = 1 when
+    every target is)."""
 
     A: FloatArray
     s: FloatArray
@@ -714,15 +715,23 @@ def search(
     n_max = float(n[-1])
     found_A, found_s = best_A, best_s
     best_A, best_s, identified = resolve_valley(best_A, best_s, n_max, settings.valley, env, domain)
-    ends = [resolve_valley(found_A, found_s, n_max, rule, env, domain)[:2] for rule in NEAR_FAR]
     downey = (best_A, best_s, best_c)
 
     best_A, best_s, best_c, best_err, identified, simple = _parsimony(
         n, t, w, pw, (best_A, best_s, best_c, best_err), identified, scale, settings, domain
     )
-    plausible = plausible_instances(
-        (best_A, best_s, best_c), identified, downey, ends, simple, n_max, domain
-    )
+    if identified.all():  # nothing to span; the common case with the knee in the data
+        plausible = Plausible(best_A[:, None], best_s[:, None], best_c[:, None])
+    else:
+        ends = [
+            downey[:2]
+            if rule == settings.valley
+            else resolve_valley(found_A, found_s, n_max, rule, env, domain)[:2]
+            for rule in NEAR_FAR
+        ]
+        plausible = plausible_instances(
+            (best_A, best_s, best_c), identified, downey, ends, simple, n_max, domain
+        )
     return SearchResult(
         A=best_A,
         s=best_s,
