@@ -2,7 +2,8 @@
 
 SYNTHETIC ASSUMPTION (printed with the table): exact Downey curves × lognormal noise, drawn by
 tests/benchmarks/synthetic.py with seed SEED, which chose nothing: the knee test's η0 (adept.py)
-was chosen on seeds 17-18 and the interval constants (intervals.py) on seed 101.
+was chosen on seeds 17-18, the interval constants (intervals.py) and spanning the plausible
+instances' runtimes rather than their intervals (fitting.span_interval) on seed 101.
 
 Per (where the data end relative to the knee, spacing, noise) cell, PER_CELL cases: median
 |relative error| of the runtime at interpolation and at 1.5-4x extrapolation targets for shipped
