@@ -118,8 +118,8 @@ class Predictions:
     speedup is relative to each target instance's T(1), efficiency = speedup / n.
     residual: RMS of log(T_model/t) of each target's instance over the observations.
     lower, upper: the runtime's prediction interval at `level` (intervals.py); with ADEPT,
-    where the target's instance is not identified, it spans the intervals of every plausible
-    instance (adept.py, "Plausible instances").
+    where the target's instance is not identified, widened to reach the runtime of every
+    plausible instance (adept.py, "Plausible instances"; `span_interval`).
     """
 
     n: IntArray
