@@ -71,6 +71,18 @@ again). Unlike the F-test it works with three sizes. Noise above η0 still fakes
 5% is chosen on the synthetic suite (tests/benchmarks/test_synthetic_accuracy.py), where it
 keeps false "identified" at ≤ 5% up to 5% noise. The fitted curve is not changed by this test,
 only the claim.
+
+Plausible instances. Where the fit is not identified the data cannot choose between
+instances that differ only beyond the largest observation, so the search also returns them
+(`plausible` in SearchResult) for the prediction interval to span (fitting.py, curve.py):
+the chosen instance; both ends ("near", "far") of the valley of the Downey fit before the
+parsimony rule, and that fit itself; both ends of Amdahl's law fitted with the target's
+weights, which the knee test did not reject. No rule picks the right end from the data: with
+every observation on the first piece every instance on the valley's line has the same error,
+and a few points on that line predict each other best whatever lies beyond them. Choosing
+among these candidates by leave-one-out over sizes, leave-last-out or AICc gained nothing
+on the synthetic suite and lost on the real curves (extrapolation 24% -> 62% median with
+leave-one-out; tests/benchmarks/test_valley_choice.py), so the valley rule stays.
 """
 
 from __future__ import annotations
@@ -80,7 +92,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import chdtrc, fdtrc
 
-from predictor.amdahl import fit_amdahl
+from predictor.amdahl import AmdahlFit, fit_amdahl
 from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope, derive_envelope
 from predictor.grids import clip, linspace
@@ -178,6 +190,18 @@ class SearchResult:
     wssre: FloatArray
     identified: BoolArray
     envelope: Envelope
+    plausible: Plausible
+
+
+@dataclass(frozen=True)
+class Plausible:
+    """The instances the data cannot tell from the best one ("Plausible instances" above):
+    (T, K) each, every column the best instance itself where that is identified (K = 1 when
+    every target is)."""
+
+    A: FloatArray
+    s: FloatArray
+    scale: FloatArray
 
 
 def anchors(
@@ -599,9 +623,10 @@ def _parsimony(
     scale: float | None,
     settings: SearchSettings,
     domain: Domain,
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, BoolArray]:
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, BoolArray, AmdahlFit]:
     """Prefer Amdahl's law where the knee is not significant ("Parsimony"), and claim
-    identified only where the data show the knee: returns (A, s, scale, wssre, identified)."""
+    identified only where the data show the knee: returns (A, s, scale, wssre, identified)
+    and the Amdahl fit per target."""
     best_A, best_s, best_c, best_err = best
     full = pw >= 1.0
     if full.sum() < 2:
@@ -627,7 +652,7 @@ def _parsimony(
     )
     # No speedup at all (A = 1) is fully determined: one node is all the application uses.
     identified = (identified & ~prefer & shown) | (best_A <= 1.0)
-    return best_A, best_s, best_c, best_err, identified
+    return best_A, best_s, best_c, best_err, identified, simple
 
 
 def search(
@@ -690,11 +715,58 @@ def search(
     ss = np.stack([p[2] for p in picks], axis=1)
     best_err, best_A, best_s, best_c = _refine(n, t, w, sA, ss, env, settings, domain, scale)
     n_max = float(n[-1])
+    found_A, found_s = best_A, best_s
     best_A, best_s, identified = resolve_valley(best_A, best_s, n_max, settings.valley, env, domain)
+    downey = (best_A, best_s, best_c)
 
-    best_A, best_s, best_c, best_err, identified = _parsimony(
+    best_A, best_s, best_c, best_err, identified, simple = _parsimony(
         n, t, w, pw, (best_A, best_s, best_c, best_err), identified, scale, settings, domain
     )
+    if identified.all():  # nothing to span; the common case with the knee in the data
+        plausible = Plausible(best_A[:, None], best_s[:, None], best_c[:, None])
+    else:
+        ends = [
+            downey[:2]
+            if rule == settings.valley
+            else resolve_valley(found_A, found_s, n_max, rule, env, domain)[:2]
+            for rule in NEAR_FAR
+        ]
+        plausible = plausible_instances(
+            (best_A, best_s, best_c), identified, downey, ends, simple, n_max, domain
+        )
     return SearchResult(
-        A=best_A, s=best_s, scale=best_c, wssre=best_err, identified=identified, envelope=env
+        A=best_A,
+        s=best_s,
+        scale=best_c,
+        wssre=best_err,
+        identified=identified,
+        envelope=env,
+        plausible=plausible,
+    )
+
+
+NEAR_FAR = ("near", "far")
+
+
+def plausible_instances(
+    best: tuple[FloatArray, FloatArray, FloatArray],
+    identified: BoolArray,
+    downey: tuple[FloatArray, FloatArray, FloatArray],
+    ends: list[tuple[FloatArray, FloatArray]],
+    simple: AmdahlFit,
+    n_max: float,
+    domain: Domain,
+) -> Plausible:
+    """(A, s, scale) of shape (T, 6), see "Plausible instances": the best instance, the Downey
+    fit before parsimony and its valley's ends (same scale: the first piece does not depend on
+    where the line ends), Amdahl's ends; all columns the best instance where identified."""
+    amdahl = [valley_representative(simple.f, n_max, rule, domain) for rule in NEAR_FAR]
+    A = np.stack([best[0], downey[0], *(e[0] for e in ends), *(e[0] for e in amdahl)], axis=1)
+    s = np.stack([best[1], downey[1], *(e[1] for e in ends), *(e[1] for e in amdahl)], axis=1)
+    c = np.stack([best[2], downey[2], downey[2], downey[2], simple.c, simple.c], axis=1)
+    keep = identified[:, None]
+    return Plausible(
+        A=np.where(keep, best[0][:, None], A),
+        s=np.where(keep, best[1][:, None], s),
+        scale=np.where(keep, best[2][:, None], c),
     )

@@ -13,6 +13,11 @@ use stays the same).
 Efficiency is offered two ways because T(1) is often unknown: relative to the model's T(1)
 (`efficiency`), and relative to the smallest observed size (`efficiency_vs_smallest`,
 E(n) = n0·T(n0) / (n·T(n))), which uses only what was measured.
+
+An unidentified curve carries `plausible`, the instances of its last phase that its
+observations cannot tell from it (predictor/adept.py, "Plausible instances"): beyond the
+largest observation they part, and `runtime_interval` spans them, so a decision that reads
+the interval (the time limit reads its upper end) sees how little the data say there.
 """
 
 from __future__ import annotations
@@ -25,10 +30,10 @@ from numpy.typing import ArrayLike
 
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray
-from predictor.fitting import Fit
+from predictor.fitting import Fit, span_interval
 from predictor.intervals import LEVEL, SPREAD, interval
 from predictor.models import Choice, ModelFit
-from predictor.segments import Segment, segment_runtime
+from predictor.segments import Segment, segment_of, segment_runtime
 
 CURVE_FORMAT = 1
 
@@ -53,6 +58,7 @@ class Curve:
     selected: ModelFit | None = None
     model: str = "downey"
     residual: float = 0.0
+    plausible: tuple[Segment, ...] = ()
 
     @property
     def phases(self) -> tuple[Segment, ...]:
@@ -95,6 +101,8 @@ class Curve:
             selected=chosen,
             model=chosen.model if chosen is not None else "downey",
             residual=_residual(fit, chosen),
+            # Alternatives to the Downey curve only: another model's runtime is not theirs.
+            plausible=fit.plausible if chosen is None else (),
         )
 
     @property
@@ -141,9 +149,12 @@ class Curve:
         runtime·exp(∓z·s(n)), s(n) = sqrt(a² + r² + (b·d(n))²), r = `residual` (the RMS log
         residual over the observations), d(n) the log distance outside the observed sizes.
         `upper` is the pessimistic runtime. Constants are those of the curve's method,
-        calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there)."""
+        calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there).
+        Where the curve is not identified the interval also reaches the runtime of every
+        `plausible` instance (at sizes whose closest observation is in the last phase), as
+        `predict`'s does."""
         nv = np.atleast_1d(np.asarray(n, dtype=float))
-        return interval(
+        lower, upper = interval(
             self.runtime(nv),
             nv,
             np.full(nv.shape, self.residual),
@@ -152,6 +163,17 @@ class Curve:
             self.method if self.method in SPREAD else "adept",
             level,
         )
+        if not self.plausible:
+            return lower, upper
+        others = np.stack([segment_runtime((p,), nv) for p in self.plausible], axis=-1)
+        lo, hi = span_interval(lower, upper, others)
+        phases = self.phases
+        last = (
+            segment_of(phases, nv) == len(phases) - 1
+            if len(phases) > 1
+            else np.ones(nv.shape, dtype=bool)
+        )
+        return np.where(last, lo, lower), np.where(last, hi, upper)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (format CURVE_FORMAT) that `from_dict` reads back."""
@@ -172,6 +194,7 @@ class Curve:
             "segments": [s.to_dict() for s in self.segments],
             "selected_fit": self.selected.to_dict() if self.selected is not None else None,
             "residual": self.residual,
+            "plausible": [s.to_dict() for s in self.plausible],
             **self.diagnostics.to_dict(),
         }
 
@@ -229,6 +252,7 @@ class Curve:
                 selected=selected,
                 model=expected,
                 residual=float(doc.get("residual", 0.0)),
+                plausible=tuple(Segment.from_dict(s) for s in doc.get("plausible", [])),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed curve document: {exc!r}") from exc
@@ -236,6 +260,11 @@ class Curve:
             np.isfinite([curve.A, curve.sigma, curve.t1])
         ):
             raise ValueError("curve parameters out of range (A ≥ 1, σ ≥ 0, T(1) > 0, finite)")
+        if not all(
+            p.A >= 1.0 and p.sigma >= 0.0 and p.t1 > 0.0 and np.isfinite([p.A, p.sigma, p.t1]).all()
+            for p in curve.plausible
+        ):
+            raise ValueError("plausible instance out of range (A ≥ 1, σ ≥ 0, T(1) > 0, finite)")
         if not (np.isfinite(curve.residual) and curve.residual >= 0.0):
             raise ValueError("curve residual must be finite and non-negative")
         return curve

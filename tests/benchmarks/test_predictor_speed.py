@@ -12,6 +12,9 @@ Measured here, CPU ms median (2026-11-23, 2 shared cores, load 4-5): main before
 speed work ADEPT 16.1 vs LM 6.1 (2.64x, main and this branch alternating in one process); after
 it 11.4-11.5 vs 5.9-6.1 (1.89-1.93x; wall clock 1.80x in the same run), with the same fits bit
 for bit (tests/unit/predictor/test_search_speedups.py).
+With the plausible instances of unidentified fits (adept.py) 11.98 vs 6.04 (1.98x; the same
+problems alternating between the two commits in a script: 19.3-20.0 ms before, 19.9-23.4 after,
+the machine's load swinging between runs).
 """
 
 from __future__ import annotations

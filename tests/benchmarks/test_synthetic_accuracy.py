@@ -2,7 +2,8 @@
 
 SYNTHETIC ASSUMPTION (printed with the table): exact Downey curves × lognormal noise, drawn by
 tests/benchmarks/synthetic.py with seed SEED, which chose nothing: the knee test's η0 (adept.py)
-was chosen on seeds 17-18 and the interval constants (intervals.py) on seed 101.
+was chosen on seeds 17-18, the interval constants (intervals.py) and spanning the plausible
+instances' runtimes rather than their intervals (fitting.span_interval) on seed 101.
 
 Per (where the data end relative to the knee, spacing, noise) cell, PER_CELL cases: median
 |relative error| of the runtime at interpolation and at 1.5-4x extrapolation targets for shipped
@@ -14,16 +15,16 @@ do not reach that the fit still calls identified; the share of targets whose tru
 has the same mean squared relative error within 1% (both on Amdahl's line s = 2fA, which fits
 the data equally well along its length) and a knee inside 2x the largest size: the two differ
 only in where they end the line, ADEPT at its far end (adept.py, "the unidentified valley"),
-LM near the data, where its start (the largest observed speedup) leaves it. Measured on seeds
-17-18 (10 per cell and seed, median extrapolation error at 5% noise, ADEPT / LM): "at" even
-13.2 / 5.5, uneven 20.2 / 8.9; "past" even 3.8 / 3.4, uneven 3.0 / 3.4; "before" even 20.9 /
-36.1, uneven 13.2 / 35.4. Not sections VIII-IX (w/o VIII-IX gives the same errors in those
-cells), not the distance weights (q = inf: 11.8, 19.9 in "at"), not a missed optimum (ADEPT's
-uniform WSSRE within 5% of LM's in 236 of 240 cases); ending the valley near the data instead
-("near") gives 2.8 / 7.4 in "at" but 34.3 / 43.9 in "before": the data cannot tell the two
-ends apart, so which is right depends on where knees lie beyond data, which the suite's
-positions assume and nothing measured here can choose. The "past / uneven / 5%" gap on seed
-2026 (0.8 points, 6 cases) is not this mechanism (0% same valley) and reverses on seeds 17-18.
+LM near the data, where its start (the largest observed speedup) leaves it. The data cannot
+tell the ends apart, so an unidentified fit's 90% interval spans its plausible instances
+(adept.py, "Plausible instances"); the coverage line prints it with and without that span.
+Which end is the better point estimate depends on where knees lie beyond the data, which the
+suite's positions assume: tests/benchmarks/test_valley_choice.py measures the candidates, and
+choosing between them by leave-one-out over sizes, on seeds 17-18.
+
+"aim missed": the cells where ADEPT's median error exceeds LM's (beyond the printed rounding)
+or, where the knee is out of reach ("before"), is not below it. Issue 17's aim is none; with 6
+cases per cell a miss by 0.1-0.3 points is within what another seed reverses.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from rich.table import Table
 import predictor
 from predictor import DiagnosisSettings
 from predictor.downey import FloatArray
+from predictor.intervals import interval
 
 from .synthetic import LABEL, NOISES, POSITIONS, SPACINGS, Case, suite
 
@@ -51,13 +53,14 @@ VARIANTS = {
 }
 
 
-# Per variant: |relative errors| at the interpolation and extrapolation sizes, and which
-# sizes the 90% interval covered.
-Evaluation = dict[str, tuple[FloatArray, FloatArray, NDArray[np.bool_]]]
+# Per variant: |relative errors| at the interpolation and extrapolation sizes, which sizes
+# the 90% interval covered, and which the interval before the span of the plausible
+# instances (intervals.py's alone) covered.
+Evaluation = dict[str, tuple[FloatArray, FloatArray, NDArray[np.bool_], NDArray[np.bool_]]]
 
 
 def evaluate(case: Case) -> Evaluation:
-    """Per variant: (|errors| interp, |errors| extrap, covered by the 90% interval)."""
+    """Per variant: (|errors| interp, |errors| extrap, covered, covered without the span)."""
     at = np.r_[case.interp, case.extrap]
     truth = case.truth(at)
     obs = predictor.prepare(case.n, case.t)
@@ -67,8 +70,12 @@ def evaluate(case: Case) -> Evaluation:
         err = np.abs(p.runtime / truth - 1.0)
         assert p.lower is not None
         assert p.upper is not None
+        assert p.residual is not None
         covered = (p.lower <= truth) & (truth <= p.upper)
-        out[name] = (err[: case.interp.size], err[case.interp.size :], covered)
+        method = "lm" if name == "LM" else "adept"
+        lo, hi = interval(p.runtime, at, p.residual, float(obs.n[0]), float(obs.n[-1]), method)
+        unspanned = (lo <= truth) & (truth <= hi)
+        out[name] = (err[: case.interp.size], err[case.interp.size :], covered, unspanned)
     return out
 
 
@@ -84,6 +91,24 @@ def same_valley(case: Case, adept: predictor.Fit) -> bool:
     knee = lm.A if lm.sigma <= 1 else lm.A + (lm.A - 1) * lm.sigma
     tied = abs(mine - theirs) <= 0.01 * max(mine, theirs) + 1e-12
     return (not adept.identified) and tied and knee <= 2 * case.n[-1]
+
+
+# Printed values have one decimal: a cell misses the aim when ADEPT's median exceeds LM's by
+# more than that rounding.
+ROUNDING = 0.05
+
+
+def aim_missed(position: str, adept: tuple[float, float], lm: tuple[float, float]) -> list[str]:
+    """Which of issue 17's error aims a cell misses: ADEPT's median (interp, extrap) no worse
+    than LM's everywhere, and better where the knee is out of reach ("before")."""
+    missed = [
+        f"{kind} {a:.1f} > LM {b:.1f}"
+        for kind, a, b in zip(("interp", "extrap"), adept, lm, strict=True)
+        if a > b + ROUNDING
+    ]
+    if position == "before" and not adept[1] < lm[1] - ROUNDING and lm[1] > ROUNDING:
+        missed.append(f"extrap {adept[1]:.1f} not below LM {lm[1]:.1f} (unidentifiable)")
+    return missed
 
 
 @pytest.mark.benchmark
@@ -108,9 +133,14 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
     view.add_column("false identified", justify="right")
     view.add_column("90% covers (ADEPT / LM)", justify="right")
     view.add_column("same valley", justify="right")
+    view.add_column("aim missed")
     hidden_identified: list[bool] = []
     covered: dict[str, list[NDArray[np.bool_]]] = {"ADEPT": [], "LM": []}
-    worse_cells = []
+    by_identified: dict[bool, list[tuple[NDArray[np.bool_], NDArray[np.bool_]]]] = {
+        True: [],
+        False: [],
+    }
+    missed_cells = []
     for position in POSITIONS:
         for spacing in SPACINGS:
             for noise in NOISES:
@@ -126,25 +156,41 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
                 cov = {m: np.concatenate([r[1][m][2] for r in rows]) for m in covered}
                 for m, collected in covered.items():
                     collected.append(cov[m])
-                if medians["ADEPT"][1] > medians["LM"][1] + 0.5:
-                    worse_cells.append((position, spacing, noise))
+                for _, ev, ident in rows:
+                    by_identified[ident].append((ev["ADEPT"][2], ev["ADEPT"][3]))
+                missed = aim_missed(position, medians["ADEPT"], medians["LM"])
+                if missed:
+                    missed_cells.append((position, spacing, noise, missed))
                 view.add_row(
                     f"{position} / {spacing} / {noise:.0%}",
                     *(f"{i:.1f} / {e:.1f}" for i, e in medians.values()),
                     f"{np.mean(hidden):.0%} of {len(hidden)}" if hidden else "-",
                     f"{cov['ADEPT'].mean():.0%} / {cov['LM'].mean():.0%}",
                     f"{np.mean(valley[(position, spacing, noise)]):.0%}",
+                    "; ".join(missed),
                 )
     false_rate = float(np.mean(hidden_identified))
     coverage = {m: float(np.concatenate(v).mean()) for m, v in covered.items()}
+
+    def split(ident: bool, column: int) -> str:
+        pairs = by_identified[ident]
+        if not pairs:
+            return "-"
+        return f"{np.concatenate([p[column] for p in pairs]).mean():.1%}"
+
     with capsys.disabled():
-        Console(width=160).print(view)
+        Console(width=190).print(view)
         print(
             f"false identified over all hidden-knee cases: {false_rate:.1%} "
             f"({len(hidden_identified)} cases); 90% interval coverage: ADEPT "
-            f"{coverage['ADEPT']:.1%}, LM {coverage['LM']:.1%}; cells where ADEPT's median "
-            f"extrapolation error exceeds LM's by > 0.5 points: {worse_cells or 'none'}"
+            f"{coverage['ADEPT']:.1%}, LM {coverage['LM']:.1%}. ADEPT's coverage on "
+            f"identified fits {split(True, 0)} (intervals.py alone {split(True, 1)}), on "
+            f"unidentified fits {split(False, 0)} (without the plausible instances' span "
+            f"{split(False, 1)})"
         )
+        print(f"cells that miss the error aim ({len(missed_cells)} of {len(cells)}):")
+        for position, spacing, noise, missed in missed_cells:
+            print(f"  {position} / {spacing} / {noise:.0%}: {'; '.join(missed)}")
     # The aims of issue 17 that this suite measures (seeded, so deterministic).
     assert false_rate <= 0.05
     assert 0.85 <= coverage["ADEPT"] <= 0.95

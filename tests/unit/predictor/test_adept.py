@@ -299,3 +299,30 @@ def test_three_sizes_keep_a_knee_only_beyond_the_parsimony_tolerance() -> None:
     hidden = 100 * relative_runtime(n, 100.0, 0.5)
     assert not predictor.fit(n, hidden).identified
     assert predictor.fit(n, hidden).max_useful_n is None
+
+
+def test_an_unidentified_search_returns_both_ends_of_the_valley_as_plausible() -> None:
+    n = np.array([16.0, 25.0, 36.0, 81.0])
+    t = 5000 * relative_runtime(n, 700.0, 3.0)  # all before the knee (A + (A-1)σ = 2797)
+    found = search(n, t, np.array([160.0, 320.0]))
+    assert not found.identified.any()
+    A, s = found.plausible.A, found.plausible.s
+    assert A.shape == (2, 6)
+    assert_allclose(A[:, 0], found.A)  # the chosen instance is the first
+    assert np.any(np.isclose(A, 81.0, rtol=1e-3), axis=1).all()  # knee right after the data
+    assert (s_to_sigma(s).max(axis=1) > 999.0).all()  # Amdahl's law continued
+    # Every plausible instance explains the data alike: the first piece is the same.
+    tau = relative_runtime(n[None, None, :], A[..., None], s_to_sigma(s)[..., None])
+    model = found.plausible.scale[..., None] * tau
+    assert np.max(np.abs(model / t - 1.0)) < 0.01
+
+
+def test_an_identified_search_has_its_instance_as_the_only_plausible_one() -> None:
+    n = np.array([4.0, 8.0, 16.0, 32.0, 64.0, 128.0])
+    t = 100 * relative_runtime(n, 20.0, 0.5)
+    found = search(n, t, np.array([48.0, 256.0]))
+    assert found.identified.all()
+    assert found.plausible.A.shape == (2, 1)
+    assert_allclose(found.plausible.A[:, 0], found.A)
+    assert_allclose(found.plausible.s[:, 0], found.s)
+    assert_allclose(found.plausible.scale[:, 0], found.scale)

@@ -98,3 +98,45 @@ def test_a_curve_stored_before_residuals_reads_with_residual_zero() -> None:
     doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
     del doc["residual"]
     assert predictor.Curve.from_dict(doc).residual == 0.0
+
+
+def test_an_unidentified_curve_interval_spans_its_plausible_instances() -> None:
+    """Data long before the knee: the stored curve keeps the instances its data cannot tell
+    apart, and the interval a decision reads reaches the one that ends right after the data
+    (far slower at 4x the largest size than the representative)."""
+    n = np.array([2.0, 4.0, 8.0, 16.0])
+    t = 100 * relative_runtime(n, 5000.0, 0.2)
+    fit = predictor.fit(n, t)
+    near = predictor.fit(n, t, settings=predictor.SearchSettings(valley="near"))
+    curve = predictor.Curve.from_fit(fit)
+    assert not curve.identified
+    assert curve.plausible
+    assert all(not p.identified and p.sizes == fit.segments[-1].sizes for p in curve.plausible)
+    at = np.array([64.0])
+    assert near.runtime(at)[0] > 1.5 * curve.runtime(at)[0]
+    lower, upper = curve.runtime_interval(at)
+    assert lower[0] <= curve.runtime(at)[0]
+    assert upper[0] >= near.runtime(at)[0]
+    back = predictor.Curve.from_dict(json.loads(json.dumps(curve.to_dict())))
+    assert back == curve
+    assert np.array_equal(back.runtime_interval(at)[1], upper)
+
+
+def test_an_identified_curve_has_no_plausible_instances() -> None:
+    curve = predictor.Curve.from_fit(predictor.fit(N, T))
+    assert curve.identified
+    assert curve.plausible == ()
+    assert curve.to_dict()["plausible"] == []
+
+
+def test_a_curve_stored_before_plausible_instances_reads_with_none() -> None:
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
+    del doc["plausible"]
+    assert predictor.Curve.from_dict(doc).plausible == ()
+
+
+def test_a_plausible_instance_out_of_range_is_refused() -> None:
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
+    doc["plausible"] = [{"sizes": [4, 8], "A": 0.5, "sigma": 1.0, "t1": 1.0, "identified": False}]
+    with pytest.raises(ValueError, match="plausible"):
+        predictor.Curve.from_dict(doc)

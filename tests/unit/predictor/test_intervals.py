@@ -45,3 +45,38 @@ def test_distance_outside_is_zero_inside_and_log_outside() -> None:
 def test_a_level_outside_0_1_is_refused() -> None:
     with pytest.raises(ValueError, match="level must lie in"):
         interval(np.array([1.0]), np.array([2.0]), np.array([0.0]), 1.0, 2.0, "lm", level=1.0)
+
+
+def test_an_unidentified_curve_spans_both_ends_of_its_valley() -> None:
+    """Amdahl data (every size before the knee): the instance that ends the line right after
+    the data and the one that continues it to the domain's end fit alike, so the interval
+    reaches both predictions, far apart at 4x the largest size."""
+    n = np.array([2.0, 4.0, 8.0, 16.0])
+    t = 100 * relative_runtime(n, 5000.0, 0.2)  # knee at 5000: the data end long before it
+    obs = predictor.prepare(n, t)
+    at = np.array([64])
+    shipped = predictor.predict_observations(obs, at)
+    near = predictor.predict_observations(obs, at, settings=predictor.SearchSettings(valley="near"))
+    assert not predictor.fit_observations(obs).identified
+    assert near.runtime[0] > 1.5 * shipped.runtime[0]
+    assert shipped.lower is not None
+    assert shipped.upper is not None
+    assert shipped.lower[0] <= shipped.runtime[0]
+    assert shipped.upper[0] >= near.runtime[0]
+
+
+def test_an_identified_curve_keeps_its_own_interval() -> None:
+    """Exact data well past the knee: the plausible instances are the fit itself, so the
+    interval is intervals.py's around it."""
+    n = np.array([4.0, 8.0, 16.0, 32.0, 64.0, 128.0])
+    t = 100 * relative_runtime(n, 20.0, 0.5)
+    obs = predictor.prepare(n, t)
+    at = np.array([48, 256])
+    p = predictor.predict_observations(obs, at)
+    assert predictor.fit_observations(obs).identified
+    assert p.residual is not None
+    assert p.lower is not None
+    assert p.upper is not None
+    lo, hi = interval(p.runtime, at.astype(float), p.residual, 4.0, 128.0, "adept")
+    np.testing.assert_allclose(p.lower, lo, rtol=1e-12)
+    np.testing.assert_allclose(p.upper, hi, rtol=1e-12)
