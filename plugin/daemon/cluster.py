@@ -40,8 +40,9 @@ from plugin.slurm import (
     SlurmReader,
 )
 from policies import ClusterState
+from policies.partition import Queue
 
-__all__ = ["ClusterView", "pending_demand", "tighter"]
+__all__ = ["ClusterView", "listed_partitions", "pending_demand", "tighter"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
@@ -53,6 +54,16 @@ AssocKey = tuple[str, str, str]
 def first_partition(partition: str) -> str:
     """A job submitted to ``a,b`` is judged by ``a``."""
     return partition.split(",", 1)[0].strip()
+
+
+def listed_partitions(partition: str) -> list[str]:
+    """The partitions a job lists (``a,b`` -> [a, b]), in the user's order, without repeats."""
+    out: list[str] = []
+    for word in partition.split(","):
+        name = word.strip()
+        if name and name not in out:
+            out.append(name)
+    return out
 
 
 def tighter(*limits: int | None) -> int | None:
@@ -203,3 +214,41 @@ class ClusterView:
                 assoc.max_wall_min if assoc is not None else None,
             ),
         )
+
+    def cpus_per_node(self, name: str) -> int | None:
+        """The fewest CPUs of the partition's nodes (what a placement may put on any node),
+        None when sinfo is unavailable or shows none of its nodes."""
+        nodes = self.nodes()
+        if nodes is None:
+            return None
+        cpus = [n.cpus for n in nodes if name in n.partitions and n.cpus > 0]
+        return min(cpus) if cpus else None
+
+    def queue(
+        self, name: str, jobs: Iterable[JobRecord], job: JobRecord, now: float
+    ) -> Queue | None:
+        """The partition's queue as policies.partition.wait_estimate reads it (its docstring):
+        idle nodes (sinfo), the minimum nodes of the other pending jobs that list `name`
+        first, and the running jobs there as (nodes, seconds left of their limit, inf when
+        unlimited). None when sinfo is unavailable: no wait can be estimated."""
+        nodes = self.nodes()
+        if nodes is None:
+            return None
+        part = self.partitions().get(name)
+        idle = sum(1 for n in nodes if n.idle and name in n.partitions)
+        if part is not None and part.total_nodes > 0:
+            idle = min(idle, part.total_nodes)
+        pending = 0
+        running: list[tuple[int, float]] = []
+        for other in jobs:
+            if other.job_id == job.job_id:
+                continue
+            if other.state == "PENDING" and first_partition(other.partition) == name:
+                pending += other.nodes_min or 0
+            elif other.state == "RUNNING" and other.partition == name and other.nodes_alloc:
+                if other.time_limit_min and other.start_time:
+                    left = max(other.start_time + 60.0 * other.time_limit_min - now, 0.0)
+                else:
+                    left = float("inf")
+                running.append((other.nodes_alloc, left))
+        return Queue(idle, pending, tuple(running))

@@ -265,6 +265,8 @@ def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
         priority=field_int(job.get("priority")),
         state_reason=field_str(job.get("state_reason")),
         cluster=field_str(job.get("cluster")),
+        num_tasks=None if started else field_int(job.get("tasks")),
+        ntasks_per_node=None if started else field_int(job.get("tasks_per_node")),
     )
 
 

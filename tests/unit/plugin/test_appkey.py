@@ -250,3 +250,15 @@ def test_look_alike_letters_are_shown_escaped() -> None:
 
 def test_surrounding_whitespace_is_normalisation_not_an_attack() -> None:
     assert AppKey.parse("lulesh\r\n") == AppKey("lulesh")
+
+
+def test_scaling_tag_is_read_and_checked() -> None:
+    tag = parse_tag("adaptalloc:v1 app=heat scaling=WEAK")
+    assert tag is not None
+    assert tag.scaling == "weak"
+    assert tag.app == "heat"
+    plain = parse_tag("adaptalloc:v1 app=heat")
+    assert plain is not None
+    assert plain.scaling is None
+    with pytest.raises(AppKeyError, match="scaling= must be strong or weak"):
+        parse_tag("adaptalloc:v1 scaling=weak;rm")
