@@ -45,6 +45,8 @@ class JobRecord:
     priority : scheduling priority (0 while held); None when not reported.
     state_reason : why a pending job waits ("JobHeldUser", ...), "" when none.
     qos : the job's QOS ("" when the source does not report it).
+    tasks : the job's task count, the most tasks of any of its ``srun`` steps (sacct's
+        NTasks; the batch and extern steps are not counted); None when not reported.
     """
 
     job_id: int
@@ -73,6 +75,7 @@ class JobRecord:
     state_reason: str = ""
     cluster: str = ""
     qos: str = ""
+    tasks: int | None = None
 
     @property
     def finished(self) -> bool:
