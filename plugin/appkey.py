@@ -44,6 +44,7 @@ unrelated jobs into one curve.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -64,7 +65,9 @@ __all__ = [
     "JobFields",
     "Tag",
     "normalise_part",
+    "numeric_size",
     "parse_tag",
+    "size_class",
 ]
 
 #: Longest name or size class, in characters, after normalisation.
@@ -183,6 +186,33 @@ def _is_part(value: object) -> bool:
         and len(value) <= MAX_PART_LENGTH
         and _PART.fullmatch(value) is not None
     )
+
+
+#: A size class that is a problem size: a plain decimal number (``1000``, ``2.5e6``).
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?")
+
+
+def numeric_size(size_class: str | None) -> float | None:
+    """The problem size a size class names when it is a number (``size=2.5e6``), else None.
+
+    The class still picks the app key (``cg@2.5e6``); the number is recorded beside each
+    run so that curves of sibling sizes can be borrowed (predictor/sizes.py). Only finite
+    values > 0 count (``size=0`` and ``size=1e999`` stay plain class names).
+    """
+    if size_class is None or not _NUMBER.fullmatch(size_class):
+        return None
+    value = float(size_class)
+    return value if 0.0 < value < float("inf") else None
+
+
+def size_class(size: float) -> str:
+    """The size class that names a numeric problem size: ``1000``, ``2.5e6`` (shortest form
+    that reads back as the same number with :func:`numeric_size`, no ``+``)."""
+    if not (math.isfinite(size) and size > 0):
+        raise ValueError(f"size must be finite and > 0, got {size!r}")
+    if size == int(size) and size < 1e15:
+        return str(int(size))
+    return repr(float(size)).replace("e+", "e")
 
 
 # --- the comment tag ----------------------------------------------------------------------

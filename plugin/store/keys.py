@@ -10,6 +10,8 @@
 | ``adaptalloc:v1:app:<app>:runs`` | sorted set | job id -> end time, for ageing out and trimming |
 | ``adaptalloc:v1:app:<app>:state`` | hash | obs_version, added_total, updated_at |
 | ``adaptalloc:v1:app:<app>:curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
+| ``adaptalloc:v1:app:<app>:curve:<type>`` | hash | the same, from the runs on one node type |
+| ``adaptalloc:v1:app:<app>:types`` | set | node types that have a curve of their own |
 | ``adaptalloc:v1:learner:<source>`` | hash | the learner's watermark for sacct or squeue |
 | ``adaptalloc:v1:import:<id>`` | hash | checkpoint of one ``import sacct`` range |
 | ``adaptalloc:v1:decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
@@ -25,7 +27,9 @@ AppKey values and check the other variable parts, so no caller can build a key o
 namespace.
 
 An observation is stored as compact JSON, ``{"n": nodes, "t": runtime_s, "e": end_time,
-"s": source}``, short enough for Redis to keep small apps' hashes in its compact encoding.
+"s": source}`` with, only when known, ``"z"`` problem size, ``"k"`` tasks, ``"p"`` tasks per
+node and ``"y"`` node type (partition), short enough for Redis to keep small apps' hashes in
+its compact encoding.
 Bumping the schema means a new prefix (``adaptalloc:v2:``), never a silent change.
 """
 
@@ -48,9 +52,11 @@ __all__ = [
     "app_curve",
     "app_guard",
     "app_keys",
+    "app_node_types",
     "app_observations",
     "app_runs",
     "app_state",
+    "app_type_curve",
     "decided",
     "import_checkpoint",
     "learner",
@@ -66,6 +72,7 @@ GUARD_RAISES = PREFIX + "guard:raises"
 #: Where the learner can read finished jobs from; each has its own watermark.
 LEARNER_SOURCES = ("sacct", "squeue")
 
+_NODE_TYPE = re.compile(r"[a-z0-9._-]{1,64}")
 _IMPORT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 
 
@@ -93,6 +100,19 @@ def app_state(app: AppKey) -> str:
 def app_curve(app: AppKey) -> str:
     """``adaptalloc:v1:app:<app>:curve``: curve JSON and metadata."""
     return _app(app) + "curve"
+
+
+def app_type_curve(app: AppKey, node_type: str) -> str:
+    """``adaptalloc:v1:app:<app>:curve:<type>``: the app's curve on one node type (partition),
+    fitted from its runs there when it ran on more than one; same fields as ``:curve``."""
+    if not _NODE_TYPE.fullmatch(node_type):
+        raise ValueError(f"node type {node_type!r} is not [a-z0-9._-]{{1,64}}")
+    return _app(app) + "curve:" + node_type
+
+
+def app_node_types(app: AppKey) -> str:
+    """``adaptalloc:v1:app:<app>:types``: set of the node types with a curve of their own."""
+    return _app(app) + "types"
 
 
 def app_guard(app: AppKey) -> str:

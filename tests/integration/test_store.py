@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -550,3 +551,73 @@ def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock:
         ("4", 16, 50.0),
     ]
     assert store.guard_counts(LULESH)["censored_runs"] == 2
+
+
+# --- issue 18: what observations carry, node types, sibling sizes --------------------------------
+
+
+def test_optional_fields_are_stored_under_short_keys(store: CurveStore, redis_client: Any) -> None:
+    app = AppKey("cg", "1000")
+    run = Observation("41", app, 4, 12.0, NOW, size=1000.0, tasks=64, tasks_per_node=16)
+    plain = Observation("42", app, 8, 7.0, NOW)
+    store.add_observations(app, [run, plain])
+    stored = redis_client.hgetall(keys.app_observations(app))
+    assert json.loads(stored["41"]) == {
+        "n": 4,
+        "t": 12.0,
+        "e": NOW,
+        "s": "sacct",
+        "z": 1000.0,
+        "k": 64,
+        "p": 16,
+    }
+    assert set(json.loads(stored["42"])) == {"n", "t", "e", "s"}
+    assert store.observations(app) == [run, plain]
+
+
+def test_an_app_on_two_node_types_gets_a_curve_per_type(
+    store: CurveStore, redis_client: Any
+) -> None:
+    app = AppKey("lulesh")
+    fast = [replace(o, node_type="fast") for o in runs(app, 100)]
+    slow = [
+        replace(o, job_id=str(200 + i), node_type="slow", runtime_s=2.0 * o.runtime_s)
+        for i, o in enumerate(runs(app, 100))
+    ]
+    store.add_observations(app, fast + slow)
+    assert refit_app(store, app).status == "written"
+    assert store.node_types(app) == ["fast", "slow"]
+    on_fast, on_slow, overall = (store.curve(app, t) for t in ("fast", "slow", None))
+    assert on_fast is not None
+    assert on_slow is not None
+    assert overall is not None
+    assert on_slow.runtime(4)[()] == pytest.approx(2.0 * on_fast.runtime(4)[()], rel=0.05)
+    assert on_fast.runtime(4)[()] < overall.runtime(4)[()] < on_slow.runtime(4)[()]
+    assert store.load_curve(app, "fast") == on_fast  # the agreed name
+    assert store.dirty_apps() == []  # the all-runs curve, saved last, clears the mark
+    record = store.curve_record(app, "slow")
+    assert record is not None
+    assert record.n_observations == len(SIZES)
+    assert redis_client.exists(keys.app_type_curve(app, "slow")) == 1
+    # One node type only: no per-type curves.
+    single = AppKey("hpl")
+    store.add_observations(single, [replace(o, node_type="fast") for o in runs(single, 300)])
+    refit_app(store, single)
+    assert store.node_types(single) == []
+    assert store.curve(single, "fast") is None
+    assert store.curve(single) is not None
+    # forget takes the per-type curves with it
+    assert store.forget(app) is True
+    assert [k for k in redis_client.keys("*") if ":lulesh:" in k] == [keys.app_forgotten(app)]
+
+
+def test_sibling_sizes_are_the_same_name_with_numeric_sizes(store: CurveStore) -> None:
+    for key, first in ((AppKey("cg", "1000"), 100), (AppKey("cg", "4000"), 200)):
+        store.add_observations(key, runs(key, first))
+    store.add_observations(AppKey("cg", "large"), runs(AppKey("cg", "large"), 300))
+    store.add_observations(AppKey("mg", "1000"), runs(AppKey("mg", "1000"), 400))
+    store.add_observations(AppKey("cg"), runs(AppKey("cg"), 500))
+    siblings = store.sibling_sizes(AppKey("cg", "2000"))
+    assert sorted(str(k) for k in siblings) == ["cg@1000", "cg@4000"]
+    assert all(len(v) == len(SIZES) for v in siblings.values())
+    assert sorted(str(k) for k in store.sibling_sizes(AppKey("cg", "1000"))) == ["cg@4000"]

@@ -13,7 +13,9 @@ from plugin.appkey import (
     AppKeyRule,
     Tag,
     normalise_part,
+    numeric_size,
     parse_tag,
+    size_class,
 )
 
 
@@ -250,6 +252,34 @@ def test_look_alike_letters_are_shown_escaped() -> None:
 
 def test_surrounding_whitespace_is_normalisation_not_an_attack() -> None:
     assert AppKey.parse("lulesh\r\n") == AppKey("lulesh")
+
+
+@pytest.mark.parametrize(
+    ("size_class", "number"),
+    [
+        ("1000", 1000.0),
+        ("2.5e6", 2.5e6),
+        ("1e-3", 1e-3),
+        (".5", 0.5),
+        ("large", None),
+        ("0", None),
+        ("1e999", None),
+        ("1-2", None),
+        ("1_000", None),
+        (None, None),
+    ],
+)
+def test_a_numeric_size_class_is_also_a_problem_size(
+    size_class: str | None, number: float | None
+) -> None:
+    assert numeric_size(size_class) == number
+
+
+@pytest.mark.parametrize("value", [1000.0, 2.5e6, 0.125, 1.5e20, 3.0])
+def test_size_class_names_a_number_that_reads_back(value: float) -> None:
+    name = size_class(value)
+    assert AppKey("cg", name).size == name  # a valid key part
+    assert numeric_size(name) == value
 
 
 def test_scaling_tag_is_read_and_checked() -> None:

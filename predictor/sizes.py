@@ -1,0 +1,269 @@
+"""Cold start from sibling problem sizes: the runtime T(N, P) of a problem size N never run.
+
+An application run at several problem sizes N_1 … N_K (NPB classes, mesh sizes) has a
+speedup curve per size. For a size N* without runs of its own, two models of T(N, P) borrow
+from the siblings:
+
+* ``nt_pt``, Kishimoto and Ichikawa's N-T and P-T models (models/sized.py, eqs. 1-2): a
+  polynomial g(N) of degree min(3, K-1) scaled over processors,
+  T(N, P) = g(N)·(k4·P + k5/P) + k6, fitted to every run at once (`fit_nt_pt`);
+* ``downey_interp``, the Downey family per size: each size's own Downey fit (A, σ, T(1)),
+  with log A, the shape s(σ) (downey.sigma_to_s) and log T(1) each a least-squares line in
+  log N, evaluated at N* (a plain line through two sizes, a regression through more).
+
+`fit_sizes` fits both and chooses by leave-one-size-out error: each sibling size in turn is
+left out, both models are fitted on the others and predict its runs; the mean relative
+runtime error |T̂/T - 1| over those runs scores the model. Only the sizes in the target's
+position are left out: the interior ones for a target inside the range of sizes (an
+interpolation), the end on its side for one beyond it (an extrapolation), since a model
+that interpolates well can extrapolate badly (a polynomial in N, the paper warns). The model
+with the smaller score is used (``downey_interp`` on a tie, or when fewer than three sizes
+leave nothing to cross-validate, because its per-size curves are the product's own model).
+`borrow_curve` turns the prediction at N* into a `Curve` flagged as borrowed, so that no
+policy cuts a time limit on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from numpy.typing import ArrayLike
+
+from predictor.curve import Curve
+from predictor.diagnostics import Diagnostics, ReliabilityProblem
+from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma, sigma_to_s
+from predictor.fitting import Fit, fit
+from predictor.models.sized import NTPTModel, fit_nt_pt
+
+__all__ = [
+    "METHODS",
+    "DowneyInterp",
+    "SizeFits",
+    "borrow_curve",
+    "fit_downey_interp",
+    "fit_sizes",
+]
+
+#: The models of T(N, P), in the order a tie is broken.
+METHODS = ("downey_interp", "nt_pt")
+#: Largest shape s the interpolation returns (s < 2 is σ < ∞).
+_S_MAX = 1.999
+
+
+@dataclass(frozen=True)
+class DowneyInterp:
+    """Downey parameters per size, each a line in log N (module docstring).
+
+    Attributes
+    ----------
+    sizes : (K,) the fitted problem sizes, ascending.
+    log_a, s, log_t1 : (K,) each size's fitted log A, shape s and log T(1).
+    shaped : (K,) whether that size's fit is identified (its runs show the knee); only those
+        place the lines of log A and s, since an unidentified fit's A and σ are any point of
+        a valley (adept.py). Every size places the line of log T(1).
+    """
+
+    sizes: FloatArray
+    log_a: FloatArray
+    s: FloatArray
+    log_t1: FloatArray
+    shaped: npt.NDArray[np.bool_]
+
+    def _line(self, values: FloatArray, size: float, use: npt.NDArray[np.bool_]) -> float:
+        if not np.any(use):
+            use = np.ones_like(use)
+        x = np.log(self.sizes[use])
+        if x.size == 1:
+            return float(values[use][0])
+        slope, intercept = np.polyfit(x, values[use], 1)
+        return float(slope * np.log(size) + intercept)
+
+    def parameters(self, size: float) -> tuple[float, float, float]:
+        """(A, σ, T(1)) at problem size `size`; A ≥ 1, 0 ≤ s ≤ 1.999."""
+        every = np.ones_like(self.shaped)
+        A = max(1.0, float(np.exp(self._line(self.log_a, size, self.shaped))))
+        s = min(max(self._line(self.s, size, self.shaped), 0.0), _S_MAX)
+        return A, float(s_to_sigma(s)), float(np.exp(self._line(self.log_t1, size, every)))
+
+    def runtime(self, size: ArrayLike, n: ArrayLike) -> FloatArray:
+        """T(N, n) = T1(N)·τ(n; A(N), s(N)) (downey.relative_runtime_s); broadcast."""
+        sizes, nv = np.broadcast_arrays(np.asarray(size, float), np.asarray(n, float))
+        out = np.empty(sizes.shape)
+        for value in np.unique(sizes):
+            A, sigma, t1 = self.parameters(float(value))
+            mask = sizes == value
+            out[mask] = t1 * relative_runtime_s(nv[mask], A, sigma_to_s(sigma))
+        return out
+
+
+def _per_size_fits(size: FloatArray, n: FloatArray, t: FloatArray) -> dict[float, Fit]:
+    """One Downey fit (ADEPT) per problem size with runs at two or more node counts."""
+    fits = {}
+    for value in np.unique(size):
+        mask = size == value
+        if np.unique(n[mask]).size >= 2:
+            fits[float(value)] = fit(n[mask], t[mask])
+    return fits
+
+
+def _interp_from(fits: dict[float, Fit], keep: list[float]) -> DowneyInterp:
+    chosen = [fits[k] for k in keep]
+    return DowneyInterp(
+        sizes=np.asarray(keep, dtype=float),
+        log_a=np.log([f.A for f in chosen]),
+        s=np.asarray(sigma_to_s([f.sigma for f in chosen]), dtype=float),
+        log_t1=np.log([f.t1 for f in chosen]),
+        shaped=np.asarray([f.identified for f in chosen], dtype=bool),
+    )
+
+
+def fit_downey_interp(size: ArrayLike, n: ArrayLike, runtime: ArrayLike) -> DowneyInterp:
+    """The Downey family per size, interpolated in log N; ValueError when no size has runs
+    at two node counts."""
+    sv, nv, tv = _checked(size, n, runtime)
+    fits = _per_size_fits(sv, nv, tv)
+    if not fits:
+        raise ValueError("no problem size has runs at two or more node counts")
+    return _interp_from(fits, sorted(fits))
+
+
+@dataclass(frozen=True)
+class SizeFits:
+    """Both models of T(N, P) fitted on every sibling size, and the chosen one.
+
+    Attributes
+    ----------
+    sizes : the problem sizes the runs were at, ascending.
+    method : "downey_interp" or "nt_pt": the model `runtime` uses.
+    loso_error : per model, its mean relative error over the runs of each size left out in
+        turn (None: the model could not be cross-validated, e.g. fewer than three sizes).
+    downey : the Downey family per size (None when no size has two node counts).
+    nt_pt : the N-T/P-T model (None when it cannot be fitted).
+    """
+
+    sizes: tuple[float, ...]
+    method: str
+    loso_error: dict[str, float | None] = field(default_factory=dict)
+    downey: DowneyInterp | None = None
+    nt_pt: NTPTModel | None = None
+
+    def runtime(self, size: ArrayLike, n: ArrayLike) -> FloatArray:
+        """Predicted runtime at problem size `size` on `n` nodes, from the chosen model."""
+        model = self.downey if self.method == "downey_interp" else self.nt_pt
+        if model is None:  # pragma: no cover - fit_sizes never chooses a missing model
+            raise ValueError(f"model {self.method} was not fitted")
+        return model.runtime(size, n)
+
+
+def _checked(size: ArrayLike, n: ArrayLike, runtime: ArrayLike) -> tuple[FloatArray, ...]:
+    sv, nv, tv = (np.asarray(v, dtype=float).ravel() for v in (size, n, runtime))
+    if not sv.size == nv.size == tv.size:
+        raise ValueError("size, n and runtime must have the same length")
+    for name, values in (("size", sv), ("n", nv), ("runtime", tv)):
+        if not np.all(np.isfinite(values) & (values > 0)):
+            raise ValueError(f"{name} must be finite and > 0")
+    return sv, nv, tv
+
+
+def _mean_error(predicted: FloatArray, observed: FloatArray) -> float:
+    return float(np.mean(np.abs(predicted / observed - 1.0)))
+
+
+def _scored_sizes(distinct: list[float], target: float | None) -> list[float]:
+    """The sizes whose leave-one-out error scores the models for `target`: the interior ones
+    when the target lies inside the runs' range, the end on its side when beyond it (every
+    size when no target is given or no size matches)."""
+    if target is None or len(distinct) < 3:
+        return distinct
+    if target < distinct[0]:
+        return distinct[:1]
+    if target > distinct[-1]:
+        return distinct[-1:]
+    return distinct[1:-1]
+
+
+def fit_sizes(
+    size: ArrayLike, n: ArrayLike, runtime: ArrayLike, target: float | None = None
+) -> SizeFits:
+    """Fit T(N, P) to runs (problem size, nodes, runtime) and choose the model for problem
+    size `target` (module docstring): each sibling size in the target's position (inside the
+    range of sizes, or beyond it on the target's side) is left out in turn, both models are
+    fitted on the others and predict its runs; the smaller mean |T̂/T - 1| wins.
+
+    Raises ValueError with fewer than two distinct problem sizes or unusable values.
+    """
+    sv, nv, tv = _checked(size, n, runtime)
+    distinct = [float(v) for v in np.unique(sv)]
+    if len(distinct) < 2:
+        raise ValueError("borrowing a curve needs runs at two or more problem sizes")
+    if target is not None and not (np.isfinite(target) and target > 0):
+        raise ValueError("the target problem size must be finite and > 0")
+    fits = _per_size_fits(sv, nv, tv)
+    downey = _interp_from(fits, sorted(fits)) if fits else None
+    try:
+        ntpt: NTPTModel | None = fit_nt_pt(sv, nv, tv)
+    except ValueError:
+        ntpt = None
+    errors: dict[str, list[float]] = {name: [] for name in METHODS}
+    scored = dict.fromkeys(METHODS, True)
+    for out in _scored_sizes(distinct, target):
+        held = sv == out
+        rest = [k for k in sorted(fits) if k != out]
+        if len(rest) >= 2:
+            model = _interp_from(fits, rest)
+            errors["downey_interp"].append(_mean_error(model.runtime(out, nv[held]), tv[held]))
+        else:
+            scored["downey_interp"] = False
+        try:
+            others = fit_nt_pt(sv[~held], nv[~held], tv[~held])
+        except ValueError:
+            scored["nt_pt"] = False
+        else:
+            errors["nt_pt"].append(_mean_error(others.runtime(out, nv[held]), tv[held]))
+    loso: dict[str, float | None] = {
+        name: float(np.mean(errors[name])) if scored[name] and errors[name] else None
+        for name in METHODS
+    }
+    available = {"downey_interp": downey is not None, "nt_pt": ntpt is not None}
+    candidates = [m for m in METHODS if available[m] and loso[m] is not None]
+    if candidates:
+        method = min(candidates, key=lambda m: (loso[m], METHODS.index(m)))
+    elif downey is not None:
+        method = "downey_interp"
+    elif ntpt is not None:
+        method = "nt_pt"
+    else:
+        raise ValueError("neither model of T(N, P) can be fitted to these runs")
+    return SizeFits(tuple(distinct), method, loso, downey, ntpt)
+
+
+def borrow_curve(fits: SizeFits, size: float, n: ArrayLike) -> Curve:
+    """The curve of problem size `size` borrowed from its siblings: the Downey fit (ADEPT)
+    of the chosen model's runtimes at node counts `n` (the siblings' observed ones).
+
+    It carries a reliability problem ``borrowed``, so that no policy shortens a time limit
+    on it (a guess until the size has runs of its own).
+    """
+    nv = np.unique(np.asarray(n, dtype=float))
+    if nv.size < 2:
+        raise ValueError("a borrowed curve needs two or more node counts")
+    result = fit(nv, fits.runtime(size, nv))
+    curve = Curve.from_fit(result)
+    score = fits.loso_error.get(fits.method)
+    problem = ReliabilityProblem(
+        problem=(
+            f"curve borrowed from problem sizes {', '.join(f'{s:g}' for s in fits.sizes)} "
+            f"({fits.method})"
+        ),
+        action="run this problem size to learn its own curve",
+        suggest_n=None,
+        detail={} if score is None else {"loso_error": score},
+    )
+    diagnostics = Diagnostics(
+        curve.diagnostics.anomalies,
+        curve.diagnostics.patterns,
+        (*curve.diagnostics.reliability, problem),
+    )
+    return Curve.from_fit(result, diagnostics=diagnostics)
