@@ -199,6 +199,20 @@ class CurveSource:
         self._cache[app] = record
         return record
 
+    def typed(self, app: AppKey, node_type: str) -> CurveRecord | None:
+        """The app's curve on `node_type` (a partition name) when the learner fitted one (the
+        app ran on several types), else None; StoreError as `get`."""
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            return self.store().curve_record(app, node_type)
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("curve")
+            raise
+
     def observations(self, app: AppKey) -> list[Any]:
         """The app's observations (for placement and weak scaling); StoreError as `get`."""
         if self.down:
@@ -369,12 +383,11 @@ class Decider:
             if shaped is not None:
                 decision, partition = shaped
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            options = self._partition_options(job, request, curve, missing)
+            options = self._partition_options(job, request, app, curve, missing)
             if options is not None:
                 decision, partition, chosen = options
                 extra["placement"] = chosen
-                used = curve if partition is None else None
-                return self._outcome(job, low, high, app, used, decision, extra, partition)
+                return self._outcome(job, low, high, app, None, decision, extra, partition)
             decision = policies.decide(
                 request, curve, state, settings, self.budget.value(), missing or "no curve"
             )
@@ -433,7 +446,8 @@ class Decider:
         self,
         job: JobRecord,
         request: policies.Request,
-        curve: Any,
+        app: AppKey | None,
+        generic: Any,
         missing: str,
     ) -> tuple[Decision, str | None, dict[str, Any]] | None:
         """Each listed partition's own decision and the one with the earliest predicted
@@ -449,6 +463,10 @@ class Decider:
         for name in listed:
             if name not in names:
                 continue
+            typed = self.curves.typed(app, name) if app is not None else None
+            # The curve of the runs on this node type when the app ran on several, else the
+            # curve of all its runs (one type: the same machine as far as the runs tell).
+            curve = typed.curve if typed is not None and typed.curve is not None else generic
             where = replace(job, partition=name)
             state = self._cluster(where)
             # A pinned size per partition: a completion needs one size to predict.
