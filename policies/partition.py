@@ -23,7 +23,10 @@ The wait W_p(n) the current queue implies, defined simply (`wait_estimate`):
 What it leaves out, knowingly: jobs end before their limits (W is too long for that), and the
 pending jobs ahead run for some time before they free their nodes (W is too short for that).
 Both errors hit every partition alike; the estimate compares partitions, it is not a forecast
-of a start time. Backfilling, priorities and reservations are ignored.
+of a start time. Backfilling, priorities and reservations are ignored, and so are jobs of
+another partition that hold this one's nodes (partitions may overlap; the daemon counts the
+running jobs submitted to this partition): their nodes never free, which makes W longer, up
+to infinite, when such jobs fill the partition.
 """
 
 from __future__ import annotations

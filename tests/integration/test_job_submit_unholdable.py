@@ -4,7 +4,7 @@ unprivileged user as a user would.
 A hold breaks an immediate allocation (``salloc -I``/``srun -I`` fail at once), and the
 daemon sizes a job from the idle nodes of its one partition, which does not describe what a
 job may run on when it names a reservation, features, nodes to use or avoid, contiguous
-nodes, several partitions, or is one component of a heterogeneous job. Each of those passes
+nodes, or is one component of a heterogeneous job. Each of those passes
 the hook untouched, while the heartbeat is fresh (the `daemon_heartbeat` fixture) and an
 otherwise equal job would be held.
 """
@@ -130,7 +130,6 @@ def test_a_job_with_a_constraint_is_untouched(
         "--nodelist=node1",
         "--exclude=node8",
         "--contiguous",
-        "--partition=debug,batch",
     ],
 )
 def test_a_job_restricted_beyond_its_partition_is_untouched(
