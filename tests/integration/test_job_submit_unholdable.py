@@ -94,7 +94,13 @@ def test_a_job_in_a_reservation_is_untouched(
 
 @pytest.fixture
 def node_feature(slurm: SlurmCLI) -> Iterator[str]:
-    """A feature on half the nodes (set at run time: slurm.conf stays as it is)."""
+    """A feature on half the nodes (set at run time: slurm.conf stays as it is); the
+    features slurm.conf gave them (node1-4: std) are put back after."""
+    shown = slurm.run("scontrol", "show", "node", "-o", "node1").stdout
+    before = next(
+        (w.split("=", 1)[1] for w in shown.split() if w.startswith("AvailableFeatures=")), ""
+    )
+    before = "" if before == "(null)" else before
     slurm.run(
         "scontrol",
         "update",
@@ -109,8 +115,8 @@ def node_feature(slurm: SlurmCLI) -> Iterator[str]:
             "scontrol",
             "update",
             f"NodeName={FEATURE_NODES}",
-            "AvailableFeatures=",
-            "ActiveFeatures=",
+            f"AvailableFeatures={before}",
+            f"ActiveFeatures={before}",
             check=False,
         )
 
