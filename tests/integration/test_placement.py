@@ -9,8 +9,10 @@ is exact synthetic data from the papers' equations, stored through the real Redi
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +23,7 @@ from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Observation
 
 from .daemon_harness import DaemonProcess
-from .testbed import SlurmCLI, SubmitJob, scratch_url
+from .testbed import SlurmCLI, SubmitJob, adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -148,3 +150,35 @@ def test_a_weak_scaling_job_is_sized_by_gustafson(
     fields = slurm.wait_job_state(job, {"COMPLETED"})
     assert fields["NumNodes"] == "4"
     assert fields["TimeLimit"] == "00:20:00"  # a weak-scaling limit does not shrink with n
+
+
+def test_the_report_shows_the_placement_table_and_the_node_type_curves(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    f = {1: 1.0, 2: 1.9, 4: 2.0}
+    g = {2: 1.9, 4: 3.4, 8: 4.0}
+    runs: list[dict[str, Any]] = [
+        {"nodes": 1, "runtime_s": 1000.0 / f[p], "tasks": p, "tasks_per_node": p} for p in f
+    ]
+    runs += [
+        {"nodes": c, "runtime_s": 1000.0 / g[c], "tasks": c, "tasks_per_node": 1, "node_type": t}
+        for c in g
+        for t in ("debug", "big")
+    ]
+    runs += [
+        {"nodes": n, "runtime_s": 400.0 / s, "node_type": "big"} for n, s in LU_SPEEDUP.items()
+    ]
+    store_runs("it-report", runs, refit=True)
+    proc = adaptalloc("report", "it-report", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    section = doc["placement"]
+    assert section["tasks"] == 8
+    chosen = [(r["nodes"], r["tasks_per_node"]) for r in section["table"] if r["chosen"]]
+    assert chosen == [(4, 2)]
+    assert {t["node_type"] for t in section["node_types"]} == {"big", "debug"}
+    assert "runs" in doc  # the existing document is unchanged around the new key
+    text = adaptalloc("report", "it-report", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "placement for 8 tasks" in text.stdout
+    assert "curves per node type" in text.stdout
