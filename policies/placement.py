@@ -63,7 +63,8 @@ class PlacementRow:
 @dataclass(frozen=True)
 class PlacementChoice:
     """nodes/tasks_per_node None: keep the job as submitted. rule: PLACEMENT or
-    PLACEMENT_KEPT. table: every candidate, in node order."""
+    PLACEMENT_KEPT. table: the candidates whose node count and tasks per node were both run,
+    in node order (runtime NaN where the runs do not link them)."""
 
     nodes: int | None
     tasks_per_node: int | None
@@ -111,7 +112,11 @@ def choose_placement(
             f"the app has runs at {seen} distinct placements (nodes × tasks per node), fewer "
             f"than the {MIN_PLACEMENTS} the placement model needs; {keep}",
         )
-    runtime = model.runtime(cands, tpn)
+    # Only node counts and tasks per node that were run can be predicted: the rest are left
+    # out before the model is evaluated (a range of 10^6 nodes costs nothing more).
+    measurable = np.isin(cands, model.nodes) & np.isin(tpn, model.tasks_per_node)
+    cands, tpn = cands[measurable], tpn[measurable]
+    runtime = model.runtime(cands, tpn) if cands.size else np.zeros(0)
     known = np.isfinite(runtime)
     eff = np.full(cands.size, np.nan)
     if np.count_nonzero(known) >= 2:
