@@ -17,8 +17,10 @@ failure becomes a release as submitted with a reason code (reasons.py).
    Three shapes of job take their own rule first (plugin/daemon/shape.py):
    a ``scaling=weak`` tag (Gustafson, policies/weak.py), a fixed task count over a node
    range (placement, policies/placement.py) and a list of partitions (completion,
-   policies/partition.py). A partition the policy picks must be one the user listed and
-   Slurm knows; anything else is ``out_of_range`` too.
+   policies/partition.py), in that order of precedence: one rule per job (a weak or
+   placed job listing several partitions keeps its list, and Slurm picks among them). A
+   partition the policy picks must be one the user listed and Slurm knows; anything else
+   is ``out_of_range`` too.
 
 The exploration counters (policies.ExplorationBudget) are kept here, in memory, since the
 daemon started: exploration's share is a share of what this daemon decided. A restart
