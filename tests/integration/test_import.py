@@ -174,8 +174,8 @@ def test_import_csv_is_idempotent_and_the_app_commands_show_it(
     gone = ok_json(adaptalloc("forget", "npb-lu@w", "--yes", "--format", "json", cwd=tmp_path))
     assert gone == {"app": "npb-lu@w", "forgotten": True}
     # only the tombstone stays, and it expires: the learner cannot bring the old runs back
-    assert redis_client.keys("adaptalloc:v1:app:*") == ["adaptalloc:v1:app:npb-lu@w:forgotten"]
-    assert 0 < redis_client.ttl("adaptalloc:v1:app:npb-lu@w:forgotten") <= 24 * 3600
+    assert redis_client.keys("adaptalloc:v2:app:*") == ["adaptalloc:v2:app:{npb-lu@w}:forgotten"]
+    assert 0 < redis_client.ttl("adaptalloc:v2:app:{npb-lu@w}:forgotten") <= 24 * 3600
     missing = adaptalloc("app", "npb-lu@w", cwd=tmp_path)
     assert missing.returncode == 1
     assert "knows no app npb-lu@w" in missing.stderr

@@ -2,7 +2,7 @@
 
 Jobs run on the cluster become observations exactly once: on one poll, on the next, after
 the learner restarts, and with two learners polling at the same time. Hostile job names
-and comments submitted to the real Slurm create no keys outside ``adaptalloc:v1:``.
+and comments submitted to the real Slurm create no keys outside ``adaptalloc:v2:``.
 Each test names its jobs with a fresh random app name, so earlier runs' jobs (still in
 accounting) never mix in.
 """
@@ -156,8 +156,8 @@ def test_two_learner_processes_at_once_count_each_job_once(
 HOSTILE_NAMES = [
     "\x1b[31mred\x1b[0m",
     "two\nlines",
-    "adaptalloc:v1:apps",
-    "adaptalloc:v1:app:x:obs",
+    "adaptalloc:v2:apps",
+    "adaptalloc:v2:app:{x}:obs",
     "lul*",
     "lul\u0435sh",
     "../../etc",
@@ -196,12 +196,12 @@ def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
         structlog.configure(**saved)
     assert job_ids(learner, AppKey(good)) == [str(ids["control"])]  # bad tags refuse the job
     for key in redis_client.scan_iter("*"):
-        assert key.startswith("adaptalloc:v1:"), key
+        assert key.startswith("adaptalloc:v2:"), key
         assert key.isascii(), key
         assert key.isprintable(), key
-    for member in redis_client.zrange("adaptalloc:v1:apps", 0, -1):
+    for member in redis_client.zrange("adaptalloc:v2:apps", 0, -1):
         assert AppKey.parse(member) is not None
-    counted = set(redis_client.hkeys("adaptalloc:v1:jobs"))
+    counted = set(redis_client.hkeys("adaptalloc:v2:jobs"))
     hostile_ids = {str(ids[label]) for label in specs if label != "control"}
     assert counted.isdisjoint(hostile_ids)
     refused = {e["job_id"]: e for e in events if e.get("event") == "job_rejected"}
