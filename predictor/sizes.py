@@ -25,7 +25,9 @@ policy cuts a time limit on it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,12 +36,13 @@ from numpy.typing import ArrayLike
 from predictor.curve import Curve
 from predictor.diagnostics import Diagnostics, ReliabilityProblem
 from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma, sigma_to_s
-from predictor.fitting import Fit, fit
+from predictor.fitting import fit
 from predictor.models.sized import NTPTModel, fit_nt_pt
 
 __all__ = [
     "METHODS",
     "DowneyInterp",
+    "DowneyParameters",
     "SizeFits",
     "borrow_curve",
     "fit_downey_interp",
@@ -98,17 +101,36 @@ class DowneyInterp:
         return out
 
 
-def _per_size_fits(size: FloatArray, n: FloatArray, t: FloatArray) -> dict[float, Fit]:
-    """One Downey fit (ADEPT) per problem size with runs at two or more node counts."""
-    fits = {}
+class DowneyParameters(Protocol):
+    """What the interpolation reads of a size's curve (a Fit or a stored Curve has it)."""
+
+    @property
+    def A(self) -> float: ...  # noqa: N802 - the model's name for it
+    @property
+    def sigma(self) -> float: ...
+    @property
+    def t1(self) -> float: ...
+    @property
+    def identified(self) -> bool: ...
+
+
+def _per_size_fits(
+    size: FloatArray,
+    n: FloatArray,
+    t: FloatArray,
+    known: Mapping[float, DowneyParameters] | None = None,
+) -> dict[float, DowneyParameters]:
+    """Each problem size's Downey curve: the one in `known` (e.g. the stored curve), else a
+    fit (ADEPT) when the size has runs at two or more node counts."""
+    fits: dict[float, DowneyParameters] = dict(known or {})
     for value in np.unique(size):
         mask = size == value
-        if np.unique(n[mask]).size >= 2:
+        if float(value) not in fits and np.unique(n[mask]).size >= 2:
             fits[float(value)] = fit(n[mask], t[mask])
     return fits
 
 
-def _interp_from(fits: dict[float, Fit], keep: list[float]) -> DowneyInterp:
+def _interp_from(fits: Mapping[float, DowneyParameters], keep: list[float]) -> DowneyInterp:
     chosen = [fits[k] for k in keep]
     return DowneyInterp(
         sizes=np.asarray(keep, dtype=float),
@@ -185,12 +207,19 @@ def _scored_sizes(distinct: list[float], target: float | None) -> list[float]:
 
 
 def fit_sizes(
-    size: ArrayLike, n: ArrayLike, runtime: ArrayLike, target: float | None = None
+    size: ArrayLike,
+    n: ArrayLike,
+    runtime: ArrayLike,
+    target: float | None = None,
+    known: Mapping[float, DowneyParameters] | None = None,
 ) -> SizeFits:
     """Fit T(N, P) to runs (problem size, nodes, runtime) and choose the model for problem
     size `target` (module docstring): each sibling size in the target's position (inside the
     range of sizes, or beyond it on the target's side) is left out in turn, both models are
     fitted on the others and predict its runs; the smaller mean |T̂/T - 1| wins.
+
+    `known` gives sizes' Downey curves already fitted (the store's, so the decision path
+    fits nothing it has); the others are fitted here.
 
     Raises ValueError with fewer than two distinct problem sizes or unusable values.
     """
@@ -200,7 +229,7 @@ def fit_sizes(
         raise ValueError("borrowing a curve needs runs at two or more problem sizes")
     if target is not None and not (np.isfinite(target) and target > 0):
         raise ValueError("the target problem size must be finite and > 0")
-    fits = _per_size_fits(sv, nv, tv)
+    fits = _per_size_fits(sv, nv, tv, {k: v for k, v in (known or {}).items() if k in distinct})
     downey = _interp_from(fits, sorted(fits)) if fits else None
     try:
         ntpt: NTPTModel | None = fit_nt_pt(sv, nv, tv)
