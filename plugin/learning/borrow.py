@@ -137,7 +137,7 @@ def borrowed_for(store: CurveStore, app: AppKey) -> Borrowed | None:
         result: Borrowed | None = borrow_from_runs(
             size, sizes, nodes, runtimes, known, tuple(sorted(str(k) for k in siblings))
         )
-    except ValueError as exc:
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:  # no curve: fail open
         log.info("borrow_refused", app=str(app), reason=printable(str(exc))[:200])
         result = None
     _cache[cache_key] = result
