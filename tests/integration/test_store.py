@@ -606,6 +606,15 @@ def test_an_app_on_two_node_types_gets_a_curve_per_type(
     assert store.node_types(single) == []
     assert store.curve(single, "fast") is None
     assert store.curve(single) is not None
+    # Once newer runs on one type have trimmed the others (50 kept), the per-type curves go.
+    later = [
+        replace(fast[i % len(fast)], job_id=str(1000 + i), end_time=NOW + 1 + i) for i in range(50)
+    ]
+    store.add_observations(app, later)
+    refit_app(store, app)
+    assert store.node_types(app) == []
+    assert redis_client.exists(keys.app_type_curve(app, "slow")) == 0
+    assert store.curve(app) is not None
     # forget takes the per-type curves with it
     assert store.forget(app) is True
     assert [k for k in redis_client.keys("*") if "{lulesh}" in k] == [keys.app_forgotten(app)]
