@@ -394,7 +394,7 @@ def borrow_curve(fits: SizeFits, size: float, n: ArrayLike) -> Curve:
     score = fits.loso_error.get(fits.method)
     problem = ReliabilityProblem(
         problem=(
-            f"curve borrowed from problem sizes {', '.join(f'{s:g}' for s in fits.sizes)} "
+            f"curve borrowed from problem sizes {', '.join(f'{s:.12g}' for s in fits.sizes)} "
             f"({fits.method})"
         ),
         action="run this problem size to learn its own curve",

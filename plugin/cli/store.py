@@ -502,7 +502,9 @@ def import_csv_command(
         key = AppKey.of(key.name, size)
     ctx = open_store(config_path, redis_url)
     result = import_csv(ctx.store, file, key, max_rows)
-    refits = _refits(ctx, [key]) if refit and result.stats.added else []
+    # A study of several sizes went to one key per size (import_csv): refit each.
+    targets = sorted(AppKey.parse(text) for text in result.stats.apps)
+    refits = _refits(ctx, targets) if refit and result.stats.added else []
     doc = {**result.to_dict(), "refits": [r.to_dict() for r in refits]}
     if output_format == "json":
         _emit(doc)

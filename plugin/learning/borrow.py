@@ -27,7 +27,7 @@ import numpy as np
 import structlog
 
 import predictor
-from plugin.appkey import AppKey, numeric_size
+from plugin.appkey import AppKey, numeric_size, size_text
 from plugin.errors import printable
 from plugin.store.curves import CurveRecord, CurveStore, Observation
 from predictor.sizes import DowneyParameters, SizeFits, borrow_curve, fit_sizes
@@ -59,9 +59,9 @@ class Borrowed:
         """One line for a decision's reason."""
         score = self.loso_error.get(self.method)
         scored = "" if score is None else f", leave-one-size-out error {100 * score:.1f}%"
-        sizes = ", ".join(f"{s:g}" for s in self.from_sizes)
+        sizes = ", ".join(size_text(s) for s in self.from_sizes)
         return (
-            f"curve of problem size {self.size:g} borrowed from sizes {sizes} "
+            f"curve of problem size {size_text(self.size)} borrowed from sizes {sizes} "
             f"({self.method}{scored})"
         )
 
