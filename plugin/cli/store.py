@@ -40,6 +40,7 @@ from plugin.cli.common import (
 )
 from plugin.errors import InputError, printable
 from plugin.formats.observations_csv import DEFAULT_MAX_ROWS
+from plugin.learning.borrow import borrowed_for
 from plugin.learning.importers import import_csv, import_sacct
 from plugin.learning.learner import IngestStats, Learner, RefitOutcome, refit_app
 from plugin.report.numbers import format_number, format_runtime
@@ -251,6 +252,11 @@ def app(
     decisions = ctx.store.decisions(key, show_decisions) if show_decisions else []
     guard = ctx.store.guard_counts(key)
     censored = list(reversed(ctx.store.censored_runs(key)))[:show] if show else []
+    by_type = {t: ctx.store.curve_record(key, t) for t in ctx.store.node_types(key)}
+    borrowed = None
+    if summary.curve is None or summary.curve.curve is None:
+        found = borrowed_for(ctx.store, key)
+        borrowed = None if found is None else {**found.to_dict(), "note": found.note}
     if output_format == "json":
         _emit(
             {
@@ -259,6 +265,10 @@ def app(
                 "decisions": [d.to_dict() for d in decisions],
                 "guard": guard,
                 "recent_censored_runs": [o.to_dict() for o in censored],
+                "node_type_curves": {
+                    t: None if r is None else r.to_dict() for t, r in by_type.items()
+                },
+                "borrowed_curve": borrowed,
             }
         )
         return
@@ -280,6 +290,10 @@ def app(
         )
         for problem in c.diagnostics.reliability:
             console.print(f"  - {printable(problem.action)}", highlight=False)
+    for node_type, typed in by_type.items():
+        console.print(f"curve on {node_type}: {_curve_cell(typed)}", highlight=False)
+    if borrowed is not None:
+        console.print(f"decisions use the {printable(str(borrowed['note']))}", highlight=False)
     if newest:
         table = Table(box=box.SIMPLE_HEAD, title="newest runs")
         for column in ("job", "nodes", "runtime", "ended", "source"):

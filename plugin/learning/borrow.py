@@ -32,7 +32,7 @@ from plugin.errors import printable
 from plugin.store.curves import CurveRecord, CurveStore, Observation
 from predictor.sizes import DowneyParameters, SizeFits, borrow_curve, fit_sizes
 
-__all__ = ["BORROWED", "Borrowed", "borrow_from_runs", "curve_with_borrowing"]
+__all__ = ["BORROWED", "Borrowed", "borrow_from_runs", "borrowed_for", "curve_with_borrowing"]
 
 log = structlog.get_logger("adaptalloc.learner")
 

@@ -216,6 +216,9 @@ def test_import_csv_of_several_sizes_stores_one_app_per_size(
         )
     )
     assert "borrowed from sizes 32768, 262144, 1074944, 4300800" in decided["reason"]
+    shown = ok_json(adaptalloc("app", "sp-mz@32768", "--format", "json", cwd=tmp_path))
+    assert shown["borrowed_curve"] is None  # it has its own curve
+    assert shown["node_type_curves"] == {}
 
     extra = tmp_path / "extra.csv"
     extra.write_text("n,runtime,tasks,tasks_per_node,node_type\n2,5,8,4,gpu\n4,3,,,\n", "utf-8")

@@ -122,3 +122,19 @@ def test_decide_app_uses_the_borrowed_curve(store: CurveStore, tmp_path: Path) -
     doc = json.loads(proc.stdout)
     assert doc["rule"] != "fallback"
     assert "borrowed from sizes 1000, 2000, 4000, 5000" in doc["reason"]
+
+
+def test_app_shows_the_borrowed_curve_of_a_size_without_its_own(
+    store: CurveStore, tmp_path: Path
+) -> None:
+    app = AppKey("cg", "3000")
+    store.add_observations(app, [Observation("9001", app, 4, kishimoto(3000, 4), NOW, size=3e3)])
+    assert refit_app(store, app).status == "no_curve"  # one node count: no curve of its own
+    proc = adaptalloc("app", "cg@3000", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["borrowed_curve"]["from_sizes"] == [1000.0, 2000.0, 4000.0, 5000.0]
+    assert doc["borrowed_curve"]["kind"] == "borrowed"
+    assert doc["node_type_curves"] == {}
+    text = adaptalloc("app", "cg@3000", cwd=tmp_path)
+    assert "decisions use the curve of problem size 3000 borrowed" in " ".join(text.stdout.split())

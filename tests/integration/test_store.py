@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +29,7 @@ from plugin.store.connection import StoreError, StoreUnavailable, connect
 from plugin.store.curves import CurveStore, Observation, Retention
 from plugin.store.decisions import DecisionRecord
 
-from .testbed import PROJECT_ROOT, PrivateRedis, scratch_url
+from .testbed import PROJECT_ROOT, PrivateRedis, adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -576,7 +577,7 @@ def test_optional_fields_are_stored_under_short_keys(store: CurveStore, redis_cl
 
 
 def test_an_app_on_two_node_types_gets_a_curve_per_type(
-    store: CurveStore, redis_client: Any
+    store: CurveStore, redis_client: Any, tmp_path: Path
 ) -> None:
     app = AppKey("lulesh")
     fast = [replace(o, node_type="fast") for o in runs(app, 100)]
@@ -599,6 +600,11 @@ def test_an_app_on_two_node_types_gets_a_curve_per_type(
     assert record is not None
     assert record.n_observations == len(SIZES)
     assert redis_client.exists(keys.app_type_curve(app, "slow")) == 1
+    shown = adaptalloc("app", "lulesh", "--format", "json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    per_type = json.loads(shown.stdout)["node_type_curves"]
+    assert sorted(per_type) == ["fast", "slow"]
+    assert per_type["slow"]["n_observations"] == len(SIZES)
     # One node type only: no per-type curves.
     single = AppKey("hpl")
     store.add_observations(single, [replace(o, node_type="fast") for o in runs(single, 300)])
