@@ -62,3 +62,26 @@ def test_learner_sources_are_a_closed_set(bad: str) -> None:
 def test_import_ids_are_checked(bad: str) -> None:
     with pytest.raises(ValueError, match="import id"):
         keys.import_checkpoint(bad)
+
+
+def test_issue_18_keys_are_exact() -> None:
+    app = AppKey("cg", "1000")
+    assert keys.app_type_curve(app, "gpu-a100") == "adaptalloc:v2:app:{cg@1000}:curve:gpu-a100"
+    assert keys.app_node_types(app) == "adaptalloc:v2:app:{cg@1000}:types"
+    for bad in ("", "GPU", "a:b", "a{b}", "x" * 65):
+        with pytest.raises(ValueError, match="node type"):
+            keys.app_type_curve(app, bad)
+
+
+def test_every_key_of_an_app_shares_its_cluster_hash_tag() -> None:
+    """Redis Cluster hashes only the part between the first '{' and the next '}'."""
+    app = AppKey("lulesh", "large")
+    names = [
+        *keys.app_keys(app),
+        keys.app_forgotten(app),
+        keys.app_node_types(app),
+        keys.app_type_curve(app, "batch"),
+    ]
+    for name in names:
+        start = name.index("{")
+        assert name[start + 1 : name.index("}", start)] == "lulesh@large", name
