@@ -68,6 +68,7 @@ __all__ = [
     "numeric_size",
     "parse_tag",
     "size_class",
+    "size_text",
 ]
 
 #: Longest name or size class, in characters, after normalisation.
@@ -213,6 +214,11 @@ def size_class(size: float) -> str:
     if size == int(size) and size < 1e15:
         return str(int(size))
     return repr(float(size)).replace("e+", "e")
+
+
+def size_text(size: float) -> str:
+    """A problem size for people: whole numbers in full (``4300800``), others as ``%g``."""
+    return str(int(size)) if size == int(size) and abs(size) < 1e15 else f"{size:g}"
 
 
 # --- the comment tag ----------------------------------------------------------------------

@@ -1,18 +1,23 @@
 """Cold start from sibling problem sizes: the runtime T(N, P) of a problem size N never run.
 
 An application run at several problem sizes N_1 … N_K (NPB classes, mesh sizes) has a
-speedup curve per size. For a size N* without runs of its own, two models of T(N, P) borrow
+speedup curve per size. For a size N* without runs of its own, four models of T(N, P) borrow
 from the siblings:
 
 * ``nt_pt``, Kishimoto and Ichikawa's N-T and P-T models (models/sized.py, eqs. 1-2): a
   polynomial g(N) of degree min(3, K-1) scaled over processors,
   T(N, P) = g(N)·(k4·P + k5/P) + k6, fitted to every run at once (`fit_nt_pt`);
+* ``power_law``, the N-T model with a power law in place of the cubic: log T(N, P) =
+  a(P) + b·log N, one exponent for all P (`fit_power_law`; it follows each measured node
+  count, slowdowns included, and T ∝ N is b = 1);
+* ``nearest_scaled``, the runs of the sibling nearest in log N times N*/N (work proportional
+  to the problem size; needs the target, so only `fit_sizes(..., target=...)` fits it);
 * ``downey_interp``, the Downey family per size: each size's own Downey fit (A, σ, T(1)),
   with log A, the shape s(σ) (downey.sigma_to_s) and log T(1) each a least-squares line in
   log N, evaluated at N* (a plain line through two sizes, a regression through more).
 
-`fit_sizes` fits both and chooses by leave-one-size-out error: each sibling size in turn is
-left out, both models are fitted on the others and predict its runs; the mean relative
+`fit_sizes` fits all four and chooses by leave-one-size-out error: each sibling size in turn is
+left out, every model is fitted on the others and predicts its runs; the mean relative
 runtime error |T̂/T - 1| over those runs scores the model. Only the sizes in the target's
 position are left out: the interior ones for a target inside the range of sizes (an
 interpolation), the end on its side for one beyond it (an extrapolation), since a model
@@ -25,7 +30,9 @@ policy cuts a time limit on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -34,20 +41,25 @@ from numpy.typing import ArrayLike
 from predictor.curve import Curve
 from predictor.diagnostics import Diagnostics, ReliabilityProblem
 from predictor.downey import FloatArray, relative_runtime_s, s_to_sigma, sigma_to_s
-from predictor.fitting import Fit, fit
+from predictor.fitting import fit
 from predictor.models.sized import NTPTModel, fit_nt_pt
 
 __all__ = [
     "METHODS",
     "DowneyInterp",
+    "DowneyParameters",
+    "NearestScaled",
+    "PowerLaw",
     "SizeFits",
     "borrow_curve",
     "fit_downey_interp",
+    "fit_nearest_scaled",
+    "fit_power_law",
     "fit_sizes",
 ]
 
 #: The models of T(N, P), in the order a tie is broken.
-METHODS = ("downey_interp", "nt_pt")
+METHODS = ("downey_interp", "nt_pt", "power_law", "nearest_scaled")
 #: Largest shape s the interpolation returns (s < 2 is σ < ∞).
 _S_MAX = 1.999
 
@@ -98,17 +110,102 @@ class DowneyInterp:
         return out
 
 
-def _per_size_fits(size: FloatArray, n: FloatArray, t: FloatArray) -> dict[float, Fit]:
-    """One Downey fit (ADEPT) per problem size with runs at two or more node counts."""
-    fits = {}
+class DowneyParameters(Protocol):
+    """What the interpolation reads of a size's curve (a Fit or a stored Curve has it)."""
+
+    @property
+    def A(self) -> float: ...  # noqa: N802 - the model's name for it
+    @property
+    def sigma(self) -> float: ...
+    @property
+    def t1(self) -> float: ...
+    @property
+    def identified(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PowerLaw:
+    """log T(N, P) = a(P) + b·log N: one exponent b for every processor count, an intercept
+    a(P) per observed P (interpolated linearly in log P between them, held at the ends).
+
+    The N-T model of Kishimoto and Ichikawa with a power law in N in place of the cubic, which
+    cannot go negative and extrapolates in N as runtimes scale with work (b = 1: T ∝ N).
+    """
+
+    P: FloatArray
+    a: FloatArray
+    b: float
+
+    def runtime(self, size: ArrayLike, n: ArrayLike) -> FloatArray:
+        nv = np.asarray(n, dtype=float)
+        a = np.interp(np.log(nv), np.log(self.P), self.a)
+        out: FloatArray = np.exp(a + self.b * np.log(np.asarray(size, dtype=float)))
+        return out
+
+
+def fit_power_law(size: ArrayLike, n: ArrayLike, runtime: ArrayLike) -> PowerLaw:
+    """Least squares in log T over every run: one column per distinct P and one for log N.
+    ValueError unless some P was run at two or more sizes."""
+    sv, nv, tv = _checked(size, n, runtime)
+    P, column = np.unique(nv, return_inverse=True)
+    shared = [np.unique(sv[column == j]).size >= 2 for j in range(P.size)]
+    if not any(shared):
+        raise ValueError("the power law needs one node count run at two or more sizes")
+    X = np.zeros((tv.size, P.size + 1))
+    X[np.arange(tv.size), column] = 1.0
+    X[:, -1] = np.log(sv)
+    theta, *_ = np.linalg.lstsq(X, np.log(tv), rcond=None)
+    return PowerLaw(P=P, a=theta[:-1], b=float(theta[-1]))
+
+
+@dataclass(frozen=True)
+class NearestScaled:
+    """T(N, P) = T(N_near, P)·N/N_near: the runs of the sibling nearest in log N, scaled by the
+    ratio of sizes (work proportional to N at every P; between its node counts, log T is
+    interpolated in log P, held at the ends)."""
+
+    size: float
+    P: FloatArray
+    log_t: FloatArray
+
+    def runtime(self, size: ArrayLike, n: ArrayLike) -> FloatArray:
+        base = np.exp(np.interp(np.log(np.asarray(n, dtype=float)), np.log(self.P), self.log_t))
+        out: FloatArray = base * np.asarray(size, dtype=float) / self.size
+        return out
+
+
+def fit_nearest_scaled(
+    size: ArrayLike, n: ArrayLike, runtime: ArrayLike, target: float
+) -> NearestScaled:
+    """The nearest size to `target` (in log N) with runs at two or more node counts, its
+    repeated node counts averaged in log T; ValueError when there is none."""
+    sv, nv, tv = _checked(size, n, runtime)
+    usable = [v for v in np.unique(sv) if np.unique(nv[sv == v]).size >= 2]
+    if not usable:
+        raise ValueError("no size has runs at two or more node counts")
+    near = float(min(usable, key=lambda v: (abs(np.log(v / target)), v)))
+    P, column = np.unique(nv[sv == near], return_inverse=True)
+    log_t = np.bincount(column, np.log(tv[sv == near])) / np.bincount(column)
+    return NearestScaled(near, P, log_t)
+
+
+def _per_size_fits(
+    size: FloatArray,
+    n: FloatArray,
+    t: FloatArray,
+    known: Mapping[float, DowneyParameters] | None = None,
+) -> dict[float, DowneyParameters]:
+    """Each problem size's Downey curve: the one in `known` (e.g. the stored curve), else a
+    fit (ADEPT) when the size has runs at two or more node counts."""
+    fits: dict[float, DowneyParameters] = dict(known or {})
     for value in np.unique(size):
         mask = size == value
-        if np.unique(n[mask]).size >= 2:
+        if float(value) not in fits and np.unique(n[mask]).size >= 2:
             fits[float(value)] = fit(n[mask], t[mask])
     return fits
 
 
-def _interp_from(fits: dict[float, Fit], keep: list[float]) -> DowneyInterp:
+def _interp_from(fits: Mapping[float, DowneyParameters], keep: list[float]) -> DowneyInterp:
     chosen = [fits[k] for k in keep]
     return DowneyInterp(
         sizes=np.asarray(keep, dtype=float),
@@ -141,6 +238,7 @@ class SizeFits:
         turn (None: the model could not be cross-validated, e.g. fewer than three sizes).
     downey : the Downey family per size (None when no size has two node counts).
     nt_pt : the N-T/P-T model (None when it cannot be fitted).
+    power_law : the power law in N per node count (None when it cannot be fitted).
     """
 
     sizes: tuple[float, ...]
@@ -148,10 +246,18 @@ class SizeFits:
     loso_error: dict[str, float | None] = field(default_factory=dict)
     downey: DowneyInterp | None = None
     nt_pt: NTPTModel | None = None
+    power_law: PowerLaw | None = None
+    nearest_scaled: NearestScaled | None = None
 
     def runtime(self, size: ArrayLike, n: ArrayLike) -> FloatArray:
         """Predicted runtime at problem size `size` on `n` nodes, from the chosen model."""
-        model = self.downey if self.method == "downey_interp" else self.nt_pt
+        models = {
+            "downey_interp": self.downey,
+            "nt_pt": self.nt_pt,
+            "power_law": self.power_law,
+            "nearest_scaled": self.nearest_scaled,
+        }
+        model = models[self.method]
         if model is None:  # pragma: no cover - fit_sizes never chooses a missing model
             raise ValueError(f"model {self.method} was not fitted")
         return model.runtime(size, n)
@@ -184,13 +290,59 @@ def _scored_sizes(distinct: list[float], target: float | None) -> list[float]:
     return distinct[1:-1]
 
 
+def _fit_or_none(fitter: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return fitter(*args)
+    except ValueError:
+        return None
+
+
+def _loso(
+    sv: FloatArray,
+    nv: FloatArray,
+    tv: FloatArray,
+    fits: Mapping[float, DowneyParameters],
+    scored_sizes: list[float],
+) -> dict[str, float | None]:
+    """Each model's mean error over the runs of each size in `scored_sizes` left out in turn
+    (None when a model cannot be fitted without one of them)."""
+    errors: dict[str, list[float]] = {name: [] for name in METHODS}
+    for out in scored_sizes:
+        held = sv == out
+        rest = [k for k in sorted(fits) if k != out]
+        models = {
+            "downey_interp": _interp_from(fits, rest) if len(rest) >= 2 else None,
+            "nt_pt": _fit_or_none(fit_nt_pt, sv[~held], nv[~held], tv[~held]),
+            "power_law": _fit_or_none(fit_power_law, sv[~held], nv[~held], tv[~held]),
+            "nearest_scaled": _fit_or_none(
+                fit_nearest_scaled, sv[~held], nv[~held], tv[~held], out
+            ),
+        }
+        for name, model in models.items():
+            if model is None:
+                errors[name].append(np.nan)
+            else:
+                errors[name].append(_mean_error(model.runtime(out, nv[held]), tv[held]))
+    return {
+        name: None if not values or np.isnan(values).any() else float(np.mean(values))
+        for name, values in errors.items()
+    }
+
+
 def fit_sizes(
-    size: ArrayLike, n: ArrayLike, runtime: ArrayLike, target: float | None = None
+    size: ArrayLike,
+    n: ArrayLike,
+    runtime: ArrayLike,
+    target: float | None = None,
+    known: Mapping[float, DowneyParameters] | None = None,
 ) -> SizeFits:
     """Fit T(N, P) to runs (problem size, nodes, runtime) and choose the model for problem
     size `target` (module docstring): each sibling size in the target's position (inside the
-    range of sizes, or beyond it on the target's side) is left out in turn, both models are
-    fitted on the others and predict its runs; the smaller mean |T̂/T - 1| wins.
+    range of sizes, or beyond it on the target's side) is left out in turn, every model is
+    fitted on the others and predicts its runs; the smallest mean |T̂/T - 1| wins.
+
+    `known` gives sizes' Downey curves already fitted (the store's, so the decision path
+    fits nothing it has); the others are fitted here.
 
     Raises ValueError with fewer than two distinct problem sizes or unusable values.
     """
@@ -200,43 +352,31 @@ def fit_sizes(
         raise ValueError("borrowing a curve needs runs at two or more problem sizes")
     if target is not None and not (np.isfinite(target) and target > 0):
         raise ValueError("the target problem size must be finite and > 0")
-    fits = _per_size_fits(sv, nv, tv)
-    downey = _interp_from(fits, sorted(fits)) if fits else None
-    try:
-        ntpt: NTPTModel | None = fit_nt_pt(sv, nv, tv)
-    except ValueError:
-        ntpt = None
-    errors: dict[str, list[float]] = {name: [] for name in METHODS}
-    scored = dict.fromkeys(METHODS, True)
-    for out in _scored_sizes(distinct, target):
-        held = sv == out
-        rest = [k for k in sorted(fits) if k != out]
-        if len(rest) >= 2:
-            model = _interp_from(fits, rest)
-            errors["downey_interp"].append(_mean_error(model.runtime(out, nv[held]), tv[held]))
-        else:
-            scored["downey_interp"] = False
-        try:
-            others = fit_nt_pt(sv[~held], nv[~held], tv[~held])
-        except ValueError:
-            scored["nt_pt"] = False
-        else:
-            errors["nt_pt"].append(_mean_error(others.runtime(out, nv[held]), tv[held]))
-    loso: dict[str, float | None] = {
-        name: float(np.mean(errors[name])) if scored[name] and errors[name] else None
-        for name in METHODS
+    fits = _per_size_fits(sv, nv, tv, {k: v for k, v in (known or {}).items() if k in distinct})
+    models = {
+        "downey_interp": _interp_from(fits, sorted(fits)) if fits else None,
+        "nt_pt": _fit_or_none(fit_nt_pt, sv, nv, tv),
+        "power_law": _fit_or_none(fit_power_law, sv, nv, tv),
+        "nearest_scaled": (
+            None if target is None else _fit_or_none(fit_nearest_scaled, sv, nv, tv, target)
+        ),
     }
-    available = {"downey_interp": downey is not None, "nt_pt": ntpt is not None}
-    candidates = [m for m in METHODS if available[m] and loso[m] is not None]
-    if candidates:
-        method = min(candidates, key=lambda m: (loso[m], METHODS.index(m)))
-    elif downey is not None:
-        method = "downey_interp"
-    elif ntpt is not None:
-        method = "nt_pt"
-    else:
-        raise ValueError("neither model of T(N, P) can be fitted to these runs")
-    return SizeFits(tuple(distinct), method, loso, downey, ntpt)
+    loso = _loso(sv, nv, tv, fits, _scored_sizes(distinct, target))
+    fitted = [m for m in METHODS if models[m] is not None]
+    if not fitted:
+        raise ValueError("no model of T(N, P) can be fitted to these runs")
+    scored = [m for m in fitted if loso[m] is not None]
+    # Unscored (fewer than three sizes): the Downey family, the product's own model, first.
+    method = min(scored, key=lambda m: (loso[m], METHODS.index(m))) if scored else fitted[0]
+    return SizeFits(
+        tuple(distinct),
+        method,
+        loso,
+        models["downey_interp"],
+        models["nt_pt"],
+        models["power_law"],
+        models["nearest_scaled"],
+    )
 
 
 def borrow_curve(fits: SizeFits, size: float, n: ArrayLike) -> Curve:
@@ -254,7 +394,7 @@ def borrow_curve(fits: SizeFits, size: float, n: ArrayLike) -> Curve:
     score = fits.loso_error.get(fits.method)
     problem = ReliabilityProblem(
         problem=(
-            f"curve borrowed from problem sizes {', '.join(f'{s:g}' for s in fits.sizes)} "
+            f"curve borrowed from problem sizes {', '.join(f'{s:.12g}' for s in fits.sizes)} "
             f"({fits.method})"
         ),
         action="run this problem size to learn its own curve",

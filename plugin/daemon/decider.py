@@ -42,6 +42,7 @@ from plugin.appkey import AppKey, AppKeyError, AppKeyRule, parse_tag
 from plugin.daemon import marks, reasons, shape
 from plugin.daemon.cluster import first_partition, listed_partitions
 from plugin.errors import printable
+from plugin.learning.borrow import BORROWED, curve_with_borrowing
 from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
@@ -190,7 +191,7 @@ class CurveSource:
         if self.down:
             raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
         try:
-            record = self.store().curve_record(app)
+            record = curve_with_borrowing(self.store(), app)  # issue 18: sibling sizes
         except StoreError as exc:
             self._down_until = self.clock() + self.retry_s
             self._down_reason = printable(str(exc))[:200]
@@ -401,6 +402,8 @@ class Decider:
             return release_outcome(
                 job, reasons.POLICY_ERROR, f"policy error: {exc!r}", app, **extra
             )
+        if record is not None and record.method == BORROWED:
+            decision = replace(decision, reason=f"{decision.reason}; {record.note}")
         return self._outcome(job, low, high, app, curve, decision, extra)
 
     def _shaped(

@@ -325,7 +325,9 @@ def refit_app(
     if snapshot is None:
         return RefitOutcome(app, "forgotten", 0, 0)
     runs = snapshot.observations
-    for node_type, typed in runs_by_node_type(runs).items():
+    by_type = runs_by_node_type(runs)
+    store.drop_node_types(app, set(store.node_types(app)) - set(by_type))
+    for node_type, typed in by_type.items():
         typed_curve, typed_note = _fit_runs(typed, method, fit_fn)
         store.save_curve(
             app,

@@ -453,9 +453,23 @@ class CurveStore:
 
     @guarded
     def node_types(self, app: AppKey | str) -> list[str]:
-        """The node types the app has a curve of its own on, sorted (empty: one type only)."""
+        """The node types with a per-type curve record (its curve may be None, with the note
+        why), sorted; empty when the app ran on one type only."""
         members = self.client.smembers(keys.app_node_types(_app_key(app)))
         return sorted(m for m in members if NODE_TYPE.fullmatch(m))
+
+    @guarded
+    def drop_node_types(self, app: AppKey, node_types: Iterable[str]) -> int:
+        """Remove per-type curves the app's runs no longer support (their runs aged out, or it
+        runs on one type now); returns how many were removed."""
+        stale = [t for t in node_types if NODE_TYPE.fullmatch(t)]
+        if not stale:
+            return 0
+        pipe = self.client.pipeline(transaction=True)
+        pipe.srem(keys.app_node_types(app), *stale)
+        pipe.delete(*(keys.app_type_curve(app, t) for t in stale))
+        removed, _ = pipe.execute()
+        return int(removed)
 
     @guarded
     def sibling_sizes(self, app: AppKey | str) -> dict[AppKey, list[Observation]]:

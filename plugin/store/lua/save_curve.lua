@@ -3,12 +3,12 @@
 -- observation version, so two learners never clobber each other and the newest
 -- observations win. Clears the app's dirty mark when nothing changed since the fit read.
 --
--- KEYS[1]  adaptalloc:v1:app:<app>:curve  hash  curve, version, obs_version, fitted_at, ...
--- KEYS[2]  adaptalloc:v1:app:<app>:state  hash  obs_version (the current one)
--- KEYS[3]  adaptalloc:v1:apps             zset  the index: an app not in it was forgotten
--- KEYS[4]  adaptalloc:v1:dirty            zset  app -> when it first needed a refit
--- KEYS[5]  adaptalloc:v1:app:<app>:types  set   node types with a curve of their own
---          (KEYS[1] is then adaptalloc:v1:app:<app>:curve:<type>)
+-- KEYS[1]  adaptalloc:v2:app:{<app>}:curve  hash  curve, version, obs_version, fitted_at, ...
+-- KEYS[2]  adaptalloc:v2:app:{<app>}:state  hash  obs_version (the current one)
+-- KEYS[3]  adaptalloc:v2:apps             zset  the index: an app not in it was forgotten
+-- KEYS[4]  adaptalloc:v2:dirty            zset  app -> when it first needed a refit
+-- KEYS[5]  adaptalloc:v2:app:{<app>}:types  set   node types with a curve of their own
+--          (KEYS[1] is then adaptalloc:v2:app:{<app>}:curve:<type>)
 -- ARGV[1]  the app key (string form)
 -- ARGV[2]  obs_version the fit was computed from
 -- ARGV[3]  curve JSON (predictor.Curve.to_dict()), or '' when no curve can be fitted
