@@ -38,7 +38,7 @@ from typing import Any
 import structlog
 
 import policies
-from plugin.appkey import AppKey, AppKeyError, AppKeyRule, parse_tag
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size, parse_tag
 from plugin.daemon import marks, reasons, shape
 from plugin.daemon.cluster import first_partition, listed_partitions
 from plugin.errors import printable
@@ -228,6 +228,27 @@ class CurveSource:
             if self._on_failure is not None:
                 self._on_failure("observations")
             raise
+
+    def sibling_runs(self, app: AppKey) -> list[Any]:
+        """The runs of the app's sibling sizes (same name, numeric size class), each with its
+        problem size (the key's number when the run recorded none); StoreError as `get`."""
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            siblings = self.store().sibling_sizes(app)
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("observations")
+            raise
+        out: list[Any] = []
+        for key, runs in siblings.items():
+            number = numeric_size(key.size)
+            for run in runs:
+                size = getattr(run, "size", None)
+                out.append(run if size is not None or number is None else replace(run, size=number))
+        return out
 
     def reset(self, store: Callable[[], CurveStore]) -> None:
         """Use another store (after a configuration reload)."""
@@ -424,6 +445,10 @@ class Decider:
         theta = settings.efficiency_threshold
         if scaling == "weak":
             extra["scaling"] = "weak"
+            # A weak-scaling series grows its problem with n, and a numeric size= splits it
+            # over sibling app keys (name@size): the fit takes the app's runs and theirs.
+            if app is not None:
+                observations = [*observations, *self.curves.sibling_runs(app)]
             fit, why = shape.weak_fit(observations)
             if app is None:
                 why = "the job has no app key"

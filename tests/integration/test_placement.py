@@ -33,12 +33,14 @@ LU_SPEEDUP = {1: 1.0, 2: 1.97, 4: 3.83, 8: 7.24, 3: 2.92, 6: 5.6}
 BIG_NODES = {"node5", "node6", "node7", "node8"}
 
 
-def store_runs(app: str, runs: Iterable[dict[str, Any]], refit: bool = False) -> None:
+def store_runs(
+    app: str, runs: Iterable[dict[str, Any]], refit: bool = False, first_id: int = 0
+) -> None:
     store = CurveStore(connect(scratch_url()))
     key = AppKey.parse(app)
     now = time.time()  # recent runs: the store's retention ages out old ones
     batch = [
-        Observation(f"{i + 1}", key, end_time=now - 3600.0 + i, source="csv", **run)
+        Observation(f"{first_id + i + 1}", key, end_time=now - 3600.0 + i, source="csv", **run)
         for i, run in enumerate(runs)
     ]
     store.add_observations(key, batch)
@@ -134,10 +136,12 @@ def test_a_weak_scaling_job_is_sized_by_gustafson(
     # T(n, s) = 40 + s/n at two work levels per node (10 and 40): Gustafson's α by least
     # squares is 13/20 = 0.65 (serial runtimes 40 + s; predictor/weak.py), so the scaled
     # efficiency 1 − α(n−1)/n stays ≥ 50% up to n = 0.65/0.15 = 4.33: 4 nodes.
+    # The series is stored as the learner keeps it: one app key per numeric size= (it-weak@10,
+    # it-weak@20, ...), which the weak fit reads back as siblings of the job's bare key.
     sizes = [(1, 10), (2, 20), (4, 40), (1, 40), (2, 80), (4, 160)]
-    store_runs(
-        "it-weak", [{"nodes": n, "runtime_s": 40.0 + s / n, "size": float(s)} for n, s in sizes]
-    )
+    for k, (n, s) in enumerate(sizes):
+        run = {"nodes": n, "runtime_s": 40.0 + s / n, "size": float(s)}
+        store_runs(f"it-weak@{s}", [run], first_id=k)
     daemon = daemon_factory().start()
     job = submit_job(
         "--nodes=1-8", "--time=20", "--comment=adaptalloc:v1 app=it-weak scaling=weak",

@@ -66,6 +66,7 @@ class Store:
         self.runs = runs or []
         self.curve = curve
         self.typed = typed or {}
+        self.siblings: dict[AppKey, list[Observation]] = {}
         self.down = False
 
     def curve_record(self, app: AppKey, node_type: str | None = None) -> CurveRecord | None:
@@ -77,6 +78,9 @@ class Store:
         if self.down:
             raise StoreUnavailable("Redis at redis://x: connection refused")
         return self.runs
+
+    def sibling_sizes(self, app: AppKey) -> dict[AppKey, list[Observation]]:
+        return self.siblings
 
     def limit_safety(self, app: AppKey) -> float:
         return 1.0
@@ -151,6 +155,21 @@ def test_a_weak_scaling_tag_sizes_by_gustafson_and_keeps_the_limit() -> None:
     assert got.resize == Resize(7, math.floor(bound), math.floor(bound), None)
     assert got.scaling == "weak"
     assert decision_record(got, "released", None).scaling == "weak"
+
+
+def test_a_weak_scaling_series_split_over_sibling_size_keys_is_fitted_whole() -> None:
+    # size=10 ... size=160 made one app key per size (heat@10, ...); none records a size of
+    # its own, the key's number is the size.
+    store = Store([])
+    for i, run in enumerate(weak_runs()):
+        key = AppKey("heat", f"{run.size:g}")
+        bare = Observation(f"{i}", key, run.nodes, run.runtime_s, run.end_time)
+        store.siblings.setdefault(key, []).append(bare)
+    tagged = job(comment="adaptalloc:v1 app=heat scaling=weak", nodes_min=1, nodes_max=64)
+    got = decider(store).decide(tagged, open_state)
+    whole = decider(Store(weak_runs())).decide(tagged, open_state)
+    assert got.rule == "weak_efficiency"
+    assert got.resize == whole.resize
 
 
 def test_a_weak_scaling_job_without_sized_runs_is_kept() -> None:
