@@ -1,4 +1,5 @@
-"""Placement (Ntagiou's separable model) and weak scaling (Gustafson): what the rules gain.
+"""Placement (Ntagiou's separable model), weak scaling (Gustafson) and the partition choice
+(predicted completion): what the rules gain.
 
 No public data set we hold measures one code at several (nodes × tasks per node) placements
 (tests/data/scaling has node or rank counts only), so both parts are scored on SYNTHETIC
@@ -21,13 +22,19 @@ Weak scaling. Scored on 400 synthetic apps with true Gustafson parameters (a ~ U
 k = 1 s per unit of work per node) measured at n = 1, 2, 4, 8 with two work levels per node
 (10 and 40 units) and 5% noise: the error of the fitted α and how often the sized job matches
 the size the true α gives, on 1-64 nodes at θ = 0.5.
+
+Partition choice: no constant of its own (the wait is read from the queue as
+policies/partition.py defines it); scored on synthetic queues (its test's docstring).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+from policies.partition import Option, Queue, choose_partition, wait_estimate
 from policies.placement import choose_placement
 from predictor.downey import FloatArray
 from predictor.placement import fit_placement, tasks_per_node
@@ -140,3 +147,61 @@ def test_weak_scaling_alpha_and_size() -> None:
         f"relative size error median {np.median(off):.1%}, 90th pct {np.quantile(off, 0.9):.1%}"
     )
     assert np.median(e) < 0.1
+
+
+def true_wait(idle: int, running: list[tuple[int, float]], n: int) -> float:
+    """When n nodes are free, given the running jobs' true ends."""
+    if idle >= n:
+        return 0.0
+    free = idle
+    for nodes, end in sorted(running, key=lambda r: r[1]):
+        free += nodes
+        if free >= n:
+            return end
+    return math.inf
+
+
+@pytest.mark.benchmark
+def test_partition_choice_against_earliest_start_and_oracle() -> None:
+    """Two listed partitions of 8 nodes; the second type runs the job r ~ U[1, 3] times faster
+    (SYNTHETIC); 0-4 running jobs per partition with 1-4 nodes each, U[0, 3600] s left of
+    their limits, ending at a uniform 20-100% of that (SYNTHETIC: jobs end before their
+    limits); the job needs 4 nodes and runs 1800 s on the first type. Scored in true
+    completion (wait + runtime) against the oracle that knows the true ends, and against
+    Slurm's behaviour for a partition list (the partition where the job starts first)."""
+    rng = np.random.default_rng(7)
+    n = 4
+    ratios: dict[str, list[float]] = {"completion": [], "earliest_start": []}
+    for _ in range(2000):
+        speed = (1.0, rng.uniform(1.0, 3.0))
+        opts = []
+        for k in range(2):
+            jobs: list[tuple[int, float, float]] = []
+            used = 0
+            for _ in range(int(rng.integers(0, 5))):
+                size = int(rng.integers(1, 5))
+                if used + size > 8:
+                    break
+                left = rng.uniform(0.0, 3600.0)
+                jobs.append((size, left, left * rng.uniform(0.2, 1.0)))
+                used += size
+            runtime = 1800.0 / speed[k]
+            queue = Queue(8 - used, 0, tuple((s, left) for s, left, _ in jobs))
+            truth = true_wait(8 - used, [(s, end) for s, _, end in jobs], n)
+            opts.append((Option(f"p{k}", n, runtime, wait_estimate(queue, n)), truth, runtime))
+        chosen = choose_partition([o for o, _, _ in opts]).partition
+        true_done = [w + r for _, w, r in opts]
+        oracle = min(true_done)
+        ours = true_done[0 if chosen in (None, "p0") else 1]
+        starts = [w for _, w, _ in opts]
+        slurm = true_done[int(np.argmin(starts))]
+        ratios["completion"].append(ours / oracle)
+        ratios["earliest_start"].append(slurm / oracle)
+    print("\npartition choice, SYNTHETIC (2000 queues; docstring): true completion / oracle's")
+    for name, vals in ratios.items():
+        a = np.array(vals)
+        print(
+            f"  {name:15s} mean {a.mean():.3f}  p90 {np.quantile(a, 0.9):.3f}  "
+            f"optimal in {np.mean(a <= 1.0 + 1e-9):.1%}"
+        )
+    assert np.mean(ratios["completion"]) < np.mean(ratios["earliest_start"])
