@@ -22,8 +22,9 @@ runtime error |T̂/T - 1| over those runs scores the model. Only the sizes in th
 position are left out: the interior ones for a target inside the range of sizes (an
 interpolation), the end on its side for one beyond it (an extrapolation), since a model
 that interpolates well can extrapolate badly (a polynomial in N, the paper warns). The model
-with the smaller score is used (``downey_interp`` on a tie, or when fewer than three sizes
-leave nothing to cross-validate, because its per-size curves are the product's own model).
+with the smaller score is used (``downey_interp`` on a tie, or when no model could be
+scored, because its per-size curves are the product's own model). With two sizes only
+``nearest_scaled`` can be scored (each size predicted from the other), so it is chosen.
 `borrow_curve` turns the prediction at N* into a `Curve` flagged as borrowed, so that no
 policy cuts a time limit on it.
 """
@@ -366,7 +367,7 @@ def fit_sizes(
     if not fitted:
         raise ValueError("no model of T(N, P) can be fitted to these runs")
     scored = [m for m in fitted if loso[m] is not None]
-    # Unscored (fewer than three sizes): the Downey family, the product's own model, first.
+    # None scored: the first fitted in METHODS order (the Downey family, the product's model).
     method = min(scored, key=lambda m: (loso[m], METHODS.index(m))) if scored else fitted[0]
     return SizeFits(
         tuple(distinct),

@@ -154,7 +154,11 @@ def migrate_if_needed(
     None when nothing was to do (module docstring)."""
     conn: Any = client
     state = conn.hget(keys.MIGRATION, "state")
-    if state == "done" or not _has_v1(conn):
+    if state == "done":
+        return None
+    if not _has_v1(conn):
+        if state is None:  # nothing to migrate: record it, so no later start scans again
+            conn.hset(keys.MIGRATION, mapping={"state": "done", "found": "0"})
         return None
     if state != "running" and conn.exists(keys.APPS):
         log.warning(

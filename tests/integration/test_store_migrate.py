@@ -172,3 +172,12 @@ def test_store_migrate_command(redis_client: Any, tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "0 copied" in text.stdout
     assert "the v1 keys are kept" in text.stdout
+
+
+def test_a_store_without_v1_is_scanned_once(redis_client: Any) -> None:
+    assert migrate_if_needed(redis_client) is None
+    assert redis_client.hgetall(keys.MIGRATION) == {"state": "done", "found": "0"}
+    # Later v1 keys (restored from a backup) need the command; the start no longer scans.
+    redis_client.set("adaptalloc:v1:jobs", "x")
+    assert migrate_if_needed(redis_client) is None
+    assert migrate(redis_client).copied == 1

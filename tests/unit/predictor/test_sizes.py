@@ -110,3 +110,10 @@ def test_bad_input_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=match):
         fit_sizes(size, n, runtime)
+
+
+def test_with_two_sizes_and_a_target_only_the_nearest_size_can_be_scored() -> None:
+    N, n, t = grid([1000, 4000], downey)
+    fits = fit_sizes(N, n, t, target=2000.0)
+    assert fits.method == "nearest_scaled"
+    assert [k for k, v in fits.loso_error.items() if v is not None] == ["nearest_scaled"]
