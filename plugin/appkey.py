@@ -21,13 +21,15 @@ The explicit override, a tag in the job's comment (versioned, like jobstats' ``J
 
 The tag starts at the whitespace-separated word ``adaptalloc:v1`` and takes the
 ``key=value`` words that follow it, up to the first word that is not one (or a ``;``).
-v1 knows three keys: ``app`` and ``size``, either of which may be left out (``adaptalloc:v1
-size=large`` keeps the rule's name and sets the size), and ``resize=yes|no``, read by
+v1 knows four keys: ``app`` and ``size``, either of which may be left out (``adaptalloc:v1
+size=large`` keeps the rule's name and sets the size), ``resize=yes|no``, read by
 deploy/slurm/job_submit.lua (``resize=no`` opts a job out of resizing; it does not change
-the app key). A tag with an unknown key, an empty
-or invalid value, a repeated key, or a second tag in the same comment is refused as a whole,
-with its reason: an explicit override that cannot be honoured must not silently become some
-other app. A word ``adaptalloc:vN`` for another N is refused as an unsupported version. Words
+the app key), and ``scaling=strong|weak`` (weak: the problem grows with the nodes, and the
+daemon sizes the job by Gustafson's law, policies/weak.py; it does not change the app key).
+A tag with an unknown key, an empty or invalid value, a repeated key, or a second tag in the
+same comment is refused as a whole, with its reason: an explicit override that cannot be
+honoured must not silently become some other app. A word ``adaptalloc:vN`` for another N is
+refused as an unsupported version. Words
 that merely start with ``adaptalloc:v1:`` are the daemon's own records in ``admin_comment``
 (plugin/daemon/marks.py) and are not tags.
 
@@ -42,6 +44,7 @@ unrelated jobs into one curve.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -62,7 +65,10 @@ __all__ = [
     "JobFields",
     "Tag",
     "normalise_part",
+    "numeric_size",
     "parse_tag",
+    "size_class",
+    "size_text",
 ]
 
 #: Longest name or size class, in characters, after normalisation.
@@ -79,7 +85,7 @@ DEFAULT_GENERIC_NAMES = ("wrap", "bash", "sh", "zsh", "interactive", "sbatch", "
 MAX_RAW_LENGTH = 1024
 
 _PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
-_TAG_KEYS = ("app", "size", "resize")
+_TAG_KEYS = ("app", "size", "resize", "scaling")
 # Any word that names a tag version ("adaptalloc:v" and no further ':'; the daemon's
 # records are adaptalloc:v1:held and the like): only TAG_MARKER is honoured, the rest are
 # refused, including look-alikes such as "adaptalloc:v١" or "adaptalloc:v１".
@@ -183,6 +189,38 @@ def _is_part(value: object) -> bool:
     )
 
 
+#: A size class that is a problem size: a plain decimal number (``1000``, ``2.5e6``).
+_NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?")
+
+
+def numeric_size(size_class: str | None) -> float | None:
+    """The problem size a size class names when it is a number (``size=2.5e6``), else None.
+
+    The class still picks the app key (``cg@2.5e6``); the number is recorded beside each
+    run so that curves of sibling sizes can be borrowed (predictor/sizes.py). Only finite
+    values > 0 count (``size=0`` and ``size=1e999`` stay plain class names).
+    """
+    if size_class is None or not _NUMBER.fullmatch(size_class):
+        return None
+    value = float(size_class)
+    return value if 0.0 < value < float("inf") else None
+
+
+def size_class(size: float) -> str:
+    """The size class that names a numeric problem size: ``1000``, ``2.5e6`` (shortest form
+    that reads back as the same number with :func:`numeric_size`, no ``+``)."""
+    if not (math.isfinite(size) and size > 0):
+        raise ValueError(f"size must be finite and > 0, got {size!r}")
+    if size == int(size) and size < 1e15:
+        return str(int(size))
+    return repr(float(size)).replace("e+", "e")
+
+
+def size_text(size: float) -> str:
+    """A problem size for people: whole numbers in full (``4300800``), others as ``%g``."""
+    return str(int(size)) if size == int(size) and abs(size) < 1e15 else f"{size:g}"
+
+
 # --- the comment tag ----------------------------------------------------------------------
 
 
@@ -193,6 +231,7 @@ class Tag:
     app: str | None = None
     size: str | None = None
     resize: bool | None = None
+    scaling: str | None = None
 
 
 def _tag_fields(words: list[str], where: str) -> dict[str, str]:
@@ -245,10 +284,16 @@ def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
     resize = fields.get("resize")
     if resize is not None and resize.lower() not in ("yes", "no"):
         raise AppKeyError(f"{where} tag resize= must be yes or no, got {quote_value(resize)}")
+    scaling = fields.get("scaling")
+    if scaling is not None and scaling.lower() not in ("strong", "weak"):
+        raise AppKeyError(
+            f"{where} tag scaling= must be strong or weak, got {quote_value(scaling)}"
+        )
     return Tag(
         app=None if "app" not in fields else normalise_part(fields["app"], f"{where} tag app"),
         size=None if "size" not in fields else normalise_part(fields["size"], f"{where} tag size"),
         resize=None if resize is None else resize.lower() == "yes",
+        scaling=None if scaling is None else scaling.lower(),
     )
 
 

@@ -89,13 +89,21 @@ if [[ ! -s "$MUNGE_KEY" ]]; then
 fi
 chmod 600 "$MUNGE_KEY" "$SECRET_DIR"/*.password
 
+# Two node types: node1..node(N/2) "std", the rest "big" (partition big); at least 2 nodes.
+((NODE_COUNT >= 2)) || die "ADAPTALLOC_NODES must be at least 2 (two node types), got $NODE_COUNT"
+STD_LAST=$((NODE_COUNT / 2))
+BIG_FIRST=$((STD_LAST + 1))
+
 declare -A VARS=(
     [STATE_DIR]="$STATE_DIR"
     [CLUSTER_NAME]="$CLUSTER_NAME"
     [SLURM_USER]="$(id -un)"
     [SLURMCTLD_PORT]="$SLURMCTLD_PORT"
     [SLURMDBD_PORT]="$SLURMDBD_PORT"
-    [SLURMD_PORTS]="$((SLURMD_BASE_PORT + 1))-$((SLURMD_BASE_PORT + NODE_COUNT))"
+    [SLURMD_PORTS_STD]="$((SLURMD_BASE_PORT + 1))-$((SLURMD_BASE_PORT + STD_LAST))"
+    [SLURMD_PORTS_BIG]="$((SLURMD_BASE_PORT + BIG_FIRST))-$((SLURMD_BASE_PORT + NODE_COUNT))"
+    [STD_LAST]="$STD_LAST"
+    [BIG_FIRST]="$BIG_FIRST"
     [NODE_COUNT]="$NODE_COUNT"
     [NODE_CPUS]="$NODE_CPUS"
     [NODE_MEMORY_MB]="$NODE_MEMORY_MB"

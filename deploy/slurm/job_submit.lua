@@ -126,12 +126,19 @@ local function partition_enabled(conf, partition, part_list)
             return false
         end
     end
-    for name in conf.partitions:gmatch("[^,%s]+") do
-        if name == partition then
-            return true
+    -- A job listing several partitions is enabled when every one of them is.
+    for wanted in partition:gmatch("[^,%s]+") do
+        local found = false
+        for name in conf.partitions:gmatch("[^,%s]+") do
+            if name == wanted then
+                found = true
+            end
+        end
+        if not found then
+            return false
         end
     end
-    return false
+    return true
 end
 
 local function moldable(job_desc)
@@ -150,9 +157,10 @@ end
 
 -- Why a moldable job must not be held, or nil. An immediate allocation (salloc/srun -I)
 -- fails when it cannot start at once, which a held job cannot. The daemon sizes a job from
--- the idle nodes of its one partition; that count does not say what a job can run on when it
--- asks for a reservation, features, nodes to use or to avoid, contiguous nodes or several
--- partitions, and a hetjob component starts only with its siblings.
+-- the idle nodes of its partitions; that count does not say what a job can run on when it
+-- asks for a reservation, features, nodes to use or to avoid or contiguous nodes, and a
+-- hetjob component starts only with its siblings. A job listing several partitions is held:
+-- the daemon picks one of them by predicted completion (policies/partition.py).
 local function leave_alone(job_desc)
     if on(job_desc.immediate) then
         return "an immediate allocation"
@@ -175,9 +183,6 @@ local function leave_alone(job_desc)
     end
     if on(job_desc.contiguous) then
         return "contiguous nodes"
-    end
-    if given(job_desc.partition) and job_desc.partition:find(",", 1, true) then
-        return "several partitions"
     end
     return nil
 end

@@ -1,7 +1,11 @@
 """``adaptalloc fit`` and ``adaptalloc predict``: the speedup model of one observation file.
 
     adaptalloc fit OBS.csv [--method adept|lm] [--format text|json]
-    adaptalloc predict OBS.csv --at N[,N...] [--method adept|lm] [--format text|json]
+    adaptalloc predict OBS.csv --at N[,N...] [--size S] [--method adept|lm] [--format text|json]
+
+With ``--size S`` the file's ``size`` column says each run's problem size: the runs at S
+give S's own curve, else S's curve is borrowed from the other sizes (plugin/learning/borrow.py,
+predictor/sizes.py), and the JSON's ``source`` says which.
 
 The pipeline is visible in the imports: read (formats/observations_csv, through common) ->
 compute (predictor) -> render (render.py).
@@ -9,10 +13,13 @@ compute (predictor) -> render (render.py).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from typing import Any
 
 import click
+import numpy as np
 import structlog
 
 import predictor
@@ -36,7 +43,13 @@ from plugin.cli.render import (
     render_fit,
     render_predictions,
 )
-from plugin.errors import printable
+from plugin.errors import InputError, TooManyRowsError, printable
+from plugin.formats.observations_csv import (
+    RawObservations,
+    read_observations,
+    read_observations_stream,
+)
+from plugin.learning.borrow import borrow_from_runs
 
 __all__ = ["fit", "predict"]
 
@@ -78,6 +91,72 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
     )
 
 
+def _size_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        size = float(text)
+    except ValueError:
+        raise click.BadParameter(f"{printable(text)[:40]!r} is not a number") from None
+    if not (math.isfinite(size) and size > 0):
+        raise click.BadParameter(f"must be a finite number > 0, got {printable(text)[:40]}")
+    return size
+
+
+def _sized_runs(obs_csv: str, max_rows: int) -> RawObservations:
+    """The file's runs with their problem sizes; an InputError when a row has none."""
+    try:
+        raw = (
+            read_observations_stream(sys.stdin.buffer, source_name(obs_csv), max_rows)
+            if obs_csv == "-"
+            else read_observations(obs_csv, max_rows)
+        )
+    except TooManyRowsError as exc:
+        raise InputError(f"{exc}; pass --max-rows to raise the limit") from exc
+    if raw.size is None:
+        raise InputError(f"{raw.source}: --size needs a column 'size' (each run's problem size)")
+    blank = np.flatnonzero(np.isnan(raw.size))
+    if blank.size:
+        raise InputError(
+            f"{raw.source}: --size needs a size on every run; data row {int(blank[0]) + 1} has none"
+        )
+    return raw
+
+
+def _predict_sized(
+    raw: RawObservations, size: float, targets: tuple[int, ...], method: str
+) -> tuple[predictor.Predictions, dict[str, Any]]:
+    """Predictions for problem size `size`: its own runs' curve when it has runs at two or
+    more node counts, else the curve borrowed from the other sizes; and the source."""
+    assert raw.size is not None  # noqa: S101 - _sized_runs checked it
+    own = np.isclose(raw.size, size, rtol=1e-9, atol=0.0)
+    if np.unique(raw.n[own]).size >= 2:
+        obs = predictor_call(lambda: predictor.prepare(raw.n[own], raw.runtime[own]))
+        source = {"kind": "own", "size": size, "runs": int(own.sum())}
+        return predict_at(obs, targets, method), source
+    others = ~own
+    borrowed = predictor_call(
+        lambda: borrow_from_runs(
+            size,
+            [float(v) for v in raw.size[others]],  # type: ignore[index]
+            [float(v) for v in raw.n[others]],
+            [float(v) for v in raw.runtime[others]],
+        )
+    )
+    curve = borrowed.curve
+    n = np.asarray(targets, dtype=np.int64)
+    preds = predictor.Predictions(
+        n=n,
+        runtime=curve.runtime(n),
+        speedup=curve.speedup(n),
+        efficiency=curve.efficiency(n),
+        A=np.full(n.shape, curve.A),
+        sigma=np.full(n.shape, curve.sigma),
+    )
+    return preds, {**borrowed.to_dict(), "note": borrowed.note}
+
+
 @click.command()
 @observations_argument
 @click.option(
@@ -89,29 +168,69 @@ def fit(obs_csv: str, method: str, output_format: str, max_rows: int) -> None:
     metavar="N[,N...]",
     help=f"Sizes to predict, comma-separated whole numbers ≥ 1 (at most {MAX_TARGETS:,}).",
 )
+@click.option(
+    "--size",
+    "problem_size",
+    default=None,
+    callback=_size_callback,
+    metavar="S",
+    help="Predict for problem size S (the file's 'size' column): its own runs' curve, or one "
+    "borrowed from the other sizes when S has none.",
+)
 @observation_options
 def predict(
-    obs_csv: str, targets: tuple[int, ...], method: str, output_format: str, max_rows: int
+    obs_csv: str,
+    targets: tuple[int, ...],
+    problem_size: float | None,
+    method: str,
+    output_format: str,
+    max_rows: int,
 ) -> None:
     """Predict runtime, speedup and efficiency at the sizes given by --at.
 
     Sizes are reported in the order given, repeats included. With ADEPT each size gets
-    its own model instance, weighted towards the observations nearest to it.
+    its own model instance, weighted towards the observations nearest to it. With --size,
+    for one problem size of a study of several (see --size).
     """
     started = time.perf_counter()
-    obs = read(obs_csv, max_rows)
-    preds = predict_at(obs, targets, method)
-    if output_format == "json":
-        emit_json(predictions_document(preds))
+    source: dict[str, Any] | None = None
+    if problem_size is None:
+        obs = read(obs_csv, max_rows)
+        preds = predict_at(obs, targets, method)
+        largest, runs = int(obs.n[-1]), int(obs.runs.sum())
     else:
-        render_predictions(preds, stdout_console(), method, int(obs.n[-1]))
+        raw = _sized_runs(obs_csv, max_rows)
+        preds, source = _predict_sized(raw, problem_size, targets, method)
+        largest, runs = int(raw.n.max()), len(raw)
+    if output_format == "json":
+        doc = predictions_document(preds)
+        if source is not None:
+            doc["source"] = source
+            if source["kind"] == "borrowed":  # no calibrated interval for a borrowed curve
+                for row in doc["predictions"]:
+                    row["interval"] = {"level": None, "lower": None, "upper": None}
+        emit_json(doc)
+    else:
+        console = stdout_console()
+        if source is not None:
+            console.print(
+                source.get("note") or f"Problem size {problem_size:g}: its own runs' curve.",
+                markup=False,
+                highlight=False,
+            )
+        render_predictions(
+            preds,
+            console,
+            method if source is None or source["kind"] == "own" else "borrowed",
+            largest,
+        )
         sys.stdout.flush()
     log.info(
         "predict",
         path=printable(obs_csv),
         method=method,
-        sizes=len(obs),
-        runs=int(obs.runs.sum()),
+        runs=runs,
         targets=len(targets),
+        source=None if source is None else source["kind"],
         elapsed_ms=elapsed_ms(started),
     )

@@ -17,6 +17,7 @@ policies refuse (with what is allowed).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import time
@@ -97,29 +98,34 @@ def _count(name: str, least: int, help_text: str) -> Callable[[Callable[..., T]]
 
 def _curve_from_observations(
     obs_csv: str, method: str, max_rows: int
-) -> tuple[predictor.Curve | None, str]:
+) -> tuple[predictor.Curve | None, str, str]:
     """The curve the learner would store for these runs (None, and why, when the fit failed)."""
     obs = read(obs_csv, max_rows)
     fit = predictor_call(lambda: predictor.fit_observations(obs, method=method))
     if fit.status != "ok":
-        return None, f"the fit failed ({printable(fit.message) or 'no reason given'})"
-    return predictor_call(lambda: curve_from_fit(fit)), ""
+        return None, f"the fit failed ({printable(fit.message) or 'no reason given'})", ""
+    return predictor_call(lambda: curve_from_fit(fit)), "", ""
 
 
-def _curve_from_store(app_text: str, redis_url: str | None) -> tuple[predictor.Curve | None, str]:
-    """The app's stored curve (None, and why, when there is none); errors if Redis is down."""
+def _curve_from_store(
+    app_text: str, redis_url: str | None
+) -> tuple[predictor.Curve | None, str, str]:
+    """The app's stored curve, or one borrowed from its sibling sizes (then the third item
+    says so: plugin/learning/borrow.py); None, and why, when there is none. Errors if Redis
+    is down."""
     # Imported here: only --app needs Redis and the store's configuration.
     from plugin.appkey import AppKey  # noqa: PLC0415
     from plugin.cli.common import open_store  # noqa: PLC0415
+    from plugin.learning.borrow import BORROWED, curve_with_borrowing  # noqa: PLC0415
 
     app = AppKey.parse(app_text)
-    record = open_store(None, redis_url).store.curve_record(app)
+    record = curve_with_borrowing(open_store(None, redis_url).store, app)
     if record is None:
-        return None, f"no curve is stored for app {app}"
+        return None, f"no curve is stored for app {app}", ""
     if record.curve is None:
         why = record.note or record.error or "none fitted yet"
-        return None, f"app {app} has no usable stored curve ({printable(why)})"
-    return record.curve, ""
+        return None, f"app {app} has no usable stored curve ({printable(why)})", ""
+    return record.curve, "", record.note if record.method == BORROWED else ""
 
 
 def _say(console: Console, text: str) -> None:
@@ -268,7 +274,7 @@ def decide(
     /etc/adaptalloc/adaptalloc.toml); --config is the policy file.
     """
     started = time.perf_counter()
-    load_curve: Callable[[], tuple[predictor.Curve | None, str]]
+    load_curve: Callable[[], tuple[predictor.Curve | None, str, str]]
     if app_key is not None and obs_csv is None:
         load_curve = partial(_curve_from_store, app_key, redis_url)
     elif obs_csv is not None and app_key is None:
@@ -293,11 +299,13 @@ def decide(
         )
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    curve, missing = load_curve()
+    curve, missing, borrowed = load_curve()
     settings = policies.effective(config, partition, account)
     decision = policies.decide(
         request, curve, cluster, settings, missing=missing or "no curve is known"
     )
+    if borrowed:
+        decision = dataclasses.replace(decision, reason=f"{decision.reason}; {borrowed}")
     load_rule = load_rule_words(settings)
     if output_format == "json":
         doc = decision.to_dict(explain)

@@ -52,6 +52,7 @@ from plugin.report import (
     write_csv,
 )
 from plugin.report.model import AppReport, FleetRow
+from plugin.report.placement import query_placement, render_placement
 from plugin.store.curves import CurveStore
 
 __all__ = ["report"]
@@ -187,8 +188,9 @@ def _single(
             click.echo(f"wrote {page}")
     elif output_format == "text":
         render_app(one, stdout_console(), shown)
+        render_placement(query_placement(store, app), stdout_console())
     elif output_format == "json" and not per_job:
-        emit_json(app_document(one, shown))
+        emit_json({**app_document(one, shown), "placement": query_placement(store, app).to_dict()})
     elif per_job:
         _emit_rows(output_format, None, job_rows(one))
     else:

@@ -186,13 +186,14 @@ from plugin.cli.policy import decide, policy  # noqa: E402
 
 cli.add_command(decide)
 cli.add_command(policy)
-from plugin.cli.store import app, apps, forget, import_group, learn  # noqa: E402
+from plugin.cli.store import app, apps, forget, import_group, learn, store_group  # noqa: E402
 
 cli.add_command(apps)
 cli.add_command(app)
 cli.add_command(forget)
 cli.add_command(import_group)
 cli.add_command(learn)
+cli.add_command(store_group)
 from plugin.cli.simulate import simulate  # noqa: E402
 
 cli.add_command(simulate)

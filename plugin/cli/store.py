@@ -1,4 +1,4 @@
-"""Subcommands for the curve store: apps, app, forget, import sacct|csv, learn.
+"""Subcommands for the curve store: apps, app, forget, import sacct|csv, learn, store migrate.
 
     adaptalloc apps [--format json]
     adaptalloc app KEY [--observations N] [--format json]
@@ -40,13 +40,16 @@ from plugin.cli.common import (
 )
 from plugin.errors import InputError, printable
 from plugin.formats.observations_csv import DEFAULT_MAX_ROWS
+from plugin.learning.borrow import borrowed_for
 from plugin.learning.importers import import_csv, import_sacct
 from plugin.learning.learner import IngestStats, Learner, RefitOutcome, refit_app
 from plugin.report.numbers import format_number, format_runtime
 from plugin.slurm import slurm_reader
+from plugin.store import keys
 from plugin.store.curves import AppSummary, CurveRecord
+from plugin.store.migrate import migrate, migrate_if_needed
 
-__all__ = ["app", "apps", "forget", "import_group", "learn", "parse_when"]
+__all__ = ["app", "apps", "forget", "import_group", "learn", "parse_when", "store_group"]
 
 log = structlog.get_logger("adaptalloc")
 _RELATIVE = re.compile(r"now-([0-9]{1,9})(m|min|minutes|h|hours|d|days|w|weeks)")
@@ -249,6 +252,11 @@ def app(
     decisions = ctx.store.decisions(key, show_decisions) if show_decisions else []
     guard = ctx.store.guard_counts(key)
     censored = list(reversed(ctx.store.censored_runs(key)))[:show] if show else []
+    by_type = {t: ctx.store.curve_record(key, t) for t in ctx.store.node_types(key)}
+    borrowed = None
+    if summary.curve is None or summary.curve.curve is None:
+        found = borrowed_for(ctx.store, key)
+        borrowed = None if found is None else {**found.to_dict(), "note": found.note}
     if output_format == "json":
         _emit(
             {
@@ -257,6 +265,10 @@ def app(
                 "decisions": [d.to_dict() for d in decisions],
                 "guard": guard,
                 "recent_censored_runs": [o.to_dict() for o in censored],
+                "node_type_curves": {
+                    t: None if r is None else r.to_dict() for t, r in by_type.items()
+                },
+                "borrowed_curve": borrowed,
             }
         )
         return
@@ -278,6 +290,10 @@ def app(
         )
         for problem in c.diagnostics.reliability:
             console.print(f"  - {printable(problem.action)}", highlight=False)
+    for node_type, typed in by_type.items():
+        console.print(f"curve on {node_type}: {_curve_cell(typed)}", highlight=False)
+    if borrowed is not None:
+        console.print(f"decisions use the {printable(str(borrowed['note']))}", highlight=False)
     if newest:
         table = Table(box=box.SIMPLE_HEAD, title="newest runs")
         for column in ("job", "nodes", "runtime", "ended", "source"):
@@ -500,7 +516,9 @@ def import_csv_command(
         key = AppKey.of(key.name, size)
     ctx = open_store(config_path, redis_url)
     result = import_csv(ctx.store, file, key, max_rows)
-    refits = _refits(ctx, [key]) if refit and result.stats.added else []
+    # A study of several sizes went to one key per size (import_csv): refit each.
+    targets = sorted(AppKey.parse(text) for text in result.stats.apps)
+    refits = _refits(ctx, targets) if refit and result.stats.added else []
     doc = {**result.to_dict(), "refits": [r.to_dict() for r in refits]}
     if output_format == "json":
         _emit(doc)
@@ -541,6 +559,7 @@ def learn(
     if not once:
         raise click.UsageError("only --once is available; the daemon runs the learner continuously")
     ctx = open_store(config_path, redis_url)
+    migrate_if_needed(ctx.store.client)
     learner = Learner(
         ctx.store, slurm_reader(ctx.config.slurm.backend, ctx.config.slurm.timeout_s), ctx.config
     )
@@ -556,4 +575,41 @@ def learn(
         f"{_stamp(poll.until)}: {s.added:,} new runs, {s.duplicates:,} already known, "
         f"{s.unsettled:,} not settled yet, {sum(s.rejected.values()):,} refused; "
         f"{len(refits)} curves refitted"
+    )
+
+
+@click.group("store")
+def store_group() -> None:
+    """Maintain the curve store itself (its key schema)."""
+
+
+@store_group.command("migrate")
+@store_options
+@format_option
+def store_migrate(config_path: str | None, redis_url: str | None, output_format: str) -> None:
+    """Copy the v1 key schema (adaptalloc:v1:) to v2 (adaptalloc:v2:), keeping v1.
+
+    Idempotent and resumable: keys already in v2 are skipped, so run it again after an
+    interruption. The learner runs it by itself at start when v2 is still empty. Stop v1
+    daemons first: what they write after their key was copied stays in v1.
+    """
+    ctx = open_store(config_path, redis_url)
+    bar = _progress_bar()
+    if bar is None:
+        result = migrate(ctx.store.client)
+    else:
+        with bar:
+            task = bar.add_task("migrating v1 keys", total=None)
+
+            def progress(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            result = migrate(ctx.store.client, progress)
+    if output_format == "json":
+        _emit(result.to_dict())
+        return
+    click.echo(
+        f"{result.found:,} v1 keys: {result.copied:,} copied to {keys.PREFIX}, "
+        f"{result.skipped:,} already there, {result.gone:,} expired meanwhile, "
+        f"{result.unmapped:,} not adaptalloc's (left in v1); the v1 keys are kept"
     )

@@ -82,6 +82,7 @@ def journal_entry(outcome: Outcome) -> JournalEntry:
         nodes_min=outcome.job.nodes_min,
         nodes_max=outcome.job.nodes_max,
         limit=outcome.job.time_limit_min,
+        partition=None if resize is None else resize.partition,
     )
 
 
@@ -98,10 +99,16 @@ def outcome_from_journal(job: JobRecord, entry: JournalEntry | None) -> Outcome 
     original = dataclasses.replace(
         job, nodes_min=entry.nodes_min, nodes_max=entry.nodes_max, time_limit_min=limit
     )
+    # A job the crashed batch moved to one of its partitions shows that one now; the user's
+    # list is not in the entry, so a put-back keeps the job where it is (still one it listed).
     try:
         app = AppKey.parse(entry.app) if entry.app else None
         comment = check_admin_comment(entry.comment)
-        resize = None if entry.resize is None else Resize(job.job_id, *entry.resize)
+        resize = (
+            None
+            if entry.resize is None
+            else Resize(job.job_id, *entry.resize, partition=entry.partition)
+        )
     except (AppKeyError, ValueError):
         return None
     return Outcome(
@@ -219,15 +226,32 @@ class Applier:
     def _undo(self, outcome: Outcome, job: JobRecord | None) -> Outcome:
         """Put a partly resized job back as submitted and turn it into a slurm_error release."""
         original = outcome.job
+        moved = (
+            outcome.resize is not None
+            and outcome.resize.partition is not None
+            and job is not None
+            and job.partition != original.partition
+        )
         if job is not None and (
             (job.nodes_min, job.nodes_max) != (original.nodes_min, original.nodes_max)
             or job.time_limit_min != original.time_limit_min
+            or moved
         ):
             low, high = original.nodes_min or 1, original.nodes_max or original.nodes_min or 1
             unlimited = original.time_limit_min is None and job.time_limit_min is not None
+            back = original.partition if moved else None
             with contextlib.suppress(SlurmError, ValueError), self.timed("resize"):
                 self.slurm.resize(
-                    [Resize(original.job_id, low, high, original.time_limit_min, unlimited)]
+                    [
+                        Resize(
+                            original.job_id,
+                            low,
+                            high,
+                            original.time_limit_min,
+                            unlimited,
+                            partition=back,
+                        )
+                    ]
                 )
         return release_outcome(
             original,
@@ -308,6 +332,8 @@ class Applier:
 
 def _matches(job: JobRecord, change: Resize) -> bool:
     if (job.nodes_min, job.nodes_max) != (change.min_nodes, change.max_nodes):
+        return False
+    if change.partition is not None and job.partition != change.partition:
         return False
     return change.time_limit_min is None or job.time_limit_min == change.time_limit_min
 

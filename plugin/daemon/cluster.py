@@ -40,8 +40,9 @@ from plugin.slurm import (
     SlurmReader,
 )
 from policies import ClusterState
+from policies.partition import Queue
 
-__all__ = ["ClusterView", "pending_demand", "tighter"]
+__all__ = ["ClusterView", "listed_partitions", "pending_demand", "tighter"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
@@ -53,6 +54,16 @@ AssocKey = tuple[str, str, str]
 def first_partition(partition: str) -> str:
     """A job submitted to ``a,b`` is judged by ``a``."""
     return partition.split(",", 1)[0].strip()
+
+
+def listed_partitions(partition: str) -> list[str]:
+    """The partitions a job lists (``a,b`` -> [a, b]), in the user's order, without repeats."""
+    out: list[str] = []
+    for word in partition.split(","):
+        name = word.strip()
+        if name and name not in out:
+            out.append(name)
+    return out
 
 
 def tighter(*limits: int | None) -> int | None:
@@ -88,6 +99,7 @@ class ClusterView:
         self._nodes: tuple[float, list[NodeRecord] | None] = (-1e18, None)
         self._partitions: tuple[float, dict[str, PartitionRecord]] = (-1e18, {})
         self._qos: tuple[float, dict[str, QosRecord]] = (-1e18, {})
+        self._running: tuple[float, list[JobRecord] | None] = (-1e18, None)
         self._assoc: dict[AssocKey, tuple[float, AssocRecord | None]] = {}
         self._assoc_failing = False
         self._timed = timed
@@ -203,3 +215,62 @@ class ClusterView:
                 assoc.max_wall_min if assoc is not None else None,
             ),
         )
+
+    def cpus_per_node(self, name: str) -> int | None:
+        """The fewest CPUs of the partition's nodes (what a placement may put on any node),
+        None when sinfo is unavailable or shows none of its nodes."""
+        nodes = self.nodes()
+        if nodes is None:
+            return None
+        cpus = [n.cpus for n in nodes if name in n.partitions and n.cpus > 0]
+        return min(cpus) if cpus else None
+
+    def running(self) -> list[JobRecord] | None:
+        """The running jobs (``squeue --json``, cached ``cluster_cache_s``); None when squeue
+        fails. Read only for jobs that list several partitions (the sweep reads pending
+        jobs alone)."""
+        stamp, cached = self._running
+        now = self.clock()
+        if now - stamp < self.cache_s:
+            return cached
+        try:
+            found = self._call("squeue_json", self.slurm.jobs)
+        except SlurmError as exc:
+            log.warning("running_jobs_unknown", error=printable(str(exc))[:200])
+            found = None
+        jobs = [j for j in found if j.state == "RUNNING"] if isinstance(found, list) else None
+        self._running = (now, jobs)
+        return jobs
+
+    def queue(
+        self, name: str, pending: Iterable[JobRecord], job: JobRecord, now: float
+    ) -> Queue | None:
+        """The partition's queue as policies.partition.wait_estimate reads it (its docstring):
+        idle nodes (sinfo), the minimum nodes of the other pending jobs that list `name`
+        first, and the running jobs there as (nodes, seconds left of their limit, inf when
+        unlimited). None when sinfo or squeue fails: no wait can be estimated."""
+        nodes = self.nodes()
+        running = self.running()
+        if nodes is None or running is None:
+            return None
+        part = self.partitions().get(name)
+        idle = sum(1 for n in nodes if n.idle and name in n.partitions)
+        if part is not None and part.total_nodes > 0:
+            idle = min(idle, part.total_nodes)
+        ahead = sum(
+            other.nodes_min or 0
+            for other in pending
+            if other.job_id != job.job_id
+            and other.state == "PENDING"
+            and first_partition(other.partition) == name
+        )
+        ends: list[tuple[int, float]] = []
+        for other in running:
+            if other.partition != name or not other.nodes_alloc:
+                continue
+            if other.time_limit_min and other.start_time:
+                left = max(other.start_time + 60.0 * other.time_limit_min - now, 0.0)
+            else:
+                left = float("inf")
+            ends.append((other.nodes_alloc, left))
+        return Queue(idle, ahead, tuple(ends))

@@ -14,6 +14,13 @@ failure becomes a release as submitted with a reason code (reasons.py).
 5. The policy (policies.decide) with the partition's load and limits; an exception is
    ``policy_error``. The size is checked against the user's own range before anything is
    applied (root may set sizes below the user's minimum): ``out_of_range`` otherwise.
+   Three shapes of job take their own rule first (plugin/daemon/shape.py):
+   a ``scaling=weak`` tag (Gustafson, policies/weak.py), a fixed task count over a node
+   range (placement, policies/placement.py) and a list of partitions (completion,
+   policies/partition.py), in that order of precedence: one rule per job (a weak or
+   placed job listing several partitions keeps its list, and Slurm picks among them). A
+   partition the policy picks must be one the user listed and Slurm knows; anything else
+   is ``out_of_range`` too.
 
 The exploration counters (policies.ExplorationBudget) are kept here, in memory, since the
 daemon started: exploration's share is a share of what this daemon decided. A restart
@@ -24,20 +31,26 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
 
 import policies
-from plugin.appkey import AppKey, AppKeyError, AppKeyRule, parse_tag
-from plugin.daemon import marks, reasons
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size, parse_tag
+from plugin.daemon import marks, reasons, shape
+from plugin.daemon.cluster import first_partition, listed_partitions
 from plugin.errors import printable
+from plugin.learning.borrow import BORROWED, curve_with_borrowing
 from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
+from policies.decision import Candidate
+from policies.partition import Option, Queue, choose_partition, wait_estimate
+from policies.placement import choose_placement
+from policies.weak import decide_weak
 
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
@@ -71,6 +84,10 @@ class Outcome:
     policy: str = ""
     budget: dict[str, Any] = field(default_factory=dict)
     recovered: bool = False
+    tasks: int | None = None
+    tasks_per_node: int | None = None
+    scaling: str | None = None
+    placement: dict[str, Any] | None = None
 
     @property
     def job_id(self) -> int:
@@ -174,7 +191,7 @@ class CurveSource:
         if self.down:
             raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
         try:
-            record = self.store().curve_record(app)
+            record = curve_with_borrowing(self.store(), app)  # issue 18: sibling sizes
         except StoreError as exc:
             self._down_until = self.clock() + self.retry_s
             self._down_reason = printable(str(exc))[:200]
@@ -184,6 +201,54 @@ class CurveSource:
             raise
         self._cache[app] = record
         return record
+
+    def typed(self, app: AppKey, node_type: str) -> CurveRecord | None:
+        """The app's curve on `node_type` (a partition name) when the learner fitted one (the
+        app ran on several types), else None; StoreError as `get`."""
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            return self.store().curve_record(app, node_type)
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("curve")
+            raise
+
+    def observations(self, app: AppKey) -> list[Any]:
+        """The app's observations (for placement and weak scaling); StoreError as `get`."""
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            return list(self.store().observations(app))
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("observations")
+            raise
+
+    def sibling_runs(self, app: AppKey) -> list[Any]:
+        """The runs of the app's sibling sizes (same name, numeric size class), each with its
+        problem size (the key's number when the run recorded none); StoreError as `get`."""
+        if self.down:
+            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
+        try:
+            siblings = self.store().sibling_sizes(app)
+        except StoreError as exc:
+            self._down_until = self.clock() + self.retry_s
+            self._down_reason = printable(str(exc))[:200]
+            if self._on_failure is not None:
+                self._on_failure("observations")
+            raise
+        out: list[Any] = []
+        for key, runs in siblings.items():
+            number = numeric_size(key.size)
+            for run in runs:
+                size = getattr(run, "size", None)
+                out.append(run if size is not None or number is None else replace(run, size=number))
+        return out
 
     def reset(self, store: Callable[[], CurveStore]) -> None:
         """Use another store (after a configuration reload)."""
@@ -242,9 +307,29 @@ class Decider:
         self.policy = policy
         self.curves = curves
         self.budget = budget or Budget()
+        self._where: tuple[
+            Callable[[str], Queue | None] | None,
+            Callable[[str], int | None] | None,
+            Callable[[], Iterable[str]] | None,
+        ] = (None, None, None)
+        self._cluster: Callable[[JobRecord], ClusterState] = lambda job: ClusterState()
 
-    def decide(self, job: JobRecord, cluster: Callable[[JobRecord], ClusterState]) -> Outcome:
-        """The outcome for one held job; never raises (an error is ``internal_error``)."""
+    def decide(
+        self,
+        job: JobRecord,
+        cluster: Callable[[JobRecord], ClusterState],
+        queue: Callable[[str], Queue | None] | None = None,
+        cpus: Callable[[str], int | None] | None = None,
+        known_partitions: Callable[[], Iterable[str]] | None = None,
+    ) -> Outcome:
+        """The outcome for one held job; never raises (an error is ``internal_error``).
+
+        queue, cpus and known_partitions (optional) describe the partitions for the
+        partition choice and the placement: a partition's queue, its nodes' CPUs, and the
+        partitions Slurm knows (a listed name outside them is never a candidate).
+        """
+        self._where = (queue, cpus, known_partitions)
+        self._cluster = cluster
         try:
             return self._decide(job, cluster)
         except Exception as exc:  # the decision path must fail open, whatever happened
@@ -318,14 +403,137 @@ class Decider:
         try:
             request = policies.Request(low, high, limit, job.partition, job.account, job.user)
             settings = policies.effective(self.policy, job.partition, job.account)
+            shaped = self._shaped(job, request, app, state, settings, extra)
+            if shaped is not None:
+                decision, partition = shaped
+                return self._outcome(job, low, high, app, None, decision, extra, partition)
+            options = self._partition_options(job, request, app, curve, missing)
+            if options is not None:
+                decision, partition, chosen = options
+                extra["placement"] = chosen
+                return self._outcome(job, low, high, app, None, decision, extra, partition)
             decision = policies.decide(
                 request, curve, state, settings, self.budget.value(), missing or "no curve"
+            )
+        except StoreError as exc:
+            return release_outcome(
+                job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
             )
         except Exception as exc:  # a policy bug must not keep a job held
             return release_outcome(
                 job, reasons.POLICY_ERROR, f"policy error: {exc!r}", app, **extra
             )
+        if record is not None and record.method == BORROWED:
+            decision = replace(decision, reason=f"{decision.reason}; {record.note}")
         return self._outcome(job, low, high, app, curve, decision, extra)
+
+    def _shaped(
+        self,
+        job: JobRecord,
+        request: policies.Request,
+        app: AppKey | None,
+        state: ClusterState,
+        settings: policies.PolicySettings,
+        extra: dict[str, Any],
+    ) -> tuple[Decision, str | None] | None:
+        """The weak-scaling or placement decision when the job has that shape, else None."""
+        scaling = shape.job_scaling(job)
+        tasks = shape.fixed_tasks(job)
+        if scaling != "weak" and tasks is None:
+            return None
+        observations = self.curves.observations(app) if app is not None else []
+        theta = settings.efficiency_threshold
+        if scaling == "weak":
+            extra["scaling"] = "weak"
+            # A weak-scaling series grows its problem with n, and a numeric size= splits it
+            # over sibling app keys (name@size): the fit takes the app's runs and theirs.
+            if app is not None:
+                observations = [*observations, *self.curves.sibling_runs(app)]
+            fit, why = shape.weak_fit(observations)
+            if app is None:
+                why = "the job has no app key"
+            return decide_weak(request, fit, state, theta, why), None
+        if tasks is None:  # weak returned above; this only narrows the type
+            return None
+        extra["tasks"] = tasks
+        model, sized = shape.placement_model(observations)
+        lo, top = request.min_nodes, request.max_nodes
+        if state.node_limit is not None:
+            top = max(lo, min(top, state.node_limit))
+        _, cpus, _ = self._where
+        per_node = cpus(first_partition(job.partition)) if cpus is not None else None
+        choice = choose_placement(tasks, lo, top, model, theta, per_node)
+        extra["tasks_per_node"] = choice.tasks_per_node
+        extra["placement"] = {
+            "kind": "placement",
+            "runs_with_tasks_per_node": sized,
+            "table": [row.to_dict() for row in choice.table],
+        }
+        decision = Decision(choice.nodes, None, choice.rule, choice.reason)
+        return decision, None
+
+    def _partition_options(
+        self,
+        job: JobRecord,
+        request: policies.Request,
+        app: AppKey | None,
+        generic: Any,
+        missing: str,
+    ) -> tuple[Decision, str | None, dict[str, Any]] | None:
+        """Each listed partition's own decision and the one with the earliest predicted
+        completion (policies/partition.py); None when the job lists one partition or the
+        queues cannot be read."""
+        queue, _, known = self._where
+        listed = listed_partitions(job.partition)
+        if len(listed) < 2 or queue is None or known is None:
+            return None
+        names = set(known())
+        options: list[Option] = []
+        decisions: dict[str, Decision] = {}
+        for name in listed:
+            if name not in names:
+                continue
+            typed = self.curves.typed(app, name) if app is not None else None
+            # The curve of the runs on this node type when the app ran on several, else the
+            # curve of all its runs (one type: the same machine as far as the runs tell).
+            curve = typed.curve if typed is not None and typed.curve is not None else generic
+            where = replace(job, partition=name)
+            state = self._cluster(where)
+            # A pinned size per partition: a completion needs one size to predict.
+            part_settings = replace(
+                policies.effective(self.policy, name, job.account), release="pinned"
+            )
+            decision = policies.decide(
+                replace(request, partition=name),
+                curve,
+                state,
+                part_settings,
+                self.budget.value(),
+                missing or "no curve",
+            )
+            decisions[name] = decision
+            q = queue(name)
+            n = decision.nodes
+            runtime = float(curve.runtime(n)) if curve is not None and n is not None else math.nan
+            wait = wait_estimate(q, n) if q is not None and n is not None else math.inf
+            options.append(Option(name, n, runtime, wait))
+        if len(options) < 2:
+            return None
+        choice = choose_partition(options)
+        detail = {"kind": "partition", "options": [o.to_dict() for o in choice.options]}
+        if choice.partition is None:
+            return None
+        chosen = decisions[choice.partition]
+        reason = f"{choice.reason}; on {choice.partition}: {chosen.reason}"
+        decision = replace(
+            chosen,
+            reason=reason,
+            candidates=(
+                *chosen.candidates,
+                Candidate("partition_choice", chosen.nodes, choice.reason),
+            ),
+        )
+        return decision, choice.partition, detail
 
     def _outcome(
         self,
@@ -336,6 +544,7 @@ class Decider:
         curve: Any,
         decision: Decision,
         extra: dict[str, Any],
+        partition: str | None = None,
     ) -> Outcome:
         prior = marks.prior_text(job.admin_comment)
         common = {
@@ -361,6 +570,14 @@ class Decider:
                 app,
                 **extra,
             )
+        if partition is not None and partition not in listed_partitions(job.partition):
+            return release_outcome(
+                job,
+                reasons.OUT_OF_RANGE,
+                f"the policy chose partition {printable(partition)[:64]}, not one the job lists",
+                app,
+                **extra,
+            )
         limit = decision.time_limit_min
         if limit is not None and app is not None:
             safety = self.curves.safety(app)
@@ -371,7 +588,8 @@ class Decider:
                     f"after the kill guard raised its limits: {limit} -> {guarded} min."
                 ).strip()
                 limit = guarded
-        resize = Resize(job.job_id, n, top, limit)
+        moved = partition if partition is not None and partition != job.partition else None
+        resize = Resize(job.job_id, n, top, limit, partition=moved)
         if curve is not None:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")

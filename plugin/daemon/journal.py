@@ -54,7 +54,9 @@ class JournalEntry:
 
     ``resize`` is (min nodes, max nodes, time limit in minutes or None) as it is applied;
     ``nodes_min``/``nodes_max``/``limit`` are the job as its user submitted it; ``submit`` is
-    Slurm's submit time (0 when unknown), which tells a reused job id from this job.
+    Slurm's submit time (0 when unknown), which tells a reused job id from this job;
+    ``partition`` is the partition the resize moves the job to (None: it keeps its own; the
+    key is left out then, so entries without it read as before).
     """
 
     submit: int
@@ -69,6 +71,7 @@ class JournalEntry:
     nodes_max: int | None
     limit: int | None
     limit_known: bool = True
+    partition: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The stored document (``limit`` only when known)."""
@@ -86,6 +89,8 @@ class JournalEntry:
         }
         if self.limit_known:
             doc["limit"] = self.limit
+        if self.partition is not None:
+            doc["partition"] = self.partition
         return doc
 
     @classmethod
@@ -117,6 +122,7 @@ class JournalEntry:
             and len(nodes) == 2
             and all(_optional_int(n) for n in nodes),
             "limit": _optional_int(doc.get("limit")),
+            "partition": _optional_str(doc.get("partition")),
         }
         wrong = sorted(name for name, ok in checks.items() if not ok)
         if wrong:
@@ -134,6 +140,7 @@ class JournalEntry:
             nodes_max=nodes[1],
             limit=doc.get("limit"),
             limit_known="limit" in doc,
+            partition=doc.get("partition"),
         )
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -103,6 +104,7 @@ from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 from plugin.store.decisions import DecisionRecord
+from policies.partition import Queue
 
 __all__ = ["Daemon"]
 
@@ -544,7 +546,15 @@ class Daemon:
             )
         self.curves.begin_batch()
         for count, job in enumerate(sweep.to_decide, start=1):
-            outcomes.append(self.decider.decide(job, lambda j: self.cluster.state(j, sweep.demand)))
+            outcomes.append(
+                self.decider.decide(
+                    job,
+                    lambda j: self.cluster.state(j, sweep.demand),
+                    queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
+                    cpus=self.cluster.cpus_per_node,
+                    known_partitions=lambda: self.cluster.partitions().keys(),
+                )
+            )
             if count % BEAT_EVERY == 0:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
@@ -564,6 +574,10 @@ class Daemon:
             total_ms=round((time.perf_counter() - started) * 1000.0, 1),
             slurm_ms={k: round(v, 1) for k, v in self.slurm_ms.items()},
         )
+
+    def _queue(self, name: str, sweep: Sweep, job: Any, now: float) -> Queue | None:
+        """Partition `name`'s queue for deciding `job` (policies/partition.py)."""
+        return self.cluster.queue(name, sweep.jobs.values(), job, now)
 
     def record(self, applied: Sequence[Applied]) -> None:
         """Metrics, one ``decision`` log event per job, the stream entries."""

@@ -67,6 +67,11 @@ def decision_record(outcome: Outcome, status: str, latency_s: float | None) -> D
         decided_at=round(time.time(), 3),
         latency_s=None if latency_s is None else round(latency_s, 3),
         recovered=outcome.recovered,
+        tasks=outcome.tasks,
+        tasks_per_node=outcome.tasks_per_node,
+        scaling=outcome.scaling,
+        new_partition=None if resize is None else resize.partition,
+        placement=outcome.placement,
     )
 
 

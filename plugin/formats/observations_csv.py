@@ -2,6 +2,9 @@
 
 The contract (DESIGN.md, "Contracts other tools rely on"): repeated ``n`` are repetitions,
 ``n = 1`` is optional, extra columns are ignored and the columns may come in any order.
+Four optional columns say more about a run when present (a blank cell: not known):
+``size`` (the problem size, a finite number > 0), ``tasks`` and ``tasks_per_node`` (whole
+numbers ≥ 1) and ``node_type`` (a partition name, ``[a-z0-9._-]{1,64}``).
 Header names are matched exactly after stripping whitespace; a UTF-8 byte-order mark is
 accepted.
 
@@ -40,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_ROWS",
     "MAX_LINE_BYTES",
     "MAX_SIZE",
+    "OPTIONAL_COLUMNS",
     "RawObservations",
     "load_observations",
     "read_observations",
@@ -48,6 +52,9 @@ __all__ = [
 
 #: The columns the contract requires, in the order they are reported when missing.
 COLUMNS = ("n", "runtime")
+#: Columns read when present: problem size, tasks, tasks per node, node type (partition).
+OPTIONAL_COLUMNS = ("size", "tasks", "tasks_per_node", "node_type")
+_NODE_TYPE = re.compile(r"[a-z0-9._-]{1,64}")
 #: Default row limit; the CLI's ``--max-rows`` changes it.
 DEFAULT_MAX_ROWS = 1_000_000
 #: Longest physical line accepted, in bytes; no observation row comes close.
@@ -75,11 +82,18 @@ class RawObservations:
     n : (R,) float array of sizes, whole numbers in [1, MAX_SIZE].
     runtime : (R,) float array of runtimes in seconds, finite and > 0.
     source : the file's name as shown in messages (escaped).
+    size, tasks, tasks_per_node : (R,) float arrays when the file has the column, NaN
+        where a cell is blank; None when it has not.
+    node_type : one partition name (or None, blank) per row when the file has the column.
     """
 
     n: npt.NDArray[np.float64]
     runtime: npt.NDArray[np.float64]
     source: str
+    size: npt.NDArray[np.float64] | None = None
+    tasks: npt.NDArray[np.float64] | None = None
+    tasks_per_node: npt.NDArray[np.float64] | None = None
+    node_type: tuple[str | None, ...] | None = None
 
     def __len__(self) -> int:
         return int(self.n.size)
@@ -143,6 +157,43 @@ def _csv_problem(exc: csv.Error) -> str:
 def _is_number(text: str) -> bool:
     """Whether `text` is an ASCII number (used to recognise a missing header)."""
     return _ASCII_NUMBER.fullmatch(text.strip()) is not None
+
+
+def _optional_positions(header: list[str], where: str) -> dict[str, int]:
+    """Positions of the optional columns the header has."""
+    names = [name.strip() for name in header]
+    found = {}
+    for name in OPTIONAL_COLUMNS:
+        if names.count(name) > 1:
+            raise ObservationsError(f"{where}: column {name!r} appears more than once")
+        if name in names:
+            found[name] = names.index(name)
+    return found
+
+
+def _optional_cell(fields: list[str], index: int, column: str) -> float | str | None:
+    """One optional cell: None when blank, else its checked value (see OPTIONAL_COLUMNS)."""
+    text = fields[index].strip() if index < len(fields) else ""
+    if not text:
+        return None
+    if column == "node_type":
+        if not _NODE_TYPE.fullmatch(text):
+            raise _CellError(
+                f"node_type {quote_value(text)} is not a partition name "
+                "(1-64 of a-z, 0-9, '.', '_', '-')"
+            )
+        return text
+    number = _parse_number(fields, index, column)
+    if column == "size":
+        if number <= 0:
+            raise _CellError(f"size must be positive, got {quote_value(text, quotes=False)}")
+        return number
+    if number != math.floor(number) or not 1 <= number <= MAX_SIZE:
+        raise _CellError(
+            f"{column} must be a whole number from 1 to {MAX_SIZE:,}, "
+            f"got {quote_value(text, quotes=False)}"
+        )
+    return number
 
 
 def _column_positions(header: list[str], where: str) -> tuple[int, int]:
@@ -250,22 +301,39 @@ def read_observations_stream(
     if first is None:
         raise ObservationsError(f"{name} is empty; {_EXPECTED}")
     cols = _column_positions(first[1], f"{name} line {first[0]}")
+    extra = _optional_positions(first[1], f"{name} line {first[0]}")
     n_values, t_values = array("d"), array("d")
+    numbers = {column: array("d") for column in extra if column != "node_type"}
+    node_types: list[str | None] = []
     for lineno, fields in records:
         if len(n_values) >= max_rows:
             raise TooManyRowsError(f"{name} has more than {max_rows:,} rows", max_rows)
         try:
             n, runtime = _parse_row(fields, cols)
+            cells = {column: _optional_cell(fields, at, column) for column, at in extra.items()}
         except _CellError as exc:
             raise ObservationsError(f"{name} line {lineno}: {exc}") from None
         n_values.append(n)
         t_values.append(runtime)
+        for column, value in cells.items():
+            if column == "node_type":
+                node_types.append(None if value is None else str(value))
+            else:
+                numbers[column].append(math.nan if value is None else float(value))
     if not n_values:
         raise ObservationsError(f"{name} has a header but no rows; {_EXPECTED}")
+
+    def numbers_of(key: str) -> npt.NDArray[np.float64] | None:
+        return np.frombuffer(numbers[key], dtype=np.float64) if key in numbers else None
+
     return RawObservations(
         n=np.frombuffer(n_values, dtype=np.float64),
         runtime=np.frombuffer(t_values, dtype=np.float64),
         source=name,
+        size=numbers_of("size"),
+        tasks=numbers_of("tasks"),
+        tasks_per_node=numbers_of("tasks_per_node"),
+        node_type=tuple(node_types) if "node_type" in extra else None,
     )
 
 

@@ -25,11 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import structlog
 
-from plugin.appkey import AppKey
+from plugin.appkey import AppKey, numeric_size, size_class
 from plugin.errors import InputError, printable
-from plugin.formats.observations_csv import DEFAULT_MAX_ROWS, read_observations
+from plugin.formats.observations_csv import (
+    DEFAULT_MAX_ROWS,
+    RawObservations,
+    read_observations,
+)
 from plugin.learning.learner import CENSORED_STATES, Ingestor, IngestStats
 from plugin.slurm import SlurmReader
 from plugin.store.curves import CurveStore, Observation
@@ -131,6 +136,23 @@ def csv_job_ids(app: AppKey, source: str, n: list[float], runtime: list[float]) 
     return ids
 
 
+def _optional_fields(raw: RawObservations, row: int, app: AppKey) -> dict[str, Any]:
+    """A CSV row's size, tasks, tasks per node and node type (None where not given); the
+    size falls back to the app key's numeric size class."""
+
+    def number(column: Any) -> float | None:
+        return None if column is None or math.isnan(column[row]) else float(column[row])
+
+    tasks, per_node = number(raw.tasks), number(raw.tasks_per_node)
+    size = number(raw.size)
+    return {
+        "size": size if size is not None else numeric_size(app.size),
+        "tasks": None if tasks is None else int(tasks),
+        "tasks_per_node": None if per_node is None else int(per_node),
+        "node_type": None if raw.node_type is None else raw.node_type[row],
+    }
+
+
 def import_csv(
     store: CurveStore,
     path: str | Path,
@@ -144,20 +166,40 @@ def import_csv(
     n = [float(v) for v in raw.n]
     runtime = [float(v) for v in raw.runtime]
     ids = csv_job_ids(app, Path(str(path)).name, n, runtime)
+    # A study of several problem sizes under a bare app name: each size is its own app key
+    # (cg@1000, cg@4000), as a job tagged size=1000 would be.
+    split = raw.size is not None and app.size is None and not bool(np.isnan(raw.size).any())
+    keys_ = (
+        [AppKey(app.name, size_class(float(v))) for v in raw.size]
+        if split and raw.size is not None
+        else [app] * len(n)
+    )
     observations = [
         Observation(
-            job_id=job_id, app=app, nodes=int(size), runtime_s=seconds, end_time=when, source="csv"
+            job_id=job_id,
+            app=keys_[row],
+            nodes=int(size),
+            runtime_s=seconds,
+            end_time=when,
+            source="csv",
+            **_optional_fields(raw, row, keys_[row]),
         )
-        for job_id, size, seconds in zip(ids, n, runtime, strict=True)
+        for row, (job_id, size, seconds) in enumerate(zip(ids, n, runtime, strict=True))
     ]
-    added = store.add_batch({app: observations})
+    groups: dict[AppKey, list[Observation]] = {}
+    for obs in observations:
+        groups.setdefault(obs.app, []).append(obs)
+    added = store.add_batch(groups)
     stats = IngestStats(
         seen=len(observations),
         added=added.added,
         duplicates=added.duplicates,
         removed=added.removed,
-        apps={str(app)},
+        apps={str(key) for key in groups},
     )
-    result = ImportResult(stats, extra={"app": str(app), "file": printable(str(path))})
+    extra: dict[str, Any] = {"app": str(app), "file": printable(str(path))}
+    if split:
+        extra["size_apps"] = sorted(str(key) for key in groups)
+    result = ImportResult(stats, extra=extra)
     log.info("import_csv", **result.to_dict())
     return result

@@ -32,11 +32,11 @@ from typing import Any
 import structlog
 
 import predictor
-from plugin.appkey import AppKey, AppKeyError, AppKeyRule
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size
 from plugin.config import Config
 from plugin.errors import printable
 from plugin.slurm import JobRecord, SlurmReader
-from plugin.store.curves import AddResult, CurveStore, Observation
+from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
 
 __all__ = [
     "CENSORED_STATES",
@@ -49,6 +49,7 @@ __all__ = [
     "UnsettledJobError",
     "curve_from_fit",
     "refit_app",
+    "runs_by_node_type",
 ]
 
 log = structlog.get_logger("adaptalloc.learner")
@@ -170,6 +171,10 @@ class Ingestor:
             app = self.rule.key_for(job)
         except AppKeyError as exc:
             raise JobRejectedError("app_key", f"app key: {exc}") from exc
+        tasks = job.tasks if job.tasks is not None and job.tasks >= 1 else None
+        per_node = (
+            tasks // job.nodes_alloc if tasks is not None and tasks % job.nodes_alloc == 0 else None
+        )
         return Observation(
             job_id=str(job.job_id),
             app=app,
@@ -177,6 +182,10 @@ class Ingestor:
             runtime_s=float(job.elapsed_s),
             end_time=float(job.end_time),
             source=job.source,
+            size=numeric_size(app.size),
+            tasks=tasks,
+            tasks_per_node=per_node,
+            node_type=job.partition if NODE_TYPE.fullmatch(job.partition) else None,
         )
 
     def _log_rejection(self, job: JobRecord, exc: JobRejectedError) -> None:
@@ -274,6 +283,31 @@ def curve_from_fit(fit: predictor.Fit) -> predictor.Curve:
     return predictor.Curve.from_fit(fit, choice=choice)
 
 
+def _fit_runs(
+    runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]
+) -> tuple[predictor.Curve | None, str]:
+    """A curve from runs (or None and the reason)."""
+    if not runs:
+        return None, "no observations"
+    try:
+        prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
+        result = fit_fn(prepared, method=method)
+    except ValueError as exc:
+        return None, printable(str(exc))
+    if result.status != "ok":
+        return None, f"fit failed: {printable(result.message)}"
+    return curve_from_fit(result), ""
+
+
+def runs_by_node_type(runs: Sequence[Observation]) -> dict[str, list[Observation]]:
+    """The runs of each node type when they span more than one (else empty: one curve does)."""
+    groups: dict[str, list[Observation]] = {}
+    for run in runs:
+        if run.node_type is not None:
+            groups.setdefault(run.node_type, []).append(run)
+    return groups if len(groups) > 1 else {}
+
+
 def refit_app(
     store: CurveStore, app: AppKey, method: str = "adept", fit: Callable[..., Any] | None = None
 ) -> RefitOutcome:
@@ -282,6 +316,8 @@ def refit_app(
     `fit` defaults to predictor.fit_observations (tests pass a slower or failing one to
     simulate a crash mid-refit). A data set the predictor refuses (e.g. runs at one size
     only) stores "no curve" with the reason, so the app stops being dirty until new runs.
+    When the runs span several node types (partitions), one curve per type is saved too
+    (`CurveStore.curve(app, node_type)`), before the curve over all runs.
     """
     started = time.perf_counter()
     fit_fn = predictor.fit_observations if fit is None else fit
@@ -289,21 +325,20 @@ def refit_app(
     if snapshot is None:
         return RefitOutcome(app, "forgotten", 0, 0)
     runs = snapshot.observations
-    curve: predictor.Curve | None = None
-    note = ""
-    if not runs:
-        note = "no observations"
-    else:
-        try:
-            prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
-            result = fit_fn(prepared, method=method)
-        except ValueError as exc:
-            note = printable(str(exc))
-        else:
-            if result.status == "ok":
-                curve = curve_from_fit(result)
-            else:
-                note = f"fit failed: {printable(result.message)}"
+    by_type = runs_by_node_type(runs)
+    store.drop_node_types(app, set(store.node_types(app)) - set(by_type))
+    for node_type, typed in by_type.items():
+        typed_curve, typed_note = _fit_runs(typed, method, fit_fn)
+        store.save_curve(
+            app,
+            typed_curve,
+            snapshot.obs_version,
+            n_observations=len(typed),
+            method=method,
+            note=typed_note,
+            node_type=node_type,
+        )
+    curve, note = _fit_runs(runs, method, fit_fn)
     saved = store.save_curve(
         app, curve, snapshot.obs_version, n_observations=len(runs), method=method, note=note
     )

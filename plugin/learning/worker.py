@@ -36,6 +36,7 @@ from plugin.metrics import Metrics
 from plugin.slurm import slurm_reader
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Retention
+from plugin.store.migrate import migrate_if_needed
 
 __all__ = ["WORKER_MEMORY_BYTES", "LearnerThread", "build_learner", "learner_round"]
 
@@ -57,6 +58,7 @@ def build_learner(config: Config, redis_url: str | None) -> Learner:
     """The learner the daemon runs: its own Redis client (the [redis] settings: retries and
     the longer timeouts) and Slurm reader."""
     client = connect(redis_url, config.redis, check=False)
+    migrate_if_needed(client)  # v1 -> v2 keys at start (plugin/store/migrate.py); resumable
     store = CurveStore(
         client,
         Retention(config.learner.max_observations, config.learner.max_age_s),

@@ -162,6 +162,24 @@ def exit_from_status(value: Any) -> tuple[int | None, int | None]:
 
 # --- sacct ------------------------------------------------------------------------------------
 
+#: Steps that are not the application's tasks (the batch script, the extern container).
+_HELPER_STEPS = frozenset({"batch", "extern", "interactive"})
+
+
+def _sacct_tasks(steps: Any) -> int | None:
+    """The most tasks of any application step (sacct's NTasks of the ``srun`` steps)."""
+    if not isinstance(steps, list):
+        return None
+    counts = []
+    for step in steps:
+        if not isinstance(step, Mapping):
+            continue
+        name = field_str(_map(step.get("step")).get("name"))
+        count = field_int(_map(step.get("tasks")).get("count"))
+        if name not in _HELPER_STEPS and count is not None and count >= 1:
+            counts.append(count)
+    return max(counts) if counts else None
+
 
 def _sacct_job(job: Mapping[str, Any], exit_codes_reliable: bool) -> JobRecord:
     times = _map(job.get("time"))
@@ -198,6 +216,7 @@ def _sacct_job(job: Mapping[str, Any], exit_codes_reliable: bool) -> JobRecord:
         priority=field_int(job.get("priority")),
         state_reason=field_str(_map(job.get("state")).get("reason")),
         cluster=field_str(job.get("cluster")),
+        tasks=_sacct_tasks(job.get("steps")),
     )
 
 
@@ -265,6 +284,8 @@ def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
         priority=field_int(job.get("priority")),
         state_reason=field_str(job.get("state_reason")),
         cluster=field_str(job.get("cluster")),
+        num_tasks=None if started else field_int(job.get("tasks")),
+        ntasks_per_node=None if started else field_int(job.get("tasks_per_node")),
     )
 
 

@@ -60,6 +60,8 @@ PENDING_FIELDS = (
     "Comment",
     "Reason",
     "QOS",
+    "NumTasks",
+    "NTPerNode",
 )
 _NULL = "(null)"
 ADMIN_FIELD = "AdminComment="
@@ -159,6 +161,8 @@ def parse_pending(text: str, sep: str) -> list[JobRecord]:
                 priority=_int(f["PriorityLong"]),
                 state_reason=f["Reason"].strip(),
                 qos=_text(f["QOS"]),
+                num_tasks=_int(f["NumTasks"]),
+                ntasks_per_node=_int(f["NTPerNode"]),
             )
         )
     return out

@@ -45,6 +45,12 @@ class JobRecord:
     priority : scheduling priority (0 while held); None when not reported.
     state_reason : why a pending job waits ("JobHeldUser", ...), "" when none.
     qos : the job's QOS ("" when the source does not report it).
+    tasks : the job's task count, the most tasks of any of its ``srun`` steps (sacct's
+        NTasks; the batch and extern steps are not counted); None when not reported.
+    num_tasks, ntasks_per_node : a pending job's requested task count and tasks per node
+        (``squeue``'s ``tasks`` and ``tasks_per_node``; None when not reported, or 0 for
+        tasks per node the user did not set). Slurm's default task count is the minimum
+        node count, so a job whose num_tasks exceeds nodes_min asked for a task count.
     """
 
     job_id: int
@@ -73,6 +79,9 @@ class JobRecord:
     state_reason: str = ""
     cluster: str = ""
     qos: str = ""
+    tasks: int | None = None
+    num_tasks: int | None = None
+    ntasks_per_node: int | None = None
 
     @property
     def finished(self) -> bool:

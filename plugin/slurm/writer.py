@@ -14,18 +14,21 @@ few commands:
   distinct text, as argv (scontrol's stdin reader would keep quotes inside the value).
 * ``release``: ``scontrol release X,Y,...``, one process for the whole batch.
 
-Only integers reach scontrol's stdin (job ids, node counts, minutes): a line cannot be
-injected. The admin comment goes as one argv element, never through a shell, and is refused
-when it holds control characters. Slurm 22.05 facts this relies on (seen on the testbed):
-``NumNodes=3`` on a 2-4 job only raises the minimum, so sizes are pinned as ``N-N``; root may
-set sizes below the user's minimum, so callers keep decisions inside the user's range (the
-daemon asserts it); ``scontrol release`` and ``update`` with a list go on past a job that
+Only integers reach scontrol's stdin (job ids, node counts, minutes), and partition names that
+match ``PARTITION_LIST`` (letters, digits, ``_.-``, comma-separated; no space, ``=`` or control
+character): a line cannot be injected. The admin comment goes as one argv element, never
+through a shell, and is refused when it holds control characters. Slurm 22.05 facts this relies
+on (seen on the testbed): ``NumNodes=3`` on a 2-4 job only raises the minimum, so sizes are
+pinned as ``N-N``; root may set sizes below the user's minimum, so callers keep decisions
+inside the user's range (the daemon asserts it); ``scontrol release`` and ``update`` with a
+list go on past a job that
 fails and exit 1 at the end, so a failure means "some of these may not have happened": the
 caller reads the jobs back to see which.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
@@ -52,6 +55,10 @@ __all__ = [
 
 #: Longest admin comment the writer sets, in characters.
 MAX_ADMIN_COMMENT = 1024
+#: A partition name or a comma-separated list of them, as a Resize may write it. Slurm allows
+#: more in a name; a name outside this is never written (the job keeps its partitions).
+PARTITION_LIST = re.compile(r"[A-Za-z0-9_.-]{1,64}(?:,[A-Za-z0-9_.-]{1,64}){0,31}")
+
 #: Job ids per ``scontrol`` list argument (keeps argv well below any limit).
 IDS_PER_COMMAND = 500
 #: Fewest resize lines worth a process of their own when a batch is split.
@@ -62,7 +69,8 @@ MAX_TIME_LIMIT_MIN = 366 * 24 * 60
 
 @dataclass(frozen=True)
 class Resize:
-    """Set a pending job's node range to [min_nodes, max_nodes] and, when given, its limit.
+    """Set a pending job's node range to [min_nodes, max_nodes] and, when given, its limit
+    and its partition (one name the user listed, or the user's own list when put back).
 
     The daemon pins a decision as ``min_nodes == max_nodes``; restoring a job to its
     submitted range after a partial failure uses the original range, and `unlimited` (with
@@ -74,9 +82,12 @@ class Resize:
     max_nodes: int
     time_limit_min: int | None = None
     unlimited: bool = False
+    partition: str | None = None
 
     def __post_init__(self) -> None:
         _check_id(self.job_id)
+        if self.partition is not None and not PARTITION_LIST.fullmatch(self.partition):
+            raise ValueError(f"partition {self.partition[:80]!r} is not a list of partition names")
         for name in ("min_nodes", "max_nodes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -92,12 +103,14 @@ class Resize:
             raise ValueError(f"time_limit_min must be 1..{MAX_TIME_LIMIT_MIN}, got {limit!r}")
 
     def line(self) -> str:
-        """The scontrol command for this change (integers only)."""
+        """The scontrol command for this change (integers and checked partition names only)."""
         text = f"update JobId={self.job_id} NumNodes={self.min_nodes}-{self.max_nodes}"
         if self.time_limit_min is not None:
             text += f" TimeLimit={self.time_limit_min}"
         elif self.unlimited:
             text += " TimeLimit=UNLIMITED"
+        if self.partition is not None:
+            text += f" Partition={self.partition}"
         return text
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -32,7 +33,7 @@ import redis
 import structlog
 
 import predictor
-from plugin.appkey import AppKey, AppKeyError
+from plugin.appkey import AppKey, AppKeyError, numeric_size
 from plugin.errors import printable
 from plugin.store import keys
 from plugin.store.connection import StoreError, client_location, guarded
@@ -70,9 +71,24 @@ def _lua(name: str) -> str:
     return (resources.files("plugin.store") / "lua" / name).read_text(encoding="utf-8")
 
 
+#: A node type is a Slurm partition name (what the learner reads from sacct's Partition).
+NODE_TYPE = re.compile(r"[a-z0-9._-]{1,64}")
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 @dataclass(frozen=True)
 class Observation:
-    """One finished run: app (with size class), job id, allocated nodes, runtime, end time."""
+    """One finished run: app (with size class), job id, allocated nodes, runtime, end time.
+
+    The optional fields say what else the run was (None: not known): `size`, the problem
+    size (the tag's numeric ``size=``, a CSV column); `tasks` and `tasks_per_node`, its MPI
+    tasks and how they were spread (from sacct; tasks per node only when the tasks divide
+    evenly over the nodes); `node_type`, the partition it ran in (curves are kept per node
+    type when an app ran on several).
+    """
 
     job_id: str
     app: AppKey
@@ -80,6 +96,10 @@ class Observation:
     runtime_s: float
     end_time: float
     source: str = "sacct"
+    size: float | None = None
+    tasks: int | None = None
+    tasks_per_node: int | None = None
+    node_type: str | None = None
 
     def __post_init__(self) -> None:
         job = str(self.job_id)
@@ -91,15 +111,49 @@ class Observation:
             raise ValueError(f"runtime_s must be finite and > 0, got {self.runtime_s!r}")
         if not math.isfinite(self.end_time):
             raise ValueError("end_time must be finite")
+        if self.size is not None and not (
+            isinstance(self.size, int | float)
+            and not isinstance(self.size, bool)
+            and math.isfinite(self.size)
+            and self.size > 0
+        ):
+            raise ValueError(f"size must be finite and > 0, got {printable(repr(self.size))[:40]}")
+        for name in ("tasks", "tasks_per_node"):
+            value = getattr(self, name)
+            if value is not None and not _whole(value):
+                raise ValueError(
+                    f"{name} must be a whole number ≥ 1, got {printable(repr(value))[:40]}"
+                )
+        if self.node_type is not None and not (
+            isinstance(self.node_type, str) and NODE_TYPE.fullmatch(self.node_type)
+        ):
+            shown = printable(repr(self.node_type))[:80]
+            raise ValueError(f"node type {shown} is not a partition name [a-z0-9._-]{{1,64}}")
 
     def to_json(self) -> str:
-        """The stored form (see plugin/store/keys.py): compact, app and job id live in the keys."""
-        doc = {"n": self.nodes, "t": self.runtime_s, "e": self.end_time, "s": self.source}
+        """The stored form (see plugin/store/keys.py): compact, app and job id live in the
+        keys; the optional fields only when set (``z`` size, ``k`` tasks, ``p`` tasks per
+        node, ``y`` node type)."""
+        doc: dict[str, Any] = {
+            "n": self.nodes,
+            "t": self.runtime_s,
+            "e": self.end_time,
+            "s": self.source,
+        }
+        for short, value in (
+            ("z", self.size),
+            ("k", self.tasks),
+            ("p", self.tasks_per_node),
+            ("y", self.node_type),
+        ):
+            if value is not None:
+                doc[short] = value
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, app: AppKey, job_id: str, text: str) -> Observation:
         doc = json.loads(text)
+        size, tasks, per_node, node_type = (doc.get(k) for k in ("z", "k", "p", "y"))
         return cls(
             job_id=job_id,
             app=app,
@@ -107,6 +161,10 @@ class Observation:
             runtime_s=float(doc["t"]),
             end_time=float(doc["e"]),
             source=str(doc.get("s", "")),
+            size=None if size is None else _stored_number(size),
+            tasks=None if tasks is None else _stored_whole(tasks, "k"),
+            tasks_per_node=None if per_node is None else _stored_whole(per_node, "p"),
+            node_type=None if node_type is None else _stored_text(node_type),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,7 +175,30 @@ class Observation:
             "runtime_s": self.runtime_s,
             "end_time": self.end_time,
             "source": self.source,
+            "size": self.size,
+            "tasks": self.tasks,
+            "tasks_per_node": self.tasks_per_node,
+            "node_type": self.node_type,
         }
+
+
+def _stored_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("stored z (size) is not a number")
+    return float(value)
+
+
+def _stored_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError("stored y (node type) is not a string")
+    return value
+
+
+def _stored_whole(value: object, key: str) -> int:
+    """A stored whole number (JSON int); anything else is a corrupt document."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"stored {key} is not a whole number")
+    return value
 
 
 @dataclass(frozen=True)
@@ -349,16 +430,69 @@ class CurveStore:
     # --- curves -----------------------------------------------------------------------------
 
     @guarded
-    def curve(self, app: AppKey | str) -> predictor.Curve | None:
-        """The app's current curve, or None (no curve yet, none fittable, or unreadable)."""
-        record = self.curve_record(app)
+    def curve(self, app: AppKey | str, node_type: str | None = None) -> predictor.Curve | None:
+        """The app's current curve, or None (no curve yet, none fittable, or unreadable).
+
+        `node_type` (a partition name) asks for the curve fitted from the app's runs on that
+        type alone, which exists only when the app ran on more than one type; None asks for
+        the curve over all its runs.
+        """
+        record = self.curve_record(app, node_type)
         return None if record is None else record.curve
 
+    #: The agreed name of `curve` for the placement work (issue 18).
+    load_curve = curve
+
     @guarded
-    def curve_record(self, app: AppKey | str) -> CurveRecord | None:
-        """The curve with its metadata, or None when nothing was ever fitted for the app."""
+    def curve_record(self, app: AppKey | str, node_type: str | None = None) -> CurveRecord | None:
+        """The curve with its metadata, or None when nothing was ever fitted for the app (on
+        that node type)."""
         key = _app_key(app)
-        return self._curve_record(key, self.client.hgetall(keys.app_curve(key)))
+        name = keys.app_curve(key) if node_type is None else keys.app_type_curve(key, node_type)
+        return self._curve_record(key, self.client.hgetall(name))
+
+    @guarded
+    def node_types(self, app: AppKey | str) -> list[str]:
+        """The node types with a per-type curve record (its curve may be None, with the note
+        why), sorted; empty when the app ran on one type only."""
+        members = self.client.smembers(keys.app_node_types(_app_key(app)))
+        return sorted(m for m in members if NODE_TYPE.fullmatch(m))
+
+    @guarded
+    def drop_node_types(self, app: AppKey, node_types: Iterable[str]) -> int:
+        """Remove per-type curves the app's runs no longer support (their runs aged out, or it
+        runs on one type now); returns how many were removed."""
+        stale = [t for t in node_types if NODE_TYPE.fullmatch(t)]
+        if not stale:
+            return 0
+        pipe = self.client.pipeline(transaction=True)
+        pipe.srem(keys.app_node_types(app), *stale)
+        pipe.delete(*(keys.app_type_curve(app, t) for t in stale))
+        removed, _ = pipe.execute()
+        return int(removed)
+
+    @guarded
+    def sibling_sizes(self, app: AppKey | str) -> dict[AppKey, list[Observation]]:
+        """The observations of the app's sibling sizes: apps of the same name whose size
+        class is a number (``cg@1e6`` for ``cg@4e6``), the app itself left out. What
+        predictor.sizes borrows a curve from when a size has no curve of its own."""
+        key = _app_key(app)
+        siblings = [
+            other
+            for other in self._indexed_apps()
+            if other.name == key.name and other != key and numeric_size(other.size) is not None
+        ]
+        out: dict[AppKey, list[Observation]] = {}
+        for start in range(0, len(siblings), PIPELINE_CHUNK):
+            chunk = siblings[start : start + PIPELINE_CHUNK]
+            pipe = self.client.pipeline(transaction=False)
+            for other in chunk:
+                pipe.hgetall(keys.app_observations(other))
+            for other, raw in zip(chunk, pipe.execute(), strict=True):
+                runs = list(self._observations(other, raw))
+                if runs:
+                    out[other] = runs
+        return out
 
     def _curve_record(self, app: AppKey, raw: Mapping[str, str]) -> CurveRecord | None:
         if not raw:
@@ -415,10 +549,18 @@ class CurveStore:
         method: str,
         note: str = "",
         fitted_at: float | None = None,
+        node_type: str | None = None,
     ) -> SaveResult:
-        """Store a refit's result unless one from newer observations is stored (CAS)."""
+        """Store a refit's result unless one from newer observations is stored (CAS).
+
+        With `node_type`, the curve fitted from the app's runs on that type alone; save
+        those before the all-runs curve, whose save clears the dirty mark.
+        """
+        curve_key = (
+            keys.app_curve(app) if node_type is None else keys.app_type_curve(app, node_type)
+        )
         status, version = self._save(
-            keys=[keys.app_curve(app), keys.app_state(app), keys.APPS, keys.DIRTY],
+            keys=[curve_key, keys.app_state(app), keys.APPS, keys.DIRTY, keys.app_node_types(app)],
             args=[
                 str(app),
                 obs_version,
@@ -428,6 +570,7 @@ class CurveStore:
                 method,
                 "1" if curve is not None and curve.reliable else "0",
                 note,
+                node_type or "",
             ],
         )
         names = {1: "written", 0: "stale", -1: "forgotten"}
@@ -495,8 +638,17 @@ class CurveStore:
         learner re-reads recent finished jobs); new runs are learned as usual.
         """
         key = _app_key(app)
+        types = self.node_types(key)
         removed = self._forget(
-            keys=[*keys.app_keys(key), keys.APPS, keys.DIRTY, keys.JOBS, keys.app_forgotten(key)],
+            keys=[
+                *keys.app_keys(key),
+                keys.APPS,
+                keys.DIRTY,
+                keys.JOBS,
+                keys.app_forgotten(key),
+                keys.app_node_types(key),
+                *(keys.app_type_curve(key, t) for t in types),
+            ],
             args=[str(key), repr(self.clock()), FORGET_TOMBSTONE_S],
         )
         return int(removed) > 0

@@ -1,7 +1,7 @@
 """The decision record: what the daemon decided for one held job, as it crosses into Redis.
 
 One frozen, versioned value, written by the daemon (plugin/daemon/record.py, as a JSON
-document in the ``adaptalloc:v1:decisions`` stream) and read back by ``adaptalloc
+document in the ``adaptalloc:v2:decisions`` stream) and read back by ``adaptalloc
 decisions``, ``adaptalloc app`` and the reports. `to_dict` gives the stored document
 (``"version": DECISION_VERSION`` and one key per field); `from_dict` reads it back and
 refuses a version it does not know, or a field of the wrong type, with
@@ -19,6 +19,14 @@ requested range ``min_nodes``-``max_nodes`` and ``time_limit_min``), what was do
 rested on (``curve_version``, ``curve_model``, ``idle_nodes``, ``pending_nodes``,
 ``total_nodes``, ``policy``, ``budget``) and when (``decided_at``, ``released_at``: Unix
 seconds; ``latency_s``: held to released; ``recovered``: finished from the journal).
+
+Placement, scaling and partition choice (issue 18) add: ``tasks`` (the job's fixed task
+count) and ``tasks_per_node`` (on the busiest node, as placed), ``scaling`` ("weak" when the
+tag said so), ``new_partition`` (the partition the job was moved to among those it listed,
+None when it kept its own) and ``placement`` (the detail: the placement table, or every
+listed partition's wait, runtime and completion). These fields are optional with defaults,
+so documents written before them read unchanged and older readers, which ignore keys they do
+not know, read the new ones: the version stays 1.
 """
 
 from __future__ import annotations
@@ -91,6 +99,11 @@ class DecisionRecord:
     latency_s: float | None = None
     recovered: bool = False
     released_at: float | None = None
+    tasks: int | None = None
+    tasks_per_node: int | None = None
+    scaling: str | None = None
+    new_partition: str | None = None
+    placement: dict[str, Any] | None = None
     version: int = DECISION_VERSION
 
     def to_dict(self) -> dict[str, Any]:

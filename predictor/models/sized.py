@@ -135,3 +135,70 @@ def master_worker_optimum(
 def master_worker_phase(latency: float, volume: float, transfer_time: float, workers: int) -> float:
     """Start-up (volume = vi) or finalization (volume = vo): tl + v·λ·(N_w + 1)/2."""
     return latency + volume * transfer_time * (workers + 1) / 2.0
+
+
+#: Crossover sizes P_c = sqrt(k5/k4) searched by `fit_nt_pt` (k4 = 0 is tried too).
+_CROSSOVERS = np.geomspace(0.5, 1e5, 241)
+
+
+@dataclass(frozen=True)
+class NTPTModel:
+    """T(N, P) = g(N)·(k4·P + k5/P) + k6 with g(N) = Σ_j q_j (N/N_max)^j (degree ≤ 3).
+
+    The N-T cubic and the P-T scaling fitted jointly (`fit_nt_pt`); g absorbs k5, so k5 = 1.
+    """
+
+    q: tuple[float, ...]
+    scale: float
+    k4: float
+    k6: float
+
+    def g(self, N: ArrayLike) -> FloatArray:
+        x = np.asarray(N, dtype=float) / self.scale
+        out: FloatArray = np.zeros_like(x)
+        for coefficient in reversed(self.q):  # Horner
+            out = out * x + coefficient
+        return out
+
+    def runtime(self, N: ArrayLike, P: ArrayLike) -> FloatArray:
+        """T(N, P); a polynomial extrapolated too far can fall below 0 (the paper's warning):
+        clipped to 1e-9 s there, which scores as the miss it is."""
+        Pv = np.asarray(P, dtype=float)
+        out: FloatArray = np.maximum(self.g(N) * (self.k4 * Pv + 1.0 / Pv) + self.k6, 1e-9)
+        return out
+
+
+def fit_nt_pt(N: ArrayLike, P: ArrayLike, runtime: ArrayLike) -> NTPTModel:
+    """Fit T(N, P) = g(N)·(k4·P + 1/P) + k6 in relative errors (Kishimoto and Ichikawa
+    eqs. 1-2 fitted at once); g has degree min(3, K-1) for K distinct sizes N.
+
+    For fixed k4 the model is linear in (q, k6); k4 = 1/P_c² is profiled over a grid of
+    crossover sizes P_c (and 0), all as one stacked least-squares solve. Raises ValueError
+    with fewer than two sizes N, fewer than two P, or fewer runs than parameters.
+    """
+    Nv, Pv, tv = (np.asarray(v, dtype=float).ravel() for v in (N, P, runtime))
+    sizes = np.unique(Nv).size
+    if sizes < 2 or np.unique(Pv).size < 2:
+        raise ValueError("the N-T/P-T model needs runs at two or more sizes N and P")
+    if np.any(tv <= 0) or np.any(Nv <= 0) or np.any(Pv <= 0):
+        raise ValueError("problem sizes, processor counts and runtimes must be positive")
+    degree = min(3, sizes - 1)
+    if tv.size < degree + 2:
+        raise ValueError("the N-T/P-T model needs more runs than parameters")
+    scale = float(Nv.max())
+    powers = (Nv / scale)[:, None] ** np.arange(degree + 1)  # (R, d+1)
+    k4 = np.concatenate([[0.0], 1.0 / _CROSSOVERS**2])  # (G,)
+    spread = k4[:, None] * Pv[None, :] + 1.0 / Pv[None, :]  # (G, R)
+    X = np.concatenate(
+        [powers[None, :, :] * spread[:, :, None], np.ones((k4.size, tv.size, 1))], axis=2
+    )
+    Xr = X / tv[None, :, None]  # relative residuals 1 - X θ / t
+    theta = np.einsum("gpr,r->gp", np.linalg.pinv(Xr), np.ones_like(tv))
+    sse = np.sum((1.0 - np.einsum("grp,gp->gr", Xr, theta)) ** 2, axis=1)
+    best = int(np.argmin(sse))
+    return NTPTModel(
+        q=tuple(float(v) for v in theta[best, :-1]),
+        scale=scale,
+        k4=float(k4[best]),
+        k6=float(theta[best, -1]),
+    )

@@ -191,7 +191,7 @@ def test_hostile_job_names_and_comments_change_nothing(
     assert bad_tag is not None
     assert bad_tag["fail_open"] == "bad_tag"
     assert not probe.exists()
-    assert all(k.startswith("adaptalloc:v1:") for k in redis_client.keys("*"))
+    assert all(k.startswith("adaptalloc:v2:") for k in redis_client.keys("*"))
 
 
 def test_sigterm_releases_held_jobs_and_stops_the_holds(

@@ -174,8 +174,8 @@ def test_import_csv_is_idempotent_and_the_app_commands_show_it(
     gone = ok_json(adaptalloc("forget", "npb-lu@w", "--yes", "--format", "json", cwd=tmp_path))
     assert gone == {"app": "npb-lu@w", "forgotten": True}
     # only the tombstone stays, and it expires: the learner cannot bring the old runs back
-    assert redis_client.keys("adaptalloc:v1:app:*") == ["adaptalloc:v1:app:npb-lu@w:forgotten"]
-    assert 0 < redis_client.ttl("adaptalloc:v1:app:npb-lu@w:forgotten") <= 24 * 3600
+    assert redis_client.keys("adaptalloc:v2:app:*") == ["adaptalloc:v2:app:{npb-lu@w}:forgotten"]
+    assert 0 < redis_client.ttl("adaptalloc:v2:app:{npb-lu@w}:forgotten") <= 24 * 3600
     missing = adaptalloc("app", "npb-lu@w", cwd=tmp_path)
     assert missing.returncode == 1
     assert "knows no app npb-lu@w" in missing.stderr
@@ -189,3 +189,45 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert down.returncode == 1
     assert down.stderr.startswith("adaptalloc: error: Redis at redis://127.0.0.1:1/0")
     assert down.stdout == ""
+
+
+def test_import_csv_of_several_sizes_stores_one_app_per_size(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """Issue 18: a study with a size column under a bare name goes to one key per size; the
+    optional columns are kept on each run; under a key with a size class, one key."""
+    study = tmp_path / "mz.csv"
+    src = PROJECT_ROOT / "tests" / "data" / "scaling" / "sizes" / "npb_mz_sp_classes_ovs.csv"
+    study.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    doc = ok_json(
+        adaptalloc("import", "csv", str(study), "--app", "sp-mz", "--format", "json", cwd=tmp_path)
+    )
+    apps = ["sp-mz@1074944", "sp-mz@262144", "sp-mz@32768", "sp-mz@4300800"]
+    assert doc["size_apps"] == apps
+    assert doc["added"] == 24
+    store = CurveStore(connect(scratch_url()))
+    runs = store.observations(AppKey("sp-mz", "262144"))
+    assert sorted(o.nodes for o in runs) == [1, 2, 4, 6, 8, 10]
+    assert {o.size for o in runs} == {262144.0}
+    # A size never run borrows from these four (the store path of the daemon and decide).
+    decided = ok_json(
+        adaptalloc(
+            "decide", "--app", "sp-mz@524288", "--nodes", "1-10", "--format", "json", cwd=tmp_path
+        )
+    )
+    assert "borrowed from sizes 32768, 262144, 1074944, 4300800" in decided["reason"]
+    shown = ok_json(adaptalloc("app", "sp-mz@32768", "--format", "json", cwd=tmp_path))
+    assert shown["borrowed_curve"] is None  # it has its own curve
+    assert shown["node_type_curves"] == {}
+
+    extra = tmp_path / "extra.csv"
+    extra.write_text("n,runtime,tasks,tasks_per_node,node_type\n2,5,8,4,gpu\n4,3,,,\n", "utf-8")
+    one = ok_json(
+        adaptalloc("import", "csv", str(extra), "--app", "x@7", "--format", "json", cwd=tmp_path)
+    )
+    assert "size_apps" not in one
+    runs = sorted(store.observations(AppKey("x", "7")), key=lambda o: o.nodes)
+    assert [(o.size, o.tasks, o.tasks_per_node, o.node_type) for o in runs] == [
+        (7.0, 8, 4, "gpu"),
+        (7.0, None, None, None),
+    ]

@@ -271,3 +271,16 @@ def test_a_fault_in_logging_still_accepts_every_submission(
     faulty_hook(LOG_FAULT)
     assert untouched(slurm, submit_as_user(slurm, submit_job, "--exclude=node8"))
     assert held(slurm, submit_as_user(slurm, submit_job))[0]
+
+
+def test_a_job_listing_partitions_is_held_only_when_every_one_is_enabled(
+    slurm: SlurmCLI, submit_job: SubmitJob, daemon_heartbeat: Heartbeat, submit_conf: SubmitConf
+) -> None:
+    """Issue 18: the daemon chooses among a job's partitions, so such a job is held, but only
+    when adaptalloc is enabled in all of them (before: never held)."""
+    listed = f"--partition={DEFAULT_PARTITION},{OTHER_PARTITION}"
+    assert held(slurm, submit_as_user(slurm, submit_job, listed))[0]
+    submit_conf.set(partitions=DEFAULT_PARTITION)
+    assert untouched(slurm, submit_as_user(slurm, submit_job, listed))
+    submit_conf.set(partitions=f"{OTHER_PARTITION},{DEFAULT_PARTITION}")
+    assert held(slurm, submit_as_user(slurm, submit_job, listed))[0]

@@ -2,7 +2,7 @@
 
 Jobs run on the cluster become observations exactly once: on one poll, on the next, after
 the learner restarts, and with two learners polling at the same time. Hostile job names
-and comments submitted to the real Slurm create no keys outside ``adaptalloc:v1:``.
+and comments submitted to the real Slurm create no keys outside ``adaptalloc:v2:``.
 Each test names its jobs with a fresh random app name, so earlier runs' jobs (still in
 accounting) never mix in.
 """
@@ -156,8 +156,8 @@ def test_two_learner_processes_at_once_count_each_job_once(
 HOSTILE_NAMES = [
     "\x1b[31mred\x1b[0m",
     "two\nlines",
-    "adaptalloc:v1:apps",
-    "adaptalloc:v1:app:x:obs",
+    "adaptalloc:v2:apps",
+    "adaptalloc:v2:app:{x}:obs",
     "lul*",
     "lul\u0435sh",
     "../../etc",
@@ -196,12 +196,12 @@ def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
         structlog.configure(**saved)
     assert job_ids(learner, AppKey(good)) == [str(ids["control"])]  # bad tags refuse the job
     for key in redis_client.scan_iter("*"):
-        assert key.startswith("adaptalloc:v1:"), key
+        assert key.startswith("adaptalloc:v2:"), key
         assert key.isascii(), key
         assert key.isprintable(), key
-    for member in redis_client.zrange("adaptalloc:v1:apps", 0, -1):
+    for member in redis_client.zrange("adaptalloc:v2:apps", 0, -1):
         assert AppKey.parse(member) is not None
-    counted = set(redis_client.hkeys("adaptalloc:v1:jobs"))
+    counted = set(redis_client.hkeys("adaptalloc:v2:jobs"))
     hostile_ids = {str(ids[label]) for label in specs if label != "control"}
     assert counted.isdisjoint(hostile_ids)
     refused = {e["job_id"]: e for e in events if e.get("event") == "job_rejected"}
@@ -273,3 +273,55 @@ def test_a_run_killed_at_its_limit_is_a_censored_run_never_fitted(
     refit = learner.store.refit_input(app)
     assert refit is not None
     assert str(ids["killed"]) not in {o.job_id for o in refit.observations}
+
+
+def test_runs_record_tasks_node_type_and_numeric_size_from_real_accounting(
+    redis_client: Any, run_jobs: Callable[..., dict[str, int]]
+) -> None:
+    """Issue 18: sacct's srun steps give tasks (and tasks per node when they divide evenly),
+    the partition is the node type, the tag's numeric size= is recorded as a number, and an
+    app that ran on two partitions gets a curve per partition."""
+    name = fresh_name()
+    tag = f"--comment=adaptalloc:v1 app={name} size=1000"
+    specs = {}
+    for partition in ("debug", "batch"):
+        for nodes, tasks in ((1, 2), (2, 4)):
+            specs[f"{partition}-{nodes}"] = (
+                (
+                    f"--job-name={name}",
+                    f"--partition={partition}",
+                    f"--nodes={nodes}",
+                    f"--ntasks={tasks}",
+                    tag,
+                ),
+                f"srun -n {tasks} true; sleep {3 - nodes}",
+                "COMPLETED",
+            )
+    specs["uneven"] = (
+        (f"--job-name={name}", "--partition=debug", "--nodes=2", "--ntasks=3", tag),
+        "srun -n 3 true; sleep 1",
+        "COMPLETED",
+    )
+    ids = run_jobs(specs)
+    learner = new_learner()
+    learner.poll_once()
+    app = AppKey(name, "1000")
+    runs = {o.job_id: o for o in learner.store.observations(app)}
+    assert set(runs) == {str(i) for i in ids.values()}
+    for label, job_id in ids.items():
+        run = runs[str(job_id)]
+        assert run.size == 1000.0
+        assert run.node_type == ("batch" if label.startswith("batch") else "debug")
+    two = runs[str(ids["debug-2"])]
+    assert (two.nodes, two.tasks, two.tasks_per_node) == (2, 4, 2)
+    one = runs[str(ids["batch-1"])]
+    assert (one.nodes, one.tasks, one.tasks_per_node) == (1, 2, 2)
+    uneven = runs[str(ids["uneven"])]
+    assert (uneven.tasks, uneven.tasks_per_node) == (3, None)
+    outcomes = {str(o.app): o for o in learner.refit_dirty()}
+    assert outcomes[str(app)].status == "written"
+    assert learner.store.node_types(app) == ["batch", "debug"]
+    for partition in ("batch", "debug"):
+        record = learner.store.curve_record(app, partition)
+        assert record is not None
+        assert record.n_observations == (2 if partition == "batch" else 3)

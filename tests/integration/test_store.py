@@ -13,6 +13,8 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +29,7 @@ from plugin.store.connection import StoreError, StoreUnavailable, connect
 from plugin.store.curves import CurveStore, Observation, Retention
 from plugin.store.decisions import DecisionRecord
 
-from .testbed import PROJECT_ROOT, PrivateRedis, scratch_url
+from .testbed import PROJECT_ROOT, PrivateRedis, adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -80,20 +82,20 @@ def test_exact_keys_after_a_full_cycle(store: CurveStore, redis_client: Any) -> 
     store.advance_watermark("sacct", NOW)
     store.save_checkpoint("sacct-1-2", 2.0, {"added": 1})
     assert set(redis_client.keys("*")) == {
-        "adaptalloc:v1:apps",
-        "adaptalloc:v1:dirty",
-        "adaptalloc:v1:jobs",
-        "adaptalloc:v1:decisions",
-        "adaptalloc:v1:app:lulesh@large:obs",
-        "adaptalloc:v1:app:lulesh@large:runs",
-        "adaptalloc:v1:app:lulesh@large:state",
-        "adaptalloc:v1:app:lulesh@large:curve",
-        "adaptalloc:v1:learner:sacct",
-        "adaptalloc:v1:import:sacct-1-2",
-    } - {"adaptalloc:v1:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
-    assert redis_client.type("adaptalloc:v1:app:lulesh@large:obs") == "hash"
-    assert redis_client.type("adaptalloc:v1:decisions") == "stream"
-    assert redis_client.hget("adaptalloc:v1:jobs", "100") == "lulesh@large"
+        "adaptalloc:v2:apps",
+        "adaptalloc:v2:dirty",
+        "adaptalloc:v2:jobs",
+        "adaptalloc:v2:decisions",
+        "adaptalloc:v2:app:{lulesh@large}:obs",
+        "adaptalloc:v2:app:{lulesh@large}:runs",
+        "adaptalloc:v2:app:{lulesh@large}:state",
+        "adaptalloc:v2:app:{lulesh@large}:curve",
+        "adaptalloc:v2:learner:sacct",
+        "adaptalloc:v2:import:sacct-1-2",
+    } - {"adaptalloc:v2:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
+    assert redis_client.type("adaptalloc:v2:app:{lulesh@large}:obs") == "hash"
+    assert redis_client.type("adaptalloc:v2:decisions") == "stream"
+    assert redis_client.hget("adaptalloc:v2:jobs", "100") == "lulesh@large"
 
 
 def test_the_curve_reads_back_as_a_predictor_curve(store: CurveStore) -> None:
@@ -140,7 +142,7 @@ def test_retention_keeps_the_newest_and_forgets_the_old(redis_client: Any, clock
     assert store.age_out([LULESH]) == 4
     assert store.observations(LULESH) == []
     assert store.check(LULESH) == []
-    assert redis_client.hlen("adaptalloc:v1:jobs") == 0
+    assert redis_client.hlen("adaptalloc:v2:jobs") == 0
 
 
 def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> None:
@@ -424,7 +426,7 @@ def test_decisions_stored_before_records_had_a_version_are_read(
 
 
 @pytest.mark.parametrize(
-    "hostile", ["adaptalloc:v1:../..", "*", "a\nb", "x" * 10_000, "\x1b[31m", "lul\u0435sh"]
+    "hostile", ["adaptalloc:v2:../..", "*", "a\nb", "x" * 10_000, "\x1b[31m", "lul\u0435sh"]
 )
 def test_hostile_app_keys_never_reach_redis(
     store: CurveStore, redis_client: Any, hostile: str
@@ -550,3 +552,87 @@ def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock:
         ("4", 16, 50.0),
     ]
     assert store.guard_counts(LULESH)["censored_runs"] == 2
+
+
+# --- issue 18: what observations carry, node types, sibling sizes --------------------------------
+
+
+def test_optional_fields_are_stored_under_short_keys(store: CurveStore, redis_client: Any) -> None:
+    app = AppKey("cg", "1000")
+    run = Observation("41", app, 4, 12.0, NOW, size=1000.0, tasks=64, tasks_per_node=16)
+    plain = Observation("42", app, 8, 7.0, NOW)
+    store.add_observations(app, [run, plain])
+    stored = redis_client.hgetall(keys.app_observations(app))
+    assert json.loads(stored["41"]) == {
+        "n": 4,
+        "t": 12.0,
+        "e": NOW,
+        "s": "sacct",
+        "z": 1000.0,
+        "k": 64,
+        "p": 16,
+    }
+    assert set(json.loads(stored["42"])) == {"n", "t", "e", "s"}
+    assert store.observations(app) == [run, plain]
+
+
+def test_an_app_on_two_node_types_gets_a_curve_per_type(
+    store: CurveStore, redis_client: Any, tmp_path: Path
+) -> None:
+    app = AppKey("lulesh")
+    fast = [replace(o, node_type="fast") for o in runs(app, 100)]
+    slow = [
+        replace(o, job_id=str(200 + i), node_type="slow", runtime_s=2.0 * o.runtime_s)
+        for i, o in enumerate(runs(app, 100))
+    ]
+    store.add_observations(app, fast + slow)
+    assert refit_app(store, app).status == "written"
+    assert store.node_types(app) == ["fast", "slow"]
+    on_fast, on_slow, overall = (store.curve(app, t) for t in ("fast", "slow", None))
+    assert on_fast is not None
+    assert on_slow is not None
+    assert overall is not None
+    assert on_slow.runtime(4)[()] == pytest.approx(2.0 * on_fast.runtime(4)[()], rel=0.05)
+    assert on_fast.runtime(4)[()] < overall.runtime(4)[()] < on_slow.runtime(4)[()]
+    assert store.load_curve(app, "fast") == on_fast  # the agreed name
+    assert store.dirty_apps() == []  # the all-runs curve, saved last, clears the mark
+    record = store.curve_record(app, "slow")
+    assert record is not None
+    assert record.n_observations == len(SIZES)
+    assert redis_client.exists(keys.app_type_curve(app, "slow")) == 1
+    shown = adaptalloc("app", "lulesh", "--format", "json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    per_type = json.loads(shown.stdout)["node_type_curves"]
+    assert sorted(per_type) == ["fast", "slow"]
+    assert per_type["slow"]["n_observations"] == len(SIZES)
+    # One node type only: no per-type curves.
+    single = AppKey("hpl")
+    store.add_observations(single, [replace(o, node_type="fast") for o in runs(single, 300)])
+    refit_app(store, single)
+    assert store.node_types(single) == []
+    assert store.curve(single, "fast") is None
+    assert store.curve(single) is not None
+    # Once newer runs on one type have trimmed the others (50 kept), the per-type curves go.
+    later = [
+        replace(fast[i % len(fast)], job_id=str(1000 + i), end_time=NOW + 1 + i) for i in range(50)
+    ]
+    store.add_observations(app, later)
+    refit_app(store, app)
+    assert store.node_types(app) == []
+    assert redis_client.exists(keys.app_type_curve(app, "slow")) == 0
+    assert store.curve(app) is not None
+    # forget takes the per-type curves with it
+    assert store.forget(app) is True
+    assert [k for k in redis_client.keys("*") if "{lulesh}" in k] == [keys.app_forgotten(app)]
+
+
+def test_sibling_sizes_are_the_same_name_with_numeric_sizes(store: CurveStore) -> None:
+    for key, first in ((AppKey("cg", "1000"), 100), (AppKey("cg", "4000"), 200)):
+        store.add_observations(key, runs(key, first))
+    store.add_observations(AppKey("cg", "large"), runs(AppKey("cg", "large"), 300))
+    store.add_observations(AppKey("mg", "1000"), runs(AppKey("mg", "1000"), 400))
+    store.add_observations(AppKey("cg"), runs(AppKey("cg"), 500))
+    siblings = store.sibling_sizes(AppKey("cg", "2000"))
+    assert sorted(str(k) for k in siblings) == ["cg@1000", "cg@4000"]
+    assert all(len(v) == len(SIZES) for v in siblings.values())
+    assert sorted(str(k) for k in store.sibling_sizes(AppKey("cg", "1000"))) == ["cg@4000"]

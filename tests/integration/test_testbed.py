@@ -29,7 +29,15 @@ def test_every_node_is_up_with_the_configured_cpus(
     nodes = {node["name"]: node for node in sinfo["nodes"]}
     assert sorted(nodes) == sorted(f"node{k}" for k in range(1, local_cluster.node_count + 1))
     assert {node["cpus"] for node in nodes.values()} == {4}
-    assert all(set(node["partitions"]) == {"debug", "batch"} for node in nodes.values())
+    assert all({"debug", "batch"} <= set(node["partitions"]) for node in nodes.values())
+    # Two node types (issue 18): the upper half is also partition big, with Feature big.
+    half = local_cluster.node_count // 2
+    for k, node in enumerate(sorted(nodes.values(), key=lambda n: int(n["name"][4:])), 1):
+        kind = "big" if k > half else "std"
+        assert ("big" in node["partitions"]) == (kind == "big"), node["name"]
+        # sinfo --json of 22.05 leaves features empty; scontrol shows them.
+        shown = slurm.run("scontrol", "show", "node", "-o", node["name"]).stdout
+        assert f"AvailableFeatures={kind} " in shown, node["name"]
 
 
 def test_all_nodes_become_idle(local_cluster: LocalCluster, slurm: SlurmCLI) -> None:

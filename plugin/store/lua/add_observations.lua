@@ -2,13 +2,13 @@
 -- then age out and trim its oldest ones, and mark the app dirty when they changed.
 -- One script, so a crash (or a second learner) never sees half of it.
 --
--- KEYS[1]  adaptalloc:v1:app:<app>:obs    hash  job id -> observation JSON
--- KEYS[2]  adaptalloc:v1:app:<app>:runs   zset  job id -> end time
--- KEYS[3]  adaptalloc:v1:app:<app>:state  hash  obs_version, added_total, updated_at
--- KEYS[4]  adaptalloc:v1:apps             zset  app -> end time of its latest run
--- KEYS[5]  adaptalloc:v1:dirty            zset  app -> when it first needed a refit
--- KEYS[6]  adaptalloc:v1:jobs             hash  job id -> app that counted it
--- KEYS[7]  adaptalloc:v1:app:<app>:forgotten  string  when the app was forgotten, if it was
+-- KEYS[1]  adaptalloc:v2:app:{<app>}:obs    hash  job id -> observation JSON
+-- KEYS[2]  adaptalloc:v2:app:{<app>}:runs   zset  job id -> end time
+-- KEYS[3]  adaptalloc:v2:app:{<app>}:state  hash  obs_version, added_total, updated_at
+-- KEYS[4]  adaptalloc:v2:apps             zset  app -> end time of its latest run
+-- KEYS[5]  adaptalloc:v2:dirty            zset  app -> when it first needed a refit
+-- KEYS[6]  adaptalloc:v2:jobs             hash  job id -> app that counted it
+-- KEYS[7]  adaptalloc:v2:app:{<app>}:forgotten  string  when the app was forgotten, if it was
 -- ARGV[1]  the app key (string form)
 -- ARGV[2]  now, Unix seconds
 -- ARGV[3]  most observations kept for the app (the newest by end time)

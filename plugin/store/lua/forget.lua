@@ -5,16 +5,18 @@
 -- (add_observations skips them; the learner re-reads a window of finished jobs).
 -- The decision stream is a log of what the daemon did and is left as it is.
 --
--- KEYS[1]  adaptalloc:v1:app:<app>:obs    hash  job id -> observation JSON
--- KEYS[2]  adaptalloc:v1:app:<app>:runs   zset  job id -> end time
--- KEYS[3]  adaptalloc:v1:app:<app>:state  hash
--- KEYS[4]  adaptalloc:v1:app:<app>:curve  hash
--- KEYS[5]  adaptalloc:v1:app:<app>:guard  hash  kill-guard counts, limit safety
--- KEYS[6]  adaptalloc:v1:app:<app>:censored  hash  job id -> censored run JSON
--- KEYS[7]  adaptalloc:v1:apps             zset  the index
--- KEYS[8]  adaptalloc:v1:dirty            zset
--- KEYS[9]  adaptalloc:v1:jobs             hash  job id -> app
--- KEYS[10] adaptalloc:v1:app:<app>:forgotten  string  the tombstone
+-- KEYS[1]  adaptalloc:v2:app:{<app>}:obs    hash  job id -> observation JSON
+-- KEYS[2]  adaptalloc:v2:app:{<app>}:runs   zset  job id -> end time
+-- KEYS[3]  adaptalloc:v2:app:{<app>}:state  hash
+-- KEYS[4]  adaptalloc:v2:app:{<app>}:curve  hash
+-- KEYS[5]  adaptalloc:v2:app:{<app>}:guard  hash  kill-guard counts, limit safety
+-- KEYS[6]  adaptalloc:v2:app:{<app>}:censored  hash  job id -> censored run JSON
+-- KEYS[7]  adaptalloc:v2:apps             zset  the index
+-- KEYS[8]  adaptalloc:v2:dirty            zset
+-- KEYS[9]  adaptalloc:v2:jobs             hash  job id -> app
+-- KEYS[10] adaptalloc:v2:app:{<app>}:forgotten  string  the tombstone
+-- KEYS[11] adaptalloc:v2:app:{<app>}:types  set  node types with their own curve
+-- KEYS[12], ...  adaptalloc:v2:app:{<app>}:curve:<type>  the per-type curves (read from KEYS[11])
 -- ARGV[1]  the app key (string form)
 -- ARGV[2]  now, Unix seconds
 -- ARGV[3]  how long the tombstone lasts, seconds
@@ -29,6 +31,9 @@ for i = 1, #ids, 1000 do
   redis.call('HDEL', KEYS[9], unpack(ids, i, math.min(i + 999, #ids)))
 end
 local removed = redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+for i = 11, #KEYS do
+  redis.call('DEL', KEYS[i])
+end
 removed = removed + redis.call('ZREM', KEYS[7], ARGV[1])
 redis.call('ZREM', KEYS[8], ARGV[1])
 if removed > 0 then

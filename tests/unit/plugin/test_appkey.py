@@ -13,7 +13,9 @@ from plugin.appkey import (
     AppKeyRule,
     Tag,
     normalise_part,
+    numeric_size,
     parse_tag,
+    size_class,
 )
 
 
@@ -250,3 +252,43 @@ def test_look_alike_letters_are_shown_escaped() -> None:
 
 def test_surrounding_whitespace_is_normalisation_not_an_attack() -> None:
     assert AppKey.parse("lulesh\r\n") == AppKey("lulesh")
+
+
+@pytest.mark.parametrize(
+    ("size_class", "number"),
+    [
+        ("1000", 1000.0),
+        ("2.5e6", 2.5e6),
+        ("1e-3", 1e-3),
+        (".5", 0.5),
+        ("large", None),
+        ("0", None),
+        ("1e999", None),
+        ("1-2", None),
+        ("1_000", None),
+        (None, None),
+    ],
+)
+def test_a_numeric_size_class_is_also_a_problem_size(
+    size_class: str | None, number: float | None
+) -> None:
+    assert numeric_size(size_class) == number
+
+
+@pytest.mark.parametrize("value", [1000.0, 2.5e6, 0.125, 1.5e20, 3.0])
+def test_size_class_names_a_number_that_reads_back(value: float) -> None:
+    name = size_class(value)
+    assert AppKey("cg", name).size == name  # a valid key part
+    assert numeric_size(name) == value
+
+
+def test_scaling_tag_is_read_and_checked() -> None:
+    tag = parse_tag("adaptalloc:v1 app=heat scaling=WEAK")
+    assert tag is not None
+    assert tag.scaling == "weak"
+    assert tag.app == "heat"
+    plain = parse_tag("adaptalloc:v1 app=heat")
+    assert plain is not None
+    assert plain.scaling is None
+    with pytest.raises(AppKeyError, match="scaling= must be strong or weak"):
+        parse_tag("adaptalloc:v1 scaling=weak;rm")

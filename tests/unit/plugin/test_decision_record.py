@@ -37,10 +37,26 @@ def test_every_field_round_trips() -> None:
     assert DecisionRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
 
 
+#: Fields added after UNVERSIONED was written (issue 18: placement, scaling, partitions).
+LATER = {"tasks", "tasks_per_node", "scaling", "new_partition", "placement"}
+
+
 def test_an_unversioned_document_loses_nothing() -> None:
     record = DecisionRecord.from_dict(UNVERSIONED)
-    assert {f.name for f in fields(record)} - {"version"} == set(UNVERSIONED)
-    assert {k: v for k, v in record.to_dict().items() if k != "version"} == UNVERSIONED
+    assert {f.name for f in fields(record)} - {"version"} == set(UNVERSIONED) | LATER
+    doc = record.to_dict()
+    assert {k: v for k, v in doc.items() if k != "version" and k not in LATER} == UNVERSIONED
+    assert all(doc[k] is None for k in LATER)
+
+
+def test_a_placement_record_round_trips() -> None:
+    doc = {**UNVERSIONED, "tasks": 64, "tasks_per_node": 4, "scaling": None,
+           "new_partition": "big", "placement": {"kind": "partition", "options": []}}  # fmt: skip
+    record = DecisionRecord.from_dict(doc)
+    assert (record.tasks, record.tasks_per_node, record.new_partition) == (64, 4, "big")
+    assert DecisionRecord.from_dict(record.to_dict()) == record
+    with pytest.raises(DecisionRecordError, match="tasks"):
+        DecisionRecord.from_dict({**UNVERSIONED, "tasks": "64"})
 
 
 def test_a_release_keeps_its_nones() -> None:

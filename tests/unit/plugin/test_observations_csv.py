@@ -243,3 +243,53 @@ def test_load_observations_averages_repeats() -> None:
     assert_array_equal(obs.n, [2, 4])
     assert obs.runtime[1] == pytest.approx(1.1)
     assert_array_equal(obs.runs, [1, 2])
+
+
+# --- the optional columns (issue 18) ------------------------------------------------------------
+
+
+def test_optional_columns_are_read_with_blanks_as_unknown() -> None:
+    data = (
+        b"node_type,n,runtime,size,tasks,tasks_per_node\n"
+        b"batch,4,10,1e6,64,16\n"
+        b",8,6,,,\n"
+        b"gpu,2,18,2.5e5,8,4\n"
+    )
+    raw = read_observations_stream(io.BytesIO(data), "OBS.csv")
+    assert raw.size is not None
+    assert raw.tasks is not None
+    assert raw.tasks_per_node is not None
+    assert_array_equal(raw.size, [1e6, np.nan, 2.5e5])
+    assert_array_equal(raw.tasks, [64, np.nan, 8])
+    assert_array_equal(raw.tasks_per_node, [16, np.nan, 4])
+    assert raw.node_type == ("batch", None, "gpu")
+
+
+def test_files_without_the_optional_columns_have_none() -> None:
+    raw = read_observations_stream(io.BytesIO(b"n,runtime\n1,10\n2,6\n"), "OBS.csv")
+    assert (raw.size, raw.tasks, raw.tasks_per_node, raw.node_type) == (None, None, None, None)
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (b"4,10,0,,,", ("line 3", "size must be positive")),
+        (b"4,10,-2,,,", ("line 3", "size must be positive")),
+        (b"4,10,inf,,,", ("line 3", "size must be a finite number")),
+        (b"4,10,big,,,", ("line 3", "size is not a number")),
+        (b"4,10,,2.5,,", ("line 3", "tasks must be a whole number")),
+        (b"4,10,,0,,", ("line 3", "tasks must be a whole number")),
+        (b"4,10,,,x,", ("line 3", "tasks_per_node is not a number")),
+        (b"4,10,,,,GPU", ("line 3", "node_type", "not a partition name")),
+        (b"4,10,,,,a b", ("line 3", "node_type", "not a partition name")),
+        (b"4,10,,,,a\x1b[2J", ("line 3", "node_type")),
+    ],
+)
+def test_bad_optional_cells_name_the_line_and_column(row: bytes, words: tuple[str, ...]) -> None:
+    message = error_for(b"n,runtime,size,tasks,tasks_per_node,node_type\n2,18,1,,,\n" + row + b"\n")
+    for word in words:
+        assert word in message
+
+
+def test_a_repeated_optional_column_is_refused() -> None:
+    assert "column 'size' appears more than once" in error_for(b"n,runtime,size,size\n1,2,3,4\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 from collections.abc import Sequence
@@ -62,6 +63,22 @@ def test_sacct_completed_jobs() -> None:
     assert jobs["running-moldable"].state == "CANCELLED"
     pending = jobs["cancelled-pending"]
     assert (pending.nodes_alloc, pending.elapsed_s, pending.time_limit_min) == (0, 0, None)
+
+
+def test_sacct_tasks_are_the_largest_srun_step() -> None:
+    doc = json.loads(fixture("sacct_completed.json"))
+    job = doc["jobs"][0]
+    batch = job["steps"][0]
+    assert batch["step"]["name"] == "batch"
+    assert parse_sacct_json(json.dumps(doc))[0].tasks is None  # the batch step alone
+
+    def step(name: str, tasks: object) -> dict[str, object]:
+        return {**batch, "step": {**batch["step"], "name": name}, "tasks": {"count": tasks}}
+
+    job["steps"] = [step("batch", 1), step("extern", 4), step("lulesh", 48), step("prep", 4)]
+    assert parse_sacct_json(json.dumps(doc))[0].tasks == 48
+    job["steps"] = [step("batch", 1), step("lulesh", "x"), step("post", 0)]
+    assert parse_sacct_json(json.dumps(doc))[0].tasks is None
 
 
 def test_sacct_22_05_exit_codes_are_not_trusted() -> None:

@@ -57,6 +57,52 @@ def test_observation_json_round_trip_is_compact() -> None:
     assert Observation.from_json(obs.app, "123", text) == obs
 
 
+def test_observation_optional_fields_round_trip_under_short_keys() -> None:
+    obs = Observation(
+        "9",
+        AppKey("cg"),
+        4,
+        3.5,
+        1_700_000_000.0,
+        "csv",
+        size=1.5e6,
+        tasks=64,
+        tasks_per_node=16,
+        node_type="gpu-a100",
+    )
+    text = obs.to_json()
+    assert text == (
+        '{"n":4,"t":3.5,"e":1700000000.0,"s":"csv","z":1500000.0,"k":64,"p":16,"y":"gpu-a100"}'
+    )
+    assert Observation.from_json(obs.app, "9", text) == obs
+    full = obs.to_dict()
+    assert (full["size"], full["tasks"], full["tasks_per_node"], full["node_type"]) == (
+        1.5e6,
+        64,
+        16,
+        "gpu-a100",
+    )
+    bare = Observation("9", AppKey("cg"), 4, 3.5, 0.0).to_dict()
+    assert [bare[k] for k in ("size", "tasks", "tasks_per_node", "node_type")] == [None] * 4
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"n":4,"t":3.5,"e":0,"z":"12"}',
+        '{"n":4,"t":3.5,"e":0,"z":-1}',
+        '{"n":4,"t":3.5,"e":0,"k":2.5}',
+        '{"n":4,"t":3.5,"e":0,"k":true}',
+        '{"n":4,"t":3.5,"e":0,"p":0}',
+        '{"n":4,"t":3.5,"e":0,"y":7}',
+        '{"n":4,"t":3.5,"e":0,"y":"A B"}',
+    ],
+)
+def test_a_stored_observation_with_a_bad_optional_field_is_corrupt(text: str) -> None:
+    with pytest.raises(ValueError, match=r"stored|size|tasks|node type"):
+        Observation.from_json(AppKey("cg"), "1", text)
+
+
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
@@ -67,6 +113,21 @@ def test_observation_json_round_trip_is_compact() -> None:
         ({"runtime_s": 0.0}, "runtime_s"),
         ({"runtime_s": math.nan}, "runtime_s"),
         ({"end_time": math.inf}, "end_time"),
+        ({"size": 0.0}, "size"),
+        ({"size": -3.0}, "size"),
+        ({"size": math.inf}, "size"),
+        ({"size": math.nan}, "size"),
+        ({"size": True}, "size"),
+        ({"tasks": 0}, "tasks"),
+        ({"tasks": 2.5}, "tasks"),
+        ({"tasks": True}, "tasks"),
+        ({"tasks_per_node": 0}, "tasks_per_node"),
+        ({"tasks_per_node": "4"}, "tasks_per_node"),
+        ({"node_type": ""}, "node type"),
+        ({"node_type": "Batch"}, "node type"),
+        ({"node_type": "a:b"}, "node type"),
+        ({"node_type": "x" * 65}, "node type"),
+        ({"node_type": "gpu\x1b[2J"}, "node type"),
     ],
 )
 def test_observation_refuses_bad_values(changes: dict[str, object], match: str) -> None:
@@ -87,7 +148,31 @@ def test_observation_refuses_bad_values(changes: dict[str, object], match: str) 
 
 def test_a_completed_job_becomes_an_observation() -> None:
     obs = ingestor().observation(job(name="LULESH", comment="adaptalloc:v1 size=large"))
-    assert obs == Observation("7", AppKey("lulesh", "large"), 4, 120.0, NOW - 60, "sacct")
+    expected = Observation(
+        "7", AppKey("lulesh", "large"), 4, 120.0, NOW - 60, "sacct", node_type="batch"
+    )
+    assert obs == expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "fields"),
+    [
+        # 64 tasks on 4 nodes: 16 per node; the numeric size class is recorded as a number.
+        ({"tasks": 64, "comment": "adaptalloc:v1 size=2.5E6"}, (2.5e6, 64, 16, "batch")),
+        # 10 tasks do not spread evenly over 4 nodes: no tasks per node.
+        ({"tasks": 10, "comment": "adaptalloc:v1 size=1000"}, (1000.0, 10, None, "batch")),
+        # A size class that is a word, no tasks reported.
+        ({"comment": "adaptalloc:v1 size=large"}, (None, None, None, "batch")),
+        # A partition name no node type can be (upper case): unknown, the run still counts.
+        ({"partition": "Batch", "tasks": 4}, (None, 4, 1, None)),
+        ({"tasks": 0}, (None, None, None, "batch")),
+    ],
+)
+def test_a_job_records_size_tasks_and_node_type(
+    changes: dict[str, object], fields: tuple[object, ...]
+) -> None:
+    obs = ingestor().observation(job(**changes))
+    assert (obs.size, obs.tasks, obs.tasks_per_node, obs.node_type) == fields
 
 
 @pytest.mark.parametrize(
@@ -218,7 +303,7 @@ def test_every_lua_script_documents_its_keys_and_argv(path: Path) -> None:
     assert used_keys <= documented, (
         f"{path.name}: KEYS{sorted(used_keys - documented)} undocumented"
     )
-    assert re.search(r"^-- ARGV\[1\]", "\n".join(header), re.MULTILINE)
+    assert re.search(r"^-- ARGV(\[1\]|  none)", "\n".join(header), re.MULTILINE)
     assert re.search(r"^-- Returns", "\n".join(header), re.MULTILINE)
 
 

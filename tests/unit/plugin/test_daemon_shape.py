@@ -1,0 +1,272 @@
+"""The decider on jobs with a shape beyond a node range (issue 18): a fixed task count, a
+``scaling=weak`` tag, several partitions; always inside the user's request, failing open."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import policies
+import predictor
+from plugin.appkey import AppKey, AppKeyRule
+from plugin.daemon import marks, reasons
+from plugin.daemon.apply import journal_entry, outcome_from_journal
+from plugin.daemon.decider import RELEASE, RESIZE, Budget, CurveSource, Decider
+from plugin.daemon.journal import JournalEntry
+from plugin.daemon.record import decision_record
+from plugin.slurm import JobRecord, Resize
+from plugin.store.connection import StoreUnavailable
+from plugin.store.curves import CurveRecord, Observation
+from policies.partition import Queue
+from predictor.weak import fit_weak
+
+NOW = 1_800_000_000
+
+
+def job(**fields: Any) -> JobRecord:
+    base: dict[str, Any] = {
+        "job_id": 7,
+        "name": "heat",
+        "user": "ann",
+        "account": "phys",
+        "partition": "debug",
+        "state": "PENDING",
+        "source": "squeue",
+        "comment": "",
+        "admin_comment": marks.HELD,
+        "nodes_min": 2,
+        "nodes_max": 8,
+        "time_limit_min": 60,
+        "submit_time": NOW - 5,
+        "priority": 0,
+        "num_tasks": 2,
+        "ntasks_per_node": 0,
+    }
+    base.update(fields)
+    return JobRecord(**base)
+
+
+def obs(i: int, nodes: int, runtime: float, **extra: Any) -> Observation:
+    return Observation(f"{i}", AppKey("heat"), nodes, runtime, NOW - 1000 + i, **extra)
+
+
+class Store:
+    """The CurveStore calls the decider makes, from memory (the store itself is tested on a
+    real Redis in tests/integration/test_store.py)."""
+
+    def __init__(
+        self,
+        runs: list[Observation] | None = None,
+        curve: CurveRecord | None = None,
+        typed: dict[str, CurveRecord] | None = None,
+    ) -> None:
+        self.runs = runs or []
+        self.curve = curve
+        self.typed = typed or {}
+        self.siblings: dict[AppKey, list[Observation]] = {}
+        self.down = False
+
+    def curve_record(self, app: AppKey, node_type: str | None = None) -> CurveRecord | None:
+        if self.down:
+            raise StoreUnavailable("Redis at redis://x: connection refused")
+        return self.curve if node_type is None else self.typed.get(node_type)
+
+    def observations(self, app: AppKey) -> list[Observation]:
+        if self.down:
+            raise StoreUnavailable("Redis at redis://x: connection refused")
+        return self.runs
+
+    def sibling_sizes(self, app: AppKey) -> dict[AppKey, list[Observation]]:
+        return self.siblings
+
+    def limit_safety(self, app: AppKey) -> float:
+        return 1.0
+
+
+def decider(store: Store) -> Decider:
+    curves = CurveSource(lambda: store, retry_s=5.0, clock=lambda: 0.0)  # type: ignore[arg-type, return-value]
+    return Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+
+
+def open_state(_: JobRecord) -> policies.ClusterState:
+    return policies.ClusterState(idle_nodes=16, total_nodes=16)
+
+
+def memory_bound_runs() -> list[Observation]:
+    """Ntagiou's outer measurements of a memory-bound code (T = 1000 / (g(c) f(p)), f nearly
+    flat past 4 tasks per node): 1 node × 1..16 tasks and 2..16 nodes × 1 task."""
+    f = {1: 1.0, 2: 1.6, 4: 2.0, 8: 2.2, 16: 2.3}
+    g = {1: 1.0, 2: 2.0, 4: 3.9, 8: 7.7, 16: 15.0}
+    runs = [obs(i, 1, 1000.0 / f[p], tasks=p, tasks_per_node=p) for i, p in enumerate(f)]
+    runs += [obs(10 + i, c, 1000.0 / g[c], tasks=c, tasks_per_node=1) for i, c in enumerate(g)]
+    return runs
+
+
+def test_a_fixed_task_count_is_spread_from_the_observations() -> None:
+    d = decider(Store(memory_bound_runs()))
+    got = d.decide(job(num_tasks=64, nodes_min=4, nodes_max=16), open_state, cpus=lambda _: 16)
+    assert got.action == RESIZE
+    assert got.rule == "placement"
+    assert got.resize == Resize(7, 16, 16, None)  # the user's limit is kept
+    assert (got.tasks, got.tasks_per_node) == (64, 4)
+    assert got.placement is not None
+    assert [row["nodes"] for row in got.placement["table"]] == [4, 8, 16]
+    record = decision_record(got, "released", 0.1)
+    assert (record.tasks, record.tasks_per_node, record.nodes) == (64, 4, 16)
+
+
+def test_a_fixed_task_count_without_placements_is_kept_as_submitted() -> None:
+    runs = [obs(1, 4, 100.0), obs(2, 8, 60.0)]  # no tasks per node recorded
+    got = decider(Store(runs)).decide(job(num_tasks=64, nodes_min=4, nodes_max=16), open_state)
+    assert got.rule == "placement_kept"
+    assert got.resize is None
+    assert got.action == "keep"
+
+
+def test_the_default_task_count_and_ntasks_per_node_leave_placement_alone() -> None:
+    store = Store(memory_bound_runs())
+    # tasks == nodes_min is Slurm's default; --ntasks-per-node fixes the placement itself.
+    for shaped in (job(num_tasks=2), job(num_tasks=64, ntasks_per_node=8, nodes_min=4)):
+        got = decider(store).decide(shaped, open_state)
+        assert got.rule != "placement"
+        assert got.rule != "placement_kept"
+
+
+def weak_runs() -> list[Observation]:
+    """Gustafson's T = a + k·s/n with a = 50 s, k = 1 s per unit per node, two work levels."""
+    runs = []
+    for i, (n, s) in enumerate([(1, 10), (2, 20), (4, 40), (1, 40), (2, 80), (4, 160)]):
+        runs.append(obs(i, n, 50.0 + s / n, size=float(s)))
+    return runs
+
+
+def test_a_weak_scaling_tag_sizes_by_gustafson_and_keeps_the_limit() -> None:
+    tagged = job(comment="adaptalloc:v1 app=heat scaling=weak", nodes_min=1, nodes_max=64)
+    got = decider(Store(weak_runs())).decide(tagged, open_state)
+    assert got.rule == "weak_efficiency"
+    runs = weak_runs()
+    fit = fit_weak(
+        [o.nodes for o in runs], [o.size or 0.0 for o in runs], [o.runtime_s for o in runs]
+    )
+    bound = fit.alpha / (fit.alpha - 0.5)
+    assert got.resize == Resize(7, math.floor(bound), math.floor(bound), None)
+    assert got.scaling == "weak"
+    assert decision_record(got, "released", None).scaling == "weak"
+
+
+def test_a_weak_scaling_series_split_over_sibling_size_keys_is_fitted_whole() -> None:
+    # size=10 ... size=160 made one app key per size (heat@10, ...); none records a size of
+    # its own, the key's number is the size.
+    store = Store([])
+    for i, run in enumerate(weak_runs()):
+        key = AppKey("heat", f"{run.size:g}")
+        bare = Observation(f"{i}", key, run.nodes, run.runtime_s, run.end_time)
+        store.siblings.setdefault(key, []).append(bare)
+    tagged = job(comment="adaptalloc:v1 app=heat scaling=weak", nodes_min=1, nodes_max=64)
+    got = decider(store).decide(tagged, open_state)
+    whole = decider(Store(weak_runs())).decide(tagged, open_state)
+    assert got.rule == "weak_efficiency"
+    assert got.resize == whole.resize
+
+
+def test_a_weak_scaling_job_without_sized_runs_is_kept() -> None:
+    tagged = job(comment="adaptalloc:v1 scaling=weak")
+    got = decider(Store([obs(1, 2, 10.0)])).decide(tagged, open_state)
+    assert got.rule == "weak_fallback"
+    assert "problem size" in got.reason
+
+
+def test_a_bad_scaling_value_fails_open() -> None:
+    got = decider(Store()).decide(job(comment="adaptalloc:v1 scaling=$(reboot)"), open_state)
+    assert got.action == RELEASE
+    assert got.fail_open == reasons.BAD_TAG
+
+
+def test_a_store_failure_while_reading_observations_fails_open() -> None:
+    store = Store(memory_bound_runs())
+    store.down = True
+    got = decider(store).decide(job(num_tasks=64, nodes_min=4, nodes_max=16), open_state)
+    assert got.action == RELEASE
+    assert got.fail_open == reasons.STORE_UNAVAILABLE
+
+
+def curve_record(t1: float) -> CurveRecord:
+    n = np.array([1, 2, 4, 8, 16, 32])
+    t = t1 / np.array([1.0, 1.97, 3.83, 7.24, 13.07, 20.77])
+    fit = predictor.fit(n, t)
+    return CurveRecord(predictor.Curve.from_fit(fit), 3, 3, None, 6, "adept", True)
+
+
+def queues(waits: dict[str, Queue]) -> Any:
+    return waits.get
+
+
+def test_several_partitions_go_to_the_earliest_predicted_completion() -> None:
+    store = Store([], curve_record(1000.0), {"big": curve_record(400.0)})
+    d = decider(store)
+    listed = job(partition="debug,big", nodes_min=2, nodes_max=8)
+    free = Queue(idle_nodes=8)
+    busy = Queue(idle_nodes=0, running=((8, 3600.0),))
+    # big is faster per node type but an hour away; debug is free now.
+    got = d.decide(
+        listed,
+        open_state,
+        queue=queues({"debug": free, "big": busy}),
+        known_partitions=lambda: ["debug", "big", "batch"],
+    )
+    assert got.action == RESIZE
+    assert got.resize is not None
+    # Pinned to debug: its size and limit were decided for debug, not for the list.
+    assert got.resize.partition == "debug"
+    assert got.placement is not None
+    options = {o["partition"]: o for o in got.placement["options"]}
+    assert options["big"]["wait_s"] == 3600.0
+    assert options["debug"]["wait_s"] == 0.0
+    # With both free, big's faster curve wins and the job moves there.
+    got = d.decide(
+        listed,
+        open_state,
+        queue=queues({"debug": free, "big": free}),
+        known_partitions=lambda: ["debug", "big"],
+    )
+    assert got.resize is not None
+    assert got.resize.partition == "big"
+    assert 2 <= got.resize.min_nodes <= got.resize.max_nodes <= 8
+    assert decision_record(got, "released", None).new_partition == "big"
+
+
+def test_a_listed_partition_slurm_does_not_know_is_never_chosen() -> None:
+    store = Store([], curve_record(1000.0), {"ghost": curve_record(1.0)})
+    got = decider(store).decide(
+        job(partition="debug,ghost"),
+        open_state,
+        queue=queues({"debug": Queue(8), "ghost": Queue(8)}),
+        known_partitions=lambda: ["debug"],
+    )
+    assert got.resize is None or got.resize.partition is None
+
+
+def test_a_partition_move_survives_the_journal() -> None:
+    store = Store([], curve_record(1000.0), {"big": curve_record(400.0)})
+    listed = job(partition="debug,big")
+    got = decider(store).decide(
+        listed,
+        open_state,
+        queue=queues({"debug": Queue(8), "big": Queue(8)}),
+        known_partitions=lambda: ["debug", "big"],
+    )
+    entry = JournalEntry.from_dict(journal_entry(got).to_dict())
+    assert entry.partition == "big"
+    back = outcome_from_journal(listed, entry)
+    assert back is not None
+    assert back.resize == got.resize
+
+
+@pytest.mark.parametrize("name", ["big job", "big\nupdate JobId=1 NumNodes=1", "a=b", "", "é"])
+def test_a_partition_that_is_not_a_plain_name_never_reaches_scontrol(name: str) -> None:
+    with pytest.raises(ValueError, match="partition"):
+        Resize(7, 2, 2, None, partition=name)
+    assert Resize(7, 2, 2, None, partition="debug,big").line().endswith(" Partition=debug,big")
