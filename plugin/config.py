@@ -232,6 +232,10 @@ class DaemonConfig:
     learn_interval_s: float = field(default=30.0, metadata=_key(_POSITIVE, ""))
     age_out_interval_s: float = field(default=3600.0, metadata=_key(_POSITIVE, ""))
     shutdown_grace_s: float = field(default=10.0, metadata=_key(_number(0), ""))
+    ha: bool = field(
+        default=False, metadata=_key(_boolean, "active/standby daemons, a lease in Redis")
+    )
+    lease_ttl_s: float = field(default=10.0, metadata=_key(_number(1.0, 300.0), "HA lease TTL"))
 
 
 @dataclass(frozen=True)

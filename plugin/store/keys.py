@@ -17,6 +17,7 @@
 | ``adaptalloc:v1:guard:raises`` | stream | every limit the kill guard raised, capped |
 | ``adaptalloc:v1:app:<app>:guard`` | hash | raised, killed, censored counts; limit safety |
 | ``adaptalloc:v1:app:<app>:censored`` | hash | job id -> censored run JSON (a lower bound) |
+| ``adaptalloc:v1:daemon:{lease}`` (``:token``) | string, PX (int) | HA lease; fencing tokens |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
@@ -43,6 +44,8 @@ __all__ = [
     "GUARD_WATCH",
     "JOBS",
     "LEARNER_SOURCES",
+    "LEASE",
+    "LEASE_TOKEN",
     "PREFIX",
     "app_censored",
     "app_curve",
@@ -63,6 +66,10 @@ DECISIONS = PREFIX + "decisions"
 JOBS = PREFIX + "jobs"
 GUARD_WATCH = PREFIX + "guard:watch"
 GUARD_RAISES = PREFIX + "guard:raises"
+#: The HA daemons' lease and its fencing-token counter (plugin/daemon/lease.py); one hash tag,
+#: so that lease.lua's two keys share a Redis Cluster slot.
+LEASE = PREFIX + "daemon:{lease}"
+LEASE_TOKEN = LEASE + ":token"
 #: Where the learner can read finished jobs from; each has its own watermark.
 LEARNER_SOURCES = ("sacct", "squeue")
 
