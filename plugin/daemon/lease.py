@@ -124,6 +124,8 @@ class Lease:
         self.holder = holder or holder_name()
         self.clock = clock
         self.grant: Grant | None = None
+        #: The last grant this daemon held, kept after it is lost (for the logs).
+        self.last_grant: Grant | None = None
         self.valid_until = -1e18
         self._lock = threading.Lock()
 
@@ -175,7 +177,7 @@ class Lease:
 
     def _granted(self, grant: Grant, started: float) -> None:
         with self._lock:
-            self.grant = grant
+            self.grant = self.last_grant = grant
             self.valid_until = started + self.ttl_s * VALID_FRACTION
 
     def drop(self) -> Grant | None:

@@ -474,7 +474,7 @@ class Daemon:
         lease = self.lease
         if lease is None or not self.active:
             return
-        token = lease.token
+        token = None if lease.last_grant is None else lease.last_grant.token
         self.active = False
         self.fallback = False
         self._stop_beating()
