@@ -254,13 +254,21 @@ class Daemon:
 
     @contextlib.contextmanager
     def timed(self, call: str) -> Iterator[None]:
-        """One Slurm adapter call: its metric, and its time added to the batch's log line."""
+        """One Slurm adapter call: its metric, and its time added to the batch's log line.
+
+        systemd's watchdog is pinged on either side of it (when due): a call that hangs to
+        ``slurm_timeout_s`` then never makes a working daemon miss ``WatchdogSec``, which
+        can stay short enough for a hung daemon's jobs to be released within the bound
+        (deploy/systemd/adaptalloc.service).
+        """
         started = time.perf_counter()
+        self.watchdog.ping()
         try:
             with self.metrics.slurm_call(call):
                 yield
         finally:
             self.slurm_ms[call] += (time.perf_counter() - started) * 1000.0
+            self.watchdog.ping()
 
     # --- connections ---------------------------------------------------------------------
 
