@@ -103,8 +103,8 @@ def _boolean(value: Any) -> str | None:
 def _redis_url(value: Any) -> str | None:
     if not isinstance(value, str):
         return "must be a string"
-    if value and not re.match(r"(redis|rediss|unix)://", value):
-        return "must start with redis://, rediss:// or unix:// (or be empty)"
+    if value and not re.match(r"(redis|rediss|unix|redis\+sentinel)://", value):
+        return "must start with redis://, rediss://, unix:// or redis+sentinel:// (or be empty)"
     return None
 
 
