@@ -2,10 +2,12 @@
 fencing token on every write (``[daemon] ha = true``; off by default).
 
 The lease is the key ``adaptalloc:v1:daemon:{lease}`` (plugin/store/keys.py) holding
-``"<token> <holder>"`` with a TTL (``[daemon] lease_ttl_s``, default 10 s). It is taken with
-SET NX PX, the token being the next value of an INCR'd counter, renewed with PEXPIRE and
-given up with DEL, each only while the key still holds the holder's own value
-(plugin/store/lua/lease.lua). Tokens only grow, so a daemon that lost the lease holds a
+``"<token> <holder>"`` with a TTL (``[daemon] lease_ttl_s``, default 10 s). It is taken
+when free (SET NX PX, checked and set in one script), the token being the next value of an
+INCR'd counter, renewed with PEXPIRE and given up with DEL, each only while the key still
+holds the holder's own value (plugin/store/lua/lease.lua). A holder (``host:pid``) that
+stepped down while its lease was still in the key (a Redis blip) takes it again at once,
+with a new token. Tokens only grow, so a daemon that lost the lease holds a
 token that is smaller than the new holder's, and the key no longer holds its value.
 
 Times, with T = the TTL: the holder renews every T/3 (every T/10 after a failed renewal)

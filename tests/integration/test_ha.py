@@ -14,6 +14,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from plugin.store import keys
 
 from .daemon_harness import START_TIMEOUT_S, DaemonProcess, held, job_fields
 from .fault_harness import assert_within_range, log_offset, releases_logged, wait_released
-from .testbed import LocalCluster, SlurmCLI, SubmitJob
+from .testbed import LocalCluster, PrivateRedis, SlurmCLI, SubmitJob, adaptalloc
 
 pytestmark = pytest.mark.integration
 
@@ -151,3 +152,71 @@ def test_a_graceful_stop_hands_the_lease_over_at_once(
     job = submit_job("--nodes=1-4", "--time=10", "--comment=adaptalloc:v1 app=it-ha", wrap="true")
     assert standby.wait_decision(job)["job_id"] == job
     assert not held(job_fields(slurm, job))
+
+
+def test_without_redis_one_daemon_fails_open_under_the_state_lock_the_other_refuses(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    private_redis: PrivateRedis,
+) -> None:
+    """No Redis, no lease: the daemon holding the state directory's lock decides as without
+    HA (failing open: released as submitted), the other decides nothing."""
+    private_redis.start()
+    on_private = ("--redis-url", private_redis.url)
+    first = daemon_factory(config=HA, args=on_private).start()
+    wait_event(first, "lease_acquired")
+    second = daemon_factory(config=HA, args=on_private).start(wait=False)
+    wait_event(second, "daemon_started")
+    since = log_offset(local_cluster)
+    private_redis.stop()
+    stopped_at = time.monotonic()
+    fallback = wait_event(first, "lease_unavailable", 60.0)
+    assert "state directory's lock" in fallback["note"]
+    first.wait_for("the heartbeat again", first.fresh_heartbeat, 30.0)
+    print(
+        f"FAILOVER Redis stopped: deciding under the lock {time.monotonic() - stopped_at:.1f} s on"
+    )
+    jobs = submit_held(slurm, submit_job, "it-ha-noredis")
+    wait_released(slurm, jobs, time.monotonic(), "HA without Redis: fail-open under the lock")
+    released = releases_logged(local_cluster, since)
+    for job in jobs:
+        assert released[job] == 1, (job, released[job])
+        assert_within_range(slurm, job, 1, 4, 10)
+        assert first.wait_decision(job)["fail_open"] == "store_unavailable"
+        assert second.decision(job) is None
+    assert (
+        "another daemon holds the state directory"
+        in wait_event(second, "lease_unavailable")["note"]
+    )
+
+
+def test_release_held_takes_the_lease_of_a_dead_active_with_no_standby(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    tmp_path: Path,
+) -> None:
+    """ExecStopPost (``--release-held``) after a SIGKILL, no standby: it waits for the dead
+    daemon's lease to expire, takes it and releases what is held; beside a live holder the
+    orphan timer's ``--if-orphaned`` does nothing."""
+    active = daemon_factory(config=HA).start()
+    wait_event(active, "lease_acquired")
+    config = ("--config", str(active.config_path), "--state-dir", str(active.state_dir))
+    skipped = adaptalloc("daemon", "--release-held", "--if-orphaned", *config, cwd=tmp_path)
+    assert skipped.returncode == 0, skipped.stderr
+    assert "nothing released" in skipped.stdout
+    since = log_offset(local_cluster)
+    active.kill()
+    killed_at = time.monotonic()
+    jobs = submit_held(slurm, submit_job, "it-ha-release")
+    assert all(held(job_fields(slurm, j)) for j in jobs)
+    done = adaptalloc("daemon", "--release-held", *config, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    wait_released(slurm, jobs, killed_at, "HA: active SIGKILLed, no standby, ExecStopPost")
+    released = releases_logged(local_cluster, since)
+    for job in jobs:
+        assert released[job] == 1, (job, released[job])
+        assert_within_range(slurm, job, 1, 4, 10)

@@ -187,3 +187,20 @@ def test_a_fenced_transaction_is_void_when_the_lease_changes_before_exec(
         with pytest.raises(redis.WatchError):
             pipe.execute()
     assert client.exists("adaptalloc:test:written") == 0
+
+
+def test_a_holder_that_stepped_down_on_a_blip_takes_its_own_lease_back(
+    client: redis.Redis,
+) -> None:
+    first, second = lease_of(client, "a:1"), lease_of(client, "b:2")
+    assert first.acquire()
+    old = first.grant
+    first.drop()  # stepped down: Redis did not answer one check in time
+    assert not second.acquire()
+    assert first.acquire()  # still its value in the key: no wait for the TTL
+    assert old is not None
+    assert first.token == old.token + 1
+    stale = lease_of(client, "a:1")
+    stale.grant, stale.valid_until = old, time.monotonic() + 10
+    with pytest.raises(LeaseLost, match=f"token {old.token} refused"):
+        stale.check()  # the old token is refused from now on
