@@ -2,7 +2,9 @@
 (as on two hosts, or a second unit started by mistake), the same Redis.
 
 Both see the same held jobs in the queue. The promise: every job released once (slurmctld's
-log), within its range, one decision record per job in the stream.
+log), within its range, one decision record per job in the stream. Without HA both may
+decide a job (the last writer's size and comment win); with ``[daemon] ha = true`` the
+lease lets exactly one decide each job (plugin/daemon/lease.py).
 """
 
 from __future__ import annotations
