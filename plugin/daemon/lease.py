@@ -312,10 +312,11 @@ class LeaseKeeper:
         held = False
         wait = self.lease.renew_every_s
         while not self.stop.wait(wait):
-            if self.lease.grant is None and not held:
+            if self.lease.grant is None:  # not held, or dropped by the loop: nothing to renew
+                held = False
                 wait = self.lease.retry_s
                 continue
-            ok = self.lease.renew() if self.lease.grant is not None else False
+            ok = self.lease.renew()
             wait = self.lease.renew_every_s if ok else self.lease.retry_s
             now_valid = self.lease.valid()
             if held and not now_valid:

@@ -504,6 +504,8 @@ class Daemon:
     def _lease_lapsed(self) -> None:
         """From the keeper thread: the lease lapsed; the heartbeat goes now, the loop
         steps down at its next look."""
+        if self.fallback:  # deciding without the lease (no Redis): its heartbeat stays
+            return
         self._unlink_own_heartbeat()
         self.wake.set()
 

@@ -175,9 +175,8 @@ def test_without_redis_one_daemon_fails_open_under_the_state_lock_the_other_refu
     fallback = wait_event(first, "lease_unavailable", 60.0)
     assert "state directory's lock" in fallback["note"]
     first.wait_for("the heartbeat again", first.fresh_heartbeat, 30.0)
-    print(
-        f"FAILOVER Redis stopped: deciding under the lock {time.monotonic() - stopped_at:.1f} s on"
-    )
+    took = time.monotonic() - stopped_at
+    print(f"FAILOVER Redis stopped: deciding under the lock {took:.1f} s on")
     jobs = submit_held(slurm, submit_job, "it-ha-noredis")
     wait_released(slurm, jobs, time.monotonic(), "HA without Redis: fail-open under the lock")
     released = releases_logged(local_cluster, since)
