@@ -445,6 +445,7 @@ class Daemon:
         if got:
             was_fallback, self.fallback = self.fallback, False
             self.active = True
+            self.recorder.fence = lease
             log.info(
                 "lease_acquired",
                 token=lease.token,
@@ -463,6 +464,7 @@ class Daemon:
         if self.state.try_lock():
             self.fallback = True
             self.active = True
+            self.recorder.fence = None  # no lease to fence with; the once-guard still holds
             log.warning(
                 "lease_unavailable",
                 error=error,
@@ -485,6 +487,7 @@ class Daemon:
         token = None if lease.last_grant is None else lease.last_grant.token
         self.active = False
         self.fallback = False
+        self.recorder.fence = lease
         self._stop_beating()
         lease.drop()
         log.error(
