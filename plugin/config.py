@@ -103,8 +103,8 @@ def _boolean(value: Any) -> str | None:
 def _redis_url(value: Any) -> str | None:
     if not isinstance(value, str):
         return "must be a string"
-    if value and not re.match(r"(redis|rediss|unix)://", value):
-        return "must start with redis://, rediss:// or unix:// (or be empty)"
+    if value and not re.match(r"(redis|rediss|unix|redis\+sentinel)://", value):
+        return "must start with redis://, rediss://, unix:// or redis+sentinel:// (or be empty)"
     return None
 
 
@@ -232,6 +232,10 @@ class DaemonConfig:
     learn_interval_s: float = field(default=30.0, metadata=_key(_POSITIVE, ""))
     age_out_interval_s: float = field(default=3600.0, metadata=_key(_POSITIVE, ""))
     shutdown_grace_s: float = field(default=10.0, metadata=_key(_number(0), ""))
+    ha: bool = field(
+        default=False, metadata=_key(_boolean, "active/standby daemons, a lease in Redis")
+    )
+    lease_ttl_s: float = field(default=10.0, metadata=_key(_number(1.0, 300.0), "HA lease TTL"))
 
 
 @dataclass(frozen=True)

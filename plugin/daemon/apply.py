@@ -25,6 +25,11 @@ Write health: `writes_failed_at` is the monotonic time of the first release the 
 not make (Slurm refused the writes: no operator privileges, slurmctld refusing updates) and
 None again once a release goes through. The loop counts it in the daemon's health, so the
 heartbeat stops while Slurm refuses the daemon's writes.
+
+Fencing (HA, plugin/daemon/lease.py): `fence`, when given, is called just before every
+write (the journal, each scontrol update and release) and raises LeaseLost when this
+daemon no longer holds the lease; that ends the batch there, unwritten, for the new
+holder to finish from the journal.
 """
 
 from __future__ import annotations
@@ -137,8 +142,10 @@ class Applier:
         journal: Journal,
         timed: Timer,
         clock: Callable[[], float] = time.monotonic,
+        fence: Callable[[], object] | None = None,
     ) -> None:
         self.slurm = slurm
+        self.fence = fence
         self.journal = journal
         self.timed = timed
         self.clock = clock
@@ -146,6 +153,11 @@ class Applier:
         self.unreleased: dict[int, Outcome] = {}
         #: When releases started failing (module docstring); None while they work.
         self.writes_failed_at: float | None = None
+
+    def _fenced(self) -> None:
+        """Before a write: LeaseLost (propagated, never caught here) unless we may write."""
+        if self.fence is not None:
+            self.fence()
 
     def _writes(self, ok: bool) -> None:
         if ok:
@@ -170,6 +182,7 @@ class Applier:
     def _write_journal(self, batch: Iterable[Outcome]) -> None:
         entries = {o.job_id: journal_entry(o) for o in self.unreleased.values()}
         entries.update({o.job_id: journal_entry(o) for o in batch})
+        self._fenced()
         try:
             self.journal.write(entries)
         except OSError as exc:  # no journal: still apply (a crash then redoes the decision)
@@ -208,6 +221,7 @@ class Applier:
         if not changes:
             return
         try:
+            self._fenced()
             with self.timed("resize"):
                 self.slurm.resize(changes)
             return
@@ -240,6 +254,7 @@ class Applier:
             low, high = original.nodes_min or 1, original.nodes_max or original.nodes_min or 1
             unlimited = original.time_limit_min is None and job.time_limit_min is not None
             back = original.partition if moved else None
+            self._fenced()
             with contextlib.suppress(SlurmError, ValueError), self.timed("resize"):
                 self.slurm.resize(
                     [
@@ -271,6 +286,7 @@ class Applier:
         failed: list[tuple[str, list[int]]] = []
         for text, ids in groups.items():
             try:
+                self._fenced()
                 with self.timed("comment"):
                     self.slurm.set_admin_comment(ids, text)
             except (SlurmError, ValueError) as exc:
@@ -285,6 +301,7 @@ class Applier:
                 if jobs and not _held(job):
                     gone.add(job_id)
                 elif job is None or job.admin_comment != text:
+                    self._fenced()
                     with contextlib.suppress(SlurmError, ValueError), self.timed("comment"):
                         self.slurm.set_admin_comment([job_id], text)
 
@@ -294,6 +311,7 @@ class Applier:
         if not ids:
             return set()
         try:
+            self._fenced()
             with self.timed("release"):
                 self.slurm.release(ids)
             self._writes(ok=True)
@@ -312,6 +330,7 @@ class Applier:
             if not _held(job):  # released after all, running, or gone
                 continue
             try:
+                self._fenced()
                 with self.timed("release"):
                     self.slurm.release([job_id])
             except SlurmError:

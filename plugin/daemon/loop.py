@@ -36,6 +36,22 @@ after the release command returned.
 The kill guard (plugin/daemon/guard.py) is ticked after every sweep: it watches the jobs
 released with a shortened limit and raises a limit back to the user's before Slurm would
 kill the job at it.
+
+High availability (``[daemon] ha = true``, off by default): several daemons (one per host)
+run on one state directory (shared storage in production, like slurmctld's
+StateSaveLocation: the hook reads one heartbeat and appends to one spool) and one Redis.
+Only the holder of the lease (plugin/daemon/lease.py) decides, writes to Slurm and Redis
+(each write fenced), runs the learner and beats; the others are standbys: they neither
+beat nor touch the heartbeat, and try to take the lease every second. The one that takes
+it finishes the journal and sweeps the held jobs (`recover`, as after a restart). A holder
+that loses the lease (not renewed in time, refused by Redis) stops at once: heartbeat
+removed if it is still the one it wrote, batch abandoned at its next write (the journal
+lets the new holder finish it), learner stopped; then it is a standby. A graceful stop
+releases what it holds as without HA, then gives the lease up (DEL) so a standby takes
+over at once. Without Redis nobody can hold the lease: a daemon that cannot reach it
+decides as without HA (failing open) only while it holds the state directory's lock, so
+on one host (or a shared directory whose locks work across hosts) a second daemon
+refuses to decide; the first one with the lease when Redis is back decides from then on.
 """
 
 from __future__ import annotations
@@ -47,7 +63,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -77,6 +93,7 @@ from plugin.daemon.decider import (
 )
 from plugin.daemon.guard import KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
+from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
 from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.state import (
@@ -203,7 +220,20 @@ class Daemon:
             on_failure=self._store_failed,
         )
         self.journal = Journal(self.state.journal)
-        self.applier = Applier(self.slurm, self.journal, self.timed)
+        #: HA: the lease (None without HA), whether this daemon decides, and whether it does
+        #: so without Redis under the state directory's lock (module docstring).
+        self.lease = Lease(self._redis, d.lease_ttl_s) if d.ha else None
+        self.recorder.fence = self.lease
+        self.keeper: LeaseKeeper | None = None
+        self.active = self.lease is None
+        self.fallback = False
+        self.next_lease_try = 0.0
+        self.lease_problem: str | None = None
+        #: (inode, mtime) of the heartbeat this daemon wrote last (HA: never remove another's).
+        self.beat_id: tuple[int, int] | None = None
+        self.applier = Applier(
+            self.slurm, self.journal, self.timed, fence=self.fence if self.lease else None
+        )
         self.spool = SpoolWatcher(self.state.spool)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
         self.watchdog = Watchdog()
@@ -226,13 +256,21 @@ class Daemon:
 
     @contextlib.contextmanager
     def timed(self, call: str) -> Iterator[None]:
-        """One Slurm adapter call: its metric, and its time added to the batch's log line."""
+        """One Slurm adapter call: its metric, and its time added to the batch's log line.
+
+        systemd's watchdog is pinged on either side of it (when due): a call that hangs to
+        ``slurm_timeout_s`` then never makes a working daemon miss ``WatchdogSec``, which
+        can stay short enough for a hung daemon's jobs to be released within the bound
+        (deploy/systemd/adaptalloc.service).
+        """
         started = time.perf_counter()
+        self.watchdog.ping()
         try:
             with self.metrics.slurm_call(call):
                 yield
         finally:
             self.slurm_ms[call] += (time.perf_counter() - started) * 1000.0
+            self.watchdog.ping()
 
     # --- connections ---------------------------------------------------------------------
 
@@ -266,9 +304,12 @@ class Daemon:
             self.startup()
             while not self.signals.stop_requested:
                 self.maintenance()
-                if self.wait_for_work():
-                    self.cycle()
-            self.drain()
+                if not self.active:
+                    self.wake.wait(self.lease.poll_s if self.lease else 1.0)
+                    self.wake.clear()
+                elif self.wait_for_work():
+                    self.fenced(self.cycle)
+            self.fenced(self.drain)
         except ForcedStop:
             forced = True
         finally:
@@ -279,7 +320,10 @@ class Daemon:
     def startup(self) -> None:
         """Lock the state dir, serve metrics, start the learner, recover held jobs."""
         self.state.prepare()
-        self.state.lock(STARTUP_LOCK_WAIT_S)
+        if self.lease is None:
+            self.state.lock(STARTUP_LOCK_WAIT_S)
+        else:  # HA: the lease decides who works; the lock only without Redis
+            self.state.try_lock()
         address = self.config.daemon.metrics_address
         try:
             self.port = self.metrics.serve(self.metrics_port, address)
@@ -290,6 +334,26 @@ class Daemon:
             ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
         self.check_privileges()
+        if self.lease is not None:
+            log.info(
+                "daemon_started",
+                pid=os.getpid(),
+                version=_version(),
+                state_dir=str(self.state.path),
+                ha=True,
+                holder=self.lease.holder,
+                lease_ttl_s=self.lease.ttl_s,
+                note="standby until it holds the lease",
+            )
+            self.keeper = LeaseKeeper(self.lease, self._lease_lapsed)
+            self.keeper.start()
+            self.ha_tick()
+            return
+        self.take_over(starting=True)
+
+    def take_over(self, starting: bool = False) -> None:
+        """Start deciding: the journal, the kill guard's watches, recovery of held jobs, the
+        learner (at start-up; with HA, each time this daemon takes the lease)."""
         journaled = self.journal.load()
         watched = self.guard.load()
         log.info(
@@ -304,9 +368,11 @@ class Daemon:
             learner=self.learn,
             journaled=len(journaled),
             guard_watched=watched,
+            **({} if starting else {"ha": True, "token": self.lease and self.lease.token}),
         )
         self.recover(journaled)
-        if self.learn:
+        if self.learn and self.learner is None:
+            self.learner_stop = threading.Event()
             self.learner = LearnerThread(
                 self.config,
                 self.redis_url,
@@ -340,9 +406,124 @@ class Daemon:
         while self.signals.stop_requested is False and self.cycle() > 0:
             pass
 
+    # --- high availability (module docstring) -----------------------------------------------
+
+    def fence(self) -> None:
+        """Before every write with HA: LeaseLost unless this daemon may write now."""
+        if self.lease is None or self.fallback:
+            return
+        if not self.active:
+            raise LeaseLost("this daemon is a standby")
+        self.lease.check()
+
+    def fenced(self, step: Callable[[], object]) -> None:
+        """Run a step of the loop; a lost lease ends it and makes this daemon a standby."""
+        try:
+            step()
+        except LeaseLost as exc:
+            self.step_down(str(exc))
+
+    def ha_tick(self) -> None:
+        """Keep or lose the lease; a standby tries to take it every `Lease.poll_s`."""
+        lease = self.lease
+        if lease is None:
+            return
+        if self.active and not self.fallback:
+            if lease.valid():
+                return
+            self.step_down("the lease was not renewed in time")
+        now = time.monotonic()
+        if now < self.next_lease_try:
+            return
+        self.next_lease_try = now + lease.poll_s
+        try:
+            got = lease.acquire()
+        except (redis.RedisError, OSError) as exc:
+            self._lease_unreachable(printable(str(exc))[:200])
+            return
+        if self.lease_problem is not None and not self.fallback:
+            log.info("lease_reachable", note="Redis answers again")
+        self.lease_problem = None
+        if got:
+            was_fallback, self.fallback = self.fallback, False
+            self.active = True
+            self.recorder.fence = lease
+            log.info(
+                "lease_acquired",
+                token=lease.token,
+                holder=lease.holder,
+                note="deciding from now on" + (" (Redis is back)" if was_fallback else ""),
+            )
+            self.fenced(self.take_over)
+        elif self.fallback:
+            self.step_down(f"Redis is back and {lease.current_holder()} holds the lease")
+
+    def _lease_unreachable(self, error: str) -> None:
+        """Redis cannot be reached, so the lease cannot be held: decide as without HA under
+        the state directory's lock, or (another process holds the lock) not at all."""
+        if self.fallback:
+            return
+        if self.state.try_lock():
+            self.fallback = True
+            self.active = True
+            self.recorder.fence = None  # no lease to fence with; the once-guard still holds
+            log.warning(
+                "lease_unavailable",
+                error=error,
+                note="no Redis, no lease: deciding under the state directory's lock",
+            )
+            self.take_over()
+        elif self.lease_problem is None:
+            log.warning(
+                "lease_unavailable",
+                error=error,
+                note="no Redis, no lease, another daemon holds the state directory: standby",
+            )
+        self.lease_problem = error
+
+    def step_down(self, why: str) -> None:
+        """The lease is lost: stop deciding at once and become a standby."""
+        lease = self.lease
+        if lease is None or not self.active:
+            return
+        token = None if lease.last_grant is None else lease.last_grant.token
+        self.active = False
+        self.fallback = False
+        self.recorder.fence = lease
+        self._stop_beating()
+        lease.drop()
+        log.error(
+            "lease_lost",
+            token=token,
+            reason=printable(why)[:300],
+            holder_now=lease.current_holder(),
+            abandoned=len(self.applier.unreleased),
+            note="standby from now on; the holder finishes the journal",
+        )
+        self.applier.unreleased.clear()
+        self.comments.clear()
+        self.held_since.clear()
+        self._stop_learner()
+        self.next_lease_try = time.monotonic() + lease.poll_s
+
+    def _lease_lapsed(self) -> None:
+        """From the keeper thread: the lease lapsed; the heartbeat goes now, the loop
+        steps down at its next look."""
+        if self.fallback:  # deciding without the lease (no Redis): its heartbeat stays
+            return
+        self._unlink_own_heartbeat()
+        self.wake.set()
+
+    def _stop_learner(self) -> None:
+        self.learner_stop.set()
+        if self.learner is not None:
+            self.learner.join(timeout=5.0)
+            self.learner = None
+
     def maintenance(self) -> None:
         """Heartbeat on time while healthy (removed when not); reload when asked."""
         self.watchdog.ping()
+        self.ha_tick()
         if self.signals.reload_requested:
             self.signals.reload_requested = False
             self.reload()
@@ -372,6 +553,8 @@ class Daemon:
     def health_problem(self, now: float) -> str | None:
         """Why the daemon is unhealthy (module docstring), or None when it is healthy."""
         d = self.config.daemon
+        if not self.active:
+            return "standby: another daemon holds the lease"
         if self.privileges_missing is not None:
             return self.privileges_missing
         if now - self.last_sweep_ok >= d.unhealthy_after_s:
@@ -399,15 +582,25 @@ class Daemon:
             self.beat_error = printable(str(exc))[:200]
             self._stop_beating()
             return
+        self.beat_id = self.state.heartbeat_id()
         self.metrics.heartbeat.set(stamp)
         if not self.beating:
             log.info("heartbeat_on", path=str(self.state.heartbeat))
         self.beating = True
         self.beat_error = None
 
+    def _unlink_own_heartbeat(self) -> OSError | None:
+        """Remove the heartbeat; with HA only if it is still the one this daemon wrote
+        (the new lease holder's is left alone)."""
+        if self.lease is not None and (
+            self.beat_id is None or self.state.heartbeat_id() != self.beat_id
+        ):
+            return None
+        return self.state.stop_beating()
+
     def _stop_beating(self) -> None:
         """Remove the heartbeat (never raises: every way out of the daemon comes here)."""
-        error = self.state.stop_beating()
+        error = self._unlink_own_heartbeat()
         if error is not None and not self.heartbeat_stuck:
             log.error(
                 "heartbeat_stuck",
@@ -421,6 +614,8 @@ class Daemon:
         """Wait for a spool wake-up or the next sweep; False when a stop was requested."""
         d = self.config.daemon
         while not self.signals.stop_requested:
+            if not self.active:
+                return False
             now = time.monotonic()
             if self.spool.woken():
                 if self.wake_at is None:
@@ -513,6 +708,7 @@ class Daemon:
             self.handle(sweep)
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
+        self.fence()
         self.guard.tick()
         return sweep.deferred
 
@@ -618,6 +814,8 @@ class Daemon:
     def drain(self) -> None:
         """Graceful stop: no new holds, then decide (or release) what was held meanwhile."""
         self._stop_beating()
+        if not self.active:
+            return
         time.sleep(DRAIN_PAUSE_S)
         deadline = time.monotonic() + self.config.daemon.shutdown_grace_s
         while time.monotonic() < deadline:
@@ -649,9 +847,11 @@ class Daemon:
         """Always: heartbeat off first, then the rest; ignores further signals."""
         self.signals.quiet = True
         self._stop_beating()
-        self.learner_stop.set()
-        if self.learner is not None:
-            self.learner.join(timeout=5.0)
+        if self.keeper is not None:
+            self.keeper.close()
+        if self.lease is not None and self.active and not self.fallback:
+            self.lease.release()
+        self._stop_learner()
         self.metrics.close()
         self.state.unlock()
         self.signals.restore()
@@ -674,6 +874,10 @@ class Daemon:
         if config.redis != old.redis or config.daemon.redis_timeout_s != old.daemon.redis_timeout_s:
             self.curves.reset(self._curve_store)
             self.recorder.reset(self._redis)
+            if self.lease is not None:
+                self.lease.reset(self._redis)
+        if (config.daemon.ha, config.daemon.lease_ttl_s) != (old.daemon.ha, old.daemon.lease_ttl_s):
+            log.warning("reload_partial", note="ha and lease_ttl_s changes need a restart")
         self.curves.retry_s = config.daemon.redis_retry_s
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
@@ -738,8 +942,32 @@ class Daemon:
         Jobs held with the marker are released as submitted; jobs in the dead daemon's
         journal (decided, their record maybe written, not yet released: the marker is gone)
         are released with their journaled decision, which lies within the user's range.
+
+        With HA it takes the lease first (waiting up to the TTL, for a dead holder's to
+        expire) and writes under it, so it never races the daemons; when a daemon holds the
+        lease all along it refuses, or with `only_if_orphaned` does nothing. Without Redis it
+        takes the state directory's lock, as without HA.
         """
         self.state.prepare()
+        if self.lease is not None:
+            leased = self._lease_for_release(self.lease)
+            if leased is not None and not leased:
+                holder = self.lease.current_holder() or "another daemon"
+                if only_if_orphaned:
+                    log.info("release_held_skipped", note=f"{holder} holds the lease")
+                    return None
+                raise DaemonLockedError(
+                    f"the HA daemon {holder} holds the lease: it decides the held jobs; "
+                    "stop every adaptalloc daemon first, then run --release-held"
+                )
+            if leased:
+                keeper = LeaseKeeper(self.lease, lambda: None)
+                keeper.start()
+                try:
+                    return self._release_held_now()
+                finally:
+                    keeper.close()
+                    self.lease.release()
         try:
             self.state.lock()
         except DaemonLockedError as exc:
@@ -751,26 +979,45 @@ class Daemon:
                 "stop it first (SIGKILL a hung one), then run --release-held"
             ) from exc
         try:
-            journaled = self.journal.load()
-            jobs = self._read_queue(journaled)
-            if jobs is None:
-                raise SlurmError("cannot read the queue (squeue failed); nothing was released")
-            finish: list[Outcome] = []
-            done: list[Applied] = []
-            for job_id, entry in journaled.items():
-                job = jobs.get(job_id)
-                outcome = outcome_from_journal(job, entry) if job is not None else None
-                if outcome is None:
-                    continue
-                if job is not None and on_hold(job):
-                    finish.append(outcome)
-                else:
-                    done.append(Applied(outcome, RELEASED))  # released; maybe not recorded
-            self.record(done)
-            ids = {o.job_id for o in finish}
-            held = [j for j in jobs.values() if held_by_us(j) and j.job_id not in ids]
-            return self.release_all(
-                [*finish, *held], reasons.BY_ADMIN, "released by an administrator"
-            )
+            return self._release_held_now()
         finally:
             self.state.unlock()
+
+    def _lease_for_release(self, lease: Lease) -> bool | None:
+        """HA: take the lease for `release_held`, waiting up to the TTL and a poll for a dead
+        holder's to expire; None when Redis cannot be reached."""
+        deadline = time.monotonic() + lease.ttl_s + lease.poll_s
+        while True:
+            try:
+                if lease.acquire():
+                    self.active = True
+                    log.info("lease_acquired", token=lease.token, note="to release held jobs")
+                    return True
+            except (redis.RedisError, OSError) as exc:
+                log.warning("lease_unavailable", error=printable(str(exc))[:200])
+                return None
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(lease.poll_s)
+
+    def _release_held_now(self) -> int:
+        """`release_held`'s work, under the lock or the lease."""
+        journaled = self.journal.load()
+        jobs = self._read_queue(journaled)
+        if jobs is None:
+            raise SlurmError("cannot read the queue (squeue failed); nothing was released")
+        finish: list[Outcome] = []
+        done: list[Applied] = []
+        for job_id, entry in journaled.items():
+            job = jobs.get(job_id)
+            outcome = outcome_from_journal(job, entry) if job is not None else None
+            if outcome is None:
+                continue
+            if job is not None and on_hold(job):
+                finish.append(outcome)
+            else:
+                done.append(Applied(outcome, RELEASED))  # released; maybe not recorded
+        self.record(done)
+        ids = {o.job_id for o in finish}
+        held = [j for j in jobs.values() if held_by_us(j) and j.job_id not in ids]
+        return self.release_all([*finish, *held], reasons.BY_ADMIN, "released by an administrator")

@@ -7,6 +7,10 @@ is written by plugin/store/lua/record_decision.lua behind a once-guard key
 (``adaptalloc:v1:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
 crash is never recorded twice. Redis trouble never blocks a job: the record is skipped,
 counted and the log line (which carries every field) stays the source of truth.
+
+With HA (`fence` set, plugin/daemon/lease.py) each chunk is one fenced transaction: WATCH
+on the lease, our token compared, MULTI, the scripts, EXEC; a daemon that lost the lease
+has its records refused by Redis (logged ``decisions_refused``, nothing written).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import redis
 import structlog
 
 from plugin.daemon.decider import RELEASE, Outcome
+from plugin.daemon.lease import Lease, LeaseLost
 from plugin.errors import printable
 from plugin.store import keys
 from plugin.store.decisions import DecisionRecord
@@ -96,6 +101,8 @@ class DecisionRecorder:
         self.clock = clock
         self._down_until = -1e18
         self._on_failure = on_failure
+        #: The HA lease every write is fenced with (None: HA off).
+        self.fence: Lease | None = None
 
     def _ready(self) -> Any:
         if self._client is None:
@@ -121,16 +128,26 @@ class DecisionRecorder:
         try:
             client = self._ready()
             for start in range(0, len(docs), CHUNK):
-                pipe = client.pipeline(transaction=False)
-                for doc in docs[start : start + CHUNK]:
-                    guard = keys.decided(doc.job_id, doc.submit_time or 0)
-                    text = json.dumps(doc.to_dict(), separators=(",", ":"), default=str)
-                    self._script(
-                        keys=[guard, keys.DECISIONS],
-                        args=[self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
-                        client=pipe,
-                    )
-                written += sum(1 for reply in pipe.execute() if reply)
+                with client.pipeline(transaction=self.fence is not None) as pipe:
+                    if self.fence is not None:
+                        self.fence.watch(pipe)
+                    for doc in docs[start : start + CHUNK]:
+                        guard = keys.decided(doc.job_id, doc.submit_time or 0)
+                        text = json.dumps(doc.to_dict(), separators=(",", ":"), default=str)
+                        self._script(
+                            keys=[guard, keys.DECISIONS],
+                            args=[self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
+                            client=pipe,
+                        )
+                    written += sum(1 for reply in pipe.execute() if reply)
+        except (LeaseLost, redis.WatchError) as exc:
+            token = None if self.fence is None else self.fence.token
+            log.error(
+                "decisions_refused",
+                jobs=len(docs) - written,
+                token=token,
+                error=printable(str(exc) or "the lease changed hands")[:200],
+            )
         except (redis.RedisError, OSError) as exc:
             self._down_until = self.clock() + self.retry_s
             self._failed(len(docs) - written, printable(str(exc))[:200])

@@ -9,6 +9,8 @@ daemon keeps for itself.
 * ``inflight.json``: the decisions being applied, written before any job is changed, so a
   crash mid-apply is finished at the next start, not redone.
 * ``daemon.lock``: flock'd by the running daemon (one per state directory), with its pid.
+  With HA (``[daemon] ha = true``) the daemons share the directory and the Redis lease says
+  who decides; the lock only matters while Redis is unreachable (plugin/daemon/loop.py).
 
 The directory must be writable by the daemon and the spool by SlurmUser (slurmctld runs the
 hook); the heartbeat is made world-readable. Writes are atomic (temporary file, rename), so
@@ -136,6 +138,30 @@ class StateDir:
             handle.write(f"{os.getpid()}\n")
             handle.flush()
         self._lock = handle
+
+    @property
+    def locked(self) -> bool:
+        """This process holds the directory's lock."""
+        return self._lock is not None
+
+    def try_lock(self) -> bool:
+        """Take the lock if it is free (HA daemons, plugin/daemon/loop.py); never raises."""
+        if self._lock is not None:
+            return True
+        try:
+            self.lock(0.0)
+        except (DaemonLockedError, OSError):
+            return False
+        return True
+
+    def heartbeat_id(self) -> tuple[int, int] | None:
+        """(inode, mtime in ns) of the heartbeat file, None when there is none: tells the
+        heartbeat this daemon wrote last from one another daemon wrote since."""
+        try:
+            found = self.heartbeat.stat()
+        except OSError:
+            return None
+        return (found.st_ino, found.st_mtime_ns)
 
     def unlock(self) -> None:
         if self._lock is not None:

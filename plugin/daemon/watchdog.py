@@ -4,9 +4,16 @@ A daemon that hangs without dying (a deadlock, SIGSTOP) keeps the state director
 so the orphan release (``--release-held --if-orphaned``) rightly leaves its jobs alone, and
 job_submit.lua only stops holding new ones. With ``WatchdogSec=`` in the unit, systemd sets
 ``WATCHDOG_USEC`` and ``NOTIFY_SOCKET``; the loop sends ``WATCHDOG=1`` every half of that
-period (sd_notify(3)), and when the pings stop systemd kills the daemon (SIGABRT), runs
-ExecStopPost (``--release-held``) and restarts it (deploy/systemd/adaptalloc.service).
+period (sd_notify(3)), and on either side of every Slurm command (`Daemon.timed`), and
+when the pings stop systemd kills the daemon (SIGABRT), runs ExecStopPost
+(``--release-held``) and restarts it (deploy/systemd/adaptalloc.service).
 Without those variables this does nothing.
+
+The period: ``WatchdogSec=30``. A working daemon pings at least every
+``slurm_timeout_s`` (20 s: one Slurm command hanging to its timeout) plus the loop's own
+work, so 30 s never kills it; a hung one's jobs are released about 30 s after the hang
+plus ExecStopPost's few seconds, inside the 60 s bound. With HA the standby takes over
+after the lease's TTL (10 s) anyway.
 """
 
 from __future__ import annotations

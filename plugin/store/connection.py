@@ -7,6 +7,15 @@ configuration, ``$REDIS_URL`` (the testbed's ``.local/env`` sets it), and last
 may be in the URL (``redis://USER:PASSWORD@host:port/db``) or in the configuration
 (``username``, ``password_file``), which wins.
 
+Redis Sentinel: ``redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/SERVICE[/DB]``
+names the sentinels (port 26379 by default) and the monitored service; the client asks
+them for the current master on every new connection (redis-py's ``Sentinel.master_for``),
+so after a failover the next connection goes to the new master. The password (and user)
+are the master's; the sentinels are asked without one. A command that was in flight on the
+old master fails (a connection error, or the old master's READONLY once it is a replica,
+which redis-py turns into a connection error): the daemon fails open on it as on any
+Redis outage, and its next connection finds the new master.
+
 Every command has socket timeouts and is retried on connection errors and timeouts with
 exponential backoff and jitter (redis-py's Retry). When Redis stays unreachable, the caller
 gets :class:`StoreUnavailable`, one line naming the URL (password masked) and why; the
@@ -16,15 +25,17 @@ daemon fails open on it (the job keeps the size the user asked for).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
 from typing import ParamSpec, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
+import redis.sentinel
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
@@ -45,6 +56,9 @@ __all__ = [
 
 DEFAULT_URL = "redis://localhost:6379/0"
 URL_ENV = "REDIS_URL"
+SENTINEL_SCHEME = "redis+sentinel://"
+SENTINEL_PORT = 26379
+_SENTINEL_HOST = re.compile(r"[A-Za-z0-9._-]+")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -69,8 +83,59 @@ class ResolvedUrl:
         return f"{mask_url(self.url)} ({self.origin})"
 
 
+@dataclass(frozen=True)
+class SentinelUrl:
+    """A ``redis+sentinel://`` URL taken apart (module docstring)."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int
+    username: str | None
+    password: str | None
+
+
+def parse_sentinel_url(url: str) -> SentinelUrl:
+    """``redis+sentinel://[[USER]:PASSWORD@]HOST[:PORT][,...]/SERVICE[/DB]``; ValueError
+    naming what is wrong."""
+    if not url.startswith(SENTINEL_SCHEME):
+        raise ValueError(f"a Sentinel URL starts with {SENTINEL_SCHEME}")
+    rest = url[len(SENTINEL_SCHEME) :]
+    netloc, _, path = rest.partition("/")
+    username = password = None
+    if "@" in netloc:
+        auth, _, netloc = netloc.rpartition("@")
+        user, colon, secret = auth.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    sentinels = []
+    for item in netloc.split(","):
+        host, colon, port = item.partition(":")
+        if not _SENTINEL_HOST.fullmatch(host) or (colon and not port.isdigit()):
+            raise ValueError(f"sentinel {item!r} is not HOST or HOST:PORT")
+        number = int(port) if colon else SENTINEL_PORT
+        if not 0 < number < 65536:
+            raise ValueError(f"sentinel port {number} is out of range")
+        sentinels.append((host, number))
+    parts = [p for p in path.split("/") if p] if path else []
+    if not parts or len(parts) > 2:
+        raise ValueError("the path must be /SERVICE or /SERVICE/DB")
+    if len(parts) == 2 and not parts[1].isdigit():
+        raise ValueError(f"the database {parts[1]!r} is not a number")
+    return SentinelUrl(
+        tuple(sentinels), unquote(parts[0]), int(parts[1]) if len(parts) == 2 else 0,
+        username, password,
+    )  # fmt: skip
+
+
 def mask_url(url: str) -> str:
     """The URL with its password replaced by ``***`` (safe for logs and messages)."""
+    if url.startswith(SENTINEL_SCHEME):
+        netloc, slash, path = url[len(SENTINEL_SCHEME) :].partition("/")
+        if "@" in netloc:
+            auth, _, hosts = netloc.rpartition("@")
+            user = auth.partition(":")[0]
+            netloc = f"{user}:***@{hosts}" if ":" in auth else netloc
+        return printable(SENTINEL_SCHEME + netloc + slash + path)
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -143,7 +208,10 @@ def connect(
     if where.url.startswith("rediss://") and cfg.tls_ca_file:
         options["ssl_ca_certs"] = cfg.tls_ca_file
     try:
-        client = redis.Redis.from_url(where.url, **options)
+        if where.url.startswith(SENTINEL_SCHEME):
+            client = _sentinel_client(parse_sentinel_url(where.url), cfg, options)
+        else:
+            client = redis.Redis.from_url(where.url, **options)
     except (ValueError, TypeError) as exc:
         raise StoreUnavailable(f"Redis URL {where} is not usable: {_reason(exc)}") from exc
     if check:
@@ -152,6 +220,25 @@ def connect(
         except redis.RedisError as exc:
             client.close()
             raise _unavailable(exc, str(where)) from exc
+    return client
+
+
+def _sentinel_client(url: SentinelUrl, cfg: RedisConfig, options: dict[str, object]) -> redis.Redis:
+    """The master of `url`'s service, found through its sentinels on every new connection;
+    the configuration's username and password win over the URL's, as for plain URLs."""
+    master = dict(options)
+    if url.username and "username" not in master:
+        master["username"] = url.username
+    if url.password is not None and "password" not in master:
+        master["password"] = url.password
+    sentinel = redis.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        list(url.sentinels),
+        sentinel_kwargs={
+            "socket_timeout": cfg.socket_timeout_s,
+            "socket_connect_timeout": cfg.connect_timeout_s,
+        },
+    )
+    client: redis.Redis = sentinel.master_for(url.service, db=url.db, **master)  # type: ignore[no-untyped-call]
     return client
 
 
@@ -201,7 +288,10 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 
 def client_location(client: redis.Redis) -> str:
     """``redis://host:port/db`` (or ``unix://path``) of a client, without credentials."""
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
+    if isinstance(pool, redis.sentinel.SentinelConnectionPool):
+        return f"redis+sentinel://{printable(pool.service_name)}/{kwargs.get('db', 0)}"
     if kwargs.get("path"):
         return f"unix://{printable(str(kwargs['path']))}"
     scheme = "rediss" if kwargs.get("ssl") or "ssl_ca_certs" in kwargs else "redis"

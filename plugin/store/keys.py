@@ -21,6 +21,7 @@
 | ``adaptalloc:v2:guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
 | ``adaptalloc:v2:guard:raises`` | stream | every limit the kill guard raised, capped |
 | ``adaptalloc:v2:migration`` | hash | the v1 -> v2 migration: state, counts (migrate.py) |
+| ``adaptalloc:v2:daemon:{lease}`` (``:token``) | string, PX (int) | HA lease; fencing tokens |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
@@ -67,6 +68,8 @@ __all__ = [
     "GUARD_WATCH",
     "JOBS",
     "LEARNER_SOURCES",
+    "LEASE",
+    "LEASE_TOKEN",
     "MIGRATION",
     "PREFIX",
     "V1_PREFIX",
@@ -95,6 +98,10 @@ DECISIONS = PREFIX + "decisions"
 JOBS = PREFIX + "jobs"
 GUARD_WATCH = PREFIX + "guard:watch"
 GUARD_RAISES = PREFIX + "guard:raises"
+#: The HA daemons' lease and its fencing-token counter (plugin/daemon/lease.py); one hash tag,
+#: so that lease.lua's two keys share a Redis Cluster slot.
+LEASE = PREFIX + "daemon:{lease}"
+LEASE_TOKEN = LEASE + ":token"
 #: Where the learner can read finished jobs from; each has its own watermark.
 LEARNER_SOURCES = ("sacct", "squeue")
 

@@ -2,7 +2,9 @@
 (as on two hosts, or a second unit started by mistake), the same Redis.
 
 Both see the same held jobs in the queue. The promise: every job released once (slurmctld's
-log), within its range, one decision record per job in the stream.
+log), within its range, one decision record per job in the stream. Without HA both may
+decide a job (the last writer's size and comment win); with ``[daemon] ha = true`` the
+lease lets exactly one decide each job (plugin/daemon/lease.py).
 """
 
 from __future__ import annotations
@@ -73,6 +75,51 @@ def test_two_daemons_on_one_cluster_release_each_job_once(
         f"jobs decided by the first: {sum(1 for j in jobs if first.decision(j))}, "
         f"by the second: {sum(1 for j in jobs if second.decision(j))}, by both: {len(both)}"
     )
+    for job in jobs:
+        assert released[job] == 1, (job, released[job])
+        assert_within_range(slurm, job, 1, 4, 10)
+    per_job = Counter(int(f["job_id"]) for _, f in redis_client.xrange(keys.DECISIONS, "-", "+"))
+    assert sorted(per_job[j] for j in jobs) == [1] * JOBS
+
+
+def test_with_ha_two_daemons_never_race_one_decides_each_job(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    redis_client: Any,
+    tmp_path: Path,
+) -> None:
+    """The same race as above with ``[daemon] ha = true``: the lease lets one decide."""
+    since = log_offset(local_cluster)
+    first = daemon_factory(config="ha = true\n").start()
+    second = elsewhere(daemon_factory(config="ha = true\n"), tmp_path / "second-state")
+    second.start(wait=False)
+    second.wait_for("the second daemon's start", lambda: bool(second.events("daemon_started")), 60)
+    for daemon in (first, second):
+        daemon.signal(signal.SIGSTOP)
+    try:
+        jobs = [
+            submit_job(
+                "--nodes=1-4", "--time=10", "--comment=adaptalloc:v1 app=it-two-ha", wrap="true"
+            )
+            for _ in range(JOBS)
+        ]
+    finally:
+        for daemon in (second, first):
+            daemon.signal(signal.SIGCONT)
+    began = time.monotonic()
+    wait_released(slurm, jobs, began, f"two HA daemons, {JOBS} jobs")
+    time.sleep(3.0)
+    first.stop()
+    second.stop()
+    released = releases_logged(local_cluster, since)
+    by_first = sum(1 for j in jobs if first.decision(j))
+    by_second = sum(1 for j in jobs if second.decision(j))
+    both = [j for j in jobs if first.decision(j) and second.decision(j)]
+    print(f"HA: decided by the first: {by_first}, by the second: {by_second}, by both: {len(both)}")
+    assert both == []
+    assert by_first + by_second == JOBS
     for job in jobs:
         assert released[job] == 1, (job, released[job])
         assert_within_range(slurm, job, 1, 4, 10)
