@@ -48,6 +48,9 @@ from predictor import Curve
 from predictor.downey import IntArray
 
 EXPLORATION = "exploration"
+FALLBACK = "fallback"
+FALLBACK_NO_CURVE = "no curve"
+FALLBACK_UNUSABLE = "curve unusable"
 #: The kill guard's growth of an application's limit safety per raise, and its ceiling (the
 #: daemon's SAFETY_GROWTH and MAX_SAFETY, plugin/daemon/guard.py).
 SAFETY_GROWTH = 1.25
@@ -91,6 +94,9 @@ class AdaptiveSizer:
         self.budget = ExplorationBudget()
         #: How many jobs each rule decided.
         self.rules: Counter[str] = Counter()
+        #: Why the jobs left as submitted were: FALLBACK_NO_CURVE (none learned yet, or the
+        #: predictor refused the runs) or FALLBACK_UNUSABLE (a curve decide would not use).
+        self.fallbacks: Counter[str] = Counter()
         # Workload-model curves are exact, hence reliable: nothing to explore, so the
         # budget's node-hours (one more curve evaluation per job) are only kept for the others.
         self._track_node_hours = learner is not None or any(c is not None for c in curves.stored)
@@ -121,6 +127,8 @@ class AdaptiveSizer:
             self.budget,
         )
         self.rules[decision.rule] += 1
+        if decision.rule == FALLBACK:
+            self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve)

@@ -113,13 +113,24 @@ class PolicyResult:
     metrics: Metrics
     rules: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     refits: int = 0
+    #: Of the jobs the fallback rule left as submitted: why (adaptive.FALLBACK_NO_CURVE,
+    #: adaptive.FALLBACK_UNUSABLE) -> how many.
+    fallbacks: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+        object.__setattr__(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Picklable (a sweep's cells may run in other processes): the rules as a dict."""
-        args = (self.policy, self.schedule, self.metrics, dict(self.rules), self.refits)
+        """Picklable (a sweep's cells may run in other processes): mappings as dicts."""
+        args = (
+            self.policy,
+            self.schedule,
+            self.metrics,
+            dict(self.rules),
+            self.refits,
+            dict(self.fallbacks),
+        )
         return (PolicyResult, args)
 
 
@@ -199,6 +210,7 @@ class Experiment:
             progress=progress,
         )
         rules = sizer.rules if isinstance(sizer, AdaptiveSizer) else {}
+        fallbacks = sizer.fallbacks if isinstance(sizer, AdaptiveSizer) else {}
         refits = 0
         if isinstance(sizer, AdaptiveSizer) and sizer.learner is not None:
             refits = sizer.learner[0].refits
@@ -208,6 +220,7 @@ class Experiment:
             summarize(schedule, reference=self.curves.at_request()),
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
+            MappingProxyType(dict(sorted(fallbacks.items()))),
         )
 
 

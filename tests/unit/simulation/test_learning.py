@@ -301,3 +301,22 @@ def test_a_memo_curve_answers_as_the_curve_it_copies_and_keeps_its_memo_private(
         pairs = zip(memo.runtime_interval(sizes), plain.runtime_interval(sizes), strict=True)
         for got, want in pairs:
             assert np.array_equal(got, want)
+
+
+def test_fallbacks_say_whether_no_curve_or_an_unusable_one_left_the_job_as_submitted() -> None:
+    """(New: the simulator counted fallbacks only as one rule.)"""
+    ex, sizer = _learned(trace(*[(k, 8, 600, 1200) for k in range(4)]))
+    assert sizer.learner is not None
+    view = ClusterView(0.0, 64, 0, 64)
+    assert sizer.allocate(0, view).rule == "fallback"
+    assert sizer.fallbacks == {"no curve": 1}
+    # one application's runs of two problem sizes: a curve whose fit error is far above 10%
+    for k, n in enumerate([4, 8, 16, 32, 4, 8, 16, 32]):
+        sizer.finished(0, n, 3600.0 / n * (5.0 if k % 2 else 1.0), killed=False, now=0.0)
+    curve = sizer.learner[0].curve(0, now=1000.0)
+    assert curve is not None
+    assert curve.fit_error > 0.10
+    assert sizer.allocate(1, ClusterView(1000.0, 64, 0, 64)).rule == "fallback"
+    assert sizer.fallbacks == {"no curve": 1, "curve unusable": 1}
+    result = ex.run("adaptive")
+    assert sum(result.fallbacks.values()) == result.rules.get("fallback", 0)
