@@ -528,7 +528,8 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     is_flag=True,
     help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
-    "before it kills), adaptive_range_guard.",
+    "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
+    "curves).",
 )
 @click.option(
     "--workers",

@@ -51,6 +51,11 @@ EXPLORATION = "exploration"
 FALLBACK = "fallback"
 FALLBACK_NO_CURVE = "no curve"
 FALLBACK_UNUSABLE = "curve unusable"
+#: Why `identified_only` leaves a job as submitted.
+UNIDENTIFIED = (
+    "the learned curve is not identified (its runs do not pin A and σ), and this policy sizes "
+    "only with identified curves"
+)
 #: The kill guard's growth of an application's limit safety per raise, and its ceiling (the
 #: daemon's SAFETY_GROWTH and MAX_SAFETY, plugin/daemon/guard.py).
 SAFETY_GROWTH = 1.25
@@ -78,6 +83,7 @@ class AdaptiveSizer:
         fixed_limits: bool = False,
         name: str = "adaptive",
         guard: IntArray | None = None,
+        identified_only: bool = False,
     ) -> None:
         """`guard`: each job's application index, to run the kill guard with per-application
         safety (module doc); None: no guard."""
@@ -89,6 +95,7 @@ class AdaptiveSizer:
         self.learner = learner
         self.pinned, self.fixed_limits = pinned, fixed_limits
         self.guard = guard
+        self.identified_only = identified_only
         #: The kill guard's safety per application index (1 until a raise).
         self.safety: dict[int, float] = {}
         self.budget = ExplorationBudget()
@@ -115,17 +122,16 @@ class AdaptiveSizer:
             r = self.requests
             lo, hi, user_limit = r.lo[job], r.hi[job], r.limit[job]
         curve = self._curve(job, lo, hi, view.now)
-        decision = decide(
-            Request(lo, hi, time_limit_min=minutes(user_limit)),
-            curve,
-            ClusterState(
-                idle_nodes=view.idle_nodes,
-                pending_demand_nodes=view.pending_demand_nodes,
-                total_nodes=view.total_nodes,
-            ),
-            self.settings,
-            self.budget,
+        request = Request(lo, hi, time_limit_min=minutes(user_limit))
+        cluster = ClusterState(
+            idle_nodes=view.idle_nodes,
+            pending_demand_nodes=view.pending_demand_nodes,
+            total_nodes=view.total_nodes,
         )
+        if self.identified_only and curve is not None and not curve.identified:
+            decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
+        else:
+            decision = decide(request, curve, cluster, self.settings, self.budget)
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1

@@ -23,6 +23,10 @@ adaptive_range         released with the narrowed range [efficient, larger usefu
 adaptive_guard         adaptive with the daemon's kill guard (adaptive.py): a job still running
                        at a limit adaptalloc shortened gets the user's limit back
 adaptive_range_guard   both
+adaptive_identified    adaptive that sizes only with identified curves (ADEPT pinned A and σ);
+                       a job whose curve is not identified runs as submitted. Most curves the
+                       learner fits from two sizes are not identified, and adaptive sizes with
+                       them (the time limit already refuses them)
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -61,8 +65,11 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         "adaptive_range": ("range", False),
         "adaptive_guard": (None, True),
         "adaptive_range_guard": ("range", True),
+        "adaptive_identified": (None, False),
     }
 )
+#: Variants that size only with identified curves (an unidentified one: as submitted).
+IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 #: Every policy `Experiment.run` knows.
 ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
@@ -192,6 +199,7 @@ class Experiment:
                 fixed_limits=policy == "adaptive_fixed_limits",
                 name=policy,
                 guard=self.apps.index if guard else None,
+                identified_only=policy in IDENTIFIED_ONLY,
             )
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(ALL_POLICIES)}")
 

@@ -320,3 +320,26 @@ def test_fallbacks_say_whether_no_curve_or_an_unusable_one_left_the_job_as_submi
     assert sizer.fallbacks == {"no curve": 1, "curve unusable": 1}
     result = ex.run("adaptive")
     assert sum(result.fallbacks.values()) == result.rules.get("fallback", 0)
+
+
+def test_the_identified_variant_leaves_a_job_as_submitted_when_its_curve_is_not_identified() -> (
+    None
+):
+    """(New: the variant did not exist.) Runs at two sizes give ADEPT a curve it cannot
+    identify; adaptive sizes with it, adaptive_identified leaves the job as submitted."""
+    jobs = trace(*[(k, 8, 600, 1200) for k in range(4)])
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
+    view = ClusterView(1000.0, 64, 0, 64)
+    rules = {}
+    for policy in ("adaptive", "adaptive_identified"):
+        sizer = ex.sizer(policy)
+        assert isinstance(sizer, AdaptiveSizer)
+        for k, n in enumerate([4, 16, 4, 16]):
+            sizer.finished(k, n, 3600.0 * (0.1 + 0.9 / n), killed=False, now=0.0)
+        assert sizer.learner is not None
+        curve = sizer.learner[0].curve(0, now=1000.0)
+        assert curve is not None
+        assert not curve.identified
+        rules[policy] = sizer.allocate(0, view).rule
+    assert rules["adaptive"] != "fallback"
+    assert rules["adaptive_identified"] == "fallback"
