@@ -48,6 +48,7 @@ from plugin.errors import InputError, printable
 from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
 from plugin.report.numbers import format_number, format_percent
+from plugin.report.sim_document import ASSUMPTIONS, assemble_document, document_parts, load_value
 from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import (
     POLICIES,
@@ -59,7 +60,7 @@ from policies.simulation import (
     offered_load,
     sweep,
 )
-from policies.simulation.experiment import ADAPTALLOC, Experiment
+from policies.simulation.experiment import ADAPTALLOC
 
 __all__ = [
     "STORE_APP_PREFIX",
@@ -179,25 +180,6 @@ def run_sweep(
 
 # --- output -----------------------------------------------------------------------------------
 
-#: What every simulation assumes, said in the text, the JSON and the HTML report.
-ASSUMPTIONS = (
-    "Applications: jobs grouped by SWF executable where present, else by user and "
-    "requested-size class (2^k nodes).",
-    "True curves: one Downey curve per application, A = median request × U[factor] (Cirne and "
-    "Berman's reading: users request at most their code's parallelism), σ ~ U[0, 2]; a "
-    "synthetic assumption, not data.",
-    "Run times: the trace's run time at the requested size, moved along the curve, times "
-    "lognormal noise per run.",
-    "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
-    "completed runs in this simulation, refitted after 60 s dirty when runs grew by 50% (or a "
-    "needed size appeared), on the latest 64 runs; the learner's model choice is not run; "
-    "killed runs are not observations.",
-    "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
-    "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
-    "curve; a run longer than its limit is killed at the limit.",
-    "One partition, nodes counted not placed, FCFS with EASY backfilling.",
-)
-
 
 def _curve_label(name: str, curves: str) -> str:
     """The policy's name as printed: oracle's and (with --curves oracle) every adaptalloc
@@ -226,78 +208,6 @@ def simulation_document(
     ]
     parts = document_parts(trace, setup, head.experiment, head.first, config_source, seeds)
     return assemble_document(parts, loads)
-
-
-def load_value(load: float | None, offered: float) -> float | None:
-    """A load as the JSON says it: the trace's own offered load for None (null when it is
-    infinite: JSON has no infinity, and a trace submitted all at once offers none)."""
-    if load is not None:
-        return load
-    return offered if math.isfinite(offered) else None
-
-
-def document_parts(
-    trace: SwfTrace,
-    setup: Setup,
-    experiment: Experiment,
-    first: Mapping[str, PolicyResult],
-    config_source: str,
-    seeds: int,
-) -> dict[str, Any]:
-    """Everything of the JSON document but its figures ("loads", "policies"): what was
-    simulated, from the first load's first seed. A Slurm array's cell writes these beside
-    its figures, so that the gathered document is the one a local run prints."""
-    offered = load_value(None, offered_load(trace.jobs, trace.machine))
-    adaptive = first.get("adaptive")
-    return {
-        "trace": {
-            "path": trace.source,
-            "machine": trace.machine,
-            "machine_from": trace.machine_from,
-            "procs_per_node": trace.procs_per_node,
-            "procs_per_node_from": trace.procs_per_node_from,
-            "jobs": len(experiment.jobs),
-            "usable_jobs": trace.usable,
-            "lines": trace.lines,
-            "limits_from_runtime": trace.limits_from_runtime,
-            "limits_modelled": trace.limits_from_runtime,
-            "offered_load": offered,
-        },
-        "curves": setup.curves,
-        "curves_note": (
-            "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
-            if setup.curves == "oracle"
-            else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
-            "the oracle policy alone saw the true curves (an upper bound)"
-        ),
-        "dropped": dict(trace.skipped),
-        "skipped": dict(trace.skipped),
-        "applications": {"count": len(experiment.apps), "grouping": experiment.apps.grouping},
-        "settings": {
-            "seed": setup.seed,
-            "seeds": seeds,
-            "backfill": "easy" if setup.backfill else "none",
-            "moldable": {"low": setup.moldable.low, "high": setup.moldable.high},
-            "max_parallelism": setup.parallelism,
-            "parallelism_factor": list(setup.parallelism_factor),
-            "noise": setup.noise,
-            "config": config_source,
-            "stored_curves": experiment.jobs_with_stored_curves,
-        },
-        "assumptions": list(ASSUMPTIONS),
-        "adaptive_rules": dict(adaptive.rules) if adaptive else {},
-        "refits": {name: r.refits for name, r in first.items() if r.refits},
-    }
-
-
-def assemble_document(parts: Mapping[str, Any], loads: list[dict[str, Any]]) -> dict[str, Any]:
-    """The document from its parts (document_parts) and its loads, in the contract's order."""
-    head = ("trace", "curves", "curves_note", "dropped")
-    doc = {key: parts[key] for key in head}
-    doc["loads"] = loads
-    doc["policies"] = loads[0]["policies"]
-    doc.update((key, value) for key, value in parts.items() if key not in head)
-    return doc
 
 
 def comparison_table(results: Mapping[str, PolicyResult], title: str | None = None) -> Table:
@@ -730,7 +640,7 @@ def _array_command(params: Mapping[str, Any], names: Sequence[str]) -> bool:
         return False
     if params["use_store"]:
         raise click.UsageError("--store cannot go with --slurm-array")
-    from plugin.cli import simulate_array as sa  # noqa: PLC0415 (only arrays need it)
+    from plugin.report import sim_array as sa  # noqa: PLC0415 (only arrays need it)
 
     moldable = params["moldable"]
     options = sa.SweepOptions(
@@ -763,7 +673,7 @@ def _submit_array(
     wait: bool,
 ) -> None:
     """Check every trace and policy file, write the plan, submit the array, say so."""
-    from plugin.cli import simulate_array as sa  # noqa: PLC0415
+    from plugin.report import sim_array as sa  # noqa: PLC0415
 
     for path in (*traces, *configs):
         sa.check_name("the file", path)
@@ -786,7 +696,7 @@ def _array_step(
     plan_dir: str | None, cell_index: int | None, gather_dir: str | None, output_format: str
 ) -> None:
     """One array task (--plan DIR --cell I) or the gathering (--gather DIR)."""
-    from plugin.cli import simulate_array as sa  # noqa: PLC0415
+    from plugin.report import sim_array as sa  # noqa: PLC0415
 
     if plan_dir is not None and cell_index is not None:
         out = sa.run_cell(Path(plan_dir), cell_index)

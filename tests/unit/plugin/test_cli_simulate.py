@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 import plugin.cli.common
-from plugin.cli import simulate_array as sa
 from plugin.cli.simulate import parse_moldable, stored_curves
 from plugin.formats.swf import read_swf
+from plugin.report import sim_array as sa
 from plugin.report.sim_figures import duration
 from policies.simulation.workload import model_curve
 

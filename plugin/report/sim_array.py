@@ -36,6 +36,7 @@ from typing import Any
 from plugin.errors import InputError, printable
 from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
+from plugin.report.sim_document import assemble_document, document_parts, load_value
 from policies import PolicyConfig, effective
 from policies.simulation import MoldableRule, Setup
 from policies.simulation.sweep import Cell, summarize_seeds
@@ -278,8 +279,6 @@ def submit(directory: Path, cells: int, partition: str | None = None, wait: bool
 
 def run_cell(directory: Path, index: int) -> Path:
     """Run the plan's cell `index`; write DIR/cells/<index>.json atomically; its path."""
-    from plugin.cli.simulate import document_parts  # noqa: PLC0415 (simulate imports us)
-
     plan = Plan.read(directory)
     if not 0 <= index < len(plan.cells):
         raise InputError(f"no cell {index}: the plan has {len(plan.cells)}")
@@ -315,8 +314,6 @@ def run_cell(directory: Path, index: int) -> Path:
 
 def gather(directory: Path) -> dict[str, Any]:
     """The merged document (module doc); InputError naming the cells that are missing."""
-    from plugin.cli.simulate import assemble_document, load_value  # noqa: PLC0415
-
     plan = Plan.read(directory)
     cells: dict[int, dict[str, Any]] = {}
     missing = []
