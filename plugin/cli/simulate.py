@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -47,6 +48,7 @@ from plugin.errors import InputError, printable
 from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
 from plugin.report.numbers import format_number, format_percent
+from plugin.report.sim_document import ASSUMPTIONS, assemble_document, document_parts, load_value
 from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import (
     POLICIES,
@@ -178,25 +180,6 @@ def run_sweep(
 
 # --- output -----------------------------------------------------------------------------------
 
-#: What every simulation assumes, said in the text, the JSON and the HTML report.
-ASSUMPTIONS = (
-    "Applications: jobs grouped by SWF executable where present, else by user and "
-    "requested-size class (2^k nodes).",
-    "True curves: one Downey curve per application, A = median request × U[factor] (Cirne and "
-    "Berman's reading: users request at most their code's parallelism), σ ~ U[0, 2]; a "
-    "synthetic assumption, not data.",
-    "Run times: the trace's run time at the requested size, moved along the curve, times "
-    "lognormal noise per run.",
-    "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
-    "completed runs in this simulation, refitted after 60 s dirty when runs grew by 50% (or a "
-    "needed size appeared), on the latest 64 runs; the learner's model choice is not run; "
-    "killed runs are not observations.",
-    "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
-    "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
-    "curve; a run longer than its limit is killed at the limit.",
-    "One partition, nodes counted not placed, FCFS with EASY backfilling.",
-)
-
 
 def _curve_label(name: str, curves: str) -> str:
     """The policy's name as printed: oracle's and (with --curves oracle) every adaptalloc
@@ -216,58 +199,15 @@ def simulation_document(
 ) -> dict[str, Any]:
     """The JSON document (the contract in DESIGN.md, and the older keys kept beside it)."""
     head = results[0]
-    experiment = head.experiment
-    # A trace submitted all at once offers no finite load: JSON has no infinity, so null.
-    offered_or_none = offered if math.isfinite(offered) else None
     loads = [
         {
-            "load": offered_or_none if r.load is None else r.load,
+            "load": load_value(r.load, offered),
             "policies": {name: summary.to_dict() for name, summary in r.policies.items()},
         }
         for r in results
     ]
-    adaptive = head.first.get("adaptive")
-    return {
-        "trace": {
-            "path": trace.source,
-            "machine": trace.machine,
-            "machine_from": trace.machine_from,
-            "procs_per_node": trace.procs_per_node,
-            "procs_per_node_from": trace.procs_per_node_from,
-            "jobs": len(experiment.jobs),
-            "usable_jobs": trace.usable,
-            "lines": trace.lines,
-            "limits_from_runtime": trace.limits_from_runtime,
-            "limits_modelled": trace.limits_from_runtime,
-            "offered_load": offered_or_none,
-        },
-        "curves": setup.curves,
-        "curves_note": (
-            "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
-            if setup.curves == "oracle"
-            else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
-            "the oracle policy alone saw the true curves (an upper bound)"
-        ),
-        "dropped": dict(trace.skipped),
-        "loads": loads,
-        "policies": loads[0]["policies"],
-        "skipped": dict(trace.skipped),
-        "applications": {"count": len(experiment.apps), "grouping": experiment.apps.grouping},
-        "settings": {
-            "seed": setup.seed,
-            "seeds": seeds,
-            "backfill": "easy" if setup.backfill else "none",
-            "moldable": {"low": setup.moldable.low, "high": setup.moldable.high},
-            "max_parallelism": setup.parallelism,
-            "parallelism_factor": list(setup.parallelism_factor),
-            "noise": setup.noise,
-            "config": config_source,
-            "stored_curves": experiment.jobs_with_stored_curves,
-        },
-        "assumptions": list(ASSUMPTIONS),
-        "adaptive_rules": dict(adaptive.rules) if adaptive else {},
-        "refits": {name: r.refits for name, r in head.first.items() if r.refits},
-    }
+    parts = document_parts(trace, setup, head.experiment, head.first, config_source, seeds)
+    return assemble_document(parts, loads)
 
 
 def comparison_table(results: Mapping[str, PolicyResult], title: str | None = None) -> Table:
@@ -376,14 +316,15 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 
 @click.command()
-@click.argument("trace_path", metavar="TRACE.swf", type=click.Path(path_type=str))
+@click.argument("trace_paths", metavar="TRACE.swf...", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--config",
-    "config_path",
+    "config_paths",
     type=click.Path(dir_okay=False, path_type=str),
-    default=None,
+    multiple=True,
     metavar="policy.toml",
-    help="Policy file for the adaptive policy (its [defaults]); the built-in defaults without it.",
+    help="Policy file for the adaptive policy (its [defaults]); the built-in defaults without "
+    "it. Repeated (with --slurm-array): one sweep per file.",
 )
 @click.option(
     "--seed",
@@ -497,7 +438,8 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     is_flag=True,
     help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
-    "before it kills), adaptive_range_guard.",
+    "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
+    "curves).",
 )
 @click.option(
     "--workers",
@@ -506,13 +448,44 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     show_default=True,
     help="Processes running the sweep's (load, seed) cells in parallel; 0: one per CPU.",
 )
+@click.option(
+    "--slurm-array",
+    "array_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    metavar="DIR",
+    help="Submit the sweep (traces × policy files × loads × seeds) as a Slurm job array, one "
+    "cell per task, each writing DIR/cells/I.json; then `simulate --gather DIR` merges them.",
+)
+@click.option(
+    "--partition",
+    default=None,
+    metavar="P",
+    help="With --slurm-array: the partition the array runs in (default: Slurm's).",
+)
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="With --slurm-array: wait until every cell has ended (sbatch --wait), then gather.",
+)
+@click.option(
+    "--gather",
+    "gather_dir",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    metavar="DIR",
+    help="Merge the cells of a --slurm-array sweep in DIR into one report (the same JSON as a "
+    'local run; {"sweeps": [...]} for several traces or policy files).',
+)
+@click.option("--plan", "plan_dir", default=None, hidden=True, type=click.Path(path_type=str))
+@click.option("--cell", "cell_index", default=None, hidden=True, type=click.IntRange(min=0))
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @format_option
 @click.pass_context
 def simulate(
     ctx: click.Context,
-    trace_path: str,
-    config_path: str | None,
+    trace_paths: tuple[str, ...],
+    config_paths: tuple[str, ...],
     seed: int,
     backfill: str,
     moldable: MoldableRule,
@@ -529,6 +502,12 @@ def simulate(
     noise: float,
     variants: bool,
     workers: int,
+    array_dir: str | None,
+    partition: str | None,
+    wait: bool,
+    gather_dir: str | None,
+    plan_dir: str | None,
+    cell_index: int | None,
     quiet: bool,
     output_format: str,
 ) -> None:
@@ -552,11 +531,19 @@ def simulate(
     bound). With --curves learned (default) the adaptalloc policies see only curves the
     learner's fit (ADEPT) makes from their applications' earlier completed runs; killed
     runs are not observations; an application without a usable curve runs as submitted.
+
+    Sweeps at scale: --workers runs the (load, seed) cells in processes here; --slurm-array
+    DIR submits them (for several traces and policy files too) as a Slurm job array, and
+    --gather DIR merges the cells' results into the same report.
     """
     started = time.perf_counter()
     if redis_url is not None and not use_store:
         raise click.UsageError("--redis-url goes with --store")
-    config = load_policy_config(config_path)
+    names = (*POLICIES, *VARIANTS) if variants else POLICIES
+    if _array_command(ctx.params, names):
+        return
+    trace_path = trace_paths[0]
+    config = load_policy_config(config_paths[0] if config_paths else None)
     trace = read_swf(trace_path, procs_per_node)
     if trace.skipped:
         log.warning(
@@ -585,7 +572,6 @@ def simulate(
     offered = offered_load(trace.jobs, trace.machine)
     root_quiet = bool(ctx.find_root().params.get("quiet"))
     load_list: list[float | None] = list(loads) if loads else [None]
-    names = (*POLICIES, *VARIANTS) if variants else POLICIES
     results, seconds = run_sweep(
         trace,
         setup,
@@ -629,3 +615,117 @@ def simulate(
         html=html_path and printable(str(html_path)),
         elapsed_ms=elapsed_ms(started),
     )
+
+
+def _array_command(params: Mapping[str, Any], names: Sequence[str]) -> bool:
+    """Handle --slurm-array, --plan/--cell and --gather (True), or check that a local run
+    was asked for (False)."""
+    plan_dir, cell_index = params["plan_dir"], params["cell_index"]
+    gather_dir = params["gather_dir"]
+    if (plan_dir is None) != (cell_index is None):
+        raise click.UsageError("--plan and --cell go together")
+    if plan_dir is not None or gather_dir is not None:
+        _array_step(plan_dir, cell_index, gather_dir, params["output_format"])
+        return True
+    traces, configs = params["trace_paths"], params["config_paths"]
+    if not traces:
+        raise click.UsageError("missing TRACE.swf")
+    if params["array_dir"] is None:
+        if params["partition"] is not None or params["wait"]:
+            raise click.UsageError("--partition and --wait go with --slurm-array")
+        if len(traces) > 1 or len(configs) > 1:
+            raise click.UsageError(
+                "several traces or policy files make a sweep for --slurm-array; run one here"
+            )
+        return False
+    if params["use_store"]:
+        raise click.UsageError("--store cannot go with --slurm-array")
+    from plugin.report import sim_array as sa  # noqa: PLC0415 (only arrays need it)
+
+    moldable = params["moldable"]
+    options = sa.SweepOptions(
+        loads=params["loads"],
+        seeds=params["seeds"],
+        seed=params["seed"],
+        backfill=params["backfill"] == "easy",
+        moldable=(moldable.low, moldable.high),
+        max_parallelism=params["max_parallelism"],
+        curves=params["curves"],
+        parallelism_factor=params["parallelism_factor"],
+        noise=params["noise"],
+        procs_per_node=params["procs_per_node"],
+        max_jobs=params["max_jobs"],
+        policies=tuple(names),
+    )
+    directory = Path(params["array_dir"])
+    _submit_array(directory, traces, configs, options, params["partition"], params["wait"])
+    if params["wait"]:
+        _array_step(None, None, str(directory), params["output_format"])
+    return True
+
+
+def _submit_array(
+    directory: Path,
+    traces: Sequence[str],
+    configs: Sequence[str],
+    options: Any,
+    partition: str | None,
+    wait: bool,
+) -> None:
+    """Check every trace and policy file, write the plan, submit the array, say so."""
+    from plugin.report import sim_array as sa  # noqa: PLC0415
+
+    for path in (*traces, *configs):
+        sa.check_name("the file", path)
+    for path in traces:  # read here, so that a bad trace is one line now, not K failed cells
+        options.setup(options.read_trace(path), load_policy_config(None))
+    for path in configs:
+        load_policy_config(path)
+    plan = sa.Plan.build(traces, list(configs) or [None], options)
+    sa.write_plan(directory.resolve(), plan)
+    job = sa.submit(directory.resolve(), len(plan.cells), partition, wait)
+    log.info("simulate_array", job_id=job, cells=len(plan.cells), dir=printable(str(directory)))
+    if not wait:
+        click.echo(
+            f"Submitted {len(plan.cells)} cells as array job {job}; when it has ended: "
+            f"adaptalloc simulate --gather {shlex.quote(str(directory))}"
+        )
+
+
+def _array_step(
+    plan_dir: str | None, cell_index: int | None, gather_dir: str | None, output_format: str
+) -> None:
+    """One array task (--plan DIR --cell I) or the gathering (--gather DIR)."""
+    from plugin.report import sim_array as sa  # noqa: PLC0415
+
+    if plan_dir is not None and cell_index is not None:
+        out = sa.run_cell(Path(plan_dir), cell_index)
+        log.info("simulate_cell", cell=cell_index, path=printable(str(out)))
+        return
+    doc = sa.gather(Path(str(gather_dir)))
+    if output_format == "json":
+        emit_json(doc)
+        return
+    console = stdout_console()
+    if not console.is_terminal:  # a file or a pipe: a column per policy needs more than 80
+        console.width = max(console.width, 160)
+    for one in doc.get("sweeps", [doc]):
+        console.print(gathered_table(one), markup=False)
+
+
+def gathered_table(doc: Mapping[str, Any]) -> Table:
+    """A gathered sweep's mean response and node-hours per load and policy (the JSON holds
+    every figure)."""
+    title = f"{doc['trace']['path']} ({doc['settings']['config']}), {doc['curves']} curves"
+    table = Table(box=box.SIMPLE_HEAD, title=Text(title), show_header=True)
+    table.add_column("load")
+    names = list(doc["loads"][0]["policies"])
+    for name in names:
+        table.add_column(Text(_curve_label(name, doc["curves"])), justify="right")
+    for load in doc["loads"]:
+        row = [format_number(load["load"], 3) if load["load"] is not None else "all at once"]
+        for name in names:
+            p = load["policies"][name]
+            row.append(f"{duration(p['mean_response_s'])}, {p['node_hours']:,.0f} nh")
+        table.add_row(*row)
+    return table

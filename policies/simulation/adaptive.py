@@ -48,6 +48,14 @@ from predictor import Curve
 from predictor.downey import IntArray
 
 EXPLORATION = "exploration"
+FALLBACK = "fallback"
+FALLBACK_NO_CURVE = "no curve"
+FALLBACK_UNUSABLE = "curve unusable"
+#: Why `identified_only` leaves a job as submitted.
+UNIDENTIFIED = (
+    "the learned curve is not identified (its runs do not pin A and σ), and this policy sizes "
+    "only with identified curves"
+)
 #: The kill guard's growth of an application's limit safety per raise, and its ceiling (the
 #: daemon's SAFETY_GROWTH and MAX_SAFETY, plugin/daemon/guard.py).
 SAFETY_GROWTH = 1.25
@@ -75,6 +83,7 @@ class AdaptiveSizer:
         fixed_limits: bool = False,
         name: str = "adaptive",
         guard: IntArray | None = None,
+        identified_only: bool = False,
     ) -> None:
         """`guard`: each job's application index, to run the kill guard with per-application
         safety (module doc); None: no guard."""
@@ -86,11 +95,15 @@ class AdaptiveSizer:
         self.learner = learner
         self.pinned, self.fixed_limits = pinned, fixed_limits
         self.guard = guard
+        self.identified_only = identified_only
         #: The kill guard's safety per application index (1 until a raise).
         self.safety: dict[int, float] = {}
         self.budget = ExplorationBudget()
         #: How many jobs each rule decided.
         self.rules: Counter[str] = Counter()
+        #: Why the jobs left as submitted were: FALLBACK_NO_CURVE (none learned yet, or the
+        #: predictor refused the runs) or FALLBACK_UNUSABLE (a curve decide would not use).
+        self.fallbacks: Counter[str] = Counter()
         # Workload-model curves are exact, hence reliable: nothing to explore, so the
         # budget's node-hours (one more curve evaluation per job) are only kept for the others.
         self._track_node_hours = learner is not None or any(c is not None for c in curves.stored)
@@ -109,18 +122,19 @@ class AdaptiveSizer:
             r = self.requests
             lo, hi, user_limit = r.lo[job], r.hi[job], r.limit[job]
         curve = self._curve(job, lo, hi, view.now)
-        decision = decide(
-            Request(lo, hi, time_limit_min=minutes(user_limit)),
-            curve,
-            ClusterState(
-                idle_nodes=view.idle_nodes,
-                pending_demand_nodes=view.pending_demand_nodes,
-                total_nodes=view.total_nodes,
-            ),
-            self.settings,
-            self.budget,
+        request = Request(lo, hi, time_limit_min=minutes(user_limit))
+        cluster = ClusterState(
+            idle_nodes=view.idle_nodes,
+            pending_demand_nodes=view.pending_demand_nodes,
+            total_nodes=view.total_nodes,
         )
+        if self.identified_only and curve is not None and not curve.identified:
+            decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
+        else:
+            decision = decide(request, curve, cluster, self.settings, self.budget)
         self.rules[decision.rule] += 1
+        if decision.rule == FALLBACK:
+            self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve)

@@ -23,6 +23,10 @@ adaptive_range         released with the narrowed range [efficient, larger usefu
 adaptive_guard         adaptive with the daemon's kill guard (adaptive.py): a job still running
                        at a limit adaptalloc shortened gets the user's limit back
 adaptive_range_guard   both
+adaptive_identified    adaptive that sizes only with identified curves (ADEPT pinned A and σ);
+                       a job whose curve is not identified runs as submitted. Most curves the
+                       learner fits from two sizes are not identified, and adaptive sizes with
+                       them (the time limit already refuses them)
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -61,8 +65,11 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         "adaptive_range": ("range", False),
         "adaptive_guard": (None, True),
         "adaptive_range_guard": ("range", True),
+        "adaptive_identified": (None, False),
     }
 )
+#: Variants that size only with identified curves (an unidentified one: as submitted).
+IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 #: Every policy `Experiment.run` knows.
 ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
@@ -113,13 +120,24 @@ class PolicyResult:
     metrics: Metrics
     rules: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     refits: int = 0
+    #: Of the jobs the fallback rule left as submitted: why (adaptive.FALLBACK_NO_CURVE,
+    #: adaptive.FALLBACK_UNUSABLE) -> how many.
+    fallbacks: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+        object.__setattr__(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
 
     def __reduce__(self) -> tuple[object, ...]:
-        """Picklable (a sweep's cells may run in other processes): the rules as a dict."""
-        args = (self.policy, self.schedule, self.metrics, dict(self.rules), self.refits)
+        """Picklable (a sweep's cells may run in other processes): mappings as dicts."""
+        args = (
+            self.policy,
+            self.schedule,
+            self.metrics,
+            dict(self.rules),
+            self.refits,
+            dict(self.fallbacks),
+        )
         return (PolicyResult, args)
 
 
@@ -181,6 +199,7 @@ class Experiment:
                 fixed_limits=policy == "adaptive_fixed_limits",
                 name=policy,
                 guard=self.apps.index if guard else None,
+                identified_only=policy in IDENTIFIED_ONLY,
             )
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(ALL_POLICIES)}")
 
@@ -199,6 +218,7 @@ class Experiment:
             progress=progress,
         )
         rules = sizer.rules if isinstance(sizer, AdaptiveSizer) else {}
+        fallbacks = sizer.fallbacks if isinstance(sizer, AdaptiveSizer) else {}
         refits = 0
         if isinstance(sizer, AdaptiveSizer) and sizer.learner is not None:
             refits = sizer.learner[0].refits
@@ -208,6 +228,7 @@ class Experiment:
             summarize(schedule, reference=self.curves.at_request()),
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
+            MappingProxyType(dict(sorted(fallbacks.items()))),
         )
 
 

@@ -12,6 +12,7 @@ import pytest
 import plugin.cli.common
 from plugin.cli.simulate import parse_moldable, stored_curves
 from plugin.formats.swf import read_swf
+from plugin.report import sim_array as sa
 from plugin.report.sim_figures import duration
 from policies.simulation.workload import model_curve
 
@@ -41,7 +42,7 @@ FAST = ("--jobs", "300")
 
 def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
     doc = json_document(run_cli("simulate", NASA, *FAST, "--variants", "--format", "json"))
-    variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard"]
+    variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard", "adaptive_identified"]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:
         assert doc["policies"][name]["raised"] == 0, name
@@ -349,3 +350,112 @@ def test_stored_curves_are_looked_up_by_executable(monkeypatch: pytest.MonkeyPat
     assert found == {3: curve}
     executables = {j.executable for j in trace.jobs if j.executable is not None}
     assert sorted(asked) == sorted(f"exe-{n}" for n in executables)
+
+
+def _plan(
+    directory: Path, traces: list[str], configs: list[str | None], sweep: tuple[str, ...]
+) -> sa.Plan:
+    """A --slurm-array plan written as the command writes it, without submitting it."""
+    options = sa.SweepOptions(
+        loads=tuple(float(x) for x in sweep[3].split(",")),
+        seeds=int(sweep[5]),
+        seed=1,
+        backfill=True,
+        moldable=(0.5, 2.0),
+        max_parallelism=None,
+        curves="learned",
+        parallelism_factor=(1.0, 4.0),
+        noise=0.05,
+        procs_per_node=None,
+        max_jobs=int(sweep[1]),
+        policies=tuple(POLICY_NAMES),
+    )
+    plan = sa.Plan.build(traces, configs, options)
+    sa.write_plan(directory, plan)
+    return plan
+
+
+ARRAY_SWEEP = ("--jobs", "80", "--load", "0.7,1.0", "--seeds", "2")
+
+
+def test_array_cells_gather_into_the_document_a_local_run_prints(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    """The cells of a --slurm-array sweep, run here one by one as the array's tasks run them
+    (`simulate --plan DIR --cell I`), gather into the local run's document (new: neither
+    --plan/--cell nor --gather existed)."""
+    results = tmp_path / "sweep"
+    plan = _plan(results, [str(NASA)], [None], ARRAY_SWEEP)
+    assert len(plan.cells) == 4
+    script = (results / "array.sh").read_text()
+    assert script.endswith(f'--plan {results} --cell "$SLURM_ARRAY_TASK_ID"\n')
+    missing = assert_one_error_line(run_cli("simulate", "--gather", results))
+    assert "4 of 4 cells have no result yet" in missing
+    for index in range(4):
+        done = run_cli("simulate", "--plan", results, "--cell", str(index))
+        assert done.returncode == 0, done
+    gathered = json_document(run_cli("simulate", "--gather", results, "--format", "json"))
+    local = json_document(run_cli("simulate", NASA, *ARRAY_SWEEP, "--format", "json"))
+    assert list(gathered) == list(local)
+    assert gathered["loads"] == local["loads"]
+    assert gathered["trace"] == dict(local["trace"], path=str(NASA.resolve()))
+    text = run_cli("simulate", "--gather", results)
+    assert text.returncode == 0
+    assert "adaptive" in text.stdout
+    bad = assert_one_error_line(run_cli("simulate", "--plan", results, "--cell", "4"))
+    assert "no cell 4: the plan has 4" in bad
+
+
+def test_several_traces_and_policy_files_gather_into_one_document_each(
+    run_cli: RunCli, tmp_path: Path, write_file: WriteFile
+) -> None:
+    config = write_file("policy.toml", '[defaults]\nstrategy = "pws"\n')
+    results = tmp_path / "sweep"
+    sweep = ("--jobs", "40", "--load", "0.9", "--seeds", "1")
+    plan = _plan(results, [str(NASA), str(LUBLIN)], [None, str(config)], sweep)
+    assert len(plan.cells) == 4
+    for index in range(4):
+        assert run_cli("simulate", "--plan", results, "--cell", str(index)).returncode == 0
+    doc = json_document(run_cli("simulate", "--gather", results, "--format", "json"))
+    sweeps = doc["sweeps"]
+    assert [(s["trace"]["path"], s["settings"]["config"]) for s in sweeps] == [
+        (str(NASA), "built-in defaults"),
+        (str(NASA), str(config)),
+        (str(LUBLIN), "built-in defaults"),
+        (str(LUBLIN), str(config)),
+    ]
+    local = json_document(
+        run_cli("simulate", LUBLIN, *sweep, "--config", config, "--format", "json")
+    )
+    assert sweeps[3]["loads"] == local["loads"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--slurm-array",),
+        ("--partition", "debug"),
+        ("--wait",),
+        ("--plan", "x"),
+        ("--cell", "1"),
+        ("--store", "--slurm-array", "d"),
+    ],
+)
+def test_array_options_out_of_place_are_usage_errors(
+    run_cli: RunCli, args: tuple[str, ...]
+) -> None:
+    assert_one_error_line(run_cli("simulate", LUBLIN, *args), exit_code=2)
+
+
+def test_several_traces_without_an_array_and_hostile_names_are_refused(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    assert_one_error_line(run_cli("simulate", LUBLIN, NASA), exit_code=2)
+    for name in ("a\nb", "out-%j"):
+        line = assert_one_error_line(
+            run_cli("simulate", LUBLIN, *FAST, "--slurm-array", tmp_path / name)
+        )
+        assert "control character or a %" in line
+        assert not (tmp_path / name).exists()
+    line = assert_one_error_line(run_cli("simulate", "--gather", tmp_path))
+    assert "cannot read the plan" in line

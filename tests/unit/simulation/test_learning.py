@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
+import predictor
 from plugin.formats.swf import read_swf
-from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load
+from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load, simulate
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
-from policies.simulation.learning import CurveLearner
+from policies.simulation.learning import CurveLearner, MemoCurve
 from policies.simulation.metrics import summarize
 from policies.simulation.sizing import ClusterView
 from policies.simulation.sweep import summarize_seeds, sweep
@@ -232,3 +233,113 @@ def test_a_sweep_in_parallel_processes_gives_the_serial_results() -> None:
             assert a.policies[policy].mean == b.policies[policy].mean
             assert np.array_equal(a.first[policy].schedule.end, b.first[policy].schedule.end)
         assert a.experiment.setup == b.experiment.setup
+
+
+def _learner_fit(nodes: list[int], runtimes: list[float]) -> predictor.Curve:
+    """What plugin/learning/learner.py's refit_app stores for these runs (in this order)."""
+    fit = predictor.fit_observations(predictor.prepare(nodes, runtimes), method="adept")
+    assert fit.status == "ok"
+    return predictor.Curve.from_fit(fit)
+
+
+def _same_curve(got: predictor.Curve, want: predictor.Curve) -> None:
+    a, b = got.to_dict(), want.to_dict()
+    assert a.keys() == b.keys()
+    for key in a:
+        if isinstance(a[key], float):
+            assert a[key] == pytest.approx(b[key], rel=1e-9, abs=1e-12), key
+        else:
+            assert a[key] == b[key], key
+
+
+def test_learned_curves_are_the_learners_fit_of_the_same_runs_in_arrival_order() -> None:
+    """The simulation fits an application's runs sorted (so that policies that saw the same
+    runs in another order share one fit) and keeps the curve in a memo: each curve of a run
+    of the simulator is still what the learner fits from those runs as they arrived."""
+    swf = read_swf(NASA).head(800)
+    ex = Experiment(swf.jobs, Setup(machine=swf.machine))
+    sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
+    assert sizer.learner is not None
+    arrived: dict[int, list[tuple[int, float]]] = {}
+    real_observe = sizer.learner[0].observe
+
+    def observe(app: int, nodes: int, runtime: float, now: float) -> None:
+        arrived.setdefault(app, []).append((nodes, runtime))
+        real_observe(app, nodes, runtime, now)
+
+    sizer.learner[0].observe = observe  # type: ignore[method-assign]
+    simulate(ex.jobs, swf.machine, sizer, ex.curves.runtime)
+    learned = [(key, c) for key, c in ex.fits.items() if c is not None]
+    assert len(learned) >= 10
+    for (nodes, runtimes), curve in learned:
+        runs = sorted(zip(nodes, runtimes, strict=True))
+        # the arrival order of these runs: the app whose window they are
+        app = next(a for a, seen in arrived.items() if set(runs) <= set(seen))
+        order = [r for r in arrived[app] if r in set(runs)][-len(runs) :]
+        assert sorted(order) == runs
+        want = _learner_fit([n for n, _ in order], [t for _, t in order])
+        _same_curve(curve, want)
+        sizes = np.arange(1.0, 129.0)
+        assert np.array_equal(curve.runtime(sizes), want.runtime(sizes))
+        lo, hi = curve.runtime_interval(sizes)
+        want_lo, want_hi = want.runtime_interval(sizes)
+        assert np.allclose(lo, want_lo, rtol=1e-12)
+        assert np.allclose(hi, want_hi, rtol=1e-12)
+
+
+def test_a_memo_curve_answers_as_the_curve_it_copies_and_keeps_its_memo_private() -> None:
+    plain = _learner_fit([4, 8, 16, 32, 4, 8], [1000.0, 560.0, 330.0, 240.0, 1010.0, 555.0])
+    memo = MemoCurve.of(plain)
+    assert memo.plain() == plain
+    for sizes in (np.array([4.0, 8.0]), np.arange(1.0, 65.0), np.array([[2.0], [3.0]]), 5.0):
+        first = memo.runtime(sizes)
+        assert np.array_equal(first, plain.runtime(sizes))
+        if isinstance(first, np.ndarray):  # a caller's change does not reach the next one
+            first[...] = -1.0
+        assert np.array_equal(memo.runtime(sizes), plain.runtime(sizes))
+        pairs = zip(memo.runtime_interval(sizes), plain.runtime_interval(sizes), strict=True)
+        for got, want in pairs:
+            assert np.array_equal(got, want)
+
+
+def test_fallbacks_say_whether_no_curve_or_an_unusable_one_left_the_job_as_submitted() -> None:
+    """(New: the simulator counted fallbacks only as one rule.)"""
+    ex, sizer = _learned(trace(*[(k, 8, 600, 1200) for k in range(4)]))
+    assert sizer.learner is not None
+    view = ClusterView(0.0, 64, 0, 64)
+    assert sizer.allocate(0, view).rule == "fallback"
+    assert sizer.fallbacks == {"no curve": 1}
+    # one application's runs of two problem sizes: a curve whose fit error is far above 10%
+    for k, n in enumerate([4, 8, 16, 32, 4, 8, 16, 32]):
+        sizer.finished(0, n, 3600.0 / n * (5.0 if k % 2 else 1.0), killed=False, now=0.0)
+    curve = sizer.learner[0].curve(0, now=1000.0)
+    assert curve is not None
+    assert curve.fit_error > 0.10
+    assert sizer.allocate(1, ClusterView(1000.0, 64, 0, 64)).rule == "fallback"
+    assert sizer.fallbacks == {"no curve": 1, "curve unusable": 1}
+    result = ex.run("adaptive")
+    assert sum(result.fallbacks.values()) == result.rules.get("fallback", 0)
+
+
+def test_the_identified_variant_leaves_a_job_as_submitted_when_its_curve_is_not_identified() -> (
+    None
+):
+    """(New: the variant did not exist.) Runs at two sizes give ADEPT a curve it cannot
+    identify; adaptive sizes with it, adaptive_identified leaves the job as submitted."""
+    jobs = trace(*[(k, 8, 600, 1200) for k in range(4)])
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
+    view = ClusterView(1000.0, 64, 0, 64)
+    rules = {}
+    for policy in ("adaptive", "adaptive_identified"):
+        sizer = ex.sizer(policy)
+        assert isinstance(sizer, AdaptiveSizer)
+        for k, n in enumerate([4, 16, 4, 16]):
+            sizer.finished(k, n, 3600.0 * (0.1 + 0.9 / n), killed=False, now=0.0)
+        assert sizer.learner is not None
+        curve = sizer.learner[0].curve(0, now=1000.0)
+        assert curve is not None
+        assert not curve.identified
+        rules[policy] = sizer.allocate(0, view).rule
+    assert rules["adaptive"] != "fallback"
+    assert rules["adaptive_identified"] == "fallback"

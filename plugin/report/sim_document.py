@@ -1,0 +1,111 @@
+"""The JSON document of ``adaptalloc simulate``, from its parts.
+
+A local run (plugin/cli/simulate.py) and a Slurm array's cells (sim_array.py) build the same
+document: `document_parts` says what was simulated (from the first load's first seed),
+`assemble_document` puts the figures of every load beside it, in the contract's order
+(DESIGN.md: {"trace", "curves", "dropped", "loads": [{"load", "policies"}], "policies"},
+with the older keys kept).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from plugin.formats.swf import SwfTrace
+from policies.simulation import PolicyResult, Setup, offered_load
+from policies.simulation.experiment import Experiment
+
+__all__ = ["ASSUMPTIONS", "assemble_document", "document_parts", "load_value"]
+
+#: What every simulation assumes, said in the text, the JSON and the HTML report.
+ASSUMPTIONS = (
+    "Applications: jobs grouped by SWF executable where present, else by user and "
+    "requested-size class (2^k nodes).",
+    "True curves: one Downey curve per application, A = median request × U[factor] (Cirne and "
+    "Berman's reading: users request at most their code's parallelism), σ ~ U[0, 2]; a "
+    "synthetic assumption, not data.",
+    "Run times: the trace's run time at the requested size, moved along the curve, times "
+    "lognormal noise per run.",
+    "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
+    "completed runs in this simulation, refitted after 60 s dirty when runs grew by 50% (or a "
+    "needed size appeared), on the latest 64 runs; the learner's model choice is not run; "
+    "killed runs are not observations.",
+    "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
+    "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
+    "curve; a run longer than its limit is killed at the limit.",
+    "One partition, nodes counted not placed, FCFS with EASY backfilling.",
+)
+
+
+def load_value(load: float | None, offered: float) -> float | None:
+    """A load as the JSON says it: the trace's own offered load for None (null when it is
+    infinite: JSON has no infinity, and a trace submitted all at once offers none)."""
+    if load is not None:
+        return load
+    return offered if math.isfinite(offered) else None
+
+
+def document_parts(
+    trace: SwfTrace,
+    setup: Setup,
+    experiment: Experiment,
+    first: Mapping[str, PolicyResult],
+    config_source: str,
+    seeds: int,
+) -> dict[str, Any]:
+    """Everything of the JSON document but its figures ("loads", "policies"): what was
+    simulated, from the first load's first seed. A Slurm array's cell writes these beside
+    its figures, so that the gathered document is the one a local run prints."""
+    offered = load_value(None, offered_load(trace.jobs, trace.machine))
+    adaptive = first.get("adaptive")
+    return {
+        "trace": {
+            "path": trace.source,
+            "machine": trace.machine,
+            "machine_from": trace.machine_from,
+            "procs_per_node": trace.procs_per_node,
+            "procs_per_node_from": trace.procs_per_node_from,
+            "jobs": len(experiment.jobs),
+            "usable_jobs": trace.usable,
+            "lines": trace.lines,
+            "limits_from_runtime": trace.limits_from_runtime,
+            "limits_modelled": trace.limits_from_runtime,
+            "offered_load": offered,
+        },
+        "curves": setup.curves,
+        "curves_note": (
+            "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
+            if setup.curves == "oracle"
+            else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
+            "the oracle policy alone saw the true curves (an upper bound)"
+        ),
+        "dropped": dict(trace.skipped),
+        "skipped": dict(trace.skipped),
+        "applications": {"count": len(experiment.apps), "grouping": experiment.apps.grouping},
+        "settings": {
+            "seed": setup.seed,
+            "seeds": seeds,
+            "backfill": "easy" if setup.backfill else "none",
+            "moldable": {"low": setup.moldable.low, "high": setup.moldable.high},
+            "max_parallelism": setup.parallelism,
+            "parallelism_factor": list(setup.parallelism_factor),
+            "noise": setup.noise,
+            "config": config_source,
+            "stored_curves": experiment.jobs_with_stored_curves,
+        },
+        "assumptions": list(ASSUMPTIONS),
+        "adaptive_rules": dict(adaptive.rules) if adaptive else {},
+        "refits": {name: r.refits for name, r in first.items() if r.refits},
+    }
+
+
+def assemble_document(parts: Mapping[str, Any], loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document from its parts (document_parts) and its loads, in the contract's order."""
+    head = ("trace", "curves", "curves_note", "dropped")
+    doc = {key: parts[key] for key in head}
+    doc["loads"] = loads
+    doc["policies"] = loads[0]["policies"]
+    doc.update((key, value) for key, value in parts.items() if key not in head)
+    return doc
