@@ -1,4 +1,4 @@
-"""``adaptalloc decide`` and ``adaptalloc policy check``, run as a real subprocess."""
+"""``adaptalloc decide`` and ``adaptalloc policy check``, run in this process (conftest.run_cli)."""
 
 from __future__ import annotations
 

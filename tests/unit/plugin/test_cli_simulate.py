@@ -1,4 +1,4 @@
-"""``adaptalloc simulate``, run as a real subprocess (see conftest.run_cli)."""
+"""``adaptalloc simulate``, run in this process (see conftest.run_cli)."""
 
 from __future__ import annotations
 
