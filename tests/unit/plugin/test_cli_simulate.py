@@ -284,7 +284,7 @@ def test_missing_trace_and_bad_config_are_one_error_line(
     assert "cannot read" in line
     config = write_file("policy.toml", "[defaults]\nstrategy = 3\n")
     line = assert_one_error_line(run_cli("simulate", LUBLIN, "--config", config))
-    assert "defaults.strategy must be one of" in line
+    assert "[defaults] strategy: must be one of" in line
 
 
 @pytest.mark.parametrize(
