@@ -49,6 +49,7 @@ def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
         assert doc["policies"][name]["jobs"] == 300
 
 
+@pytest.mark.slow  # the point is the worker processes, each importing the simulator afresh
 def test_workers_run_the_cells_in_processes_with_the_same_results(run_cli: RunCli) -> None:
     sweep = ("--jobs", "150", "--load", "0.7,1.0", "--seeds", "2", "--format", "json")
     serial = json_document(run_cli("simulate", NASA, *sweep))
