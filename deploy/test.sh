@@ -5,7 +5,7 @@
 # the integration tests. Extra arguments go to pytest, and then the static checks are skipped
 # (a developer iterating on a few tests); without arguments both must pass. It always passes
 # --slow: the unit tests marked slow (long property runs, process boundaries), which a bare
-# `pytest tests/unit` skips to stay the fast feedback loop, run here (tests/conftest.py).
+# `pytest tests/unit` skips to stay the fast feedback loop, run here (tests/slow_gate.py).
 
 SCRIPT_NAME=test.sh
 # shellcheck source=local/lib.sh source-path=SCRIPTDIR

@@ -1,47 +1,14 @@
 """The suite's shared fixtures, loaded as pytest plugins so that any directory's tests
-(integration tests, benchmarks) ask for them by name instead of importing them.
+(integration tests, benchmarks) ask for them by name instead of importing them, and the
+``--slow`` gate that keeps the unit tests the fast feedback loop (slow_gate.py).
 
 pytest only honours ``pytest_plugins`` in the top-level conftest, hence here.
-
-The unit tests are the fast feedback loop: a unit test marked ``slow`` (a long property or
-fuzz run, or a test whose point is a process boundary, a fresh interpreter per case) is
-skipped unless ``--slow`` is given or the marker expression names ``slow``. ``deploy/test.sh``
-(the README's test command, and CI through ``.ci/run``) always passes ``--slow``, so every
-slow test still runs before a change lands. Integration tests are not gated: they are not
-the fast loop, and ``-m "not slow"`` deselects their slow ones as before.
 """
 
-from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
-
 pytest_plugins = [
+    "pytester",
+    "slow_gate",
     "integration.fixtures",
     "integration.daemon_harness",
     "integration.job_submit_harness",
 ]
-
-UNIT_DIR = Path(__file__).resolve().parent / "unit"
-SLOW_UNIT_SKIP = pytest.mark.skip(
-    reason="slow unit test (long property run or process boundary): run with --slow "
-    "(deploy/test.sh and CI do)"
-)
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--slow",
-        action="store_true",
-        default=False,
-        help="also run the unit tests marked slow (deploy/test.sh always does)",
-    )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--slow") or "slow" in (config.getoption("markexpr") or ""):
-        return
-    for item in items:
-        if item.get_closest_marker("slow") and item.path.is_relative_to(UNIT_DIR):
-            item.add_marker(SLOW_UNIT_SKIP)
