@@ -3,7 +3,9 @@
 # static checks (deploy/lint.sh: ruff, ruff format, mypy strict, shellcheck), then pytest,
 # whose session fixture brings the local Slurm + Redis testbed up (deploy/local/up.sh) for
 # the integration tests. Extra arguments go to pytest, and then the static checks are skipped
-# (a developer iterating on a few tests); without arguments both must pass.
+# (a developer iterating on a few tests); without arguments both must pass. It always passes
+# --slow: the unit tests marked slow (long property runs, process boundaries), which a bare
+# `pytest tests/unit` skips to stay the fast feedback loop, run here (tests/slow_gate.py).
 
 SCRIPT_NAME=test.sh
 # shellcheck source=local/lib.sh source-path=SCRIPTDIR
@@ -17,5 +19,5 @@ lint_status=0
 if (($# == 0)); then
     "$DEPLOY_LOCAL_DIR/../lint.sh" || lint_status=$?
 fi
-"${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin/python" -m pytest "$@" || exit $?
+"${ADAPTALLOC_VENV:-$PROJECT_ROOT/.venv}/bin/python" -m pytest --slow "$@" || exit $?
 ((lint_status == 0)) || die "the tests passed but the static checks failed (deploy/lint.sh above)"

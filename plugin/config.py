@@ -10,27 +10,39 @@ with :mod:`tomllib`. Where it is looked for, first match wins:
 4. nothing: every key has its default.
 
 Every section and key is optional; an unknown section or key, a value of the wrong type or
-out of range is a :class:`ConfigError` naming the file, the key and what is allowed::
+out of range is a :class:`ConfigError` naming the file, the section, the key and what is
+allowed, checked by the validator the policy file shares (policies/toml_keys.py)::
 
-    adaptalloc.toml: [learner] max_age_days must be a number ≥ 0, got -3
+    adaptalloc.toml: [learner] max_age_days: must be a number ≥ 0, got -3
 
 (The allocation policy has its own file, read by policies/; see deploy/policy.example.toml.)
 """
 
 from __future__ import annotations
 
-import difflib
-import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from plugin.appkey import DEFAULT_GENERIC_NAMES, AppKeyRule
-from plugin.errors import InputError, printable, quote_value
+from plugin.errors import InputError, printable
+from policies.toml_keys import (
+    ConfigFileError,
+    Key,
+    boolean,
+    choice,
+    key_hint,
+    label,
+    number,
+    read_table,
+    string,
+    string_list,
+    whole,
+)
 
 __all__ = [
     "CONFIG_ENV",
@@ -45,91 +57,60 @@ __all__ = [
     "find_config",
     "load_config",
     "parse_config",
+    "read_toml_file",
 ]
 
 CONFIG_ENV = "ADAPTALLOC_CONFIG"
 SYSTEM_CONFIG = Path("/etc/adaptalloc/adaptalloc.toml")
-#: An unknown key's error lists a section's keys when it has at most this many.
-MAX_KEYS_LISTED = 8
+#: Where every key is listed, for an unknown key's error.
+EXAMPLE = "adaptalloc.example.toml"
 
 
 class ConfigError(InputError):
     """The configuration file cannot be read or holds a value adaptalloc refuses."""
 
 
-Check = Callable[[Any], str | None]  # returns what is allowed when the value is refused
+# The key declarations below, one line per key, use policies/toml_keys.py (the validator the
+# policy file shares) under these short names.
+_number = number
+_integer = whole
+_choice = choice
+_string = string
+_boolean = boolean
+_string_list = string_list
 
 
-def _number(low: float, high: float = math.inf, *, low_open: bool = False) -> Check:
-    def check(value: Any) -> str | None:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        ok = ok and math.isfinite(value) and value <= high
-        ok = ok and (value > low if low_open else value >= low)
-        if ok:
-            return None
-        lo = f"> {low:g}" if low_open else f"≥ {low:g}"
-        hi = "" if high == math.inf else f" and ≤ {high:g}"
-        return f"must be a number {lo}{hi}"
-
-    return check
-
-
-def _integer(low: int, high: int | None = None) -> Check:
-    def check(value: Any) -> str | None:
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        if whole and value >= low and (high is None or value <= high):
-            return None
-        hi = "" if high is None else f" and ≤ {high}"
-        return f"must be a whole number ≥ {low}{hi}"
-
-    return check
-
-
-def _choice(*allowed: str) -> Check:
-    def check(value: Any) -> str | None:
-        return None if value in allowed else "must be one of " + ", ".join(allowed)
-
-    return check
-
-
-def _string(value: Any) -> str | None:
-    return None if isinstance(value, str) and "\x00" not in value else "must be a string"
-
-
-def _boolean(value: Any) -> str | None:
-    return None if isinstance(value, bool) else "must be true or false"
-
-
-def _redis_url(value: Any) -> str | None:
+def _redis_url_value(value: object) -> str | None:
     if not isinstance(value, str):
-        return "must be a string"
-    if value and not re.match(r"(redis|rediss|unix|redis\+sentinel)://", value):
-        return "must start with redis://, rediss://, unix:// or redis+sentinel:// (or be empty)"
-    return None
-
-
-def _string_list(value: Any) -> str | None:
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return None
-    return "must be a list of strings"
+    return (
+        value if not value or re.match(r"(redis|rediss|unix|redis\+sentinel)://", value) else None
+    )
 
 
-def _regex(value: Any) -> str | None:
+def _regex_value(value: object) -> str | None:
     if not isinstance(value, str):
-        return "must be a string"
+        return None
     try:
         re.compile(value)
     except re.error as exc:
-        return f"must be a valid regular expression ({exc})"
+        raise ValueError(str(exc)) from None
     except RecursionError:
-        return "must be a regular expression nested less deeply"
+        raise ValueError("nested too deeply") from None
     except OverflowError:
-        return "must be a regular expression with smaller repeat counts"
-    return None
+        raise ValueError("a repeat count too large") from None
+    return value
 
 
-def _key(check: Check, doc: str) -> dict[str, Any]:
-    return {"check": check, "doc": doc}
+_redis_url = Key(
+    "a string starting with redis://, rediss://, unix:// or redis+sentinel:// (or empty)",
+    _redis_url_value,
+)
+_regex = Key("a valid regular expression", _regex_value)
+
+
+def _key(key: Key, doc: str) -> dict[str, Any]:
+    return {"key": replace(key, doc=doc)}
 
 
 @dataclass(frozen=True)
@@ -260,62 +241,39 @@ _SECTIONS: dict[str, type[Any]] = {
 S = TypeVar("S")
 
 
-def _key_hint(key: str, known: Collection[str]) -> str:
-    """The closest known key, else the known keys when few, else where they are listed: an
-    error stays one short line however many keys a section has."""
-    close = difflib.get_close_matches(key, list(known), n=1)
-    if close:
-        return f'did you mean "{close[0]}"?'
-    if len(known) <= MAX_KEYS_LISTED:
-        return f"allowed: {', '.join(known)}"
-    return "its keys are those of adaptalloc.example.toml"
-
-
-def _section(cls: type[S], table: Any, source: str, name: str) -> S:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{source}: [{name}] must be a table")
-    known = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        spec = known.get(key)
-        if spec is None:
-            raise ConfigError(
-                f"{source}: [{name}] {quote_value(key)} is not a known key "
-                f"({_key_hint(key, known)})"
-            )
-        problem = spec.metadata["check"](value)
-        if problem:
-            shown = quote_value(str(value)) if isinstance(value, str) else printable(repr(value))
-            raise ConfigError(f"{source}: [{name}] {key} {problem}, got {shown[:80]}")
-        if isinstance(value, list):
-            values[key] = tuple(value)
-        elif spec.type in ("float", float) and isinstance(value, int):
-            values[key] = float(value)
-        else:
-            values[key] = value
-    return cls(**values)
+def _section(cls: type[S], table: object, source: str, name: str) -> S:
+    keys = {f.name: f.metadata["key"] for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**read_table(source, name, table, keys, EXAMPLE))
 
 
 def parse_config(doc: Mapping[str, Any], source: str) -> Config:
-    """Validate a parsed TOML document; ConfigError names the file, key and what is allowed."""
+    """Validate a parsed TOML document; ConfigError names the file, table, key and what is
+    allowed (one line, control characters escaped)."""
+    try:
+        return _parse(doc, source)
+    except ConfigFileError as exc:
+        raise ConfigError(printable(str(exc))) from None
+
+
+def _parse(doc: Mapping[str, Any], source: str) -> Config:
     sections: dict[str, Any] = {}
     for name, table in doc.items():
         cls = _SECTIONS.get(name)
         if cls is None:
-            raise ConfigError(
-                f"{source}: {quote_value(name)} is not a known section "
-                f"(allowed: {', '.join('[' + s + ']' for s in _SECTIONS)})"
-            )
+            hint = key_hint(name, _SECTIONS, EXAMPLE)
+            raise ConfigFileError(source, label(name), "", f"not a known section ({hint})")
         sections[name] = _section(cls, table, source, name)
     config = Config(**sections, source=source)
     try:
         config.appkey.rule()
     except (ValueError, re.error) as exc:
-        raise ConfigError(f"{source}: [appkey] {printable(str(exc))}") from exc
+        raise ConfigFileError(source, "appkey", "", str(exc)) from exc
     if config.redis.backoff_cap_s < config.redis.backoff_base_s:
-        raise ConfigError(f"{source}: [redis] backoff_cap_s must be ≥ backoff_base_s")
+        raise ConfigFileError(source, "redis", "backoff_cap_s", "must be ≥ backoff_base_s")
     if config.daemon.unhealthy_after_s <= config.daemon.heartbeat_interval_s:
-        raise ConfigError(f"{source}: [daemon] unhealthy_after_s must exceed heartbeat_interval_s")
+        raise ConfigFileError(
+            source, "daemon", "unhealthy_after_s", "must exceed heartbeat_interval_s"
+        )
     return config
 
 
@@ -335,16 +293,26 @@ def load_config(explicit: str | None = None, environ: Mapping[str, str] | None =
     if path is None:
         return Config()
     source = printable(str(path))
+    return parse_config(read_toml_file(path, source), source)
+
+
+def read_toml_file(path: str | Path, source: str) -> dict[str, Any]:
+    """Read and parse one TOML file (this one and the policy file, plugin/policy_file.py).
+
+    Raises ConfigError with one line naming `source`: unreadable, not UTF-8, not TOML (with
+    line and column), nested too deeply or holding an integer too long to convert.
+    """
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or type(exc).__name__}") from exc
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{source}: not UTF-8 text") from exc
+        raise ConfigError(f"{source}: not UTF-8 text (byte {exc.start})") from exc
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {printable(str(exc))}") from exc
     except RecursionError:  # tomllib recurses once per level of nested arrays and tables
         raise ConfigError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
-    return parse_config(doc, source)
+    except ValueError as exc:  # an integer beyond Python's 4300-digit conversion limit
+        raise ConfigError(f"{source}: not valid TOML: {printable(str(exc))[:120]}") from exc

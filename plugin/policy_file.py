@@ -1,4 +1,5 @@
-"""The allocation policy file: read with tomllib, validated by `policies.parse_config`.
+"""The allocation policy file: read as plugin/config.py reads its own (`read_toml_file`),
+validated by `policies.parse_config` (both with policies/toml_keys.py).
 
 Used by ``adaptalloc decide``/``policy check`` (plugin/cli/policy.py) and by the daemon, which
 reads it at start and again on SIGHUP. Every problem is one line naming the file: unreadable,
@@ -7,9 +8,8 @@ not TOML (with line and column), or a key the policies refuse (with what is allo
 
 from __future__ import annotations
 
-import tomllib
-
 import policies
+from plugin.config import read_toml_file
 from plugin.errors import InputError, printable
 
 __all__ = ["load_policy_config"]
@@ -23,19 +23,7 @@ def load_policy_config(path: str | None) -> policies.PolicyConfig:
     if not path:
         return policies.default_config()
     name = printable(path)
-    try:
-        with open(path, "rb") as handle:
-            doc = tomllib.load(handle)
-    except OSError as exc:
-        raise InputError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text (byte {exc.start})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{name}: not valid TOML: {printable(str(exc))}") from exc
-    except ValueError as exc:  # an integer beyond Python's 4300-digit conversion limit
-        raise InputError(f"{name}: not a policy file: {printable(str(exc))[:120]}") from exc
-    except RecursionError as exc:  # tomllib recurses once per nested array or inline table
-        raise InputError(f"{name}: not a policy file: arrays or tables nested too deeply") from exc
+    doc = read_toml_file(path, name)
     try:
         return policies.parse_config(doc, name)
     except policies.PolicyConfigError as exc:

@@ -25,6 +25,7 @@ from typing import Any
 
 from plugin.daemon.state import atomic_write
 from plugin.errors import AdaptallocError
+from policies.toml_keys import is_whole
 
 __all__ = ["JOURNAL_VERSION", "Journal", "JournalEntry", "JournalEntryError"]
 
@@ -36,8 +37,7 @@ class JournalEntryError(AdaptallocError, ValueError):
     """A journal entry this version of adaptalloc cannot read."""
 
 
-def _int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+_int = is_whole
 
 
 def _optional_int(value: Any) -> bool:

@@ -31,12 +31,12 @@ not know, read the new ones: the version stays 1.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 from plugin.errors import AdaptallocError
+from policies.toml_keys import is_finite_number, is_whole
 
 __all__ = ["DECISION_VERSION", "DecisionRecord", "DecisionRecordError", "StoredDecision"]
 
@@ -48,12 +48,8 @@ class DecisionRecordError(AdaptallocError, ValueError):
     """A stored decision document this version of adaptalloc cannot read."""
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+_is_int = is_whole
+_is_number = is_finite_number
 
 
 #: What each field may hold in a stored document (None is allowed for every optional field).

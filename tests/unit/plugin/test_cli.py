@@ -1,4 +1,5 @@
-"""The ``adaptalloc`` command line, run as a real subprocess (see conftest.run_cli)."""
+"""The ``adaptalloc`` command line, run in this process (conftest.run_cli); the tests whose point
+is a fresh interpreter (conftest.run_cli_process) are ``slow``."""
 
 from __future__ import annotations
 
@@ -367,6 +368,7 @@ def test_extreme_runtimes_keep_stdout_and_stderr_machine_readable(
     assert all(event["event"] in ("python_warning", "fit") for event in events)
 
 
+@pytest.mark.slow
 def test_shell_completion_script_and_words(
     run_cli_process: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -386,6 +388,7 @@ def test_shell_completion_script_and_words(
     assert words.stdout.splitlines() == ["plain,doctor"]
 
 
+@pytest.mark.slow
 def test_the_module_entry_point_in_a_fresh_interpreter(
     run_cli_process: RunCli, run_cli: RunCli
 ) -> None:

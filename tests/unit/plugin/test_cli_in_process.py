@@ -1,7 +1,7 @@
 """plugin.cli.root in-process: the internal-error path (which needs a fault injected), --at parsing,
 and the logging set-up.
 
-Everything else is tested through a real subprocess in test_cli.py.
+The commands themselves are tested through conftest.run_cli in test_cli.py and beside it.
 """
 
 from __future__ import annotations

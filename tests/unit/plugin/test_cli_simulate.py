@@ -1,4 +1,4 @@
-"""``adaptalloc simulate``, run as a real subprocess (see conftest.run_cli)."""
+"""``adaptalloc simulate``, run in this process (see conftest.run_cli)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
         assert doc["policies"][name]["jobs"] == 300
 
 
+@pytest.mark.slow  # the point is the worker processes, each importing the simulator afresh
 def test_workers_run_the_cells_in_processes_with_the_same_results(run_cli: RunCli) -> None:
     sweep = ("--jobs", "150", "--load", "0.7,1.0", "--seeds", "2", "--format", "json")
     serial = json_document(run_cli("simulate", NASA, *sweep))
@@ -285,7 +286,7 @@ def test_missing_trace_and_bad_config_are_one_error_line(
     assert "cannot read" in line
     config = write_file("policy.toml", "[defaults]\nstrategy = 3\n")
     line = assert_one_error_line(run_cli("simulate", LUBLIN, "--config", config))
-    assert "defaults.strategy must be one of" in line
+    assert "[defaults] strategy: must be one of" in line
 
 
 @pytest.mark.parametrize(

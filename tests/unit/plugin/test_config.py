@@ -63,42 +63,43 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "match"),
+    ("text", "where", "facts"),
     [
+        ("[redis]\nurll = 'x'\n", "[redis] urll", ("not a known key", 'did you mean "url"?')),
+        ("[daemon]\nzzz = 1\n", "[daemon] zzz", ("not a known key", "adaptalloc.example.toml")),
+        ("[reddis]\n", "[reddis]", ("not a known section", '"redis"')),
+        ("[tables]\n", "[tables]", ("not a known section", "redis, appkey, learner")),
+        ("[redis]\nurl = 'http://x'\n", "[redis] url", ("redis://", '"http://x"')),
+        ("[redis]\nretries = -1\n", "[redis] retries", ("whole number", "[0, 20]", "got -1")),
+        ("[redis]\nretries = true\n", "[redis] retries", ("whole number", "got true")),
+        ("[redis]\nsocket_timeout_s = 0\n", "[redis] socket_timeout_s", ("> 0", "got 0")),
+        ("[learner]\nmax_age_days = -3\n", "[learner] max_age_days", ("≥ 0", "got -3")),
+        ("[learner]\nmax_age_days = nan\n", "[learner] max_age_days", ("number", "got nan")),
+        ("[learner]\nsource = 'slurmdbd'\n", "[learner] source", ('"sacct"', '"slurmdbd"')),
+        ("[learner]\nmethod = 'magic'\n", "[learner] method", ('"adept", "lm"', '"magic"')),
+        ("[appkey]\ntemplate = '{nmae}'\n", "[appkey]", ("template", "{nmae}", "unknown")),
+        ("[appkey]\npattern = '('\n", "[appkey] pattern", ("regular expression",)),
+        ("[appkey]\ngeneric_names = 'wrap'\n", "[appkey] generic_names", ("list of strings",)),
+        ("[slurm]\nbackend = 'rest'\n", "[slurm] backend", ('"pyslurm"', '"rest"')),
+        ("redis = 3\n", "[redis]", ("must be a table", "got 3")),
         (
-            "[redis]\nurll = 'x'\n",
-            r"\[redis\] 'urll' is not a known key \(did you mean \"url\"\?\)",
+            "[redis]\nbackoff_base_s = 2.0\nbackoff_cap_s = 1.0\n",
+            "[redis] backoff_cap_s",
+            ("backoff_base_s",),
         ),
-        (
-            "[daemon]\nzzz = 1\n",
-            r"'zzz' is not a known key \(its keys are those of adaptalloc\.exa",
-        ),
-        ("[reddis]\n", r"'reddis' is not a known section \(allowed: \[redis\]"),
-        ("[redis]\nurl = 'http://x'\n", r"\[redis\] url must start with redis://"),
-        ("[redis]\nretries = -1\n", r"retries must be a whole number ≥ 0 and ≤ 20, got -1"),
-        ("[redis]\nretries = true\n", r"retries must be a whole number"),
-        ("[redis]\nsocket_timeout_s = 0\n", r"socket_timeout_s must be a number > 0, got 0"),
-        ("[learner]\nmax_age_days = -3\n", r"max_age_days must be a number ≥ 0, got -3"),
-        ("[learner]\nmax_age_days = nan\n", r"max_age_days must be a number"),
-        ("[learner]\nsource = 'slurmdbd'\n", r"source must be one of auto, sacct, squeue"),
-        ("[learner]\nmethod = 'magic'\n", r"method must be one of adept, lm"),
-        ("[appkey]\ntemplate = '{nmae}'\n", r"\[appkey\] template field \{nmae\} is unknown"),
-        ("[appkey]\npattern = '('\n", r"pattern must be a valid regular expression"),
-        ("[appkey]\ngeneric_names = 'wrap'\n", r"generic_names must be a list of strings"),
-        ("[slurm]\nbackend = 'rest'\n", r"backend must be one of auto, cli, pyslurm"),
-        ("redis = 3\n", r"\[redis\] must be a table"),
-        ("[redis]\nbackoff_base_s = 2.0\nbackoff_cap_s = 1.0\n", r"backoff_cap_s must be ≥"),
     ],
 )
 def test_refused_values_name_file_key_and_what_is_allowed(
-    tmp_path: Path, text: str, match: str
+    tmp_path: Path, text: str, where: str, facts: tuple[str, ...]
 ) -> None:
     path = tmp_path / "site.toml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ConfigError, match=match) as info:
+    with pytest.raises(ConfigError) as info:
         load_config(str(path))
-    assert str(info.value).startswith(str(path) + ": ")
-    assert "\n" not in str(info.value)
+    message = str(info.value)
+    assert message.startswith(f"{path}: {where}: "), message
+    assert [fact for fact in facts if fact not in message] == [], message
+    assert "\n" not in message
 
 
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
@@ -119,10 +120,12 @@ def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
     [
         ("[redis]\nurl = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
         ("[redis]\nurl = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n", "nested too deeply"),
-        ('[appkey]\npattern = "' + "(" * 5000 + ")" * 5000 + '"\n', "nested less deeply"),
-        ('[appkey]\npattern = "a{99999999999}"\n', "smaller repeat counts"),
+        ('[appkey]\npattern = "' + "(" * 5000 + ")" * 5000 + '"\n', "regular expression.*nested"),
+        ('[appkey]\npattern = "a{99999999999}"\n', "regular expression.*repeat count"),
         ("[learner]\nmax_age_days = \u0663\n", "not valid TOML"),
         ("[learner]\nmax_age_days = \uff11\n", "not valid TOML"),
+        # Failed before the policy file's reader was shared: ValueError, a traceback (exit 70).
+        ("[learner]\nmax_age_days = " + "9" * 5000 + "\n", "not valid TOML: Exceeds the limit"),
     ],
 )
 def test_deep_nesting_and_non_ascii_numbers_are_one_clear_error(

@@ -77,7 +77,8 @@ def test_an_unknown_version_is_refused_by_name(version: Any) -> None:
 @pytest.mark.parametrize(
     ("key", "value"),
     [("nodes", "4"), ("nodes", 4.0), ("job_id", True), ("reason", 7), ("budget", [1]),
-     ("decided_at", float("nan")), ("recovered", 1)],
+     ("decided_at", float("nan")), ("recovered", 1),
+     ("decided_at", 10**400)],  # raised OverflowError before the shared is_finite_number
 )  # fmt: skip
 def test_a_field_of_the_wrong_type_is_refused(key: str, value: Any) -> None:
     with pytest.raises(DecisionRecordError, match=key):

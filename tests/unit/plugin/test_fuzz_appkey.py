@@ -93,6 +93,7 @@ def _lua_opted_out(comment: str) -> bool:
     return re.search(r"[ \t\n\v\f\r]resize=no[ \t\n\v\f\r]", tag) is not None
 
 
+@pytest.mark.slow
 @FUZZ
 @given(comments())
 def test_parse_tag_on_hostile_comments(comment: str) -> None:
@@ -113,6 +114,7 @@ def test_parse_tag_on_hostile_comments(comment: str) -> None:
     assert (tag.resize is False) == _lua_opted_out(comment), comment
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.text(max_size=80), st.one_of(st.none(), comments()), st.one_of(st.none(), comments()))
 def test_key_for_on_hostile_job_fields(

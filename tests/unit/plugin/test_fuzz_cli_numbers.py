@@ -39,6 +39,7 @@ def _print_cases() -> Iterator[None]:
     print(f"\n[fuzz] {PARSER}: {CASES_TRIED[PARSER]:,} cases tried")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(NUMBERISH, min_size=1, max_size=5))
 def test_sizes_option(entries: list[str]) -> None:
@@ -52,6 +53,7 @@ def test_sizes_option(entries: list[str]) -> None:
     assert [str(n) for n in sizes] == [e.strip().lstrip("0") or "0" for e in entries]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(NUMBERISH, st.sampled_from(["m", "h", "days", "w"]))
 def test_relative_dates(count: str, unit: str) -> None:
@@ -66,6 +68,7 @@ def test_relative_dates(count: str, unit: str) -> None:
     assert math.isfinite(when)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(NUMBERISH, st.integers(-(10**30), 10**30), st.integers(-(10**30), 10**30))
 def test_stored_decision_fields(text: str, low: int, high: int) -> None:

@@ -95,12 +95,14 @@ def _check(directory: Path, text: str) -> Config | None:
             return None
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.text(max_size=500))
 def test_arbitrary_text(scratch: Path, text: str) -> None:
     _check(scratch, text)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     st.lists(
@@ -125,6 +127,7 @@ def test_real_keys_with_values_of_every_type(
         assert config.daemon.unhealthy_after_s > config.daemon.heartbeat_interval_s
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     st.integers(1, 20_000), st.sampled_from(["[", "{a = "]), st.sampled_from(["redis", "appkey"])

@@ -95,6 +95,7 @@ def _check(data: bytes) -> RawObservations | None:
         return raw
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes(data: bytes) -> None:
@@ -102,6 +103,7 @@ def test_arbitrary_bytes(data: bytes) -> None:
     _check(data)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     st.lists(st.tuples(NUMBER_LIKE, NUMBER_LIKE), min_size=1, max_size=30),
@@ -121,6 +123,7 @@ def test_rows_of_number_like_cells(rows: list[tuple[str, str]], header: str, eol
             assert ASCII_NUMBER.fullmatch(b.strip()), (a, b)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.integers(1, 64), min_size=2, max_size=40), st.floats(1e-3, 1e6))
 def test_valid_studies_read_back_exactly(sizes: list[int], t1: float) -> None:

@@ -163,6 +163,7 @@ def pending_records(draw: st.DrawFn) -> list[dict[str, str]]:
     return out
 
 
+@pytest.mark.slow
 @FUZZ
 @given(pending_records())
 def test_pending_fields_come_back_exactly(records: list[dict[str, str]]) -> None:
@@ -186,6 +187,7 @@ def test_pending_fields_come_back_exactly(records: list[dict[str, str]]) -> None
         assert job.admin_comment is None  # never from squeue's text
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.one_of(hostile, st.text()), st.sampled_from(["~ab~", "|", "~3f9a0c21be77~"]))
 def test_pending_garbage_is_records_or_a_parse_error(text: str, sep: str) -> None:
@@ -266,6 +268,7 @@ def test_found_cases_of_the_marker_read(admin: str, verdict: str | None) -> None
     assert admin_comment_of(scontrol_line(41, fields, admin)) == verdict
 
 
+@pytest.mark.slow
 @FUZZ
 @given(job_text, admin_texts)
 def test_the_marker_is_never_read_from_user_text(fields: dict[str, str], admin: str | None) -> None:
@@ -273,6 +276,7 @@ def test_the_marker_is_never_read_from_user_text(fields: dict[str, str], admin: 
     check_verdict(admin_comment_of(scontrol_line(41, fields, admin)), admin)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.tuples(job_text, admin_texts), min_size=1, max_size=4))
 def test_one_listing_of_all_jobs_is_as_sound(jobs: list[tuple[dict[str, str], str | None]]) -> None:
@@ -311,6 +315,7 @@ json_docs = st.one_of(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(json_docs, st.sampled_from([parse_squeue_json, parse_sacct_json]))
 def test_any_json_document_is_records_or_a_slurm_error(doc: Any, parser: Any) -> None:
@@ -326,6 +331,7 @@ def test_any_json_document_is_records_or_a_slurm_error(doc: Any, parser: Any) ->
     assert isinstance(records, list)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(user_text, user_text, user_text)
 def test_hostile_strings_come_back_verbatim_from_json(name: str, comment: str, admin: str) -> None:
@@ -343,6 +349,7 @@ def test_hostile_strings_come_back_verbatim_from_json(name: str, comment: str, a
 # --- scontrol key=value text ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(st.one_of(user_text, st.text()), max_size=4).map("\n".join))
 def test_partition_listings_are_records_or_a_parse_error(text: str) -> None:
@@ -354,6 +361,7 @@ def test_partition_listings_are_records_or_a_parse_error(text: str) -> None:
     assert all(p.name for p in parts) or parts == []
 
 
+@pytest.mark.slow
 @FUZZ
 @given(user_text)
 def test_fields_before_a_hostile_value_are_exact(value: str) -> None:
@@ -363,6 +371,7 @@ def test_fields_before_a_hostile_value_are_exact(value: str) -> None:
     assert fields["JobState"] == "PENDING"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.one_of(hostile, st.text(max_size=20), st.from_regex(r"\d{1,3}-\d{1,2}:\d\d:\d\d")))
 def test_time_strings_are_minutes_or_a_value_error(text: str) -> None:
@@ -374,6 +383,7 @@ def test_time_strings_are_minutes_or_a_value_error(text: str) -> None:
     assert minutes is None or minutes >= 0
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, database=None)
 @given(st.sampled_from(HUGE), st.sampled_from(("name", "command", "workdir", "comment")))
 def test_huge_text_stays_within_memory_and_sound(text: str, field: str) -> None:

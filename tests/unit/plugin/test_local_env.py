@@ -3,7 +3,9 @@
 
 The hostile-directory tests run the real daemon (``daemon --once``) with stand-in Slurm
 commands on PATH that record the environment they were given: that environment is what
-squeue and scontrol would run with, as root, beside slurmctld.
+squeue and scontrol would run with, as root, beside slurmctld: a fresh interpreter per case,
+so they are ``slow`` (run by ``--slow``, as deploy/test.sh and CI do). The refusals need no
+process boundary (nothing is applied before the error) and run in this process.
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ def _daemon_once(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("subdir", ["", "deeper/still"])
 def test_a_hostile_local_env_in_the_working_directory_is_ignored(
     tmp_path: Path, subdir: str
@@ -113,6 +116,7 @@ def test_a_hostile_local_env_in_the_working_directory_is_ignored(
     assert "evil" not in result.stderr
 
 
+@pytest.mark.slow
 def test_env_file_option_sets_what_squeue_sees(tmp_path: Path) -> None:
     env_file = tmp_path / "testbed.env"
     env_file.write_text("export SLURM_CONF='/nonexistent/slurm.conf'\nADAPTALLOC_X=1\n")
@@ -129,6 +133,7 @@ def test_env_file_option_sets_what_squeue_sees(tmp_path: Path) -> None:
     assert seen["ADAPTALLOC_X"] == "1"
 
 
+@pytest.mark.slow
 def test_env_file_option_does_not_override_what_is_set(tmp_path: Path) -> None:
     env_file = tmp_path / "testbed.env"
     env_file.write_text("export SLURM_CONF='/from/file'\n")
@@ -156,28 +161,33 @@ def test_env_file_option_does_not_override_what_is_set(tmp_path: Path) -> None:
     ],
 )
 def test_env_file_option_refuses_with_one_error_line(
-    run_cli_process: RunCli, tmp_path: Path, content: str, mode: int, problem: str
+    run_cli: RunCli, tmp_path: Path, content: str, mode: int, problem: str
 ) -> None:
     env_file = tmp_path / "refused.env"
     env_file.write_text(content)
     env_file.chmod(mode)
-    line = assert_one_error_line(run_cli_process("--env-file", env_file, "fit", LU_CSV))
+    line = assert_one_error_line(run_cli("--env-file", env_file, "fit", LU_CSV))
     assert problem in line
     assert str(env_file) in line
 
 
-def test_env_file_option_refuses_a_missing_file(run_cli_process: RunCli, tmp_path: Path) -> None:
-    line = assert_one_error_line(run_cli_process("--env-file", tmp_path / "absent", "fit", LU_CSV))
+def test_env_file_option_refuses_a_missing_file(run_cli: RunCli, tmp_path: Path) -> None:
+    line = assert_one_error_line(run_cli("--env-file", tmp_path / "absent", "fit", LU_CSV))
     assert "cannot read env file" in line
 
 
 def test_env_file_option_with_a_good_file_runs_the_command(
-    run_cli_process: RunCli, tmp_path: Path
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The file sets ADAPTALLOC_X in this process's environment: setenv then delenv leaves it
+    # unset for the command and has monkeypatch remove it again afterwards.
+    monkeypatch.setenv("ADAPTALLOC_X", "")
+    monkeypatch.delenv("ADAPTALLOC_X")
     env_file = tmp_path / "good.env"
     env_file.write_text("export ADAPTALLOC_X='1'\n")
     env_file.chmod(0o644)
-    assert json_document(run_cli_process("--env-file", env_file, "fit", LU_CSV, "--format", "json"))
+    assert json_document(run_cli("--env-file", env_file, "fit", LU_CSV, "--format", "json"))
+    assert os.environ["ADAPTALLOC_X"] == "1"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")

@@ -93,80 +93,80 @@ def test_whole_numbers_are_accepted_for_numbers_and_stored_as_floats() -> None:
     [
         (
             '[partition.batch]\nefficiency_threshold = "high"',
-            'partition.batch.efficiency_threshold must be a number in (0, 1], got "high"',
+            '[partition.batch] efficiency_threshold: must be a number in (0, 1], got "high"',
         ),
         (
             "[defaults]\nefficiency_threshold = 0",
-            "defaults.efficiency_threshold must be a number in (0, 1], got 0",
+            "[defaults] efficiency_threshold: must be a number in (0, 1], got 0",
         ),
         (
             "[defaults]\nefficiency_threshold = 1.5",
-            "defaults.efficiency_threshold must be a number in (0, 1], got 1.5",
+            "[defaults] efficiency_threshold: must be a number in (0, 1], got 1.5",
         ),
         (
             "[defaults]\nefficiency_threshold = nan",
-            "defaults.efficiency_threshold must be a number in (0, 1], got nan",
+            "[defaults] efficiency_threshold: must be a number in (0, 1], got nan",
         ),
         (
             "[defaults]\nlight_pressure = true",
-            "defaults.light_pressure must be a number in [0, 1e6], got true",
+            "[defaults] light_pressure: must be a number in [0, 1e6], got true",
         ),
         (
             '[account.physics]\nstrategy = "greedy"',
-            'account.physics.strategy must be one of "load_adaptive", "efficiency", "pws", '
+            '[account.physics] strategy: must be one of "load_adaptive", "efficiency", "pws", '
             'got "greedy"',
         ),
         (
             '[defaults]\nfallback = "rigid"',
-            'defaults.fallback must be one of "as_submitted", "min", "max", got "rigid"',
+            '[defaults] fallback: must be one of "as_submitted", "min", "max", got "rigid"',
         ),
         (
             '[defaults]\nlimit_to_idle = "yes"',
-            'defaults.limit_to_idle must be true or false, got "yes"',
+            '[defaults] limit_to_idle: must be true or false, got "yes"',
         ),
         (
             "[defaults]\ntime_limit_floor_min = 2.5",
-            "defaults.time_limit_floor_min must be a whole number of minutes in [1, 10080], got "
+            "[defaults] time_limit_floor_min: must be a whole number of minutes in [1, 10080], got "
             "2.5",
         ),
         (
             "[defaults]\ntime_limit_safety_factor = 0.9",
-            "defaults.time_limit_safety_factor must be a number in [1, 10], got 0.9",
+            "[defaults] time_limit_safety_factor: must be a number in [1, 10], got 0.9",
         ),
         # issue 15 item 7: values that passed the check but made every decision fail
         (
             "[defaults]\ntime_limit_safety_factor = 1e308",
-            "defaults.time_limit_safety_factor must be a number in [1, 10], got 1e+308",
+            "[defaults] time_limit_safety_factor: must be a number in [1, 10], got 1e+308",
         ),
         (
             "[defaults]\ntime_limit_floor_min = 9223372036854775807",
-            "defaults.time_limit_floor_min must be a whole number of minutes in [1, 10080], got "
+            "[defaults] time_limit_floor_min: must be a whole number of minutes in [1, 10080], got "
             "9223372036854775807",
         ),
         (
             "[defaults]\nheavy_pressure = 1e300",
-            "defaults.heavy_pressure must be a number in (0, 1e6], got 1e+300",
+            "[defaults] heavy_pressure: must be a number in (0, 1e6], got 1e+300",
         ),
         (
             "[defaults]\nmax_fit_error = 0.9",
-            "defaults.max_fit_error must be a number in (0, 0.5], got 0.9",
+            "[defaults] max_fit_error: must be a number in (0, 0.5], got 0.9",
         ),
         (
             "[defaults]\nlight_pressure = " + "9" * 400,
-            "defaults.light_pressure must be a number in [0, 1e6], got 9999999999999999999999999999"
-            "999999999999... (400 digits)",
+            "[defaults] light_pressure: must be a number in [0, 1e6], got 99999999999999999999999"
+            "99999999999999999... (400 digits)",
         ),
         (
             "[defaults]\nexploration_job_share = [0.1]",
-            "defaults.exploration_job_share must be a number in [0, 1], got an array",
+            "[defaults] exploration_job_share: must be a number in [0, 1], got an array",
         ),
         (
             "[defaults]\nmax_fit_error = {a = 1}",
-            "defaults.max_fit_error must be a number in (0, 0.5], got a table",
+            "[defaults] max_fit_error: must be a number in (0, 0.5], got a table",
         ),
         (
             '[defaults]\ntime_limit_reference = "' + "x" * 60 + '"',
-            'defaults.time_limit_reference must be one of "min", "max", got "'
+            '[defaults] time_limit_reference: must be one of "min", "max", got "'
             + "x" * 40
             + '..." (60 characters)',
         ),
@@ -178,42 +178,41 @@ def test_bad_values_name_file_key_and_what_is_allowed(text: str, expected: str) 
 
 def test_unknown_keys_and_tables_are_errors_with_a_suggestion() -> None:
     message = refused("[defaults]\nefficency_threshold = 0.5")
-    assert message.startswith(
-        f"{SOURCE}: defaults.efficency_threshold is not a known key (did you mean "
-        f'"efficiency_threshold"?); allowed: strategy, efficiency_threshold, '
-    )
-    assert refused("[partitions.batch]\nstrategy = 'pws'") == (
-        f'{SOURCE}: partitions is not a known key (did you mean "partition"?); allowed: '
-        "defaults, partition, account"
-    )
-    assert refused("strategy = 'pws'").startswith(f"{SOURCE}: strategy is not a known key")
-    assert "partition.batch.zzz is not a known key; allowed:" in refused(
-        "[partition.batch]\nzzz = 1"
-    )
+    assert message.startswith(f"{SOURCE}: [defaults] efficency_threshold: not a known key")
+    assert 'did you mean "efficiency_threshold"?' in message
+    message = refused("[partitions.batch]\nstrategy = 'pws'")
+    assert message.startswith(f"{SOURCE}: partitions: not a known table")
+    assert 'did you mean "partition"?' in message
+    message = refused("strategy = 'pws'")
+    assert message.startswith(f"{SOURCE}: strategy: not a known table")
+    assert "defaults, partition, account" in message  # few tables: all of them are named
+    message = refused("[partition.batch]\nzzz = 1")
+    assert message.startswith(f"{SOURCE}: [partition.batch] zzz: not a known key")
+    assert "policy.example.toml" in message  # many keys: where they are listed
 
 
 def test_tables_must_be_tables() -> None:
-    assert refused("defaults = 3") == f"{SOURCE}: defaults must be a table of settings, got 3"
+    assert refused("defaults = 3") == f"{SOURCE}: [defaults]: must be a table, got 3"
     assert refused("partition = 'batch'") == (
-        f'{SOURCE}: partition must hold one table per partition name, got "batch"'
+        f'{SOURCE}: [partition]: must hold one table per partition name, got "batch"'
     )
     assert refused("[partition]\nbatch = 1") == (
-        f"{SOURCE}: partition.batch must be a table of settings, got 1"
+        f"{SOURCE}: [partition.batch]: must be a table, got 1"
     )
 
 
 def test_odd_table_names_are_quoted_in_messages() -> None:
     message = refused('[partition."gpu a100"]\nstrategy = 1')
-    assert message.startswith(f'{SOURCE}: partition."gpu a100".strategy must be one of')
+    assert message.startswith(f'{SOURCE}: [partition."gpu a100"] strategy: must be one of')
 
 
 def test_crowded_pressure_must_stay_above_heavy() -> None:
     assert refused("[defaults]\ncrowded_pressure = 1.5") == (
-        f"{SOURCE}: defaults.crowded_pressure must be above heavy_pressure of the built-in "
+        f"{SOURCE}: [defaults] crowded_pressure: must be above heavy_pressure of the built-in "
         "defaults (2), got 1.5"
     )
     assert refused("[partition.p]\nheavy_pressure = 9.0") == (
-        f"{SOURCE}: partition.p.heavy_pressure must be below crowded_pressure of defaults (8), "
+        f"{SOURCE}: [partition.p] heavy_pressure: must be below crowded_pressure of defaults (8), "
         "got 9"
     )
     assert (
@@ -224,25 +223,25 @@ def test_crowded_pressure_must_stay_above_heavy() -> None:
 
 def test_light_pressure_must_stay_below_heavy_in_every_combination() -> None:
     assert refused("[defaults]\nlight_pressure = 3.0") == (
-        f"{SOURCE}: defaults.light_pressure must be below heavy_pressure of the built-in "
+        f"{SOURCE}: [defaults] light_pressure: must be below heavy_pressure of the built-in "
         "defaults (2), got 3"
     )
     assert refused("[defaults]\nlight_pressure = 3.0\nheavy_pressure = 1.0") == (
-        f"{SOURCE}: defaults.light_pressure must be below heavy_pressure (1), got 3"
+        f"{SOURCE}: [defaults] light_pressure: must be below heavy_pressure (1), got 3"
     )
     assert refused("[partition.batch]\nheavy_pressure = 0.3") == (
-        f"{SOURCE}: partition.batch.heavy_pressure must be above light_pressure of defaults "
+        f"{SOURCE}: [partition.batch] heavy_pressure: must be above light_pressure of defaults "
         "(0.5), got 0.3"
     )
     # Each table alone is fine; together (a job of account a in partition p) they are not.
     assert refused("[partition.p]\nheavy_pressure = 1.0\n[account.a]\nlight_pressure = 1.5") == (
-        f"{SOURCE}: account.a.light_pressure must be below heavy_pressure of partition.p (1), "
+        f"{SOURCE}: [account.a] light_pressure: must be below heavy_pressure of partition.p (1), "
         "got 1.5"
     )
 
 
 def test_the_error_is_a_value_error_with_its_parts() -> None:
-    with pytest.raises(ValueError, match=r"defaults\.fallback") as info:
+    with pytest.raises(ValueError, match=r"\[defaults\] fallback") as info:
         parse('[defaults]\nfallback = "x"')
     assert isinstance(info.value, PolicyConfigError)
     assert (info.value.source, info.value.key) == (SOURCE, "defaults.fallback")

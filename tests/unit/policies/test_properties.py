@@ -11,6 +11,9 @@
   largest sizes dropped) never gives a shorter limit for the same size;
 * a wider prediction interval (a larger fit residual) never gives a shorter limit;
 * the same inputs always give the same decision.
+
+Each property runs hundreds of examples (seconds each): the module is ``slow``, run by
+``--slow`` (deploy/test.sh, CI); the fast loop keeps the example-based rule tests.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +46,8 @@ from policies.profile import RuntimeProfile
 from policies.time_limit import pessimistic_runtime, time_limit
 
 from .curves import make_curve
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = settings(max_examples=300, deadline=None)
 

@@ -222,6 +222,7 @@ def _random_trace(rows: list[tuple[int, int, int, float]]) -> list:  # type: ign
     return trace(*out)
 
 
+@pytest.mark.slow  # long property run; the fast loop keeps the real traces (capacity, reservations)
 @settings(max_examples=150, deadline=None)
 @given(random_jobs, st.booleans())
 def test_random_rigid_traces_keep_every_invariant(
@@ -239,6 +240,7 @@ def test_random_rigid_traces_keep_every_invariant(
         assert not s.reservations
 
 
+@pytest.mark.slow  # long property run; the fast loop keeps the real traces (capacity, reservations)
 @settings(max_examples=100, deadline=None)
 @given(random_jobs, st.integers(0, 2**31 - 1))
 def test_random_moldable_traces_keep_every_invariant(
