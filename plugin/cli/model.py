@@ -48,8 +48,10 @@ from plugin.formats.observations_csv import (
     RawObservations,
     read_observations,
     read_observations_stream,
+    require_sizes,
 )
-from plugin.learning.borrow import borrow_from_runs
+from plugin.learning.borrow import borrow_from_runs, own_runs
+from predictor.downey import FloatArray
 
 __all__ = ["fit", "predict"]
 
@@ -104,8 +106,8 @@ def _size_callback(ctx: click.Context, param: click.Parameter, value: str | None
     return size
 
 
-def _sized_runs(obs_csv: str, max_rows: int) -> RawObservations:
-    """The file's runs with their problem sizes; an InputError when a row has none."""
+def _sized_runs(obs_csv: str, max_rows: int) -> tuple[RawObservations, FloatArray]:
+    """The file's runs and their problem sizes (an error when a run has none)."""
     try:
         raw = (
             read_observations_stream(sys.stdin.buffer, source_name(obs_csv), max_rows)
@@ -114,36 +116,20 @@ def _sized_runs(obs_csv: str, max_rows: int) -> RawObservations:
         )
     except TooManyRowsError as exc:
         raise InputError(f"{exc}; pass --max-rows to raise the limit") from exc
-    if raw.size is None:
-        raise InputError(f"{raw.source}: --size needs a column 'size' (each run's problem size)")
-    blank = np.flatnonzero(np.isnan(raw.size))
-    if blank.size:
-        raise InputError(
-            f"{raw.source}: --size needs a size on every run; data row {int(blank[0]) + 1} has none"
-        )
-    return raw
+    return raw, require_sizes(raw)
 
 
 def _predict_sized(
-    raw: RawObservations, size: float, targets: tuple[int, ...], method: str
+    raw: RawObservations, sizes: FloatArray, size: float, targets: tuple[int, ...], method: str
 ) -> tuple[predictor.Predictions, dict[str, Any]]:
     """Predictions for problem size `size`: its own runs' curve when it has runs at two or
     more node counts, else the curve borrowed from the other sizes; and the source."""
-    assert raw.size is not None  # noqa: S101 - _sized_runs checked it
-    own = np.isclose(raw.size, size, rtol=1e-9, atol=0.0)
-    if np.unique(raw.n[own]).size >= 2:
+    own = own_runs(sizes, raw.n, size)
+    if own is not None:
         obs = predictor_call(lambda: predictor.prepare(raw.n[own], raw.runtime[own]))
         source = {"kind": "own", "size": size, "runs": int(own.sum())}
         return predict_at(obs, targets, method), source
-    others = ~own
-    borrowed = predictor_call(
-        lambda: borrow_from_runs(
-            size,
-            [float(v) for v in raw.size[others]],  # type: ignore[index]
-            [float(v) for v in raw.n[others]],
-            [float(v) for v in raw.runtime[others]],
-        )
-    )
+    borrowed = predictor_call(lambda: borrow_from_runs(size, sizes, raw.n, raw.runtime))
     curve = borrowed.curve
     n = np.asarray(targets, dtype=np.int64)
     preds = predictor.Predictions(
@@ -199,8 +185,8 @@ def predict(
         preds = predict_at(obs, targets, method)
         largest, runs = int(obs.n[-1]), int(obs.runs.sum())
     else:
-        raw = _sized_runs(obs_csv, max_rows)
-        preds, source = _predict_sized(raw, problem_size, targets, method)
+        raw, sizes = _sized_runs(obs_csv, max_rows)
+        preds, source = _predict_sized(raw, sizes, problem_size, targets, method)
         largest, runs = int(raw.n.max()), len(raw)
     if output_format == "json":
         doc = predictions_document(preds)

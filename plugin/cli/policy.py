@@ -107,6 +107,32 @@ def _curve_from_observations(
     return predictor_call(lambda: curve_from_fit(fit)), "", ""
 
 
+def _curve_for_size(
+    obs_csv: str, size: float, method: str, max_rows: int
+) -> tuple[predictor.Curve | None, str, str]:
+    """Problem size `size`'s curve from a study of several sizes (the file's size column):
+    its own runs' when they span two node counts, else borrowed from the other sizes."""
+    from plugin.formats.observations_csv import (  # noqa: PLC0415
+        read_observations,
+        require_sizes,
+    )
+    from plugin.learning.borrow import borrow_from_runs, own_runs  # noqa: PLC0415
+
+    if obs_csv == "-":
+        raise InputError("--size reads a file, not standard input")
+    raw = read_observations(obs_csv, max_rows)
+    sizes = require_sizes(raw)
+    own = own_runs(sizes, raw.n, size)
+    if own is None:
+        borrowed = predictor_call(lambda: borrow_from_runs(size, sizes, raw.n, raw.runtime))
+        return borrowed.curve, "", borrowed.note
+    obs = predictor_call(lambda: predictor.prepare(raw.n[own], raw.runtime[own]))
+    fit = predictor_call(lambda: predictor.fit_observations(obs, method=method))
+    if fit.status != "ok":
+        return None, f"the fit failed ({printable(fit.message) or 'no reason given'})", ""
+    return predictor_call(lambda: curve_from_fit(fit)), "", ""
+
+
 def _curve_from_store(
     app_text: str, redis_url: str | None
 ) -> tuple[predictor.Curve | None, str, str]:
@@ -244,6 +270,15 @@ def render_decision(
     help="Policy file (see deploy/policy.example.toml); the built-in defaults without it.",
 )
 @click.option("--explain", is_flag=True, help="Also show every rule's candidate and why.")
+@click.option(
+    "--size",
+    "problem_size",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="S",
+    help="With --observations: decide for problem size S of a study with a 'size' column "
+    "(its own runs' curve, or one borrowed from the other sizes).",
+)
 @observation_options
 def decide(
     app_key: str | None,
@@ -261,6 +296,7 @@ def decide(
     feasible: policies.Feasible | None,
     config_path: str | None,
     explain: bool,
+    problem_size: float | None,
     method: str,
     output_format: str,
     max_rows: int,
@@ -277,10 +313,14 @@ def decide(
     load_curve: Callable[[], tuple[predictor.Curve | None, str, str]]
     if app_key is not None and obs_csv is None:
         load_curve = partial(_curve_from_store, app_key, redis_url)
+    elif obs_csv is not None and app_key is None and problem_size is not None:
+        load_curve = partial(_curve_for_size, obs_csv, problem_size, method, max_rows)
     elif obs_csv is not None and app_key is None:
         load_curve = partial(_curve_from_observations, obs_csv, method, max_rows)
     else:
         raise click.UsageError("give exactly one of --app KEY and --observations OBS.csv")
+    if problem_size is not None and obs_csv is None:
+        raise click.UsageError("--size goes with --observations (with --app, tag the key: cg@3000)")
     if redis_url is not None and app_key is None:
         raise click.UsageError("--redis-url goes with --app")
     if pending is not None and idle is None:

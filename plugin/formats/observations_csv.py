@@ -48,6 +48,7 @@ __all__ = [
     "load_observations",
     "read_observations",
     "read_observations_stream",
+    "require_sizes",
 ]
 
 #: The columns the contract requires, in the order they are reported when missing.
@@ -347,6 +348,26 @@ def read_observations(path: str | Path, max_rows: int = DEFAULT_MAX_ROWS) -> Raw
         raise ObservationsError(f"{printable(source)}: cannot open: {reason}") from exc
     with stream:
         return read_observations_stream(stream, source, max_rows)
+
+
+def require_sizes(raw: RawObservations) -> npt.NDArray[np.float64]:
+    """The runs' problem sizes, for commands that need one on every run (``--size``).
+
+    Raises
+    ------
+    ObservationsError
+        When the file has no ``size`` column or a run has none.
+    """
+    if raw.size is None:
+        raise ObservationsError(
+            f"{raw.source}: --size needs a column 'size' (each run's problem size)"
+        )
+    blank = np.flatnonzero(np.isnan(raw.size))
+    if blank.size:
+        raise ObservationsError(
+            f"{raw.source}: --size needs a size on every run; data row {int(blank[0]) + 1} has none"
+        )
+    return raw.size
 
 
 def load_observations(raw: RawObservations) -> predictor.Observations:

@@ -19,20 +19,30 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import structlog
+from numpy.typing import ArrayLike
 
 import predictor
 from plugin.appkey import AppKey, numeric_size, size_text
 from plugin.errors import printable
 from plugin.store.curves import CurveRecord, CurveStore, Observation
+from predictor.downey import FloatArray
 from predictor.sizes import DowneyParameters, SizeFits, borrow_curve, fit_sizes
 
-__all__ = ["BORROWED", "Borrowed", "borrow_from_runs", "borrowed_for", "curve_with_borrowing"]
+__all__ = [
+    "BORROWED",
+    "Borrowed",
+    "borrow_from_runs",
+    "borrowed_for",
+    "curve_with_borrowing",
+    "own_runs",
+]
 
 log = structlog.get_logger("adaptalloc.learner")
 
@@ -78,9 +88,9 @@ class Borrowed:
 
 def borrow_from_runs(
     size: float,
-    sizes: Sequence[float],
-    nodes: Sequence[float],
-    runtimes: Sequence[float],
+    sizes: ArrayLike,
+    nodes: ArrayLike,
+    runtimes: ArrayLike,
     known: Mapping[float, DowneyParameters] | None = None,
     from_apps: tuple[str, ...] = (),
 ) -> Borrowed:
@@ -89,6 +99,13 @@ def borrow_from_runs(
     fits: SizeFits = fit_sizes(sizes, nodes, runtimes, target=size, known=known)
     curve = borrow_curve(fits, size, np.unique(np.asarray(nodes, dtype=float)))
     return Borrowed(size, curve, fits.sizes, fits.method, dict(fits.loso_error), from_apps)
+
+
+def own_runs(sizes: FloatArray, nodes: FloatArray, size: float) -> npt.NDArray[np.bool_] | None:
+    """Which runs are at problem size `size`, when they are enough for a curve of its own
+    (two or more node counts); None when the size must borrow from the others."""
+    own = np.isclose(sizes, size, rtol=1e-9, atol=0.0)
+    return own if np.unique(nodes[own]).size >= 2 else None
 
 
 def _sibling_runs(

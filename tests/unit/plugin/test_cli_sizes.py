@@ -85,3 +85,20 @@ def test_bad_input_is_one_line(
     assert len(lines) == 1
     assert lines[0].startswith("adaptalloc: error:")
     assert words in lines[0]
+
+
+def test_decide_for_an_unseen_size_uses_the_borrowed_curve(run_cli: RunCli, study: Path) -> None:
+    args = ("decide", "--observations", study, "--nodes", "2-64", "--idle", "64")
+    doc = json_document(run_cli(*args, "--size", "3000", "--format", "json"))
+    assert doc["rule"] != "fallback"
+    assert "curve of problem size 3000 borrowed from sizes 1000, 2000, 4000, 5000" in doc["reason"]
+    own = json_document(run_cli(*args, "--size", "2000", "--format", "json"))
+    assert "borrowed" not in own["reason"]
+    bad = run_cli("decide", "--app", "cg", "--size", "3", "--nodes", "2-4")
+    assert bad.returncode != 0
+    assert "--size goes with --observations" in bad.stderr
+    plain = study.with_name("plain.csv")
+    plain.write_text("n,runtime\n1,10\n2,6\n", encoding="utf-8")
+    missing = run_cli("decide", "--observations", plain, "--size", "3", "--nodes", "1-2")
+    assert missing.returncode == 1
+    assert "needs a column 'size'" in missing.stderr
