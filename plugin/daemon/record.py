@@ -4,7 +4,7 @@ The record is `plugin.store.decisions.DecisionRecord`; the stream entry has the 
 `plugin.store.curves.CurveStore.record_decision` writes (fields ``app``, ``job_id``, ``doc``:
 the record's `to_dict`), so ``adaptalloc app KEY --decisions`` and the reports read both. It
 is written by plugin/store/lua/record_decision.lua behind a once-guard key
-(``adaptalloc:v1:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
+(``adaptalloc:v2:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
 crash is never recorded twice. Redis trouble never blocks a job: the record is skipped,
 counted and the log line (which carries every field) stays the source of truth.
 

@@ -28,6 +28,7 @@ from plugin.appkey import AppKeyRule
 from plugin.learning.learner import Ingestor, refit_app
 from plugin.log_setup import configure_logging
 from plugin.slurm import JobRecord
+from plugin.store import keys
 from plugin.store.curves import CurveStore, Retention
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration]
@@ -123,8 +124,8 @@ def measure(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
     refit_s = time.perf_counter() - started
 
     assert added == valid
-    assert client.hlen("adaptalloc:v1:jobs") == valid
-    assert client.zcard("adaptalloc:v1:apps") == APPS
+    assert client.hlen(keys.JOBS) == valid
+    assert client.zcard(keys.APPS) == APPS
     assert again == 0
     assert all(o.status == "written" for o in outcomes)
     assert added + duplicates + rejected == len(records)  # every record accounted for
