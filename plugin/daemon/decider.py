@@ -326,7 +326,8 @@ class Decider:
 
         queue, cpus and known_partitions (optional) describe the partitions for the
         partition choice and the placement: a partition's queue, its nodes' CPUs, and the
-        partitions Slurm knows (a listed name outside them is never a candidate).
+        partitions Slurm knows that admit the job (a listed name outside them is never a
+        candidate; plugin/daemon/access.py).
         """
         self._where = (queue, cpus, known_partitions)
         self._cluster = cluster

@@ -73,6 +73,7 @@ import structlog
 
 from plugin.config import Config, load_config
 from plugin.daemon import reasons
+from plugin.daemon.access import usable_partitions
 from plugin.daemon.apply import (
     GONE,
     PENDING_RELEASE,
@@ -110,6 +111,7 @@ from plugin.learning.worker import LearnerThread
 from plugin.metrics import Metrics
 from plugin.policy_file import load_policy_config
 from plugin.slurm import (
+    JobRecord,
     Resize,
     SlurmClient,
     SlurmError,
@@ -748,7 +750,7 @@ class Daemon:
                     lambda j: self.cluster.state(j, sweep.demand),
                     queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
                     cpus=self.cluster.cpus_per_node,
-                    known_partitions=lambda: self.cluster.partitions().keys(),
+                    known_partitions=functools.partial(self._usable_partitions, job),
                 )
             )
             if count % BEAT_EVERY == 0:
@@ -770,6 +772,11 @@ class Daemon:
             total_ms=round((time.perf_counter() - started) * 1000.0, 1),
             slurm_ms={k: round(v, 1) for k, v in self.slurm_ms.items()},
         )
+
+    def _usable_partitions(self, job: JobRecord) -> list[str]:
+        """The partitions Slurm knows that admit `job` (plugin/daemon/access.py): read only
+        for a job listing several, the candidates of the partition choice."""
+        return usable_partitions(self.cluster.partitions(), job)
 
     def _queue(self, name: str, sweep: Sweep, job: Any, now: float) -> Queue | None:
         """Partition `name`'s queue for deciding `job` (policies/partition.py)."""

@@ -374,6 +374,13 @@ def _limit(text: str | None) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
+def _names(text: str | None) -> tuple[str, ...] | None:
+    """A partition's Allow list: None for ALL (or not shown), else its comma-separated names."""
+    if text is None or text.upper() == "ALL":
+        return None
+    return tuple(name for name in text.split(",") if name)
+
+
 def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
     """Partitions from ``scontrol show partition -o`` (one line each)."""
     out = []
@@ -398,6 +405,13 @@ def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
                 default=fields.get("Default") == "YES",
                 max_nodes=_limit(fields.get("MaxNodes")),
                 max_time_min=max_time,
+                allow_groups=_names(fields.get("AllowGroups")),
+                allow_accounts=_names(fields.get("AllowAccounts")),
+                deny_accounts=_names(fields.get("DenyAccounts")) or (),
+                allow_qos=_names(fields.get("AllowQos")),
+                deny_qos=_names(fields.get("DenyQos")) or (),
+                root_only=fields.get("RootOnly") == "YES",
+                req_resv=fields.get("ReqResv") == "YES",
             )
         )
     return out

@@ -127,6 +127,17 @@ class PartitionRecord:
     default: bool
     max_nodes: int | None = None
     max_time_min: int | None = None
+    # Who may run there (slurm.conf's AllowGroups, AllowAccounts, DenyAccounts, AllowQos,
+    # DenyQos, RootOnly, ReqResv). None: ALL; a Deny list is empty when not set. Slurm takes
+    # a job listing a partition its user may not use and leaves it pending there
+    # (Reason=PartitionConfig) once it is moved there alone: the daemon must know.
+    allow_groups: tuple[str, ...] | None = None
+    allow_accounts: tuple[str, ...] | None = None
+    deny_accounts: tuple[str, ...] = ()
+    allow_qos: tuple[str, ...] | None = None
+    deny_qos: tuple[str, ...] = ()
+    root_only: bool = False
+    req_resv: bool = False
 
 
 @dataclass(frozen=True)

@@ -186,3 +186,35 @@ def test_the_report_shows_the_placement_table_and_the_node_type_curves(
     assert text.returncode == 0, text.stderr
     assert "placement for 8 tasks" in text.stdout
     assert "curves per node type" in text.stdout
+
+
+def test_a_listed_partition_the_user_may_not_use_is_never_chosen(
+    slurm: SlurmCLI, submit_job: SubmitJob, daemon_factory: Factory
+) -> None:
+    # Slurm 22.05 takes `-p debug,restricted` from a user restricted's AllowGroups leaves out;
+    # moved there alone by root, the job would pend for ever (Reason=PartitionConfig).
+    runs = [
+        {"nodes": n, "runtime_s": base / s, "node_type": kind}
+        for kind, base in (("debug", 1000.0), ("restricted", 100.0))
+        for n, s in LU_SPEEDUP.items()
+    ]
+    store_runs("it-restricted", runs, refit=True, first_id=500)
+    slurm.run(
+        "scontrol", "create", "PartitionName=restricted", "Nodes=node[5-8]",
+        "AllowGroups=root", "State=UP",
+    )  # fmt: skip
+    try:
+        daemon = daemon_factory().start()
+        job = submit_job(
+            "-p", "debug,restricted", "--nodes=1-4", "--time=60",
+            "--comment=adaptalloc:v1 app=it-restricted", as_user=slurm.test_user,
+            wrap="sleep 1",
+        )  # fmt: skip
+        decision = daemon.wait_decision(job)
+        assert decision.get("new_partition") != "restricted", decision
+        assert decision["action"] in {"resize", "release"}, decision["reason"]
+        slurm.wait_job_state(job, {"COMPLETED"})
+        assert slurm.show_job(job)["Partition"] == "debug"
+    finally:
+        slurm.run("scancel", "--partition=restricted", check=False)  # a stranded job (bug)
+        slurm.run("scontrol", "delete", "PartitionName=restricted", check=False)
