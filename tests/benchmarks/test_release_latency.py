@@ -1,20 +1,27 @@
-"""The daemon on the local cluster, side by side in one run: a steady stream and a burst.
+"""Submission-to-release latency of the daemon on the local cluster, side by side in one run.
 
-* steady: 20 moldable submissions per second for 30 s; decision latency held -> released,
-  p50 and p99, as the submitter sees it (sbatch returned -> the daemon's release) and as the
-  daemon measures it (its ``latency_s``); aim: p99 under 1 s;
-* burst: 1,000 moldable submissions from 4 submitters at once; the time Slurm took to accept
-  them against the time until the daemon released the last one; aim: within 1.5x;
+* baseline: a burst of ``BURST`` moldable submissions from 4 submitters with *no* daemon
+  (no heartbeat, so job_submit.lua holds nothing): Slurm's own accept time, the yardstick;
+* steady: ``RATE_PER_S`` moldable submissions per second for ``STEADY_S`` s; latency from
+  sbatch returned to the daemon's release, p50 and p99 (the submitter's view), and the
+  daemon's own ``latency_s``; aim (issue 16): p99 <= 250 ms at 50 jobs/s;
+* burst: the same ``BURST`` submissions with the daemon running; the time until the daemon
+  released the last one against the baseline's accept time; aim: within 1.1x;
 * the daemon's memory (VmRSS now, VmHWM peak) after each phase.
 
-Every job is of an app with a curve (bench-lu: NPB LU's), so each goes the whole way:
-curve read, policy, its own resize line, comment, release. Only correctness is asserted
-(each job released exactly once, by slurmctld's log); the figures are printed, machines
-here are shared.
+The burst is 1,000 jobs so the benchmark stays within a couple of minutes; the issue's
+5,000-job burst is ``ADAPTALLOC_BENCH_BURST=5000 .venv/bin/python -m pytest
+tests/benchmarks/test_release_latency.py -m benchmark --slow -s``.
+
+Every job is of an app with a curve (bench-lu: NPB LU's, tests/data/scaling), so each goes
+the whole way: curve read, policy, resize, comment, release. Only correctness is asserted
+(each job released exactly once, by slurmctld's log); the figures are printed (measured on
+this machine, shared with other work: compare runs made back to back).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
@@ -26,7 +33,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from integration.daemon_harness import DaemonProcess
+from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
 from integration.testbed import LocalCluster, SlurmCLI, scratch_url
 from rich.console import Console
 from rich.table import Table
@@ -40,10 +47,13 @@ from plugin.store.curves import CurveStore
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
-RATE_PER_S = 20
-STEADY_S = 30
-BURST = 1000
+RATE_PER_S = 50
+STEADY_S = 20
+#: The issue's figure is 5,000; 1,000 keeps the default run to a couple of minutes.
+BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
 SUBMITTERS = 4
+#: Threads that keep the steady rate (one sbatch takes longer than 1/RATE_PER_S here).
+PACERS = 8
 #: Its own Redis database: a long benchmark must not share db 15 with tests that flush it.
 BENCH_DB = 14
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
@@ -52,8 +62,9 @@ RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
 class Submitter:
     """sbatch as an argument list; remembers each job's id and when sbatch returned."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, name: str = "bench-daemon") -> None:
         self.workdir = workdir
+        self.name = name
         self.done: dict[int, float] = {}
         self.lock = threading.Lock()
 
@@ -63,7 +74,7 @@ class Submitter:
                 "sbatch",
                 "--parsable",
                 "--nodes=1-2",
-                "--job-name=bench-daemon",
+                f"--job-name={self.name}",
                 "--comment=adaptalloc:v1 app=bench-lu",
                 "--output=/dev/null",
                 f"--chdir={self.workdir}",
@@ -79,6 +90,54 @@ class Submitter:
         with self.lock:
             self.done[job] = time.time()
         return job
+
+    def burst(self, count: int) -> float:
+        """`count` submissions from SUBMITTERS threads at once; seconds until the last returned."""
+        began = time.time()
+        threads = [
+            threading.Thread(target=lambda: [self.submit() for _ in range(count // SUBMITTERS)])
+            for _ in range(SUBMITTERS)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.began = began
+        return max(self.done.values()) - began
+
+    def steady(self, rate: float, seconds: float) -> float:
+        """Submission k at start + k/rate, for `seconds`; the rate achieved (jobs/s)."""
+        total = int(rate * seconds)
+        counter = iter(range(total))
+        lock = threading.Lock()
+        start = time.monotonic()
+
+        def pace() -> None:
+            while True:
+                with lock:
+                    k = next(counter, None)
+                if k is None:
+                    return
+                delay = start + k / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                self.submit()
+
+        threads = [threading.Thread(target=pace) for _ in range(PACERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return total / (time.monotonic() - start)
+
+
+def scancel(name: str) -> None:
+    subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        ["scancel", f"--name={name}"],  # noqa: S607
+        check=False,
+        capture_output=True,
+        timeout=180,
+    )
 
 
 def rss_kib(pid: int) -> tuple[int, int]:
@@ -108,7 +167,7 @@ def released_once(cluster: LocalCluster, offset: int, jobs: set[int]) -> bool:
     return all(counts[j] == 1 for j in jobs)
 
 
-def test_daemon_keeps_pace(
+def test_release_latency(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     daemon_factory: Callable[..., DaemonProcess],
@@ -121,19 +180,26 @@ def test_daemon_keeps_pace(
     store = CurveStore(client)
     import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("bench-lu"))
     assert refit_app(store, AppKey.parse("bench-lu")).status == "written"
+    daemon = daemon_factory(config="max_hold_s = 600.0\n", args=("--redis-url", url))
+
+    # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
+    stop_testbed_daemon(local_cluster)
+    assert not daemon.heartbeat.exists(), "a heartbeat without a daemon: jobs would be held"
+    baseline = Submitter(tmp_path, "bench-base")
+    try:
+        slurm_accept = baseline.burst(BURST)
+    finally:
+        scancel("bench-base")
+    assert len(baseline.done) == BURST
+
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
-    daemon = daemon_factory(config="max_hold_s = 600.0\n", args=("--redis-url", url)).start()
+    daemon.start()
     idle_rss = rss_kib(daemon.pid)
     all_jobs: set[int] = set()
     try:
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
         steady = Submitter(tmp_path)
-        start = time.monotonic()
-        for k in range(RATE_PER_S * STEADY_S):
-            delay = start + k / RATE_PER_S - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            steady.submit()
+        achieved = steady.steady(RATE_PER_S, STEADY_S)
         steady_jobs = set(steady.done)
         all_jobs |= steady_jobs
         events = releases(daemon, steady_jobs, 300)
@@ -143,55 +209,45 @@ def test_daemon_keeps_pace(
 
         # --- burst: BURST submissions from SUBMITTERS threads at once ------------------------
         burst = Submitter(tmp_path)
-        began = time.time()
-        threads = [
-            threading.Thread(target=lambda: [burst.submit() for _ in range(BURST // SUBMITTERS)])
-            for _ in range(SUBMITTERS)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        accepted = max(burst.done.values()) - began
+        accepted = burst.burst(BURST)
         burst_jobs = set(burst.done)
         all_jobs |= burst_jobs
         events = releases(daemon, burst_jobs, 600)
-        last_release = max(events[j]["released_at"] for j in burst_jobs) - began
+        last_release = max(events[j]["released_at"] for j in burst_jobs) - burst.began
         burst_rss = rss_kib(daemon.pid)
         batches = [e["jobs"] for e in daemon.events("batch")]
     finally:
         daemon.stop()
-        subprocess.run(
-            ["scancel", "--name=bench-daemon"],  # noqa: S607
-            check=False,
-            capture_output=True,
-            timeout=120,
-        )
+        scancel("bench-daemon")
     client.flushdb()
     assert len(steady_jobs) == RATE_PER_S * STEADY_S
     assert len(burst_jobs) == BURST
     assert released_once(local_cluster, log_offset, all_jobs)
 
-    view = Table(title="adaptalloc daemon on the local cluster (8 nodes, this machine)")
+    view = Table(title="adaptalloc release latency on the local cluster (8 nodes, this machine)")
     view.add_column("measure")
     view.add_column("value", justify="right")
     view.add_column("aim", justify="right")
     view.add_row(
-        f"steady {RATE_PER_S}/s for {STEADY_S} s: latency p50 / p99 (submitter)",
-        f"{np.percentile(seen, 50):.2f} s / {np.percentile(seen, 99):.2f} s",
-        "p99 < 1 s",
+        f"steady {RATE_PER_S}/s for {STEADY_S} s (achieved {achieved:.1f}/s): "
+        "p50 / p99 sbatch returned -> released",
+        f"{np.percentile(seen, 50) * 1000:.0f} / {np.percentile(seen, 99) * 1000:.0f} ms",
+        "p99 <= 250 ms",
     )
     if own.size:
         view.add_row(
             "  same, as the daemon measures it (held since, to released)",
-            f"{np.percentile(own, 50):.2f} s / {np.percentile(own, 99):.2f} s",
+            f"{np.percentile(own, 50) * 1000:.0f} / {np.percentile(own, 99) * 1000:.0f} ms",
             "",
         )
-    view.add_row(f"burst of {BURST:,}: Slurm accepted them in", f"{accepted:.1f} s", "")
+    view.add_row(
+        f"burst of {BURST:,}, no adaptalloc: Slurm accepted them in", f"{slurm_accept:.1f} s", ""
+    )
+    view.add_row("  with adaptalloc: Slurm accepted them in", f"{accepted:.1f} s", "")
     view.add_row(
         "  the daemon released the last one after",
-        f"{last_release:.1f} s ({last_release / accepted:.2f}x)",
-        "<= 1.5x",
+        f"{last_release:.1f} s ({last_release / slurm_accept:.2f}x Slurm alone)",
+        "<= 1.1x",
     )
     view.add_row(
         "  batches (jobs per batch: median / max)",
@@ -205,4 +261,4 @@ def test_daemon_keeps_pace(
         "",
     )
     with capsys.disabled():
-        Console(width=120).print(view)
+        Console(width=130).print(view)
