@@ -2,6 +2,8 @@
 
 * baseline: a burst of ``BURST`` moldable submissions from 4 submitters with *no* daemon
   (no heartbeat, so job_submit.lua holds nothing): Slurm's own accept time, the yardstick;
+* light: ``LIGHT_RATE_PER_S`` submissions per second for ``LIGHT_S`` s, the latency the
+  daemon adds while it keeps up (wake-up, one sweep, the batch's writes);
 * steady: ``RATE_PER_S`` moldable submissions per second for ``STEADY_S`` s; latency from
   sbatch returned to the daemon's release, p50 and p99 (the submitter's view), and the
   daemon's own ``latency_s``; aim (issue 16): p99 <= 250 ms at 50 jobs/s;
@@ -49,6 +51,9 @@ pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 RATE_PER_S = 50
 STEADY_S = 20
+#: A light stream first: the latency the daemon adds while it keeps up (the wake, one cycle).
+LIGHT_RATE_PER_S = 10
+LIGHT_S = 15
 #: The issue's figure is 5,000; 1,000 keeps the default run to a couple of minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
 SUBMITTERS = 4
@@ -216,6 +221,15 @@ def test_release_latency(
     idle_rss = rss_kib(daemon.pid)
     all_jobs: set[int] = set()
     try:
+        # --- light: LIGHT_RATE_PER_S for LIGHT_S seconds -------------------------------------
+        light = Submitter(tmp_path)
+        light_rate = light.steady(LIGHT_RATE_PER_S, LIGHT_S)
+        light_jobs = set(light.done)
+        all_jobs |= light_jobs
+        events = releases(daemon, light_jobs, "bench-daemon", 300)
+        light_unheld = len(light_jobs) - len(events)
+        light_seen = np.array([e["released_at"] - light.done[j] for j, e in events.items()])
+
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
         steady = Submitter(tmp_path)
         achieved = steady.steady(RATE_PER_S, STEADY_S)
@@ -252,6 +266,13 @@ def test_release_latency(
     view.add_column("value", justify="right")
     view.add_column("aim", justify="right")
     view.add_row(
+        f"light {LIGHT_RATE_PER_S}/s for {LIGHT_S} s (achieved {light_rate:.1f}/s): "
+        "p50 / p99 sbatch returned -> released",
+        f"{np.percentile(light_seen, 50) * 1000:.0f} / "
+        f"{np.percentile(light_seen, 99) * 1000:.0f} ms",
+        "",
+    )
+    view.add_row(
         f"steady {RATE_PER_S}/s for {STEADY_S} s (achieved {achieved:.1f}/s): "
         "p50 / p99 sbatch returned -> released",
         f"{np.percentile(seen, 50) * 1000:.0f} / {np.percentile(seen, 99) * 1000:.0f} ms",
@@ -273,8 +294,8 @@ def test_release_latency(
         "<= 1.1x",
     )
     view.add_row(
-        "jobs not held (submitted while the daemon was unhealthy): steady / burst",
-        f"{steady_unheld} / {burst_unheld} ({unhealthy} unhealthy spells)",
+        "jobs not held (submitted while the daemon was unhealthy): light / steady / burst",
+        f"{light_unheld} / {steady_unheld} / {burst_unheld} ({unhealthy} unhealthy spells)",
         "0",
     )
     view.add_row(
