@@ -3,10 +3,14 @@
 Order, for every batch (the journal makes a crash anywhere in it harmless):
 
 1. journal: the batch's changes go to ``inflight.json`` (fsync'd) before any job is touched;
-2. resize: NumNodes=N-N (and TimeLimit) of every resized job, one scontrol process reading a
-   line per job (split over ``slurm_parallelism`` processes for big batches);
-3. admin comment: the record, one ``scontrol update JobId=<list>`` per distinct text;
-4. release: one ``scontrol release <list>``;
+2. resize: NumNodes=N-N (and TimeLimit) of every resized job, scontrol processes reading a
+   line per job (split over ``slurm_parallelism`` processes; Slurm 22.05 refuses NumNodes on
+   a ``JobId=<list>``, "Invalid job ID"), and at the same time
+3. admin comment: the record, one ``scontrol update JobId=<list>`` per distinct text (the
+   two steps touch different fields and wait on slurmctld's round trips, so they overlap);
+4. release: one ``scontrol release <list>`` (a job Slurm refuses, e.g. one that vanished,
+   does not stop the others: scontrol goes on and exits 1; the ones still held are then
+   released one by one);
 5. journal: once the batch is recorded (`commit`), the released jobs leave it; a crash
    before that records them at the next start (once: plugin/daemon/record.py).
 
@@ -26,10 +30,11 @@ not make (Slurm refused the writes: no operator privileges, slurmctld refusing u
 None again once a release goes through. The loop counts it in the daemon's health, so the
 heartbeat stops while Slurm refuses the daemon's writes.
 
-Fencing (HA, plugin/daemon/lease.py): `fence`, when given, is called just before every
-write (the journal, each scontrol update and release) and raises LeaseLost when this
-daemon no longer holds the lease; that ends the batch there, unwritten, for the new
-holder to finish from the journal.
+Fencing (HA, plugin/daemon/lease.py): `fence`, when given, is called once before each
+group of writes (the journal; the resize and comments; the release; each fallback: undoing,
+re-commenting, releasing one by one) and raises LeaseLost when this daemon no longer holds
+the lease; that ends the batch there, unwritten, for the new holder to finish from the
+journal. One check per group, not per job: a check is a Redis round trip.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import structlog
@@ -143,8 +149,11 @@ class Applier:
         timed: Timer,
         clock: Callable[[], float] = time.monotonic,
         fence: Callable[[], object] | None = None,
+        parallelism: int = 4,
     ) -> None:
         self.slurm = slurm
+        #: Worker threads for one batch's writes (the resize and the comments at once).
+        self.parallelism = max(2, parallelism)
         self.fence = fence
         self.journal = journal
         self.timed = timed
@@ -195,8 +204,7 @@ class Applier:
         self._write_journal(outcomes)
         current = {o.job_id: o for o in outcomes}
         gone: set[int] = set()
-        self._resize(current, gone)
-        self._comment(current, gone)
+        self._resize_and_comment(current, gone)
         pending = self._release([o for o in current.values() if o.job_id not in gone], gone)
         out = []
         for job_id, outcome in current.items():
@@ -212,22 +220,51 @@ class Applier:
             out.append(Applied(outcome, status))
         return out
 
+    def _resize_and_comment(self, current: dict[int, Outcome], gone: set[int]) -> None:
+        """Steps 2 and 3 at once: they change different fields of held jobs, and each scontrol
+        call waits mostly on slurmctld's round trips, so the comments' processes run beside
+        the resize's (one fence check for both). A job whose resize did not take is undone
+        and gets its new (slurm_error) comment afterwards."""
+        before = {job_id: o.admin_comment for job_id, o in current.items()}
+        self._fenced()
+        with ThreadPoolExecutor(max_workers=self.parallelism) as pool:
+            comments = pool.submit(self._write_comments, before, pool)
+            resize_error = self._write_resize(current)
+            failed = comments.result()
+        if resize_error is not None:
+            self._check_resize(current, gone)
+        changed = {
+            job_id: [job_id]
+            for job_id, o in current.items()
+            if job_id not in gone and o.admin_comment != before[job_id]
+        }
+        for job_id in changed:
+            failed.append((current[job_id].admin_comment, [job_id]))
+        self._fix_comments(current, gone, failed)
+
     def commit(self) -> None:
         """After the batch was recorded: the journal keeps only what is still unreleased."""
         self._write_journal(())
 
-    def _resize(self, current: dict[int, Outcome], gone: set[int]) -> None:
+    def _write_resize(self, current: dict[int, Outcome]) -> SlurmError | None:
+        """Every resize of the batch (already fenced); the error, if scontrol reported one."""
         changes = [o.resize for o in current.values() if o.resize is not None]
         if not changes:
-            return
+            return None
         try:
-            self._fenced()
             with self.timed("resize"):
                 self.slurm.resize(changes)
-            return
         except SlurmError as exc:
             log.warning("resize_failed", jobs=len(changes), error=printable(str(exc))[:300])
+            return exc
+        return None
+
+    def _check_resize(self, current: dict[int, Outcome], gone: set[int]) -> None:
+        """After a failed resize: read the jobs back; gone ones are gone, the ones whose
+        change did not take are undone (one fence check for the undoing)."""
+        changes = [o.resize for o in current.values() if o.resize is not None]
         jobs = self.read_jobs()
+        fenced = False
         for change in changes:
             job = jobs.get(change.job_id) if jobs is not None else None
             if jobs is not None and not _held(job):
@@ -235,6 +272,9 @@ class Applier:
                 continue
             if job is not None and _matches(job, change):
                 continue
+            if not fenced:
+                self._fenced()
+                fenced = True
             current[change.job_id] = self._undo(current[change.job_id], job)
 
     def _undo(self, outcome: Outcome, job: JobRecord | None) -> Outcome:
@@ -254,7 +294,6 @@ class Applier:
             low, high = original.nodes_min or 1, original.nodes_max or original.nodes_min or 1
             unlimited = original.time_limit_min is None and job.time_limit_min is not None
             back = original.partition if moved else None
-            self._fenced()
             with contextlib.suppress(SlurmError, ValueError), self.timed("resize"):
                 self.slurm.resize(
                     [
@@ -278,30 +317,47 @@ class Applier:
             curve_version=outcome.curve_version,
         )
 
-    def _comment(self, current: dict[int, Outcome], gone: set[int]) -> None:
+    def _write_comments(
+        self, comments: dict[int, str], pool: ThreadPoolExecutor
+    ) -> list[tuple[str, list[int]]]:
+        """One ``scontrol update JobId=<list> AdminComment=...`` per distinct text, on the
+        pool's other workers (already fenced); the (text, ids) that failed."""
         groups: dict[str, list[int]] = defaultdict(list)
-        for outcome in current.values():
-            if outcome.job_id not in gone:
-                groups[outcome.admin_comment].append(outcome.job_id)
-        failed: list[tuple[str, list[int]]] = []
-        for text, ids in groups.items():
+        for job_id, text in comments.items():
+            groups[text].append(job_id)
+
+        def write(text: str, ids: list[int]) -> tuple[str, list[int]] | None:
             try:
-                self._fenced()
                 with self.timed("comment"):
                     self.slurm.set_admin_comment(ids, text)
             except (SlurmError, ValueError) as exc:
                 log.warning("comment_failed", jobs=len(ids), error=printable(str(exc))[:300])
-                failed.append((text, ids))
+                return text, ids
+            return None
+
+        if len(groups) == 1:
+            return [f for f in [write(*next(iter(groups.items())))] if f is not None]
+        futures = [pool.submit(write, text, ids) for text, ids in groups.items()]
+        return [f for f in (future.result() for future in futures) if f is not None]
+
+    def _fix_comments(
+        self, current: dict[int, Outcome], gone: set[int], failed: list[tuple[str, list[int]]]
+    ) -> None:
+        """Comments that did not take (or changed with an undo): read the jobs back, write
+        each still-held job's own comment once more (one fence check for all of them)."""
         if not failed:
             return
         jobs = self.read_jobs() or {}
-        for text, ids in failed:
+        self._fenced()
+        for _, ids in failed:
             for job_id in ids:
+                if job_id in gone:
+                    continue
+                text = current[job_id].admin_comment
                 job = jobs.get(job_id)
                 if jobs and not _held(job):
                     gone.add(job_id)
                 elif job is None or job.admin_comment != text:
-                    self._fenced()
                     with contextlib.suppress(SlurmError, ValueError), self.timed("comment"):
                         self.slurm.set_admin_comment([job_id], text)
 
@@ -323,14 +379,19 @@ class Applier:
             self._writes(ok=False)
             return set(ids)
         still: set[int] = set()
+        retry = []
         for job_id in ids:
             job = jobs.get(job_id)
-            if job is None:
+            # squeue --json lists finished jobs too: one cancelled under the batch is gone,
+            # not released (a released job that ran and ended shows another state).
+            if job is None or job.state == "CANCELLED":
                 gone.add(job_id)
-            if not _held(job):  # released after all, running, or gone
-                continue
+            elif _held(job):  # else released after all (pending, running or ended)
+                retry.append(job_id)
+        if retry:
+            self._fenced()
+        for job_id in retry:  # one by one: a job Slurm refuses cannot block the others
             try:
-                self._fenced()
                 with self.timed("release"):
                     self.slurm.release([job_id])
             except SlurmError:

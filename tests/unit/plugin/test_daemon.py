@@ -282,9 +282,12 @@ def test_a_batch_costs_three_commands(tmp_path: Path) -> None:
     batch = outcomes(5)
     applied = applier.apply(batch)
     assert [a.status for a in applied] == [RELEASED] * 5
-    assert [name for name, _ in slurm.calls] == ["resize", "comment", "release"]
-    assert len(slurm.calls[0][1]) == 5
-    assert slurm.calls[2][1] == (1, 2, 3, 4, 5)
+    calls = dict(slurm.calls)
+    # The resize and the comment run side by side (either first), the release after both.
+    assert sorted(name for name, _ in slurm.calls[:2]) == ["comment", "resize"]
+    assert slurm.calls[2][0] == "release"
+    assert len(calls["resize"]) == 5
+    assert calls["release"] == (1, 2, 3, 4, 5)
     assert (tmp_path / "j.json").exists()  # until the batch is recorded
     applier.commit()
     assert not (tmp_path / "j.json").exists()
@@ -309,8 +312,11 @@ def test_a_refused_resize_is_undone_and_the_job_released_as_submitted(tmp_path: 
     first, second = applied
     assert first.outcome.action == "resize"
     assert second.outcome.fail_open == reasons.SLURM_ERROR
-    undo = slurm.calls[1]
+    undo = [call for call in slurm.calls if call[0] == "resize"][1]
     assert undo == ("resize", ["update JobId=2 NumNodes=2-8 TimeLimit=60"])
+    # The comment written beside the failed resize is replaced by the release's own.
+    assert ("comment", ((2,), second.outcome.admin_comment)) in slurm.calls
+    assert slurm.calls[-1] == ("release", (1, 2))
     assert second.status == RELEASED
 
 

@@ -36,7 +36,8 @@ def test_a_resize_refuses_what_is_not_a_whole_positive_number(args: tuple[object
 
 def test_resize_lines_go_to_few_processes_each_line_once() -> None:
     changes = [Resize(j, 1, 1) for j in range(1, 101)]
-    assert len(resize_lines(changes[:10], 4)) == 1
+    assert len(resize_lines(changes[:7], 4)) == 1
+    assert len(resize_lines(changes[:10], 4)) == 2  # 4+ lines each: a process costs ~a line
     split = resize_lines(changes, 4)
     assert len(split) == 4
     assert sorted(line for part in split for line in part) == sorted(c.line() for c in changes)
