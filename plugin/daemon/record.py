@@ -4,9 +4,9 @@ The record is `plugin.store.decisions.DecisionRecord`; the stream entry has the 
 `plugin.store.curves.CurveStore.record_decision` writes (fields ``app``, ``job_id``, ``doc``:
 the record's `to_dict`), so ``adaptalloc app KEY --decisions`` and the reports read both. It
 is written by plugin/store/lua/record_decision.lua behind a once-guard key
-(``adaptalloc:v2:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
-crash is never recorded twice. Redis trouble never blocks a job: the record is skipped,
-counted and the log line (which carries every field) stays the source of truth.
+(``adaptalloc:v2:{global}:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered
+after a crash is never recorded twice. Redis trouble never blocks a job: the record is
+skipped, counted and the log line (which carries every field) stays the source of truth.
 
 With HA (`fence` set, plugin/daemon/lease.py) each chunk is one fenced transaction: WATCH
 on the lease, our token compared, MULTI, the scripts, EXEC; a daemon that lost the lease

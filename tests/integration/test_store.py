@@ -82,20 +82,20 @@ def test_exact_keys_after_a_full_cycle(store: CurveStore, redis_client: Any) -> 
     store.advance_watermark("sacct", NOW)
     store.save_checkpoint("sacct-1-2", 2.0, {"added": 1})
     assert set(redis_client.keys("*")) == {
-        "adaptalloc:v2:apps",
-        "adaptalloc:v2:dirty",
-        "adaptalloc:v2:jobs",
-        "adaptalloc:v2:decisions",
+        "adaptalloc:v2:{global}:apps",
+        "adaptalloc:v2:{global}:dirty",
+        "adaptalloc:v2:{global}:jobs",
+        "adaptalloc:v2:{global}:decisions",
         "adaptalloc:v2:app:{lulesh@large}:obs",
         "adaptalloc:v2:app:{lulesh@large}:runs",
         "adaptalloc:v2:app:{lulesh@large}:state",
         "adaptalloc:v2:app:{lulesh@large}:curve",
-        "adaptalloc:v2:learner:sacct",
-        "adaptalloc:v2:import:sacct-1-2",
-    } - {"adaptalloc:v2:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
+        "adaptalloc:v2:{global}:learner:sacct",
+        "adaptalloc:v2:{global}:import:sacct-1-2",
+    } - {"adaptalloc:v2:{global}:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
     assert redis_client.type("adaptalloc:v2:app:{lulesh@large}:obs") == "hash"
-    assert redis_client.type("adaptalloc:v2:decisions") == "stream"
-    assert redis_client.hget("adaptalloc:v2:jobs", "100") == "lulesh@large"
+    assert redis_client.type("adaptalloc:v2:{global}:decisions") == "stream"
+    assert redis_client.hget("adaptalloc:v2:{global}:jobs", "100") == "lulesh@large"
 
 
 def test_the_curve_reads_back_as_a_predictor_curve(store: CurveStore) -> None:
@@ -142,7 +142,7 @@ def test_retention_keeps_the_newest_and_forgets_the_old(redis_client: Any, clock
     assert store.age_out([LULESH]) == 4
     assert store.observations(LULESH) == []
     assert store.check(LULESH) == []
-    assert redis_client.hlen("adaptalloc:v2:jobs") == 0
+    assert redis_client.hlen("adaptalloc:v2:{global}:jobs") == 0
 
 
 def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> None:
@@ -168,16 +168,15 @@ def test_a_bad_argument_to_the_script_writes_nothing(store: CurveStore, redis_cl
             encoding="utf-8"
         )
     )
-    argv = ["lulesh@large", NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
+    argv = [NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
     with pytest.raises(redis.ResponseError, match="bad observation"):
         script(
             keys=[
                 keys.app_observations(LULESH),
                 keys.app_runs(LULESH),
                 keys.app_state(LULESH),
-                keys.APPS,
-                keys.DIRTY,
-                keys.JOBS,
+                keys.app_forgotten(LULESH),
+                keys.app_curve(LULESH),
             ],
             args=argv,
         )
