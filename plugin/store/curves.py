@@ -778,8 +778,8 @@ class CurveStore:
         pipe = self.client.pipeline(transaction=True)
         for name, value in counts.items():
             pipe.hincrby(key, name, int(value))
-        self._set_max(
-            keys=[key], args=["done_until", repr(done_until), repr(self.clock())], client=pipe
+        scripts.queue(
+            pipe, self._set_max, [key], ["done_until", repr(done_until), repr(self.clock())]
         )
         pipe.execute()
 
@@ -797,8 +797,8 @@ class CurveStore:
         pipe.zrange(keys.app_runs(app), 0, -1)
         pipe.hgetall(keys.app_curve(app))
         pipe.hget(keys.app_state(app), "obs_version")
-        pipe.zscore(keys.APPS, str(app))
-        obs, runs, curve, version, indexed = pipe.execute()
+        obs, runs, curve, version = pipe.execute()
+        indexed = self.client.zscore(keys.APPS, str(app))  # another slot: read after
         problems = []
         if set(obs) != set(runs):
             problems.append(f"observations and runs differ ({len(obs)} vs {len(runs)} job ids)")

@@ -2,8 +2,10 @@
 Redis as on Redis Cluster.
 
 redis-py loads a script on first use (EVALSHA, then SCRIPT LOAD on NOSCRIPT). A plain
-pipeline does that for its scripts before it runs; a Redis Cluster pipeline does not, so
-`run` loads the scripts on every master first (SCRIPT LOAD goes to all of them) and, when a
+pipeline does that for its scripts before it runs; a Redis Cluster pipeline refuses script
+objects altogether ("Calling pipelined function evalsha is blocked"), so `queue` puts a
+plain ``EVALSHA`` command in it (redis-py routes it by its keys), `load` loads the scripts
+on every master first (SCRIPT LOAD goes to all of them) and `run`, when a
 master answers NOSCRIPT anyway (it restarted, or a failover promoted a node that never saw
 the script), loads them again and runs the calls once more. Every script of the store is
 safe to run twice (idempotent, or counting each job once), so the repeat changes nothing
@@ -18,10 +20,11 @@ from importlib import resources
 from typing import Any
 
 import redis
+import redis.cluster
 
 from plugin.store.connection import is_cluster
 
-__all__ = ["Call", "load", "run"]
+__all__ = ["Call", "load", "queue", "run"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,15 @@ def load(client: Any, name: str) -> Any:
     return script
 
 
+def queue(pipe: Any, script: Any, keys: Sequence[str], args: Sequence[Any]) -> None:
+    """Put one call of `script` in `pipe`, a plain or a Redis Cluster pipeline (module
+    docstring); its reply comes with the pipeline's."""
+    if isinstance(pipe, redis.cluster.ClusterPipeline):
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)  # type: ignore[no-untyped-call]
+    else:
+        script(keys=list(keys), args=list(args), client=pipe)
+
+
 def run(client: Any, calls: Sequence[Call]) -> list[Any]:
     """The replies of `calls`, run in one pipeline (no transaction: each script is atomic on
     its own); on a cluster the pipeline sends each call to the master of its keys' slot."""
@@ -51,7 +63,7 @@ def run(client: Any, calls: Sequence[Call]) -> list[Any]:
     for attempt in (1, 2):
         pipe = client.pipeline(transaction=False)
         for call in calls:
-            call.script(keys=list(call.keys), args=list(call.args), client=pipe)
+            queue(pipe, call.script, call.keys, call.args)
         try:
             return list(pipe.execute())
         except redis.exceptions.NoScriptError:
