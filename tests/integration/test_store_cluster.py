@@ -270,3 +270,13 @@ def test_the_cli_reads_the_cluster(redis_client: Any, cluster_url: str, tmp_path
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert str(APPS[2]) in done.stdout
+
+
+def test_scripts_a_master_forgot_are_loaded_again(redis_client: Any) -> None:
+    """A master that restarted (or was promoted) has no scripts: the pipelined calls meet
+    NOSCRIPT, and the store loads them on every master and runs the calls again."""
+    store = CurveStore(redis_client, clock=lambda: NOW)
+    redis_client.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    assert store.add_batch({app: runs(app, 100 + 100 * i) for i, app in enumerate(APPS)}).added
+    assert sorted(store.dirty_apps(), key=str) == sorted(APPS, key=str)
+    assert store.age_out() == 0
