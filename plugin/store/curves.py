@@ -383,14 +383,11 @@ class CurveStore:
         self, items: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
     ) -> AddResult:
         kept = [(app, self._kept(app, obs, now)) for app, obs in items]
-        claims = scripts.run(
-            self.client,
-            [
-                scripts.Call(self._claim, [keys.JOBS], [str(app), *(o.job_id for o in obs)])
-                for app, obs in kept
-                if obs
-            ],
-        )
+        groups: list[str | int] = []
+        for app, obs in kept:
+            if obs:
+                groups.extend((str(app), len(obs), *(o.job_id for o in obs)))
+        claims = self._claim(keys=[keys.JOBS], args=groups) if groups else []
         owned = iter(claims)
         ours: list[tuple[AppKey, list[Observation]]] = []
         elsewhere = 0
@@ -422,14 +419,12 @@ class CurveStore:
             ]  # fmt: skip
             calls.append(scripts.Call(self._add, app_keys, argv))
         replies = scripts.run(self.client, calls)
-        index = [keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS]
-        scripts.run(
-            self.client,
-            [
-                scripts.Call(self._index, index, [str(app), repr(now), *reply[3:]])
-                for (app, _), reply in zip(items, replies, strict=True)
-            ],
-        )
+        groups: list[str | int] = [repr(now)]
+        for (app, _), reply in zip(items, replies, strict=True):
+            version, needs_refit, latest, *released = reply[3:]
+            groups.extend((str(app), version, needs_refit, latest, len(released), *released))
+        if len(groups) > 1:  # one call for the chunk: all in the global slot
+            self._index(keys=[keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS], args=groups)
         return replies
 
     @guarded

@@ -11,17 +11,23 @@
 -- out, trimmed) are released by index_app.lua.
 --
 -- KEYS[1]  adaptalloc:v2:{global}:jobs  hash  job id -> app that counted it
--- ARGV[1]  the app key (string form)
--- ARGV[2], ARGV[3], ...  job ids
--- Returns the job ids (of ARGV) this app owns: claimed now or by itself before.
+-- ARGV     groups, one per app: the app key (string form), n, then n job ids (one call for
+--          many apps: the client's cost is per command)
+-- Returns, per group, the job ids (of its ARGV) the app owns: claimed now or by itself before.
 
-local app, ours = ARGV[1], {}
-if app == nil or app == '' then
-  return redis.error_reply('claim_jobs: bad ARGV')
-end
-for i = 2, #ARGV do
-  if redis.call('HSETNX', KEYS[1], ARGV[i], app) == 1 or redis.call('HGET', KEYS[1], ARGV[i]) == app then
-    ours[#ours + 1] = ARGV[i]
+local i, out = 1, {}
+while i <= #ARGV do
+  local app, n = ARGV[i], tonumber(ARGV[i + 1])
+  if app == nil or app == '' or n == nil or n < 0 or i + 1 + n > #ARGV then
+    return redis.error_reply('claim_jobs: bad ARGV at ' .. i)
   end
+  local ours = {}
+  for k = i + 2, i + 1 + n do
+    if redis.call('HSETNX', KEYS[1], ARGV[k], app) == 1 or redis.call('HGET', KEYS[1], ARGV[k]) == app then
+      ours[#ours + 1] = ARGV[k]
+    end
+  end
+  out[#out + 1] = ours
+  i = i + 2 + n
 end
-return ours
+return out
