@@ -135,6 +135,7 @@ class DecisionRecorder:
                             self._script,
                             [guard, keys.DECISIONS],
                             [self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
+                            by_text=True,  # this pipeline is not retried on NOSCRIPT
                         )
                     written += sum(1 for reply in pipe.execute() if reply)
         except (LeaseLost, redis.WatchError) as exc:

@@ -773,9 +773,8 @@ class CurveStore:
         pipe = self.client.pipeline(transaction=True)
         for name, value in counts.items():
             pipe.hincrby(key, name, int(value))
-        scripts.queue(
-            pipe, self._set_max, [key], ["done_until", repr(done_until), repr(self.clock())]
-        )
+        args = ["done_until", repr(done_until), repr(self.clock())]
+        scripts.queue(pipe, self._set_max, [key], args, by_text=True)  # a MULTI: never NOSCRIPT
         pipe.execute()
 
     @guarded

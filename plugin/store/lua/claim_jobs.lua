@@ -11,7 +11,7 @@
 -- out, trimmed) are released by index_app.lua.
 --
 -- KEYS[1]  adaptalloc:v2:{global}:jobs  hash  job id -> app that counted it
--- ARGV     groups, one per app: the app key (string form), n, then n job ids (one call for
+-- ARGV[1], ...  groups, one per app: the app key (string form), n, then n job ids (one call for
 --          many apps: the client's cost is per command)
 -- Returns, per group, the job ids (of its ARGV) the app owns: claimed now or by itself before.
 
