@@ -10,7 +10,7 @@ released with a limit shorter than the user's:
   the limit, so a margin of one pass plus two guard intervals and a command timeout of slack
   raises it in time;
 * each raise is one ``limit_raised`` log event, an entry in the Redis stream
-  ``adaptalloc:v2:guard:raises``, the ``adaptalloc_guard_raises_total`` counter, and grows
+  ``adaptalloc:v2:{global}:guard:raises``, the ``adaptalloc_guard_raises_total`` counter, and grows
   the app's time-limit safety: ``safety <- min(MAX_SAFETY, safety * SAFETY_GROWTH)``. The
   decider multiplies the limits it shortens for that app by the safety, never above the
   user's limit (plugin/daemon/decider.py, `with_safety`): an app whose runs outlive their
@@ -19,7 +19,7 @@ released with a limit shorter than the user's:
   at a limit adaptalloc set: counted (``killed``, ``adaptalloc_guard_kills_total``); the
   promise is that this stays 0.
 
-Watches live in memory and in the Redis hash ``adaptalloc:v2:guard:watch`` (a restarted
+Watches live in memory and in the Redis hash ``adaptalloc:v2:{global}:guard:watch`` (a restarted
 daemon takes them up again). A job leaves the watch once raised, finished or gone. The
 guard reads the queue (one ``squeue --json``) every ``GUARD_INTERVAL_S`` while it watches
 anything, and never raises a limit above the user's.

@@ -1,7 +1,7 @@
 """High availability: the lease in Redis that lets one daemon of several decide, with a
 fencing token on every write (``[daemon] ha = true``; off by default).
 
-The lease is the key ``adaptalloc:v2:daemon:{lease}`` (plugin/store/keys.py) holding
+The lease is the key ``adaptalloc:v2:{global}:daemon:lease`` (plugin/store/keys.py) holding
 ``"<token> <holder>"`` with a TTL (``[daemon] lease_ttl_s``, default 10 s). It is taken
 when free (SET NX PX, checked and set in one script), the token being the next value of an
 INCR'd counter, renewed with PEXPIRE and given up with DEL, each only while the key still

@@ -4,9 +4,9 @@ The record is `plugin.store.decisions.DecisionRecord`; the stream entry has the 
 `plugin.store.curves.CurveStore.record_decision` writes (fields ``app``, ``job_id``, ``doc``:
 the record's `to_dict`), so ``adaptalloc app KEY --decisions`` and the reports read both. It
 is written by plugin/store/lua/record_decision.lua behind a once-guard key
-(``adaptalloc:v2:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered after a
-crash is never recorded twice. Redis trouble never blocks a job: the record is skipped,
-counted and the log line (which carries every field) stays the source of truth.
+(``adaptalloc:v2:{global}:decided:<job>-<submit>``, plugin/store/keys.py), so a job recovered
+after a crash is never recorded twice. Redis trouble never blocks a job: the record is
+skipped, counted and the log line (which carries every field) stays the source of truth.
 
 With HA (`fence` set, plugin/daemon/lease.py) each chunk is one fenced transaction: WATCH
 on the lease, our token compared, MULTI, the scripts, EXEC; a daemon that lost the lease
@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any
 
 import redis
@@ -27,7 +26,7 @@ import structlog
 from plugin.daemon.decider import RELEASE, Outcome
 from plugin.daemon.lease import Lease, LeaseLost
 from plugin.errors import printable
-from plugin.store import keys
+from plugin.store import keys, scripts
 from plugin.store.decisions import DecisionRecord
 
 __all__ = ["DecisionRecorder", "decision_record"]
@@ -107,10 +106,7 @@ class DecisionRecorder:
     def _ready(self) -> Any:
         if self._client is None:
             self._client = self._client_factory()
-            text = (resources.files("plugin.store") / "lua" / "record_decision.lua").read_text(
-                "utf-8"
-            )
-            self._script = self._client.register_script(text)
+            self._script = scripts.load(self._client, "record_decision.lua")
         return self._client
 
     def reset(self, client: Callable[[], redis.Redis]) -> None:
@@ -134,10 +130,12 @@ class DecisionRecorder:
                     for doc in docs[start : start + CHUNK]:
                         guard = keys.decided(doc.job_id, doc.submit_time or 0)
                         text = json.dumps(doc.to_dict(), separators=(",", ":"), default=str)
-                        self._script(
-                            keys=[guard, keys.DECISIONS],
-                            args=[self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
-                            client=pipe,
+                        scripts.queue(  # a plain or a Redis Cluster pipeline
+                            pipe,
+                            self._script,
+                            [guard, keys.DECISIONS],
+                            [self.ttl_s, self.maxlen, doc.app or "", doc.job_id, text],
+                            by_text=True,  # this pipeline is not retried on NOSCRIPT
                         )
                     written += sum(1 for reply in pipe.execute() if reply)
         except (LeaseLost, redis.WatchError) as exc:

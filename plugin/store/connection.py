@@ -16,6 +16,13 @@ old master fails (a connection error, or the old master's READONLY once it is a 
 which redis-py turns into a connection error): the daemon fails open on it as on any
 Redis outage, and its next connection finds the new master.
 
+Redis Cluster: ``redis+cluster://[[USER]:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]`` names one
+or more nodes to start from (port 6379 by default; no database, a cluster has only db 0);
+redis-py's ``RedisCluster`` learns the slot map from them and sends each command to the
+master of its key's slot. Every script and transaction of adaptalloc touches keys of one
+slot (plugin/store/keys.py: one hash tag per app, one for the global keys). The password
+(and user) are the nodes'; the configuration's win, as for plain URLs.
+
 Every command has socket timeouts and is retried on connection errors and timeouts with
 exponential backoff and jitter (redis-py's Retry). When Redis stays unreachable, the caller
 gets :class:`StoreUnavailable`, one line naming the URL (password masked) and why; the
@@ -31,10 +38,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 import redis
+import redis.cluster
 import redis.sentinel
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
@@ -49,6 +57,7 @@ __all__ = [
     "client_location",
     "connect",
     "guarded",
+    "is_cluster",
     "mask_url",
     "resolve_url",
     "unavailable_as_error",
@@ -58,6 +67,8 @@ DEFAULT_URL = "redis://localhost:6379/0"
 URL_ENV = "REDIS_URL"
 SENTINEL_SCHEME = "redis+sentinel://"
 SENTINEL_PORT = 26379
+CLUSTER_SCHEME = "redis+cluster://"
+CLUSTER_PORT = 6379
 _SENTINEL_HOST = re.compile(r"[A-Za-z0-9._-]+")
 
 P = ParamSpec("P")
@@ -101,21 +112,7 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
         raise ValueError(f"a Sentinel URL starts with {SENTINEL_SCHEME}")
     rest = url[len(SENTINEL_SCHEME) :]
     netloc, _, path = rest.partition("/")
-    username = password = None
-    if "@" in netloc:
-        auth, _, netloc = netloc.rpartition("@")
-        user, colon, secret = auth.partition(":")
-        username = unquote(user) or None
-        password = unquote(secret) if colon else None
-    sentinels = []
-    for item in netloc.split(","):
-        host, colon, port = item.partition(":")
-        if not _SENTINEL_HOST.fullmatch(host) or (colon and not port.isdigit()):
-            raise ValueError(f"sentinel {item!r} is not HOST or HOST:PORT")
-        number = int(port) if colon else SENTINEL_PORT
-        if not 0 < number < 65536:
-            raise ValueError(f"sentinel port {number} is out of range")
-        sentinels.append((host, number))
+    username, password, sentinels = _auth_and_hosts(netloc, SENTINEL_PORT, "sentinel")
     parts = [p for p in path.split("/") if p] if path else []
     if not parts or len(parts) > 2:
         raise ValueError("the path must be /SERVICE or /SERVICE/DB")
@@ -127,15 +124,59 @@ def parse_sentinel_url(url: str) -> SentinelUrl:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class ClusterUrl:
+    """A ``redis+cluster://`` URL taken apart (module docstring)."""
+
+    nodes: tuple[tuple[str, int], ...]
+    username: str | None
+    password: str | None
+
+
+def _auth_and_hosts(
+    netloc: str, default_port: int, what: str
+) -> tuple[str | None, str | None, list[tuple[str, int]]]:
+    """``[[USER]:PASSWORD@]HOST[:PORT][,...]`` -> (user, password, [(host, port), ...])."""
+    username = password = None
+    if "@" in netloc:
+        auth, _, netloc = netloc.rpartition("@")
+        user, colon, secret = auth.partition(":")
+        username = unquote(user) or None
+        password = unquote(secret) if colon else None
+    hosts = []
+    for item in netloc.split(","):
+        host, colon, port = item.partition(":")
+        if not _SENTINEL_HOST.fullmatch(host) or (colon and not port.isdigit()):
+            raise ValueError(f"{what} {item!r} is not HOST or HOST:PORT")
+        number = int(port) if colon else default_port
+        if not 0 < number < 65536:
+            raise ValueError(f"{what} port {number} is out of range")
+        hosts.append((host, number))
+    return username, password, hosts
+
+
+def parse_cluster_url(url: str) -> ClusterUrl:
+    """``redis+cluster://[[USER]:PASSWORD@]HOST[:PORT][,...][/]``; ValueError naming what is
+    wrong (a database other than 0 is one: a cluster has no other)."""
+    if not url.startswith(CLUSTER_SCHEME):
+        raise ValueError(f"a Cluster URL starts with {CLUSTER_SCHEME}")
+    netloc, _, path = url[len(CLUSTER_SCHEME) :].partition("/")
+    if path.strip("/") not in ("", "0"):
+        raise ValueError("a Redis Cluster has only database 0; drop the path")
+    username, password, nodes = _auth_and_hosts(netloc, CLUSTER_PORT, "cluster node")
+    return ClusterUrl(tuple(nodes), username, password)
+
+
 def mask_url(url: str) -> str:
     """The URL with its password replaced by ``***`` (safe for logs and messages)."""
-    if url.startswith(SENTINEL_SCHEME):
-        netloc, slash, path = url[len(SENTINEL_SCHEME) :].partition("/")
-        if "@" in netloc:
-            auth, _, hosts = netloc.rpartition("@")
-            user = auth.partition(":")[0]
-            netloc = f"{user}:***@{hosts}" if ":" in auth else netloc
-        return printable(SENTINEL_SCHEME + netloc + slash + path)
+    for scheme in (SENTINEL_SCHEME, CLUSTER_SCHEME):
+        if url.startswith(scheme):
+            netloc, slash, path = url[len(scheme) :].partition("/")
+            if "@" in netloc:
+                auth, _, hosts = netloc.rpartition("@")
+                user = auth.partition(":")[0]
+                netloc = f"{user}:***@{hosts}" if ":" in auth else netloc
+            return printable(scheme + netloc + slash + path)
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -208,12 +249,16 @@ def connect(
     if where.url.startswith("rediss://") and cfg.tls_ca_file:
         options["ssl_ca_certs"] = cfg.tls_ca_file
     try:
-        if where.url.startswith(SENTINEL_SCHEME):
+        if where.url.startswith(CLUSTER_SCHEME):
+            client = _cluster_client(parse_cluster_url(where.url), options)
+        elif where.url.startswith(SENTINEL_SCHEME):
             client = _sentinel_client(parse_sentinel_url(where.url), cfg, options)
         else:
             client = redis.Redis.from_url(where.url, **options)
     except (ValueError, TypeError) as exc:
         raise StoreUnavailable(f"Redis URL {where} is not usable: {_reason(exc)}") from exc
+    except redis.RedisError as exc:  # a cluster's nodes are asked for the slot map at once
+        raise _unavailable(exc, str(where)) from exc
     if check:
         try:
             client.ping()
@@ -240,6 +285,60 @@ def _sentinel_client(url: SentinelUrl, cfg: RedisConfig, options: dict[str, obje
     )
     client: redis.Redis = sentinel.master_for(url.service, db=url.db, **master)  # type: ignore[no-untyped-call]
     return client
+
+
+class _Cluster(redis.cluster.RedisCluster):
+    """redis-py's RedisCluster, but "no node of the cluster answers" is a
+    ``redis.ConnectionError`` as on a single Redis (redis-py raises RedisClusterException,
+    which is no RedisError), so every caller's fail-open path catches it."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        with _cluster_down_as_connection_error():
+            return super().execute_command(*args, **kwargs)  # type: ignore[no-untyped-call]
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
+        pipe = super().pipeline(transaction, shard_hint)  # type: ignore[no-untyped-call]
+        execute = pipe.execute
+
+        def checked(raise_on_error: bool = True) -> Any:
+            with _cluster_down_as_connection_error():
+                return execute(raise_on_error)
+
+        pipe.execute = checked
+        return pipe
+
+
+@contextmanager
+def _cluster_down_as_connection_error() -> Iterator[None]:
+    try:
+        yield
+    except redis.exceptions.RedisClusterException as exc:
+        raise redis.ConnectionError(_reason(exc)) from exc
+
+
+def _cluster_client(url: ClusterUrl, options: dict[str, object]) -> redis.Redis:
+    """A ``RedisCluster`` started from `url`'s nodes (it finds the others itself). Typed as
+    ``redis.Redis``: the store calls only the commands both share. Connection errors and
+    timeouts are retried with the same backoff; MOVED and ASK redirections by redis-py."""
+    node_options = {k: v for k, v in options.items() if k != "retry_on_error"}
+    if url.username and "username" not in node_options:
+        node_options["username"] = url.username
+    if url.password is not None and "password" not in node_options:
+        node_options["password"] = url.password
+    with _cluster_down_as_connection_error():  # it asks the nodes for the slot map at once
+        client: redis.Redis = _Cluster(  # type: ignore[assignment]
+            startup_nodes=[
+                redis.cluster.ClusterNode(host, port)  # type: ignore[no-untyped-call]
+                for host, port in url.nodes
+            ],
+            **node_options,  # type: ignore[arg-type]
+        )
+    return client
+
+
+def is_cluster(client: object) -> bool:
+    """True for a Redis Cluster client (its pipelines and scripts have rules of their own)."""
+    return isinstance(client, redis.cluster.RedisCluster)
 
 
 def _unavailable(exc: redis.RedisError, where: str) -> StoreUnavailable:
@@ -288,6 +387,9 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 
 def client_location(client: redis.Redis) -> str:
     """``redis://host:port/db`` (or ``unix://path``) of a client, without credentials."""
+    if isinstance(client, redis.cluster.RedisCluster):
+        nodes = ",".join(f"{printable(str(n.host))}:{n.port}" for n in client.get_nodes()[:3])
+        return f"redis+cluster://{nodes}"
     pool = client.connection_pool
     kwargs = pool.connection_kwargs
     if isinstance(pool, redis.sentinel.SentinelConnectionPool):

@@ -1,15 +1,22 @@
 """The curve store: observations, curves and decisions per app key, in Redis.
 
-Key names are in plugin/store/keys.py; every multi-key update is one Lua script in plugin/store/lua/
-(registered once per connection), so a crash between two writes cannot happen inside an
-update and never leaves half a curve, and two learners running at once stay correct:
+Key names are in plugin/store/keys.py; every multi-key update is made of Lua scripts in
+plugin/store/lua/ (loaded once per connection), each touching the keys of one Redis Cluster
+slot (an app's, or the global indexes'), so the store runs on a single Redis and on a
+cluster alike. A crash never leaves half a curve, and two learners running at once stay
+correct:
 
-* `add_observations` counts each job id once across all apps (the job index), ages out and
-  trims the oldest observations, bumps the app's observation version and marks it dirty;
-* `save_curve` is a compare-and-set on that version: a curve fitted from older
-  observations never replaces one fitted from newer ones, and a forgotten app stays
-  forgotten;
-* `forget` removes an app and its job-index entries in one step.
+* `add_observations` claims each job id once across all apps (claim_jobs.lua, the job
+  index), then writes the app's observations, ages out and trims the oldest and bumps its
+  observation version (add_observations.lua), then marks it dirty and indexes it
+  (index_app.lua); what the last step writes is derived from the app's keys, so a crash
+  between the steps is healed by the next call;
+* `save_curve` is a compare-and-set on that version (save_curve.lua): a curve fitted from
+  older observations never replaces one fitted from newer ones, and a forgotten app stays
+  forgotten; the dirty mark goes only when no newer observations marked it
+  (clear_dirty.lua);
+* `forget` removes an app's keys and leaves a tombstone in one step (forget.lua), then its
+  index entries and job-index entries (forget_index.lua).
 
 Reading a curve returns `predictor.Curve.from_dict(...)`, which validates; a stored curve it
 refuses is logged and read as "no curve" (the daemon then explores, and the next refit
@@ -26,7 +33,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import redis
@@ -35,7 +41,7 @@ import structlog
 import predictor
 from plugin.appkey import AppKey, AppKeyError, numeric_size
 from plugin.errors import printable
-from plugin.store import keys
+from plugin.store import keys, scripts
 from plugin.store.connection import StoreError, client_location, guarded
 from plugin.store.decisions import DecisionRecord, StoredDecision
 
@@ -65,10 +71,6 @@ _JOB_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-")
 #: What decoding a corrupt stored document can raise (garbage JSON, a list where an object
 #: belongs, 1e999 where an int belongs, nesting deeper than the interpreter's stack).
 CORRUPT_DOCUMENT = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
-
-
-def _lua(name: str) -> str:
-    return (resources.files("plugin.store") / "lua" / name).read_text(encoding="utf-8")
 
 
 #: A node type is a Slurm partition name (what the learner reads from sacct's Partition).
@@ -336,10 +338,14 @@ class CurveStore:
         self.where = client_location(client)
         #: Corrupt documents skipped while reading, by kind ("curve", "observation", "decision").
         self.skipped: Counter[str] = Counter()
-        self._add = client.register_script(_lua("add_observations.lua"))
-        self._save = client.register_script(_lua("save_curve.lua"))
-        self._forget = client.register_script(_lua("forget.lua"))
-        self._set_max = client.register_script(_lua("set_max.lua"))
+        self._claim = scripts.load(client, "claim_jobs.lua")
+        self._add = scripts.load(client, "add_observations.lua")
+        self._index = scripts.load(client, "index_app.lua")
+        self._save = scripts.load(client, "save_curve.lua")
+        self._clear_dirty = scripts.load(client, "clear_dirty.lua")
+        self._forget = scripts.load(client, "forget.lua")
+        self._forget_index = scripts.load(client, "forget_index.lua")
+        self._set_max = scripts.load(client, "set_max.lua")
 
     # --- observations ---------------------------------------------------------------------
 
@@ -347,27 +353,13 @@ class CurveStore:
         age = self.retention.max_age_s
         return "-inf" if age is None else repr(now - age)
 
-    def _add_call(self, app: AppKey, obs: Sequence[Observation], now: float, pipe: Any) -> Any:
-        argv: list[str | int | float] = [
-            str(app),
-            repr(now),
-            self.retention.max_observations,
-            self._oldest_kept(now),
-        ]
+    def _kept(self, app: AppKey, obs: Sequence[Observation], now: float) -> list[Observation]:
+        """`obs` minus those older than the retention keeps (never claimed, never counted)."""
         for o in obs:
             if o.app != app:
                 raise ValueError(f"observation of job {o.job_id} is for {o.app}, not {app}")
-            argv.extend((o.job_id, repr(o.end_time), o.to_json()))
-        keys_ = [
-            keys.app_observations(app),
-            keys.app_runs(app),
-            keys.app_state(app),
-            keys.APPS,
-            keys.DIRTY,
-            keys.JOBS,
-            keys.app_forgotten(app),
-        ]
-        return self._add(keys=keys_, args=argv, client=pipe)
+        age = self.retention.max_age_s
+        return list(obs) if age is None else [o for o in obs if o.end_time >= now - age]
 
     @guarded
     def add_observations(self, app: AppKey, observations: Iterable[Observation]) -> int:
@@ -376,17 +368,64 @@ class CurveStore:
 
     @guarded
     def add_batch(self, groups: Mapping[AppKey, Sequence[Observation]]) -> AddResult:
-        """Add observations of many apps, pipelined; each app's update is atomic."""
+        """Add observations of many apps, pipelined, in three steps per app, each atomic:
+        claim the job ids in the global job index (claim_jobs.lua), write the app's keys
+        (add_observations.lua), update the global indexes (index_app.lua). The scripts'
+        headers say why a crash between the steps loses nothing."""
         now = self.clock()
         total = AddResult()
         items = [(app, obs) for app, obs in groups.items() if obs]
         for start in range(0, len(items), PIPELINE_CHUNK):
-            pipe = self.client.pipeline(transaction=False)
-            for app, obs in items[start : start + PIPELINE_CHUNK]:
-                self._add_call(app, obs, now, pipe)
-            for added, duplicates, removed in pipe.execute():
-                total = total + AddResult(int(added), int(duplicates), int(removed))
+            total = total + self._add_chunk(items[start : start + PIPELINE_CHUNK], now)
         return total
+
+    def _add_chunk(
+        self, items: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
+    ) -> AddResult:
+        kept = [(app, self._kept(app, obs, now)) for app, obs in items]
+        groups: list[str | int] = []
+        for app, obs in kept:
+            if obs:
+                groups.extend((str(app), len(obs), *(o.job_id for o in obs)))
+        claims = self._claim(keys=[keys.JOBS], args=groups) if groups else []
+        owned = iter(claims)
+        ours: list[tuple[AppKey, list[Observation]]] = []
+        elsewhere = 0
+        for app, obs in kept:
+            mine = set(next(owned)) if obs else set()
+            ours.append((app, [o for o in obs if str(o.job_id) in mine]))
+            elsewhere += len(obs) - len(ours[-1][1])
+        replies = self._write_apps(ours, now)
+        return AddResult(
+            sum(int(r[0]) for r in replies),
+            elsewhere + sum(int(r[1]) for r in replies),
+            sum(int(r[2]) for r in replies),
+        )
+
+    def _write_apps(
+        self, items: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
+    ) -> list[list[Any]]:
+        """Steps 2 and 3 of add_batch (also all of age_out); add_observations.lua's replies."""
+        calls = []
+        for app, obs in items:
+            argv: list[str | int | float] = [
+                repr(now), self.retention.max_observations, self._oldest_kept(now),
+            ]  # fmt: skip
+            for o in obs:
+                argv.extend((o.job_id, repr(o.end_time), o.to_json()))
+            app_keys = [
+                keys.app_observations(app), keys.app_runs(app), keys.app_state(app),
+                keys.app_forgotten(app), keys.app_curve(app),
+            ]  # fmt: skip
+            calls.append(scripts.Call(self._add, app_keys, argv))
+        replies = scripts.run(self.client, calls)
+        groups: list[str | int] = [repr(now)]
+        for (app, _), reply in zip(items, replies, strict=True):
+            version, needs_refit, latest, *released = reply[3:]
+            groups.extend((str(app), version, needs_refit, latest, len(released), *released))
+        if len(groups) > 1:  # one call for the chunk: all in the global slot
+            self._index(keys=[keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS], args=groups)
+        return replies
 
     @guarded
     def age_out(self, apps: Iterable[AppKey] | None = None) -> int:
@@ -398,10 +437,8 @@ class CurveStore:
         now = self.clock()
         removed = 0
         for start in range(0, len(targets), PIPELINE_CHUNK):
-            pipe = self.client.pipeline(transaction=False)
-            for app in targets[start : start + PIPELINE_CHUNK]:
-                self._add_call(app, (), now, pipe)
-            removed += sum(int(reply[2]) for reply in pipe.execute())
+            chunk = [(app, ()) for app in targets[start : start + PIPELINE_CHUNK]]
+            removed += sum(int(reply[2]) for reply in self._write_apps(chunk, now))
         return removed
 
     def _indexed_apps(self) -> list[AppKey]:
@@ -528,15 +565,15 @@ class CurveStore:
 
     @guarded
     def refit_input(self, app: AppKey) -> RefitInput | None:
-        """The app's observations and their version in one snapshot (MULTI/EXEC)."""
+        """The app's observations and their version in one snapshot (MULTI/EXEC, one slot);
+        None when the app has none (never had, or was forgotten)."""
         pipe = self.client.pipeline(transaction=True)
         pipe.hgetall(keys.app_observations(app))
         pipe.hget(keys.app_state(app), "obs_version")
-        pipe.zscore(keys.APPS, str(app))
-        raw, version, indexed = pipe.execute()
-        if indexed is None:
+        raw, version = pipe.execute()
+        if version is None:
             return None
-        return RefitInput(app, tuple(self._observations(app, raw)), int(version or 0))
+        return RefitInput(app, tuple(self._observations(app, raw)), int(version))
 
     @guarded
     def save_curve(
@@ -559,10 +596,9 @@ class CurveStore:
         curve_key = (
             keys.app_curve(app) if node_type is None else keys.app_type_curve(app, node_type)
         )
-        status, version = self._save(
-            keys=[curve_key, keys.app_state(app), keys.APPS, keys.DIRTY, keys.app_node_types(app)],
+        status, version, fitted = self._save(
+            keys=[curve_key, keys.app_state(app), keys.app_node_types(app)],
             args=[
-                str(app),
                 obs_version,
                 "" if curve is None else json.dumps(curve.to_dict(), separators=(",", ":")),
                 repr(self.clock() if fitted_at is None else fitted_at),
@@ -573,6 +609,8 @@ class CurveStore:
                 node_type or "",
             ],
         )
+        if int(fitted) >= 0:
+            self._clear_dirty(keys=[keys.DIRTY, keys.DIRTY_VERSION], args=[str(app), fitted])
         names = {1: "written", 0: "stale", -1: "forgotten"}
         return SaveResult(names[int(status)], int(version))
 
@@ -639,19 +677,24 @@ class CurveStore:
         """
         key = _app_key(app)
         types = self.node_types(key)
-        removed = self._forget(
+        removed, *ids = self._forget(
             keys=[
                 *keys.app_keys(key),
-                keys.APPS,
-                keys.DIRTY,
-                keys.JOBS,
                 keys.app_forgotten(key),
                 keys.app_node_types(key),
                 *(keys.app_type_curve(key, t) for t in types),
             ],
-            args=[str(key), repr(self.clock()), FORGET_TOMBSTONE_S],
+            args=[repr(self.clock()), FORGET_TOMBSTONE_S],
         )
-        return int(removed) > 0
+        indexed = 0
+        for start in range(0, max(len(ids), 1), 10_000):  # the index's half, in bounded calls
+            indexed += int(
+                self._forget_index(
+                    keys=[keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS],
+                    args=[str(key), *ids[start : start + 10_000]],
+                )
+            )
+        return int(removed) + indexed > 0
 
     # --- decisions --------------------------------------------------------------------------
 
@@ -730,9 +773,8 @@ class CurveStore:
         pipe = self.client.pipeline(transaction=True)
         for name, value in counts.items():
             pipe.hincrby(key, name, int(value))
-        self._set_max(
-            keys=[key], args=["done_until", repr(done_until), repr(self.clock())], client=pipe
-        )
+        args = ["done_until", repr(done_until), repr(self.clock())]
+        scripts.queue(pipe, self._set_max, [key], args, by_text=True)  # a MULTI: never NOSCRIPT
         pipe.execute()
 
     @guarded
@@ -749,8 +791,8 @@ class CurveStore:
         pipe.zrange(keys.app_runs(app), 0, -1)
         pipe.hgetall(keys.app_curve(app))
         pipe.hget(keys.app_state(app), "obs_version")
-        pipe.zscore(keys.APPS, str(app))
-        obs, runs, curve, version, indexed = pipe.execute()
+        obs, runs, curve, version = pipe.execute()
+        indexed = self.client.zscore(keys.APPS, str(app))  # another slot: read after
         problems = []
         if set(obs) != set(runs):
             problems.append(f"observations and runs differ ({len(obs)} vs {len(runs)} job ids)")

@@ -1,7 +1,7 @@
 """The decision record: what the daemon decided for one held job, as it crosses into Redis.
 
 One frozen, versioned value, written by the daemon (plugin/daemon/record.py, as a JSON
-document in the ``adaptalloc:v2:decisions`` stream) and read back by ``adaptalloc
+document in the ``adaptalloc:v2:{global}:decisions`` stream) and read back by ``adaptalloc
 decisions``, ``adaptalloc app`` and the reports. `to_dict` gives the stored document
 (``"version": DECISION_VERSION`` and one key per field); `from_dict` reads it back and
 refuses a version it does not know, or a field of the wrong type, with

@@ -1,47 +1,56 @@
 """Every Redis key adaptalloc uses, in one place, under the versioned prefix ``adaptalloc:v2:``.
 
+Every key carries exactly one hash tag, so that Redis Cluster puts it in a known slot:
+``{<app>}`` for an app's keys, ``{global}`` for the rest (``G`` below stands for
+``adaptalloc:v2:{global}:``, ``A`` for ``adaptalloc:v2:app:{<app>}:``).
+
 | key | type | holds |
 |---|---|---|
-| ``adaptalloc:v2:apps`` | sorted set | app key -> end time of its latest run (Unix s) |
-| ``adaptalloc:v2:dirty`` | sorted set | app key -> when it first needed a refit (Unix s) |
-| ``adaptalloc:v2:decisions`` | stream | the daemon's decisions, capped (XADD MAXLEN ~) |
-| ``adaptalloc:v2:jobs`` | hash | job id -> app that counted it (a job counts once) |
-| ``adaptalloc:v2:app:{<app>}:obs`` | hash | job id -> observation JSON (below) |
-| ``adaptalloc:v2:app:{<app>}:runs`` | sorted set | job id -> end time (ageing out, trimming) |
-| ``adaptalloc:v2:app:{<app>}:state`` | hash | obs_version, added_total, updated_at |
-| ``adaptalloc:v2:app:{<app>}:curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
-| ``adaptalloc:v2:app:{<app>}:curve:<type>`` | hash | the same, from the runs on one node type |
-| ``adaptalloc:v2:app:{<app>}:types`` | set | node types that have a curve of their own |
-| ``adaptalloc:v2:app:{<app>}:guard`` | hash | raised, killed, censored counts; limit safety |
-| ``adaptalloc:v2:app:{<app>}:censored`` | hash | job id -> censored run JSON (a lower bound) |
-| ``adaptalloc:v2:app:{<app>}:forgotten`` | string, TTL | when the app was forgotten |
-| ``adaptalloc:v2:learner:<source>`` | hash | the learner's watermark for sacct or squeue |
-| ``adaptalloc:v2:import:<id>`` | hash | checkpoint of one ``import sacct`` range |
-| ``adaptalloc:v2:decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
-| ``adaptalloc:v2:guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
-| ``adaptalloc:v2:guard:raises`` | stream | every limit the kill guard raised, capped |
-| ``adaptalloc:v2:migration`` | hash | the v1 -> v2 migration: state, counts (migrate.py) |
-| ``adaptalloc:v2:daemon:{lease}`` (``:token``) | string, PX (int) | HA lease; fencing tokens |
+| ``G apps`` | sorted set | app key -> end time of its latest run (Unix s) |
+| ``G dirty`` | sorted set | app key -> when it first needed a refit (Unix s) |
+| ``G dirty:version`` | hash | app key -> the newest obs_version that marked it dirty |
+| ``G decisions`` | stream | the daemon's decisions, capped (XADD MAXLEN ~) |
+| ``G jobs`` | hash | job id -> app that counted it (a job counts once) |
+| ``A obs`` | hash | job id -> observation JSON (below) |
+| ``A runs`` | sorted set | job id -> end time (ageing out, trimming) |
+| ``A state`` | hash | obs_version, added_total, updated_at |
+| ``A curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
+| ``A curve:<type>`` | hash | the same, from the runs on one node type |
+| ``A types`` | set | node types that have a curve of their own |
+| ``A guard`` | hash | raised, killed, censored counts; limit safety |
+| ``A censored`` | hash | job id -> censored run JSON (a lower bound) |
+| ``A forgotten`` | string, TTL | when the app was forgotten |
+| ``G learner:<source>`` | hash | the learner's watermark for sacct or squeue |
+| ``G import:<id>`` | hash | checkpoint of one ``import sacct`` range |
+| ``G decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
+| ``G guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
+| ``G guard:raises`` | stream | every limit the kill guard raised, capped |
+| ``G migration`` | hash | the v1 -> v2 migration: state, counts (migrate.py) |
+| ``G daemon:lease`` (``:token``) | string, PX (int) | HA lease; fencing tokens |
 
 ``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
 ``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
 ``*``, ``{``, ``}``, whitespace or anything outside ``[a-z0-9._@-]``. The functions below
 accept only AppKey values and check the other variable parts, so no caller can build a key
-outside the namespace.
+outside the namespace. (An app named ``global`` shares the global keys' slot: harmless, the
+names differ.)
 
-**Redis Cluster.** Each app's keys share the hash tag ``{<app>}`` (issue 16), so they live
-in one slot and a script that touches only them runs on a cluster. These scripts also touch
-global keys (other slots) and so do *not* run on Redis Cluster yet:
+**Redis Cluster** (issue 16). Every script and every transaction touches keys of one slot:
 
-* ``add_observations.lua``: ``apps``, ``dirty``, ``jobs`` (the index, the refit queue and
-  the count-each-job-once index) beside the app's keys;
-* ``save_curve.lua``: ``apps`` (is the app forgotten?) and ``dirty``;
-* ``forget.lua``: ``apps``, ``dirty``, ``jobs``;
-* ``record_decision.lua``: ``decided:<job>-<submit>`` and ``decisions``;
-* ``migrate_key.lua``: a v1 key and its v2 name (different slots by design).
+* per app (``{<app>}``): ``add_observations.lua``, ``save_curve.lua``, ``forget.lua``,
+  ``refit_input``'s snapshot;
+* global (``{global}``): ``claim_jobs.lua``, ``index_app.lua``, ``clear_dirty.lua``,
+  ``forget_index.lua``, ``record_decision.lua`` (the once-guard and the stream), the HA
+  lease (``lease.lua``) and the daemon's fenced transactions, which WATCH the lease and
+  write the decision keys in one MULTI;
+* ``set_max.lua`` touches one key.
 
-``set_max.lua`` touches one key and runs anywhere. Moving the global indexes under a tag
-(or per-app job index entries) is what Redis Cluster support still needs.
+An update that needs both an app's keys and the global indexes (adding observations,
+saving a curve, forgetting an app) runs as a per-app script and one or two global ones,
+each atomic; the scripts' headers say why the steps in between are safe (every step is
+idempotent and a crash between them is healed by the next call). On a cluster the v1 -> v2
+migration copies each key with DUMP and RESTORE from the client (its two names are in two
+slots), see migrate.py.
 
 An observation is stored as compact JSON, ``{"n": nodes, "t": runtime_s, "e": end_time,
 "s": source}`` with, only when known, ``"z"`` problem size, ``"k"`` tasks, ``"p"`` tasks per
@@ -64,6 +73,9 @@ __all__ = [
     "APPS",
     "DECISIONS",
     "DIRTY",
+    "DIRTY_VERSION",
+    "GLOBAL",
+    "GLOBAL_TAG",
     "GUARD_RAISES",
     "GUARD_WATCH",
     "JOBS",
@@ -75,6 +87,7 @@ __all__ = [
     "V1_PREFIX",
     "app_censored",
     "app_curve",
+    "app_forgotten",
     "app_guard",
     "app_keys",
     "app_node_types",
@@ -90,17 +103,24 @@ __all__ = [
 PREFIX = "adaptalloc:v2:"
 #: The previous schema, read only by the migration (plugin/store/migrate.py).
 V1_PREFIX = "adaptalloc:v1:"
+#: The hash tag of every key that is not an app's: one Redis Cluster slot for them all.
+GLOBAL_TAG = "{global}"
+GLOBAL = PREFIX + GLOBAL_TAG + ":"
 #: The migration's own record: state (running, done), counts, times.
-MIGRATION = PREFIX + "migration"
-APPS = PREFIX + "apps"
-DIRTY = PREFIX + "dirty"
-DECISIONS = PREFIX + "decisions"
-JOBS = PREFIX + "jobs"
-GUARD_WATCH = PREFIX + "guard:watch"
-GUARD_RAISES = PREFIX + "guard:raises"
-#: The HA daemons' lease and its fencing-token counter (plugin/daemon/lease.py); one hash tag,
-#: so that lease.lua's two keys share a Redis Cluster slot.
-LEASE = PREFIX + "daemon:{lease}"
+MIGRATION = GLOBAL + "migration"
+APPS = GLOBAL + "apps"
+DIRTY = GLOBAL + "dirty"
+#: app -> the newest obs_version that marked it dirty, so that a refit of older
+#: observations never clears a newer mark (clear_dirty.lua).
+DIRTY_VERSION = GLOBAL + "dirty:version"
+DECISIONS = GLOBAL + "decisions"
+JOBS = GLOBAL + "jobs"
+GUARD_WATCH = GLOBAL + "guard:watch"
+GUARD_RAISES = GLOBAL + "guard:raises"
+#: The HA daemons' lease and its fencing-token counter (plugin/daemon/lease.py). In the
+#: global slot: lease.lua touches both, and the fenced decision write (record.py) WATCHes
+#: the lease and writes ``decided:`` and ``decisions`` in one transaction.
+LEASE = GLOBAL + "daemon:lease"
 LEASE_TOKEN = LEASE + ":token"
 #: Where the learner can read finished jobs from; each has its own watermark.
 LEARNER_SOURCES = ("sacct", "squeue")
@@ -184,21 +204,22 @@ def app_keys(app: AppKey) -> tuple[str, str, str, str, str, str]:
 
 
 def learner(source: str) -> str:
-    """``adaptalloc:v2:learner:<source>`` for source sacct or squeue."""
+    """``adaptalloc:v2:{global}:learner:<source>`` for source sacct or squeue."""
     if source not in LEARNER_SOURCES:
         raise ValueError(f"learner source must be one of {', '.join(LEARNER_SOURCES)}")
-    return f"{PREFIX}learner:{source}"
+    return f"{GLOBAL}learner:{source}"
 
 
 def import_checkpoint(import_id: str) -> str:
-    """``adaptalloc:v2:import:<id>``; id from [a-z0-9._-], e.g. ``sacct-1700000000-1700086400``."""
+    """``adaptalloc:v2:{global}:import:<id>``; id from [a-z0-9._-], e.g.
+    ``sacct-1700000000-1700086400``."""
     if not _IMPORT_ID.fullmatch(import_id):
         raise ValueError(f"import id {import_id!r} is not of the form [a-z0-9][a-z0-9._-]*")
-    return f"{PREFIX}import:{import_id}"
+    return f"{GLOBAL}import:{import_id}"
 
 
 def decided(job_id: int, submit_time: int) -> str:
-    """``adaptalloc:v2:decided:<job_id>-<submit_time>``: the daemon's record-once guard.
+    """``adaptalloc:v2:{global}:decided:<job_id>-<submit_time>``: the daemon's record-once guard.
 
     Slurm reuses job ids (after MaxJobId, or a reset cluster), so the submit time is part of
     the key; both must be whole numbers ≥ 0.
@@ -206,4 +227,4 @@ def decided(job_id: int, submit_time: int) -> str:
     for name, value in (("job_id", job_id), ("submit_time", submit_time)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(f"{name} must be a whole number ≥ 0, got {value!r}")
-    return f"{PREFIX}decided:{job_id}-{submit_time}"
+    return f"{GLOBAL}decided:{job_id}-{submit_time}"

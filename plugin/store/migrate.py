@@ -1,9 +1,15 @@
 """Copy the v1 key schema (``adaptalloc:v1:``) to v2 (``adaptalloc:v2:``, plugin/store/keys.py).
 
-v2 holds the same values as v1 under new names: the per-app keys gained the Redis Cluster
-hash tag (``adaptalloc:v1:app:lulesh:obs`` -> ``adaptalloc:v2:app:{lulesh}:obs``), every
-other key only the prefix. So a key is migrated by copying it whole (`migrate_key.lua`:
-DUMP and RESTORE in Redis, type, members and time to live kept).
+v2 holds the same values as v1 under new names, each with a Redis Cluster hash tag: the
+per-app keys their app's (``adaptalloc:v1:app:lulesh:obs`` ->
+``adaptalloc:v2:app:{lulesh}:obs``), every other key the global one
+(``adaptalloc:v1:apps`` -> ``adaptalloc:v2:{global}:apps``). So a key is migrated by
+copying it whole (DUMP and RESTORE: type, members and time to live kept): in Redis with
+`migrate_key.lua` on a single Redis; on Redis Cluster, where a v1 key and its v2 name lie in
+two slots, from the client (DUMP, then RESTORE, which refuses to overwrite a v2 key that
+exists, so the rules below hold there too). The v1 -> v2 dirty mark's version
+(``{global}:dirty:version``) is new in v2 and starts empty: a dirty app is refitted and its
+mark cleared as usual.
 
 * **Idempotent and resumable.** A v2 key that exists is never overwritten, so running it
   again, or after a crash halfway, copies only what is missing. The record
@@ -35,7 +41,7 @@ import structlog
 from plugin.appkey import AppKey, AppKeyError
 from plugin.errors import printable
 from plugin.store import keys
-from plugin.store.connection import guarded
+from plugin.store.connection import guarded, is_cluster
 
 __all__ = ["MigrationResult", "migrate", "migrate_if_needed", "v1_keys", "v2_name"]
 
@@ -89,7 +95,7 @@ def v2_name(v1_key: str) -> str | None:
         return f"{keys.PREFIX}app:{{{app}}}:{tail}"
     if not rest or "{" in rest or "}" in rest:
         return None
-    return keys.PREFIX + rest
+    return keys.GLOBAL + rest
 
 
 def v1_keys(client: Any) -> list[str]:
@@ -112,22 +118,26 @@ def migrate(
     script = conn.register_script(
         (resources.files("plugin.store") / "lua" / "migrate_key.lua").read_text("utf-8")
     )
+    copy = _copy_across_slots if is_cluster(conn) else None
     names = v1_keys(conn)
     conn.hset(keys.MIGRATION, mapping={"state": "running", "started_at": repr(clock())})
     copied = skipped = gone = unmapped = 0
     for start in range(0, len(names), BATCH):
         batch = names[start : start + BATCH]
         pipe = conn.pipeline(transaction=False)
-        mapped = []
+        pairs = []
         for name in batch:
             target = v2_name(name)
             if target is None:
                 unmapped += 1
                 log.warning("migration_key_unmapped", key=printable(name)[:200])
                 continue
-            mapped.append(name)
-            script(keys=[name, target], client=pipe)
-        for reply in pipe.execute() if mapped else []:
+            pairs.append((name, target))
+            if copy is None:
+                script(keys=[name, target], client=pipe)
+        on_server = pipe.execute() if pairs and copy is None else []
+        replies = copy(conn, pairs) if copy is not None else on_server
+        for reply in replies:
             copied += int(reply) == 1
             skipped += int(reply) == 0
             gone += int(reply) == -1
@@ -144,6 +154,32 @@ def migrate(
     )
     log.info("store_migrated", **result.to_dict())
     return result
+
+
+def _copy_across_slots(conn: Any, pairs: list[tuple[str, str]]) -> list[int]:
+    """migrate_key.lua's replies for `pairs` (v1 name, v2 name) on Redis Cluster: DUMP and
+    PTTL of the v1 keys in one pipeline, then RESTORE of each (no REPLACE: an existing v2
+    key answers BUSYKEY, counted as skipped, so a v2 write is never overwritten)."""
+    pipe = conn.pipeline(transaction=False)
+    for old, _ in pairs:
+        pipe.dump(old)
+        pipe.pttl(old)
+    dumped = pipe.execute()
+    replies = []
+    for i, (_, new) in enumerate(pairs):
+        payload, ttl = dumped[2 * i], dumped[2 * i + 1]
+        if payload is None or ttl == -2:
+            replies.append(-1)
+            continue
+        try:
+            conn.restore(new, max(int(ttl), 0), payload)
+        except redis.ResponseError as exc:
+            if "BUSYKEY" not in str(exc):
+                raise
+            replies.append(0)
+        else:
+            replies.append(1)
+    return replies
 
 
 @guarded

@@ -81,9 +81,9 @@ def test_a_job_that_outruns_its_shortened_limit_gets_the_users_limit_and_complet
     assert counts["limits_raised"] == 1
     assert counts["killed_at_our_limit"] == 0
     assert counts["limit_safety"] == 1.25
-    [(_, fields_)] = redis_client.xrange("adaptalloc:v2:guard:raises")
+    [(_, fields_)] = redis_client.xrange("adaptalloc:v2:{global}:guard:raises")
     assert json.loads(fields_["doc"])["job_id"] == job
-    assert redis_client.hlen("adaptalloc:v2:guard:watch") == 0
+    assert redis_client.hlen("adaptalloc:v2:{global}:guard:watch") == 0
 
     # The app's next shortened limit is lengthened by its safety.
     fresh = submit_job(

@@ -156,7 +156,7 @@ def test_two_learner_processes_at_once_count_each_job_once(
 HOSTILE_NAMES = [
     "\x1b[31mred\x1b[0m",
     "two\nlines",
-    "adaptalloc:v2:apps",
+    "adaptalloc:v2:{global}:apps",
     "adaptalloc:v2:app:{x}:obs",
     "lul*",
     "lul\u0435sh",
@@ -199,9 +199,9 @@ def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
         assert key.startswith("adaptalloc:v2:"), key
         assert key.isascii(), key
         assert key.isprintable(), key
-    for member in redis_client.zrange("adaptalloc:v2:apps", 0, -1):
+    for member in redis_client.zrange("adaptalloc:v2:{global}:apps", 0, -1):
         assert AppKey.parse(member) is not None
-    counted = set(redis_client.hkeys("adaptalloc:v2:jobs"))
+    counted = set(redis_client.hkeys("adaptalloc:v2:{global}:jobs"))
     hostile_ids = {str(ids[label]) for label in specs if label != "control"}
     assert counted.isdisjoint(hostile_ids)
     refused = {e["job_id"]: e for e in events if e.get("event") == "job_rejected"}

@@ -82,20 +82,20 @@ def test_exact_keys_after_a_full_cycle(store: CurveStore, redis_client: Any) -> 
     store.advance_watermark("sacct", NOW)
     store.save_checkpoint("sacct-1-2", 2.0, {"added": 1})
     assert set(redis_client.keys("*")) == {
-        "adaptalloc:v2:apps",
-        "adaptalloc:v2:dirty",
-        "adaptalloc:v2:jobs",
-        "adaptalloc:v2:decisions",
+        "adaptalloc:v2:{global}:apps",
+        "adaptalloc:v2:{global}:dirty",
+        "adaptalloc:v2:{global}:jobs",
+        "adaptalloc:v2:{global}:decisions",
         "adaptalloc:v2:app:{lulesh@large}:obs",
         "adaptalloc:v2:app:{lulesh@large}:runs",
         "adaptalloc:v2:app:{lulesh@large}:state",
         "adaptalloc:v2:app:{lulesh@large}:curve",
-        "adaptalloc:v2:learner:sacct",
-        "adaptalloc:v2:import:sacct-1-2",
-    } - {"adaptalloc:v2:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
+        "adaptalloc:v2:{global}:learner:sacct",
+        "adaptalloc:v2:{global}:import:sacct-1-2",
+    } - {"adaptalloc:v2:{global}:dirty"}  # refitted: the dirty set is empty, so Redis dropped it
     assert redis_client.type("adaptalloc:v2:app:{lulesh@large}:obs") == "hash"
-    assert redis_client.type("adaptalloc:v2:decisions") == "stream"
-    assert redis_client.hget("adaptalloc:v2:jobs", "100") == "lulesh@large"
+    assert redis_client.type("adaptalloc:v2:{global}:decisions") == "stream"
+    assert redis_client.hget("adaptalloc:v2:{global}:jobs", "100") == "lulesh@large"
 
 
 def test_the_curve_reads_back_as_a_predictor_curve(store: CurveStore) -> None:
@@ -142,7 +142,7 @@ def test_retention_keeps_the_newest_and_forgets_the_old(redis_client: Any, clock
     assert store.age_out([LULESH]) == 4
     assert store.observations(LULESH) == []
     assert store.check(LULESH) == []
-    assert redis_client.hlen("adaptalloc:v2:jobs") == 0
+    assert redis_client.hlen("adaptalloc:v2:{global}:jobs") == 0
 
 
 def test_a_rebuilt_application_is_relearned(redis_client: Any, clock: Clock) -> None:
@@ -168,16 +168,15 @@ def test_a_bad_argument_to_the_script_writes_nothing(store: CurveStore, redis_cl
             encoding="utf-8"
         )
     )
-    argv = ["lulesh@large", NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
+    argv = [NOW, 50, "-inf", "1", NOW, '{"n":1}', "2", "not-a-time", '{"n":2}']
     with pytest.raises(redis.ResponseError, match="bad observation"):
         script(
             keys=[
                 keys.app_observations(LULESH),
                 keys.app_runs(LULESH),
                 keys.app_state(LULESH),
-                keys.APPS,
-                keys.DIRTY,
-                keys.JOBS,
+                keys.app_forgotten(LULESH),
+                keys.app_curve(LULESH),
             ],
             args=argv,
         )
@@ -636,3 +635,65 @@ def test_sibling_sizes_are_the_same_name_with_numeric_sizes(store: CurveStore) -
     assert sorted(str(k) for k in siblings) == ["cg@1000", "cg@4000"]
     assert all(len(v) == len(SIZES) for v in siblings.values())
     assert sorted(str(k) for k in store.sibling_sizes(AppKey("cg", "1000"))) == ["cg@4000"]
+
+
+# --- the steps of an add (claim, write, index): a crash between them ------------------------
+
+
+def test_a_crash_after_the_claim_loses_no_run(store: CurveStore) -> None:
+    """Job ids claimed in the job index (step 1) but never written (a crash): the learner's
+    next read of the same jobs writes them, as the app owns them already."""
+    first = runs(LULESH, 100)
+    store._claim(keys=[keys.JOBS], args=[str(LULESH), len(first), *(o.job_id for o in first)])
+    assert store.observations(LULESH) == []
+    assert store.add_observations(LULESH, first) == len(first)
+    assert store.add_observations(AppKey("other"), runs(AppKey("other"), 100)) == 0  # once
+    assert store.dirty_apps() == [LULESH]
+    assert store.check(LULESH) == []
+
+
+def test_a_crash_before_the_index_is_healed_by_the_next_read(
+    store: CurveStore, clock: Clock
+) -> None:
+    """The app's keys written (step 2) but not the global indexes (a crash): the next add of
+    the app, even of runs it has already, indexes it and marks it dirty."""
+    first = runs(LULESH, 100)
+    store._claim(keys=[keys.JOBS], args=[str(LULESH), len(first), *(o.job_id for o in first)])
+    argv: list[Any] = [repr(NOW), 50, "-inf"]
+    for o in first:
+        argv.extend((o.job_id, repr(o.end_time), o.to_json()))
+    app_keys = [
+        keys.app_observations(LULESH), keys.app_runs(LULESH), keys.app_state(LULESH),
+        keys.app_forgotten(LULESH), keys.app_curve(LULESH),
+    ]  # fmt: skip
+    assert store._add(keys=app_keys, args=argv)[0] == len(first)
+    assert store.apps() == []
+    assert store.dirty_apps() == []
+    assert store.add_observations(LULESH, first) == 0
+    assert [s.app for s in store.apps()] == [LULESH]
+    assert store.dirty_apps() == [LULESH]
+    assert refit_app(store, LULESH).status == "written"
+    assert store.dirty_apps() == []
+
+
+def test_a_refit_cleared_after_newer_runs_were_indexed_keeps_them_dirty(
+    store: CurveStore,
+) -> None:
+    """The interleaving the dirty mark's version exists for: a refit's save (save_curve.lua)
+    finds its fit current, then new runs are written and indexed (steps 2 and 3: the mark is
+    there already), then the save's clear_dirty.lua runs: it must leave the mark."""
+    store.add_observations(LULESH, runs(LULESH, 100))
+    snapshot = store.refit_input(LULESH)
+    assert snapshot is not None
+    status, _, fitted = store._save(
+        keys=[keys.app_curve(LULESH), keys.app_state(LULESH), keys.app_node_types(LULESH)],
+        args=[snapshot.obs_version, "", repr(NOW), 6, "adept", "0", "test", ""],
+    )
+    assert (status, fitted) == (1, snapshot.obs_version)
+    assert store.add_observations(LULESH, runs(LULESH, 200, end=NOW + 60)) == len(SIZES)
+    assert (
+        store._clear_dirty(keys=[keys.DIRTY, keys.DIRTY_VERSION], args=[str(LULESH), fitted]) == 0
+    )
+    assert store.dirty_apps() == [LULESH]
+    assert refit_app(store, LULESH).status == "written"
+    assert store.dirty_apps() == []

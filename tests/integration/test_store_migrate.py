@@ -35,7 +35,8 @@ def v1_name(v2_key: str) -> str:
     if rest.startswith("app:{"):
         app, _, tail = rest[len("app:{") :].partition("}:")
         return f"{keys.V1_PREFIX}app:{app}:{tail}"
-    return keys.V1_PREFIX + rest
+    assert v2_key.startswith(keys.GLOBAL), v2_key
+    return keys.V1_PREFIX + v2_key[len(keys.GLOBAL) :]
 
 
 def build_v1(client: Any) -> dict[str, Any]:
@@ -91,8 +92,8 @@ def read_all(client: Any) -> dict[str, Any]:
 def test_key_names_map_to_the_tagged_schema() -> None:
     assert v2_name("adaptalloc:v1:app:lulesh@large:obs") == "adaptalloc:v2:app:{lulesh@large}:obs"
     assert v2_name("adaptalloc:v1:app:x:curve:gpu") == "adaptalloc:v2:app:{x}:curve:gpu"
-    assert v2_name("adaptalloc:v1:apps") == "adaptalloc:v2:apps"
-    assert v2_name("adaptalloc:v1:decided:7-17") == "adaptalloc:v2:decided:7-17"
+    assert v2_name("adaptalloc:v1:apps") == "adaptalloc:v2:{global}:apps"
+    assert v2_name("adaptalloc:v1:decided:7-17") == "adaptalloc:v2:{global}:decided:7-17"
     for bad in (
         "adaptalloc:v1:app:BAD KEY:obs",
         "adaptalloc:v1:app:x",

@@ -1,6 +1,6 @@
 -- lease: the HA daemons' lease, taken, renewed and given up atomically (plugin/daemon/lease.py).
--- KEYS[1]  adaptalloc:v2:daemon:{lease}        string "<token> <holder>", with a TTL (PX)
--- KEYS[2]  adaptalloc:v2:daemon:{lease}:token  integer, the fencing-token counter (INCR, no TTL)
+-- KEYS[1]  adaptalloc:v2:{global}:daemon:lease        string "<token> <holder>", with a TTL (PX)
+-- KEYS[2]  adaptalloc:v2:{global}:daemon:lease:token  integer, the fencing-token counter (INCR, no TTL)
 -- ARGV[1]  "acquire" | "renew" | "release"
 -- ARGV[2]  acquire: the holder's name; renew, release: the value the holder got ("<token> <holder>")
 -- ARGV[3]  the lease's TTL in milliseconds (acquire, renew)

@@ -1,6 +1,7 @@
 -- record_decision: append one daemon decision to the decision stream, once per job.
--- KEYS[1]  adaptalloc:v2:decided:<job>-<submit>  string, the once-guard (set with a TTL)
--- KEYS[2]  adaptalloc:v2:decisions               stream of decisions
+-- Both keys are in the global slot ({global}), so it runs on Redis Cluster.
+-- KEYS[1]  adaptalloc:v2:{global}:decided:<job>-<submit>  string, the once-guard (set with a TTL)
+-- KEYS[2]  adaptalloc:v2:{global}:decisions               stream of decisions
 -- ARGV[1]  TTL of the guard, seconds
 -- ARGV[2]  approximate MAXLEN of the stream
 -- ARGV[3]  app key ("" when the job had none)

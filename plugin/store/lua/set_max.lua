@@ -1,7 +1,7 @@
 -- set_max: raise a numeric hash field to a value, never lower it (watermarks, checkpoints),
 -- so concurrent learners or importers cannot move a watermark backwards.
 --
--- KEYS[1]  a hash: adaptalloc:v2:learner:<source> or adaptalloc:v2:import:<id>
+-- KEYS[1]  a hash: adaptalloc:v2:{global}:learner:<source> or ...:{global}:import:<id>
 -- ARGV[1]  the field
 -- ARGV[2]  the new value (a number)
 -- ARGV[3]  now, Unix seconds (stored as updated_at)

@@ -347,7 +347,7 @@ def test_the_journal_gives_back_the_decision_to_finish(tmp_path: Path) -> None:
 
 
 def test_the_record_once_guard_key() -> None:
-    assert keys.decided(123, 1700000000) == "adaptalloc:v2:decided:123-1700000000"
+    assert keys.decided(123, 1700000000) == "adaptalloc:v2:{global}:decided:123-1700000000"
     with pytest.raises(ValueError, match="job_id"):
         keys.decided(-1, 0)
 

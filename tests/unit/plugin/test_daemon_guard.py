@@ -209,8 +209,8 @@ def test_watches_survive_a_restart_through_the_store() -> None:
 
 
 def test_the_guard_keys_are_exact() -> None:
-    assert keys.GUARD_WATCH == "adaptalloc:v2:guard:watch"
-    assert keys.GUARD_RAISES == "adaptalloc:v2:guard:raises"
+    assert keys.GUARD_WATCH == "adaptalloc:v2:{global}:guard:watch"
+    assert keys.GUARD_RAISES == "adaptalloc:v2:{global}:guard:raises"
     assert keys.app_guard(AppKey("lulesh", "large")) == "adaptalloc:v2:app:{lulesh@large}:guard"
     with pytest.raises(TypeError):
         keys.app_guard("lulesh")  # type: ignore[arg-type]

@@ -11,11 +11,13 @@ from plugin.store import keys
 def test_global_keys_are_exact() -> None:
     assert keys.PREFIX == "adaptalloc:v2:"
     assert keys.V1_PREFIX == "adaptalloc:v1:"
-    assert keys.MIGRATION == "adaptalloc:v2:migration"
-    assert keys.APPS == "adaptalloc:v2:apps"
-    assert keys.DIRTY == "adaptalloc:v2:dirty"
-    assert keys.DECISIONS == "adaptalloc:v2:decisions"
-    assert keys.JOBS == "adaptalloc:v2:jobs"
+    assert keys.MIGRATION == "adaptalloc:v2:{global}:migration"
+    assert keys.APPS == "adaptalloc:v2:{global}:apps"
+    assert keys.DIRTY == "adaptalloc:v2:{global}:dirty"
+    assert keys.DECISIONS == "adaptalloc:v2:{global}:decisions"
+    assert keys.JOBS == "adaptalloc:v2:{global}:jobs"
+    assert keys.DIRTY_VERSION == "adaptalloc:v2:{global}:dirty:version"
+    assert keys.LEASE == "adaptalloc:v2:{global}:daemon:lease"
 
 
 def test_per_app_keys_are_exact() -> None:
@@ -39,10 +41,10 @@ def test_the_forget_tombstone_key_is_exact() -> None:
 
 
 def test_learner_and_import_keys_are_exact() -> None:
-    assert keys.learner("sacct") == "adaptalloc:v2:learner:sacct"
-    assert keys.learner("squeue") == "adaptalloc:v2:learner:squeue"
+    assert keys.learner("sacct") == "adaptalloc:v2:{global}:learner:sacct"
+    assert keys.learner("squeue") == "adaptalloc:v2:{global}:learner:squeue"
     assert keys.import_checkpoint("sacct-1700000000-1700086400") == (
-        "adaptalloc:v2:import:sacct-1700000000-1700086400"
+        "adaptalloc:v2:{global}:import:sacct-1700000000-1700086400"
     )
 
 
@@ -85,3 +87,26 @@ def test_every_key_of_an_app_shares_its_cluster_hash_tag() -> None:
     for name in names:
         start = name.index("{")
         assert name[start + 1 : name.index("}", start)] == "lulesh@large", name
+
+
+def test_the_lease_and_the_global_keys_share_one_cluster_slot() -> None:
+    """Redis Cluster (issue 16): the global scripts and the daemon's fenced transaction
+    (WATCH the lease, write the decision keys) each touch keys of one slot only."""
+    from redis.crc import key_slot  # noqa: PLC0415 - only this test computes slots
+
+    globals_ = [
+        keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS, keys.DECISIONS, keys.MIGRATION,
+        keys.GUARD_WATCH, keys.GUARD_RAISES, keys.LEASE, keys.LEASE_TOKEN,
+        keys.learner("sacct"), keys.import_checkpoint("a-1"), keys.decided(7, 17),
+    ]  # fmt: skip
+    assert all(k.startswith("adaptalloc:v2:{global}:") for k in globals_)
+    assert {key_slot(k.encode()) for k in globals_} == {key_slot(b"global")}
+
+
+def test_each_apps_keys_share_the_slot_of_its_tag() -> None:
+    from redis.crc import key_slot  # noqa: PLC0415 - only this test computes slots
+
+    for app in (AppKey("lulesh", "large"), AppKey("npb-lu")):
+        names = [*keys.app_keys(app), keys.app_forgotten(app), keys.app_node_types(app),
+                 keys.app_type_curve(app, "gpu")]  # fmt: skip
+        assert {key_slot(k.encode()) for k in names} == {key_slot(str(app).encode())}

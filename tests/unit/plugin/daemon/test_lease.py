@@ -59,8 +59,8 @@ def expire_now(client: redis.Redis) -> None:
 
 
 def test_the_lease_keys_are_exact() -> None:
-    assert keys.LEASE == "adaptalloc:v2:daemon:{lease}"
-    assert keys.LEASE_TOKEN == "adaptalloc:v2:daemon:{lease}:token"  # noqa: S105 - a key name
+    assert keys.LEASE == "adaptalloc:v2:{global}:daemon:lease"
+    assert keys.LEASE_TOKEN == "adaptalloc:v2:{global}:daemon:lease:token"  # noqa: S105 - a key name
 
 
 def test_one_holder_at_a_time_and_tokens_only_grow(client: redis.Redis) -> None:
