@@ -13,7 +13,7 @@ mark cleared as usual.
 
 * **Idempotent and resumable.** A v2 key that exists is never overwritten, so running it
   again, or after a crash halfway, copies only what is missing. The record
-  ``adaptalloc:v2:migration`` says ``running`` from the first copy and ``done`` at the end.
+  ``adaptalloc:v2:{global}:migration`` says ``running`` from the first copy and ``done`` at the end.
 * **v1 is never dropped.** The v1 keys stay where they are; an admin deletes them once the
   v2 store has been checked (``redis-cli --scan --pattern 'adaptalloc:v1:*'``). A v1 key
   whose name cannot be mapped (an app part that is not a valid app key) is left in v1,
