@@ -33,7 +33,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -55,6 +55,7 @@ from policies.weak import decide_weak
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
 log = structlog.get_logger("adaptalloc.daemon")
+T = TypeVar("T")
 
 RESIZE = "resize"
 KEEP = "keep"
@@ -188,60 +189,38 @@ class CurveSource:
     def get(self, app: AppKey) -> CurveRecord | None:
         if app in self._cache:
             return self._cache[app]
+        record = self._read("curve", lambda: curve_with_borrowing(self.store(), app))
+        self._cache[app] = record
+        return record
+
+    def _read(self, what: str, call: Callable[[], T]) -> T:
+        """`call()` on the store; while Redis is down (a failure less than `retry_s` ago)
+        StoreError at once, and a failure marks it down, is counted as `what` and re-raised."""
         if self.down:
             raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
         try:
-            record = curve_with_borrowing(self.store(), app)  # issue 18: sibling sizes
+            return call()
         except StoreError as exc:
             self._down_until = self.clock() + self.retry_s
             self._down_reason = printable(str(exc))[:200]
             if self._on_failure is not None:
-                self._on_failure("curve")
+                self._on_failure(what)
             log.warning("store_unavailable", error=self._down_reason, retry_s=self.retry_s)
             raise
-        self._cache[app] = record
-        return record
 
     def typed(self, app: AppKey, node_type: str) -> CurveRecord | None:
         """The app's curve on `node_type` (a partition name) when the learner fitted one (the
         app ran on several types), else None; StoreError as `get`."""
-        if self.down:
-            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
-        try:
-            return self.store().curve_record(app, node_type)
-        except StoreError as exc:
-            self._down_until = self.clock() + self.retry_s
-            self._down_reason = printable(str(exc))[:200]
-            if self._on_failure is not None:
-                self._on_failure("curve")
-            raise
+        return self._read("curve", lambda: self.store().curve_record(app, node_type))
 
     def observations(self, app: AppKey) -> list[Any]:
         """The app's observations (for placement and weak scaling); StoreError as `get`."""
-        if self.down:
-            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
-        try:
-            return list(self.store().observations(app))
-        except StoreError as exc:
-            self._down_until = self.clock() + self.retry_s
-            self._down_reason = printable(str(exc))[:200]
-            if self._on_failure is not None:
-                self._on_failure("observations")
-            raise
+        return self._read("observations", lambda: list(self.store().observations(app)))
 
     def sibling_runs(self, app: AppKey) -> list[Any]:
         """The runs of the app's sibling sizes (same name, numeric size class), each with its
         problem size (the key's number when the run recorded none); StoreError as `get`."""
-        if self.down:
-            raise StoreError(f"Redis unavailable (retrying in a moment): {self._down_reason}")
-        try:
-            siblings = self.store().sibling_sizes(app)
-        except StoreError as exc:
-            self._down_until = self.clock() + self.retry_s
-            self._down_reason = printable(str(exc))[:200]
-            if self._on_failure is not None:
-                self._on_failure("observations")
-            raise
+        siblings = self._read("observations", lambda: self.store().sibling_sizes(app))
         out: list[Any] = []
         for key, runs in siblings.items():
             number = numeric_size(key.size)
