@@ -405,9 +405,13 @@ class Daemon:
         jobs = self._read_queue(journaled)
         if jobs is None:
             return
+        # A journaled job released before the crash may be running or finished by now: it is
+        # not pending, so read it from every job slurmctld still knows, to record it.
+        gone = [job_id for job_id in journaled if job_id not in jobs]
+        known = (self.applier.read_jobs() or {}) if gone else {}
         done = []
         for job_id, entry in journaled.items():
-            job = jobs.get(job_id)
+            job = jobs.get(job_id) or known.get(job_id)
             outcome = outcome_from_journal(job, entry) if job is not None else None
             if outcome is None:
                 continue

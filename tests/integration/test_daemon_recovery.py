@@ -134,3 +134,40 @@ def test_a_crash_between_the_record_and_the_release_is_finished_from_the_journal
     entries = redis_client.xrange(keys.DECISIONS, "-", "+")
     assert sorted(int(fields["job_id"]) for _, fields in entries) == sorted(jobs)
     assert not (first.state_dir / "inflight.json").exists()
+
+
+def test_a_crash_between_the_release_and_the_record_still_records_jobs_that_ran(
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Callable[..., DaemonProcess],
+    redis_client: Any,
+) -> None:
+    """Released, then the daemon died before recording: by the time another starts the jobs
+    ran and finished, so they are no longer pending; the journal must still record each
+    once (the burst test above found jobs that were released but never recorded)."""
+    first = daemon_factory().start()
+    first.signal(signal.SIGSTOP)  # its heartbeat stays fresh: job_submit.lua holds the jobs
+    jobs = [
+        submit_job("--nodes=1-2", "--comment=adaptalloc:v1 app=ran", wrap="true") for _ in range(3)
+    ]
+    first.kill()
+    reason = "journaled by a daemon that crashed before the record"
+    journal_kept_before_release(slurm, jobs, first.state_dir, "ran", reason)
+    slurm.run("scontrol", "release", ",".join(str(job) for job in jobs))
+    for job in jobs:
+        slurm.wait_job_state(job, {"COMPLETED"})
+
+    second = daemon_factory().start()
+    slurm.wait_for(
+        "the recovered records", lambda: redis_client.xlen(keys.DECISIONS) >= len(jobs), 60
+    )
+    second.stop()
+
+    assert second.events("recovery")[0]["to_record"] == len(jobs)
+    entries = redis_client.xrange(keys.DECISIONS, "-", "+")
+    assert sorted(int(fields["job_id"]) for _, fields in entries) == sorted(jobs)
+    for job in jobs:
+        decision = second.decision(job)
+        assert decision is not None
+        assert (decision["recovered"], decision["reason"]) == (True, reason)
+    assert not (first.state_dir / "inflight.json").exists()
