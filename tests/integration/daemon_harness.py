@@ -179,6 +179,13 @@ class DaemonProcess:
             time.sleep(0.1)
 
 
+def with_redis_url(daemon: DaemonProcess, url: str) -> DaemonProcess:
+    """`daemon`, not yet started, pointed at another Redis (a Sentinel or Cluster URL)."""
+    at = daemon.args.index("--redis-url")
+    daemon.args[at + 1] = url
+    return daemon
+
+
 def stop_testbed_daemon(cluster: LocalCluster) -> None:
     """Stop a daemon up.sh --with-daemon started (it holds the state directory)."""
     pid_file = cluster.state_dir / "run" / "adaptalloc-daemon.pid"

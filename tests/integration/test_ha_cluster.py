@@ -26,7 +26,7 @@ import pytest
 from plugin.store import keys
 from plugin.store.connection import connect, is_cluster
 
-from .daemon_harness import DaemonProcess
+from .daemon_harness import DaemonProcess, with_redis_url
 from .fault_harness import assert_within_range, log_offset, releases_logged, wait_released
 from .test_ha import Factory, pair, submit_held
 from .test_store_cluster import CLUSTER_SH, cluster_url
@@ -35,12 +35,6 @@ from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, adaptalloc
 pytestmark = pytest.mark.integration
 
 __all__ = ["cluster_url"]  # the fixture, imported on purpose
-
-
-def on_cluster(daemon: DaemonProcess, url: str) -> DaemonProcess:
-    at = daemon.args.index("--redis-url")
-    daemon.args[at + 1] = url
-    return daemon
 
 
 def test_ha_daemons_on_a_cluster_take_over_and_release_each_once(
@@ -52,7 +46,7 @@ def test_ha_daemons_on_a_cluster_take_over_and_release_each_once(
     tmp_path: Path,
 ) -> None:
     def factory(**kwargs: str) -> DaemonProcess:
-        return on_cluster(daemon_factory(**kwargs), cluster_url)
+        return with_redis_url(daemon_factory(**kwargs), cluster_url)
 
     active, standby = pair(factory)
     since = log_offset(local_cluster)
@@ -88,7 +82,7 @@ def test_a_master_down_while_jobs_are_held_fails_open(
     daemon_factory: Factory,
     cluster_url: str,
 ) -> None:
-    daemon = on_cluster(daemon_factory(), cluster_url).start()
+    daemon = with_redis_url(daemon_factory(), cluster_url).start()
     store: Any = connect(cluster_url)
     master = store.get_node_from_key(keys.APPS)  # the global slot's master
     pid_file = PROJECT_ROOT / ".local" / "cluster" / f"node-{master.port}.pid"

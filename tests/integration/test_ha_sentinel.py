@@ -28,7 +28,7 @@ import redis
 from plugin.store import keys
 from plugin.store.connection import connect
 
-from .daemon_harness import DaemonProcess
+from .daemon_harness import DaemonProcess, with_redis_url
 from .fault_harness import assert_within_range, log_offset, releases_logged, wait_released
 from .test_ha import pair, submit_held
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, adaptalloc
@@ -76,12 +76,6 @@ def master_port(url: str) -> int:
     return int(sentinel.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "adaptalloc")[1])
 
 
-def on_sentinel(daemon: DaemonProcess, url: str) -> DaemonProcess:
-    at = daemon.args.index("--redis-url")
-    daemon.args[at + 1] = url
-    return daemon
-
-
 def test_a_sentinel_failover_while_jobs_are_held_releases_each_once(
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
@@ -91,7 +85,7 @@ def test_a_sentinel_failover_while_jobs_are_held_releases_each_once(
     tmp_path: Path,
 ) -> None:
     def factory(**kwargs: str) -> DaemonProcess:
-        return on_sentinel(daemon_factory(**kwargs), sentinel_url)
+        return with_redis_url(daemon_factory(**kwargs), sentinel_url)
 
     active, standby = pair(factory)
     old_master = master_port(sentinel_url)
