@@ -23,8 +23,24 @@ suite's positions assume: tests/benchmarks/test_valley_choice.py measures the ca
 choosing between them by leave-one-out over sizes, on seeds 17-18.
 
 "aim missed": the cells where ADEPT's median error exceeds LM's (beyond the printed rounding)
-or, where the knee is out of reach ("before"), is not below it. Issue 17's aim is none; with 6
-cases per cell a miss by 0.1-0.3 points is within what another seed reverses.
+or, where the knee is out of reach ("before"), is not below it, each with the two-sided p of a
+paired Wilcoxon signed-rank test on the cases' median errors (ADEPT against LM): issue 17's aim
+is none. With 6 cases per cell (the earlier setting) 8 of 18 cells missed, mostly by 0.1-0.8
+points that no test separates from another seed's draw; 16 cases per cell (about a minute).
+"multi-start LM" (peers.lm_multistart, 10 starts, free scale) is the lowest-cost Downey fit,
+printed to tell a better fit from a luckier start.
+
+Measured 2026-11-23, seed 2026, 16 cases per cell: 7 cells miss, 3 beyond noise (p < 0.05),
+all extrapolation where the data end at the knee ("at"): even 2% 7.6 vs LM 3.7, uneven 2%
+14.0 vs 3.2, uneven 0% 0.1 vs 0.0. Mechanism: there the knee test and the parsimony rule
+(adept.py) keep Amdahl's law continued (the valley's far end) where the knee lies just past
+the data; LM's start (the largest observed speedup) ends the valley near the data, which
+this position rewards; ending it there ("near", test_valley_choice.py) gives 2.8 and 2.1 in
+those two cells but 28-61% in the "before" cells (ADEPT 0-22%, LM 29-45%) and 4.8x the error
+on the real curves, and σ = 1 ("sigma1") loses both. No point estimate wins both positions
+from data that cannot tell them apart; the interval spans both ends instead (coverage 83-95%
+in those cells). Every "before" cell meets the aim (ADEPT 3.2-21.5% against LM 29-45%);
+false identified 0.8% of 128 hidden-knee cases; 90% coverage 92.8% (LM 90.1%).
 """
 
 from __future__ import annotations
@@ -36,22 +52,32 @@ import pytest
 from numpy.typing import NDArray
 from rich.console import Console
 from rich.table import Table
+from scipy.stats import wilcoxon
 
 import predictor
 from predictor import DiagnosisSettings
 from predictor.downey import FloatArray
 from predictor.intervals import interval
 
+from .peers import lm_multistart
 from .synthetic import LABEL, NOISES, POSITIONS, SPACINGS, Case, suite
 
 SEED = 2026
-PER_CELL = 6
+# 16 cases per cell: with 6, cells differed by 0.1-0.8 points that no test could tell from
+# noise; the paired test below says which differences the cases support.
+PER_CELL = 16
+# A cell's miss counts as shown when the paired signed-rank test of ADEPT's against LM's
+# per-case median errors rejects equality at this level (two-sided).
+SHOWN = 0.05
 VARIANTS = {
     "ADEPT": {"method": "adept"},
     "ADEPT w/o VIII-IX": {"method": "adept", "diagnosis": DiagnosisSettings(handle=False)},
     "LM": {"method": "lm"},
 }
 
+
+MULTI_START = "multi-start LM"
+COLUMNS = (*VARIANTS, MULTI_START)
 
 # Per variant: |relative errors| at the interpolation and extrapolation sizes, which sizes
 # the 90% interval covered, and which the interval before the span of the plausible
@@ -76,6 +102,9 @@ def evaluate(case: Case) -> Evaluation:
         lo, hi = interval(p.runtime, at, p.residual, float(obs.n[0]), float(obs.n[-1]), method)
         unspanned = (lo <= truth) & (truth <= hi)
         out[name] = (err[: case.interp.size], err[case.interp.size :], covered, unspanned)
+    err = np.abs(lm_multistart(case.n, case.t, at) / truth - 1.0)
+    none = np.zeros(0, dtype=bool)
+    out[MULTI_START] = (err[: case.interp.size], err[case.interp.size :], none, none)
     return out
 
 
@@ -98,17 +127,39 @@ def same_valley(case: Case, adept: predictor.Fit) -> bool:
 ROUNDING = 0.05
 
 
-def aim_missed(position: str, adept: tuple[float, float], lm: tuple[float, float]) -> list[str]:
+def paired_p(adept: Sequence[FloatArray], lm: Sequence[FloatArray]) -> float:
+    """Two-sided p of the Wilcoxon signed-rank test on the cases' paired median errors
+    (ADEPT's against LM's); 1 when the two agree on every case or no case has targets."""
+    pairs = [
+        (float(np.median(a)), float(np.median(b))) for a, b in zip(adept, lm, strict=True) if a.size
+    ]
+    diff = np.array([a - b for a, b in pairs])
+    if not np.any(np.abs(diff) > 1e-12):
+        return 1.0
+    return float(wilcoxon(diff, zero_method="zsplit").pvalue)
+
+
+def aim_missed(
+    position: str, adept: tuple[float, float], lm: tuple[float, float], p: tuple[float, float]
+) -> list[str]:
     """Which of issue 17's error aims a cell misses: ADEPT's median (interp, extrap) no worse
-    than LM's everywhere, and better where the knee is out of reach ("before")."""
+    than LM's everywhere, and better where the knee is out of reach ("before"); each with the
+    paired test's p (a miss with p ≥ SHOWN is within what the cases can tell from noise)."""
     missed = [
-        f"{kind} {a:.1f} > LM {b:.1f}"
-        for kind, a, b in zip(("interp", "extrap"), adept, lm, strict=True)
+        f"{kind} {a:.1f} > LM {b:.1f} (p={pk:.2f})"
+        for kind, a, b, pk in zip(("interp", "extrap"), adept, lm, p, strict=True)
         if a > b + ROUNDING
     ]
     if position == "before" and not adept[1] < lm[1] - ROUNDING and lm[1] > ROUNDING:
         missed.append(f"extrap {adept[1]:.1f} not below LM {lm[1]:.1f} (unidentifiable)")
     return missed
+
+
+def shown(missed: list[str]) -> bool:
+    """Whether any of a cell's misses is beyond noise (p < SHOWN, or unidentifiable)."""
+    return any(
+        "unidentifiable" in m or float(m.rsplit("p=", 1)[1].rstrip(")")) < SHOWN for m in missed
+    )
 
 
 @pytest.mark.benchmark
@@ -128,7 +179,7 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
 
     view = Table(title=f"Median |error| %, interp / extrap; {LABEL}, seed {SEED}")
     view.add_column("data end / spacing / noise")
-    for name in VARIANTS:
+    for name in COLUMNS:
         view.add_column(name, justify="right")
     view.add_column("false identified", justify="right")
     view.add_column("90% covers (ADEPT / LM)", justify="right")
@@ -146,7 +197,7 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
             for noise in NOISES:
                 rows = cells[(position, spacing, noise)]
                 medians = {}
-                for name in VARIANTS:
+                for name in COLUMNS:
                     medians[name] = (
                         pct([r[1][name][0] for r in rows]),
                         pct([r[1][name][1] for r in rows]),
@@ -158,7 +209,14 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
                     collected.append(cov[m])
                 for _, ev, ident in rows:
                     by_identified[ident].append((ev["ADEPT"][2], ev["ADEPT"][3]))
-                missed = aim_missed(position, medians["ADEPT"], medians["LM"])
+                p_interp, p_extrap = (
+                    paired_p(
+                        [np.asarray(r[1]["ADEPT"][k], dtype=float) for r in rows],
+                        [np.asarray(r[1]["LM"][k], dtype=float) for r in rows],
+                    )
+                    for k in (0, 1)
+                )
+                missed = aim_missed(position, medians["ADEPT"], medians["LM"], (p_interp, p_extrap))
                 if missed:
                     missed_cells.append((position, spacing, noise, missed))
                 view.add_row(
@@ -188,7 +246,12 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
             f"unidentified fits {split(False, 0)} (without the plausible instances' span "
             f"{split(False, 1)})"
         )
-        print(f"cells that miss the error aim ({len(missed_cells)} of {len(cells)}):")
+        beyond = [m for m in missed_cells if shown(m[3])]
+        print(
+            f"cells that miss the error aim ({len(missed_cells)} of {len(cells)}; "
+            f"{len(beyond)} beyond noise, paired signed-rank p < {SHOWN}, {PER_CELL} cases "
+            f"per cell):"
+        )
         for position, spacing, noise, missed in missed_cells:
             print(f"  {position} / {spacing} / {noise:.0%}: {'; '.join(missed)}")
     # The aims of issue 17 that this suite measures (seeded, so deterministic).
