@@ -372,9 +372,16 @@ def predict_observations(
         )
     tau = relative_runtime(targets, A, sigma)
     runtime = scale * tau
-    residual = residual_rms(thin(obs), A, sigma, scale)
+    fitted = thin(obs)
+    residual = residual_rms(fitted, A, sigma, scale)
     lower, upper = interval(
-        runtime, targets.astype(float), residual, float(obs.n[0]), float(obs.n[-1]), method
+        runtime,
+        targets.astype(float),
+        residual,
+        float(obs.n[0]),
+        float(obs.n[-1]),
+        method,
+        sizes=len(fitted),
     )
     if method != "lm":
         lower, upper = span_interval(lower, upper, plausible_runtime)

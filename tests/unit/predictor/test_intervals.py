@@ -80,3 +80,31 @@ def test_an_identified_curve_keeps_its_own_interval() -> None:
     lo, hi = interval(p.runtime, at.astype(float), p.residual, 4.0, 128.0, "adept")
     np.testing.assert_allclose(p.lower, lo, rtol=1e-12)
     np.testing.assert_allclose(p.upper, hi, rtol=1e-12)
+
+
+def test_three_sizes_add_the_misfit_term_their_residuals_cannot_show() -> None:
+    """A fit through as many sizes as parameters has zero residuals; its interval carries
+    the misfit term m (s = sqrt(a² + r² + (b·d)² + m²)), and with a fourth size it does not."""
+    spread = SPREAD["adept"]
+    at, runtime, residual = np.array([8.0]), np.array([10.0]), np.array([0.0])
+    _, hi3 = interval(runtime, at, residual, 2.0, 32.0, "adept", sizes=3)
+    _, hi4 = interval(runtime, at, residual, 2.0, 32.0, "adept", sizes=4)
+    assert hi3[0] == pytest.approx(10.0 * np.exp(1.6448536 * np.hypot(spread.floor, spread.misfit)))
+    assert hi4[0] == pytest.approx(10.0 * np.exp(1.6448536 * spread.floor))
+    assert spread.misfit > spread.floor
+
+
+def test_a_three_size_prediction_carries_the_misfit_term_and_the_stored_curve_not_yet() -> None:
+    n = np.array([1.0, 4.0, 16.0])
+    t = 100 * relative_runtime(n, 40.0, 0.5)
+    p = predictor.predict_observations(predictor.prepare(n, t), [8])
+    assert p.upper is not None
+    # An exact Downey curve: residuals 0, the interval is the floor and the misfit term.
+    half = np.log(p.upper[0] / p.runtime[0])
+    spread = SPREAD["adept"]
+    assert half >= 1.6448536 * np.hypot(spread.floor, spread.misfit) * (1 - 1e-6)
+    # The time limit's interval (Curve.runtime_interval) keeps the floor alone until the
+    # team decides that time limits of 3-size applications grow (intervals.py).
+    curve = predictor.Curve.from_fit(predictor.fit(n, t))
+    _, upper = curve.runtime_interval([8])
+    assert np.log(upper[0] / curve.runtime([8])[0]) < half
