@@ -48,6 +48,9 @@ The suspects, each measured on these splits (figures in the commit that added th
   others (karman, bfs1d middle); which is what the held-out choice weighs;
 * T(1): an observed T(1) fixed as the scale (the thesis) interpolates worse (5.6% vs 4.3%);
   the shipped free scale is the better handling.
+* choosing between ADEPT's and multi-start LM's prediction by leave-one-size-out on the given
+  sizes (defined with 4 or more: extrapolation; 3-size interpolation has none to leave out):
+  medians 20.8% as measured and 14.8% without T(1), ADEPT's own; not shipped.
 Where ADEPT still loses a curve to LM (npb_cg without T(1): 19.9% vs 10.8%) multi-start LM
 loses it too (21.6%): the lowest-cost Downey curve through those 3 points predicts worse than
 the local minimum LM's single start happens to stop in; no fit on the objective fixes that.
