@@ -29,10 +29,10 @@ held-out runtimes from 3-size fits; 10-21% per held-out curve, median 18%) and i
 tests/benchmarks/test_real_intervals.py (3 sizes given: 55% -> 95% covered; held out 88.5%)
 and by the synthetic suite, whose coverage it must keep within 85-95% (92.8% -> 93.8%,
 seed 2026). With 4 sizes or more the residuals carry the misfit and m is not added.
-`predict`'s intervals carry it; the stored curve's (Curve.runtime_interval, which time limits
-read) does not yet: with it, time limits of applications with 3 sizes or fewer grow by up to
-exp(1.645·0.18) = 1.34x, fewer jobs are killed at a shortened limit, and that is the team's
-decision (pass sizes=len(observed_n) there to adopt it).
+`predict`'s intervals and the stored curve's (Curve.runtime_interval, which time limits read)
+both carry it, so `predict` and the limit agree: a limit of an application with 3 sizes or
+fewer is up to exp(1.645·0.18) = 1.34x longer than before, never above the user's own, and
+fewer jobs are killed at a limit adaptalloc shortened.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ FREE = ClusterState()
 #: z of the 90% interval, and the one-sided widening exp(z·a) of a curve with residual 0.
 Z = float(ndtri(0.5 + LEVEL / 2.0))
 W = math.exp(Z * SPREAD["adept"].floor)
+#: the same for a curve fitted on 3 sizes or fewer, whose interval adds the misfit term.
+W_FEW = math.exp(Z * math.hypot(SPREAD["adept"].floor, SPREAD["adept"].misfit))
 
 
 def _ceil(minutes: float) -> int:
@@ -123,7 +125,7 @@ def test_never_above_the_users_limit_even_when_the_curve_predicts_more() -> None
     job = Request(1, 2, time_limit_min=60)
     got = time_limit(job, RuntimeProfile.of(slow, 1, 2), 1, FREE, DEFAULTS)
     assert got.minutes == 60
-    assert f"{_ceil(720 * W)} min" in got.note  # 600 min · W · 1.2
+    assert f"{_ceil(720 * W_FEW)} min" in got.note  # 600 min · W_FEW · 1.2 (2 sizes)
     assert "60 min" in got.note
 
 

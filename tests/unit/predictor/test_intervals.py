@@ -94,7 +94,7 @@ def test_three_sizes_add_the_misfit_term_their_residuals_cannot_show() -> None:
     assert spread.misfit > spread.floor
 
 
-def test_a_three_size_prediction_carries_the_misfit_term_and_the_stored_curve_not_yet() -> None:
+def test_a_three_size_prediction_and_the_stored_curve_carry_the_same_misfit_term() -> None:
     n = np.array([1.0, 4.0, 16.0])
     t = 100 * relative_runtime(n, 40.0, 0.5)
     p = predictor.predict_observations(predictor.prepare(n, t), [8])
@@ -103,8 +103,13 @@ def test_a_three_size_prediction_carries_the_misfit_term_and_the_stored_curve_no
     half = np.log(p.upper[0] / p.runtime[0])
     spread = SPREAD["adept"]
     assert half >= 1.6448536 * np.hypot(spread.floor, spread.misfit) * (1 - 1e-6)
-    # The time limit's interval (Curve.runtime_interval) keeps the floor alone until the
-    # team decides that time limits of 3-size applications grow (intervals.py).
+    # The time limit's interval (Curve.runtime_interval) is predict's: the limit and
+    # `predict` agree on how unsure a 3-size curve is.
     curve = predictor.Curve.from_fit(predictor.fit(n, t))
     _, upper = curve.runtime_interval([8])
-    assert np.log(upper[0] / curve.runtime([8])[0]) < half
+    assert np.log(upper[0] / curve.runtime([8])[0]) == pytest.approx(half, rel=1e-9)
+    # With a fourth size the residuals carry the misfit and the term is not added.
+    n4 = np.array([1.0, 4.0, 16.0, 32.0])
+    curve4 = predictor.Curve.from_fit(predictor.fit(n4, 100 * relative_runtime(n4, 40.0, 0.5)))
+    _, upper4 = curve4.runtime_interval([8])
+    assert np.log(upper4[0] / curve4.runtime([8])[0]) < 1.6448536 * spread.misfit
