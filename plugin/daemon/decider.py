@@ -475,7 +475,7 @@ class Decider:
             self.budget.value(),
             missing or "no curve",
         )
-        if pick is None:
+        if pick is None or pick.decision is None:
             return None
         return pick.decision, pick.partition, pick.detail
 

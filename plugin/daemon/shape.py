@@ -172,18 +172,27 @@ def placement_decision(
         "runs_with_tasks_per_node": sized,
         "table": [row.to_dict() for row in choice.table],
     }
-    decision = Decision(choice.nodes, None, choice.rule, choice.reason)
+    decision = Decision(
+        choice.nodes,
+        None,
+        choice.rule,
+        choice.reason,
+        time_limit_reason="kept: the placement model predicts no interval to shrink it by",
+    )
     return Placed(decision, choice.tasks_per_node, detail)
 
 
 @dataclass(frozen=True)
 class PartitionPick:
     """The partition with the earliest predicted completion, its own decision (reason
-    extended by the choice) and the options compared, as ``{"kind": "partition", ...}``."""
+    extended by the choice) and the options compared, as ``{"kind": "partition", ...}``;
+    partition and decision None when no option has a finite completion (the job keeps its
+    list), and then `reason` says so."""
 
-    decision: Decision
-    partition: str
+    decision: Decision | None
+    partition: str | None
     detail: dict[str, Any]
+    reason: str = ""
 
 
 def partition_decision(
@@ -198,7 +207,7 @@ def partition_decision(
 ) -> PartitionPick | None:
     """Each partition's own decision, pinned (a completion needs one size to predict), and
     the earliest predicted completion among them (policies/partition.py); None with fewer
-    than two partitions or when none has a finite completion.
+    than two partitions.
 
     curve_for(p): the curve on p's node type (the app's typed curve, else its only one);
     state_for(p), settings_for(p): p's cluster state and policy settings; wait_for(p, n): the
@@ -224,8 +233,9 @@ def partition_decision(
         wait = wait_for(name, n) if n is not None else math.inf
         options.append(Option(name, n, runtime, wait))
     choice = choose_partition(options)
+    detail = {"kind": "partition", "options": [o.to_dict() for o in choice.options]}
     if choice.partition is None:
-        return None
+        return PartitionPick(None, None, detail, choice.reason)
     chosen = decisions[choice.partition]
     decision = replace(
         chosen,
@@ -235,5 +245,4 @@ def partition_decision(
             Candidate("partition_choice", chosen.nodes, choice.reason),
         ),
     )
-    detail = {"kind": "partition", "options": [o.to_dict() for o in choice.options]}
-    return PartitionPick(decision, choice.partition, detail)
+    return PartitionPick(decision, choice.partition, detail, choice.reason)
