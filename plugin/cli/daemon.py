@@ -26,7 +26,7 @@ from rich.table import Table
 from plugin.appkey import AppKey
 from plugin.cli.common import emit_json, format_option, open_store, stdout_console, store_options
 from plugin.config import Config, load_config
-from plugin.daemon import REASONS, Daemon
+from plugin.daemon import REASONS, Daemon, signals
 from plugin.daemon.state import atomic_write, default_state_dir
 from plugin.errors import InputError, printable
 from plugin.store.connection import StoreError, connect
@@ -108,6 +108,8 @@ def daemon(
     SIGHUP re-reads the configuration and the policy file. Any failure releases the job as
     submitted, with the reason in its admin_comment and the log.
     """
+    if once or release_held:  # no handlers: a stop signal that waited acts as it always did
+        signals.unblock()
     if once and release_held:
         raise click.UsageError("--once and --release-held do not go together")
     if if_orphaned and not release_held:
