@@ -411,6 +411,13 @@ def render_decision(
     "choose by predicted completion, each on its node type's curve (needs --wait).",
 )
 @click.option(
+    "--queue",
+    "read_queue",
+    is_flag=True,
+    help="With several partitions: each one's wait and load from Slurm's current queue "
+    "(sinfo, squeue, scontrol), as the daemon reads them, instead of --wait.",
+)
+@click.option(
     "--wait",
     "waits",
     default=None,
@@ -471,6 +478,7 @@ def decide(
     partition_max_nodes: int | None,
     partition_max_time: int | None,
     partition_list: list[str] | None,
+    read_queue: bool,
     waits: dict[str, float] | None,
     ntasks: int | None,
     cpus_per_node: int | None,
@@ -502,7 +510,9 @@ def decide(
     if pending is not None and idle is None:
         raise click.UsageError("--pending needs --idle (the load is pending per idle node)")
     listed = partition_list or []
-    _check_shape(node_range, listed, waits, ntasks, cpus_per_node)
+    _check_shape(node_range, listed, waits, ntasks, cpus_per_node, read_queue)
+    if read_queue and (idle, pending, total) != (None, None, None):
+        raise click.UsageError("--queue reads the load from Slurm: drop --idle, --pending, --total")
     partition = ",".join(listed)
     config = load_policy_config(config_path)
     try:
@@ -524,13 +534,14 @@ def decide(
     else:
         runs = _FileRuns(_raw(str(obs_csv), max_rows), method, problem_size)
     settings = policies.effective(config, partition, account)
+    where = _live_queues(request, listed) if read_queue else _WhatIf(cluster, waits or {})
     decision, shown = _shaped_decision(
         request,
         cluster,
         settings,
         runs,
         listed,
-        waits or {},
+        where,
         ntasks,
         cpus_per_node,
         scaling,
@@ -575,6 +586,7 @@ def _check_shape(
     waits: dict[str, float] | None,
     ntasks: int | None,
     cpus_per_node: int | None,
+    read_queue: bool = False,
 ) -> None:
     """The options for the job's shape agree with each other (one UsageError line if not)."""
     low = node_range[0]
@@ -587,11 +599,15 @@ def _check_shape(
         raise click.UsageError("--cpus-per-node goes with --ntasks")
     if waits is not None and len(listed) < 2:
         raise click.UsageError("--wait goes with several partitions (--partition a,b)")
-    if len(listed) >= 2:
+    if read_queue and len(listed) < 2:
+        raise click.UsageError("--queue goes with several partitions (--partition a,b)")
+    if read_queue and waits is not None:
+        raise click.UsageError("give one of --wait and --queue")
+    if len(listed) >= 2 and not read_queue:
         if waits is None:
             raise click.UsageError(
                 "several partitions need --wait P=SECONDS,... (the wait each would give the "
-                "job; the estimate from a live queue is the daemon's)"
+                "job) or --queue (the waits the current queue implies)"
             )
         for name in waits:
             if name not in listed:
@@ -603,13 +619,76 @@ def _check_shape(
                 raise click.UsageError(f"--wait gives no wait for partition {name}")
 
 
+class _WhatIf:
+    """Every partition with the options' cluster state and the --wait given for it."""
+
+    def __init__(self, cluster: policies.ClusterState, waits: dict[str, float]) -> None:
+        self.cluster, self.waits = cluster, waits
+
+    def state(self, name: str) -> policies.ClusterState:
+        return self.cluster
+
+    def wait(self, name: str, nodes: int) -> float:
+        return self.waits[name]
+
+
+class _LiveQueues:
+    """Each partition's state and wait from Slurm now, as the daemon reads them
+    (plugin/daemon/cluster.py ClusterView: sinfo, squeue, scontrol show partition)."""
+
+    def __init__(self, view: Any, job: Any, pending: list[Any], queues: dict[str, Any]) -> None:
+        self.view, self.job, self.pending, self.queues = view, job, pending, queues
+
+    def state(self, name: str) -> policies.ClusterState:
+        from plugin.daemon.cluster import pending_demand  # noqa: PLC0415
+
+        where = dataclasses.replace(self.job, partition=name)
+        return self.view.state(where, pending_demand(self.pending))  # type: ignore[no-any-return]
+
+    def wait(self, name: str, nodes: int) -> float:
+        from policies.partition import wait_estimate  # noqa: PLC0415
+
+        return wait_estimate(self.queues[name], nodes)
+
+
+def _live_queues(request: policies.Request, listed: list[str]) -> _LiveQueues:
+    """Read the queue of each listed partition from Slurm (the adaptalloc TOML's [slurm]
+    backend); InputError when Slurm cannot say or does not know a partition."""
+    # Imported here: only --queue reads Slurm.
+    from plugin.config import load_config  # noqa: PLC0415
+    from plugin.daemon.cluster import ClusterView  # noqa: PLC0415
+    from plugin.slurm import JobRecord, SlurmError, slurm_reader  # noqa: PLC0415
+
+    slurm = load_config(None).slurm
+    view = ClusterView(slurm_reader(slurm.backend, slurm.timeout_s))
+    try:
+        jobs = view.slurm.jobs()
+    except SlurmError as exc:
+        raise InputError(f"cannot read the queue: {printable(str(exc))[:300]}") from exc
+    known = view.partitions()
+    for name in listed:
+        if name not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise InputError(f"Slurm knows no partition {name} (it knows: {printable(names)})")
+    pending = [j for j in jobs if j.state == "PENDING"]
+    job = JobRecord(
+        0, "decide", "", request.account, ",".join(listed), "PENDING", "decide",
+        nodes_min=request.min_nodes, nodes_max=request.max_nodes,
+    )  # fmt: skip
+    now = time.time()
+    queues = {name: view.queue(name, pending, job, now) for name in listed}
+    if any(q is None for q in queues.values()):
+        raise InputError("cannot read the queue: sinfo or squeue failed (see the log)")
+    return _LiveQueues(view, job, pending, queues)
+
+
 def _shaped_decision(
     request: policies.Request,
     cluster: policies.ClusterState,
     settings: policies.PolicySettings,
     runs: _FileRuns | _StoreRuns,
     listed: list[str],
-    waits: dict[str, float],
+    where: _WhatIf | _LiveQueues,
     ntasks: int | None,
     cpus_per_node: int | None,
     scaling: str,
@@ -641,9 +720,9 @@ def _shaped_decision(
             request,
             listed,
             lambda name: runs.typed(name) or curve,
-            lambda _name: cluster,
+            where.state,
             settings_for,
-            lambda name, _n: waits[name],
+            where.wait,
             missing=missing or "no curve is known",
         )
         if pick is not None:

@@ -5,8 +5,10 @@ a job running in debug on node5-8 holds big's nodes and frees them at its limit.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -16,7 +18,7 @@ from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Observation
 
 from .daemon_harness import DaemonProcess
-from .testbed import SlurmCLI, SubmitJob, scratch_url
+from .testbed import SlurmCLI, SubmitJob, adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -29,6 +31,7 @@ def test_a_debug_job_on_the_big_nodes_delays_big_until_its_limit(
     submit_job: SubmitJob,
     daemon_factory: Callable[..., DaemonProcess],
     redis_client: object,
+    tmp_path: Path,
 ) -> None:
     # The app runs 2.5 times faster on big's nodes: one curve per node type.
     store = CurveStore(connect(scratch_url()))
@@ -72,3 +75,24 @@ def test_a_debug_job_on_the_big_nodes_delays_big_until_its_limit(
     assert 3000 < options["debug"]["wait_s"] <= 3600
     assert decision["new_partition"] == "big"
     assert slurm.show_job(job)["Partition"] == "big"
+
+    # `adaptalloc decide --queue` reads the same queue and gives the daemon's answer.
+    asked = adaptalloc(
+        "decide", "--app", "it-overlap", "--nodes", "1-4", "--partition", "debug,big",
+        "--queue", "--format", "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert asked.returncode == 0, asked.stderr
+    doc = json.loads(asked.stdout)
+    assert (doc["partition"], doc["nodes"]) == ("big", decision["nodes"])
+    waits = {o["partition"]: o["wait_s"] for o in doc["partitions"]}
+    assert 3000 < waits["big"] <= 3600
+    unknown = adaptalloc(
+        "decide", "--app", "it-overlap", "--nodes", "1-4", "--partition", "debug,nosuch",
+        "--queue", cwd=tmp_path,
+    )  # fmt: skip
+    assert unknown.returncode == 1
+    assert (
+        unknown.stderr.strip()
+        .splitlines()[-1]
+        .startswith("adaptalloc: error: Slurm knows no partition nosuch (it knows: ")
+    )

@@ -194,6 +194,9 @@ def test_several_partitions_in_text_show_the_comparison(
         (("--partition", "std;rm -rf /,big"), "'std;rm -rf /' is not a partition name", 2),
         (("--partition", "std,,big"), "'' is not a partition name", 2),
         (("--scaling", "gustafson"), "'gustafson' is not one of 'strong', 'weak'", 2),
+        (("--queue",), "--queue goes with several partitions", 2),
+        (("--partition", "std,big", "--queue", "--wait", "std=0,big=0"), "one of --wait and", 2),
+        (("--partition", "std,big", "--queue", "--idle", "3"), "drop --idle, --pending", 2),
     ],
 )
 def test_bad_shapes_are_one_clear_line(
