@@ -5,7 +5,11 @@ decide
     options, and prints the decision: ``{"nodes", "time_limit_min", "rule", "reason"}`` with
     ``--format json`` (DESIGN.md) and ``"max_nodes"`` (null when pinned, the range's largest
     size with release = "range"), plus ``"time_limit_reason"`` and every rule's
-    ``"candidates"`` and the ``"load_rule"`` with ``--explain``.
+    ``"candidates"`` and the ``"load_rule"`` with ``--explain``. For the shapes the daemon
+    decides by their own rule (plugin/daemon/shape.py, the same code) it adds keys:
+    ``"tasks"``, ``"tasks_per_node"``, ``"placement"`` with ``--ntasks``; ``"scaling"`` with
+    ``--scaling weak``; ``"partition"`` and ``"partitions"`` with several partitions
+    (``--wait`` what-if waits, or ``--queue`` to read them from Slurm).
 policy check
     Validates a policy file and prints the settings in effect for the defaults and for each
     partition and account table.
