@@ -1,5 +1,5 @@
 """``python -m plugin``: the adaptalloc command line (the same as the console script)."""
 
-from plugin.cli.root import main
+from plugin.cli import main
 
 main()

@@ -13,26 +13,34 @@ left as submitted, partitions and all.
 
 The wait W_p(n) the current queue implies, defined simply (`wait_estimate`):
 
-* the nodes the jobs already pending in p want (their minimums) are served first, FIFO, and
-  this job gets n after them;
+* the nodes the jobs already pending want (their minimums) are served first, FIFO, and this
+  job gets n after them;
 * nodes become free when the running jobs reach their time limits (ends at the limit, the
   latest they can end), and the idle nodes are free now;
 * so W_p(n) is the earliest running job's remaining limit at which idle + freed ≥ pending + n:
   0 when the idle nodes already cover them, infinite when the whole partition cannot.
 
+Partitions may overlap (the testbed's ``debug`` spans all nodes, ``big`` half of them), so
+p's queue holds the jobs of every partition that shares nodes with it (`overlap_share`):
+
+* a running job counts the nodes it holds that are p's, |H ∩ N_p|, whatever its partition
+  (a job of another partition on p's nodes frees them at its limit too);
+* a pending job of partition q wanting m nodes counts m·|N_q ∩ N_p|/|N_q|: its nodes are
+  expected to land on p's in the share p holds of q (all of them when q ⊆ p, none when the
+  two are disjoint). This share is an assumption, not what Slurm's node selection does
+  (node weights and order decide that); it only makes a queue in an overlapping partition
+  count against the shared nodes, in proportion.
+
 What it leaves out, knowingly: jobs end before their limits (W is too long for that), and the
 pending jobs ahead run for some time before they free their nodes (W is too short for that).
 Both errors hit every partition alike; the estimate compares partitions, it is not a forecast
-of a start time. Backfilling, priorities and reservations are ignored, and so are jobs of
-another partition that hold this one's nodes (partitions may overlap; the daemon counts the
-running jobs submitted to this partition): their nodes never free, which makes W longer, up
-to infinite, when such jobs fill the partition.
+of a start time. Backfilling, priorities and reservations are ignored.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,11 +52,13 @@ PARTITION_CHOICE = "partition_choice"
 
 @dataclass(frozen=True)
 class Queue:
-    """One partition's queue now: idle nodes, nodes the pending jobs ahead want, and the
-    running jobs as (nodes, seconds left of their time limit; inf when unlimited)."""
+    """One partition's queue now: idle nodes, nodes the pending jobs ahead want of it (a
+    share of them for another partition's jobs: `overlap_share`), and the running jobs as
+    (nodes of this partition they hold, seconds left of their time limit; inf when
+    unlimited)."""
 
     idle_nodes: int
-    pending_nodes: int = 0
+    pending_nodes: float = 0
     running: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
@@ -57,6 +67,14 @@ class Queue:
         for n, left in self.running:
             if n < 0 or not left >= 0:
                 raise ValueError(f"running jobs need nodes ≥ 0 and time left ≥ 0, got {n}, {left}")
+
+
+def overlap_share(partition: Set[str], other: Set[str]) -> float:
+    """|N_q ∩ N_p| / |N_q|: the share of a job's nodes in partition q (`other`'s nodes)
+    expected on partition p's (`partition`'s) nodes (module docstring); 0 when q has none."""
+    if not other:
+        return 0.0
+    return len(partition & other) / len(other)
 
 
 def wait_estimate(queue: Queue, n: int) -> float:

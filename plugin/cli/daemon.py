@@ -25,10 +25,12 @@ from rich.table import Table
 
 from plugin.appkey import AppKey
 from plugin.cli.common import emit_json, format_option, open_store, stdout_console, store_options
-from plugin.config import load_config
-from plugin.daemon import REASONS, Daemon
+from plugin.config import Config, load_config
+from plugin.daemon import REASONS, Daemon, signals
 from plugin.daemon.state import atomic_write, default_state_dir
 from plugin.errors import InputError, printable
+from plugin.store.connection import StoreError, connect
+from plugin.store.migrate import migrate_if_needed
 
 __all__ = ["daemon", "decisions"]
 
@@ -106,6 +108,8 @@ def daemon(
     SIGHUP re-reads the configuration and the policy file. Any failure releases the job as
     submitted, with the reason in its admin_comment and the log.
     """
+    if once or release_held:  # no handlers: a stop signal that waited acts as it always did
+        signals.unblock()
     if once and release_held:
         raise click.UsageError("--once and --release-held do not go together")
     if if_orphaned and not release_held:
@@ -128,6 +132,7 @@ def daemon(
         metrics_port=metrics_port,
         learn=not (no_learn or once or release_held),
     )
+    migrate_at_start(config, redis_url)
     if once:
         count = daemon_.run_once()
         click.echo(f"handled {count} held job{'s' if count != 1 else ''}")
@@ -145,6 +150,18 @@ def daemon(
             with contextlib.suppress(OSError):
                 if pid_path.read_text().strip() == str(os.getpid()):
                     pid_path.unlink()
+
+
+def migrate_at_start(config: Config, redis_url: str | None) -> None:
+    """Copy v1 keys to v2 before the first decision (plugin/store/migrate.py), learner or not:
+    a daemon run with --no-learn would otherwise read an empty v2. Several daemons starting
+    at once each make a whole pass, copying only what v2 lacks. Redis down is no reason not
+    to start (the daemon fails open): logged, and the learner's start tries again."""
+    try:
+        client = connect(redis_url, config.redis, check=False)
+        migrate_if_needed(client)
+    except StoreError as exc:
+        log.warning("store_migration_not_checked", error=printable(str(exc))[:300])
 
 
 _JOB_ID = re.compile(r"[0-9]{1,18}")

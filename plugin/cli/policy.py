@@ -5,7 +5,11 @@ decide
     options, and prints the decision: ``{"nodes", "time_limit_min", "rule", "reason"}`` with
     ``--format json`` (DESIGN.md) and ``"max_nodes"`` (null when pinned, the range's largest
     size with release = "range"), plus ``"time_limit_reason"`` and every rule's
-    ``"candidates"`` and the ``"load_rule"`` with ``--explain``.
+    ``"candidates"`` and the ``"load_rule"`` with ``--explain``. For the shapes the daemon
+    decides by their own rule (plugin/daemon/shape.py, the same code) it adds keys:
+    ``"tasks"``, ``"tasks_per_node"``, ``"placement"`` with ``--ntasks``; ``"scaling"`` with
+    ``--scaling weak``; ``"partition"`` and ``"partitions"`` with several partitions
+    (``--wait`` what-if waits, or ``--queue`` to read them from Slurm).
 policy check
     Validates a policy file and prints the settings in effect for the defaults and for each
     partition and account table.
@@ -22,10 +26,12 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
+import numpy as np
+import numpy.typing as npt
 import structlog
 from rich import box
 from rich.console import Console
@@ -39,15 +45,29 @@ from plugin.cli.common import (
     format_option,
     observation_options,
     predictor_call,
-    read,
+    source_name,
 )
 from plugin.cli.common import stdout_console as _stdout_console
-from plugin.errors import InputError, printable, quote_value
+from plugin.daemon import shape
+from plugin.errors import InputError, TooManyRowsError, printable, quote_value
+from plugin.formats.observations_csv import (
+    RawObservations,
+    load_observations,
+    read_observations,
+    read_observations_stream,
+)
 from plugin.learning.learner import curve_from_fit
 from plugin.policy_file import load_policy_config
 from policies.rules import load_rule_words
 
-__all__ = ["decide", "load_policy_config", "parse_range", "policy"]
+__all__ = [
+    "decide",
+    "load_policy_config",
+    "parse_partitions",
+    "parse_range",
+    "parse_waits",
+    "policy",
+]
 
 log = structlog.get_logger("adaptalloc")
 T = TypeVar("T")
@@ -78,6 +98,58 @@ def _range_callback(ctx: click.Context, param: click.Parameter, value: str) -> t
         raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
 
 
+_PARTITION_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_WAIT = re.compile(r"\s*([A-Za-z0-9._-]{1,64})\s*=\s*([0-9]{1,12}(?:\.[0-9]{1,6})?)\s*")
+
+
+def parse_partitions(text: str) -> list[str]:
+    """``--partition``: one name or a list ``a,b`` (the user's order, repeats dropped);
+    ValueError naming what is wrong."""
+    out: list[str] = []
+    for word in text.split(","):
+        name = word.strip()
+        if not _PARTITION_NAME.fullmatch(name):
+            raise ValueError(
+                f"{quote_value(name)} is not a partition name (letters, digits, '.', '_', '-'; "
+                "a list is a,b)"
+            )
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def parse_waits(text: str) -> dict[str, float]:
+    """``--wait``: ``a=0,b=3600``, each listed partition's wait in seconds; ValueError naming
+    what is wrong."""
+    out: dict[str, float] = {}
+    for word in text.split(","):
+        match = _WAIT.fullmatch(word)
+        if not match:
+            raise ValueError(
+                f"{quote_value(word.strip())} is not PARTITION=SECONDS (a wait of 0 or more "
+                "seconds, like big=3600)"
+            )
+        name, seconds = match.group(1), float(match.group(2))
+        if name in out:
+            raise ValueError(f"partition {name} is given two waits")
+        out[name] = seconds
+    return out
+
+
+def _parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, Any], T | None]:
+    """A click callback: `parse` the option's text, ValueError as a bad-parameter line."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> T | None:
+        if value is None:
+            return None
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise click.BadParameter(printable(str(exc)), ctx=ctx, param=param) from None
+
+    return callback
+
+
 def _feasible_callback(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> policies.Feasible | None:
@@ -96,11 +168,25 @@ def _count(name: str, least: int, help_text: str) -> Callable[[Callable[..., T]]
     )
 
 
-def _curve_from_observations(
-    obs_csv: str, method: str, max_rows: int
+def _raw(obs_csv: str, max_rows: int) -> RawObservations:
+    """The file's runs as read (path, or stdin for ``-``), before any averaging."""
+    try:
+        if obs_csv == "-":
+            return read_observations_stream(sys.stdin.buffer, source_name(obs_csv), max_rows)
+        return read_observations(obs_csv, max_rows)
+    except TooManyRowsError as exc:
+        raise InputError(f"{exc}; pass --max-rows to raise the limit") from exc
+
+
+def _fit_rows(
+    raw: RawObservations, rows: npt.NDArray[np.bool_] | None, method: str
 ) -> tuple[predictor.Curve | None, str, str]:
-    """The curve the learner would store for these runs (None, and why, when the fit failed)."""
-    obs = read(obs_csv, max_rows)
+    """The curve the learner would store for these runs (all of them, or `rows`), or None
+    and why when the fit failed."""
+    if rows is None:
+        obs = load_observations(raw)
+    else:
+        obs = predictor_call(lambda: predictor.prepare(raw.n[rows], raw.runtime[rows]))
     fit = predictor_call(lambda: predictor.fit_observations(obs, method=method))
     if fit.status != "ok":
         return None, f"the fit failed ({printable(fit.message) or 'no reason given'})", ""
@@ -108,50 +194,116 @@ def _curve_from_observations(
 
 
 def _curve_for_size(
-    obs_csv: str, size: float, method: str, max_rows: int
+    raw: RawObservations, size: float, method: str
 ) -> tuple[predictor.Curve | None, str, str]:
     """Problem size `size`'s curve from a study of several sizes (the file's size column):
     its own runs' when they span two node counts, else borrowed from the other sizes."""
-    from plugin.formats.observations_csv import (  # noqa: PLC0415
-        read_observations,
-        require_sizes,
-    )
+    from plugin.formats.observations_csv import require_sizes  # noqa: PLC0415
     from plugin.learning.borrow import borrow_from_runs, own_runs  # noqa: PLC0415
 
-    if obs_csv == "-":
-        raise InputError("--size reads a file, not standard input")
-    raw = read_observations(obs_csv, max_rows)
     sizes = require_sizes(raw)
     own = own_runs(sizes, raw.n, size)
     if own is None:
         borrowed = predictor_call(lambda: borrow_from_runs(size, sizes, raw.n, raw.runtime))
         return borrowed.curve, "", borrowed.note
-    obs = predictor_call(lambda: predictor.prepare(raw.n[own], raw.runtime[own]))
-    fit = predictor_call(lambda: predictor.fit_observations(obs, method=method))
-    if fit.status != "ok":
-        return None, f"the fit failed ({printable(fit.message) or 'no reason given'})", ""
-    return predictor_call(lambda: curve_from_fit(fit)), "", ""
+    return _fit_rows(raw, own, method)
 
 
-def _curve_from_store(
-    app_text: str, redis_url: str | None
-) -> tuple[predictor.Curve | None, str, str]:
-    """The app's stored curve, or one borrowed from its sibling sizes (then the third item
-    says so: plugin/learning/borrow.py); None, and why, when there is none. Errors if Redis
-    is down."""
-    # Imported here: only --app needs Redis and the store's configuration.
-    from plugin.appkey import AppKey  # noqa: PLC0415
-    from plugin.cli.common import open_store  # noqa: PLC0415
-    from plugin.learning.borrow import BORROWED, curve_with_borrowing  # noqa: PLC0415
+@dataclass(frozen=True)
+class _Run:
+    """One CSV row as plugin/daemon/shape.py reads a stored observation."""
 
-    app = AppKey.parse(app_text)
-    record = curve_with_borrowing(open_store(None, redis_url).store, app)
-    if record is None:
-        return None, f"no curve is stored for app {app}", ""
-    if record.curve is None:
-        why = record.note or record.error or "none fitted yet"
-        return None, f"app {app} has no usable stored curve ({printable(why)})", ""
-    return record.curve, "", record.note if record.method == BORROWED else ""
+    nodes: int
+    runtime_s: float
+    size: float | None = None
+    tasks_per_node: int | None = None
+    node_type: str | None = None
+
+
+def _cell(values: npt.NDArray[np.float64] | None, i: int) -> float | None:
+    if values is None or not np.isfinite(values[i]):
+        return None
+    return float(values[i])
+
+
+class _FileRuns:
+    """The runs of --observations for the shapes: curve, per node type, the rows as runs."""
+
+    def __init__(self, raw: RawObservations, method: str, size: float | None) -> None:
+        self.raw, self.method, self.size = raw, method, size
+
+    def curve(self) -> tuple[predictor.Curve | None, str, str]:
+        if self.size is not None:
+            return _curve_for_size(self.raw, self.size, self.method)
+        return _fit_rows(self.raw, None, self.method)
+
+    def typed(self, node_type: str) -> predictor.Curve | None:
+        """The curve of the rows whose node_type is `node_type`, when they fit one."""
+        if self.raw.node_type is None:
+            return None
+        rows = np.array([t == node_type for t in self.raw.node_type], dtype=bool)
+        if np.unique(self.raw.n[rows]).size < 2 or rows.all():
+            return None
+        try:
+            return _fit_rows(self.raw, rows, self.method)[0]
+        except InputError:
+            return None
+
+    def runs(self) -> list[_Run]:
+        raw = self.raw
+        out = []
+        for i in range(len(raw)):
+            tpn = _cell(raw.tasks_per_node, i)
+            out.append(
+                _Run(
+                    int(raw.n[i]),
+                    float(raw.runtime[i]),
+                    _cell(raw.size, i),
+                    None if tpn is None else int(tpn),
+                    raw.node_type[i] if raw.node_type is not None else None,
+                )
+            )
+        return out
+
+    def weak_runs(self) -> list[_Run]:
+        return self.runs()
+
+
+class _StoreRuns:
+    """The app's curves and observations in the store, read as the daemon reads them
+    (plugin/daemon/decider.py CurveSource: borrowing, per node type, sibling sizes)."""
+
+    def __init__(self, app_text: str, redis_url: str | None) -> None:
+        # Imported here: only --app needs Redis and the store's configuration.
+        from plugin.appkey import AppKey  # noqa: PLC0415
+        from plugin.cli.common import open_store  # noqa: PLC0415
+        from plugin.daemon.decider import CurveSource  # noqa: PLC0415
+
+        self.app = AppKey.parse(app_text)
+        store = open_store(None, redis_url).store
+        self.source = CurveSource(lambda: store)
+
+    def curve(self) -> tuple[predictor.Curve | None, str, str]:
+        from plugin.learning.borrow import BORROWED  # noqa: PLC0415
+
+        app = self.app
+        record = self.source.get(app)
+        if record is None:
+            return None, f"no curve is stored for app {app}", ""
+        if record.curve is None:
+            why = record.note or record.error or "none fitted yet"
+            return None, f"app {app} has no usable stored curve ({printable(why)})", ""
+        return record.curve, "", record.note if record.method == BORROWED else ""
+
+    def typed(self, node_type: str) -> predictor.Curve | None:
+        record = self.source.typed(self.app, node_type)
+        return record.curve if record is not None else None
+
+    def runs(self) -> list[Any]:
+        return self.source.observations(self.app)
+
+    def weak_runs(self) -> list[Any]:
+        return [*self.runs(), *self.source.sibling_runs(self.app)]
 
 
 def _say(console: Console, text: str) -> None:
@@ -253,7 +405,45 @@ def render_decision(
     metavar="MIN",
     help="The partition's MaxTime in minutes.",
 )
-@click.option("--partition", default="", metavar="P", help="Partition (selects [partition.P]).")
+@click.option(
+    "--partition",
+    "partition_list",
+    default=None,
+    callback=_parsed(parse_partitions),
+    metavar="P[,Q...]",
+    help="Partition (selects [partition.P]); several (a,b) ask which one the daemon would "
+    "choose by predicted completion, each on its node type's curve (needs --wait).",
+)
+@click.option(
+    "--queue",
+    "read_queue",
+    is_flag=True,
+    help="With several partitions: each one's wait and load from Slurm's current queue "
+    "(sinfo, squeue, scontrol), as the daemon reads them, instead of --wait.",
+)
+@click.option(
+    "--wait",
+    "waits",
+    default=None,
+    callback=_parsed(parse_waits),
+    metavar="P=S,...",
+    help="With several partitions: the wait in seconds each would give the job (what-if).",
+)
+@_count(
+    "--ntasks",
+    1,
+    "A fixed task count (sbatch --ntasks): which node count, and so tasks per node, the "
+    "daemon would place it on, from the app's runs with tasks per node.",
+)
+@_count("--cpus-per-node", 1, "With --ntasks: the partition's CPUs per node (a placement cap).")
+@click.option(
+    "--scaling",
+    type=click.Choice(["strong", "weak"]),
+    default="strong",
+    show_default=True,
+    help="weak: size by Gustafson's law from the app's runs with a problem size "
+    "(tag scaling=weak).",
+)
 @click.option("--account", default="", metavar="A", help="Account (selects [account.A]).")
 @click.option(
     "--feasible",
@@ -291,7 +481,12 @@ def decide(
     total: int | None,
     partition_max_nodes: int | None,
     partition_max_time: int | None,
-    partition: str,
+    partition_list: list[str] | None,
+    read_queue: bool,
+    waits: dict[str, float] | None,
+    ntasks: int | None,
+    cpus_per_node: int | None,
+    scaling: str,
     account: str,
     feasible: policies.Feasible | None,
     config_path: str | None,
@@ -310,14 +505,7 @@ def decide(
     /etc/adaptalloc/adaptalloc.toml); --config is the policy file.
     """
     started = time.perf_counter()
-    load_curve: Callable[[], tuple[predictor.Curve | None, str, str]]
-    if app_key is not None and obs_csv is None:
-        load_curve = partial(_curve_from_store, app_key, redis_url)
-    elif obs_csv is not None and app_key is None and problem_size is not None:
-        load_curve = partial(_curve_for_size, obs_csv, problem_size, method, max_rows)
-    elif obs_csv is not None and app_key is None:
-        load_curve = partial(_curve_from_observations, obs_csv, method, max_rows)
-    else:
+    if (app_key is None) == (obs_csv is None):
         raise click.UsageError("give exactly one of --app KEY and --observations OBS.csv")
     if problem_size is not None and obs_csv is None:
         raise click.UsageError("--size goes with --observations (with --app, tag the key: cg@3000)")
@@ -325,6 +513,11 @@ def decide(
         raise click.UsageError("--redis-url goes with --app")
     if pending is not None and idle is None:
         raise click.UsageError("--pending needs --idle (the load is pending per idle node)")
+    listed = partition_list or []
+    _check_shape(node_range, listed, waits, ntasks, cpus_per_node, read_queue)
+    if read_queue and (idle, pending, total) != (None, None, None):
+        raise click.UsageError("--queue reads the load from Slurm: drop --idle, --pending, --total")
+    partition = ",".join(listed)
     config = load_policy_config(config_path)
     try:
         request = policies.Request(
@@ -339,21 +532,35 @@ def decide(
         )
     except ValueError as exc:
         raise InputError(str(exc)) from exc
-    curve, missing, borrowed = load_curve()
+    runs: _FileRuns | _StoreRuns
+    if app_key is not None:
+        runs = _StoreRuns(app_key, redis_url)
+    else:
+        runs = _FileRuns(_raw(str(obs_csv), max_rows), method, problem_size)
     settings = policies.effective(config, partition, account)
-    decision = policies.decide(
-        request, curve, cluster, settings, missing=missing or "no curve is known"
+    where = _live_queues(request, listed) if read_queue else _WhatIf(cluster, waits or {})
+    decision, shown = _shaped_decision(
+        request,
+        cluster,
+        settings,
+        runs,
+        listed,
+        where,
+        ntasks,
+        cpus_per_node,
+        scaling,
+        lambda name: policies.effective(config, name, account),
     )
-    if borrowed:
-        decision = dataclasses.replace(decision, reason=f"{decision.reason}; {borrowed}")
     load_rule = load_rule_words(settings)
     if output_format == "json":
         doc = decision.to_dict(explain)
         if explain:
             doc["load_rule"] = load_rule
-        emit_json(doc)
+        emit_json({**doc, **shown})
     else:
-        render_decision(decision, _stdout_console(), explain, load_rule)
+        console = _stdout_console()
+        render_decision(decision, console, explain, load_rule)
+        _render_shape(shown, console)
         sys.stdout.flush()
     log.info(
         "decide",
@@ -365,6 +572,9 @@ def decide(
         time_limit_min=time_limit,
         idle=idle,
         pending=pending,
+        partitions=listed,
+        tasks=ntasks,
+        scaling=scaling,
         nodes=decision.nodes,
         new_time_limit_min=decision.time_limit_min,
         new_max_nodes=decision.max_nodes,
@@ -372,6 +582,187 @@ def decide(
         reason=printable(decision.reason),
         elapsed_ms=elapsed_ms(started),
     )
+
+
+def _check_shape(
+    node_range: tuple[int, int],
+    listed: list[str],
+    waits: dict[str, float] | None,
+    ntasks: int | None,
+    cpus_per_node: int | None,
+    read_queue: bool = False,
+) -> None:
+    """The options for the job's shape agree with each other (one UsageError line if not)."""
+    low = node_range[0]
+    if ntasks is not None and ntasks < low:
+        raise click.UsageError(
+            f"--ntasks {ntasks} does not fit the range {low}-{node_range[1]}: each of the "
+            f"at least {low} nodes needs a task"
+        )
+    if cpus_per_node is not None and ntasks is None:
+        raise click.UsageError("--cpus-per-node goes with --ntasks")
+    if waits is not None and len(listed) < 2:
+        raise click.UsageError("--wait goes with several partitions (--partition a,b)")
+    if read_queue and len(listed) < 2:
+        raise click.UsageError("--queue goes with several partitions (--partition a,b)")
+    if read_queue and waits is not None:
+        raise click.UsageError("give one of --wait and --queue")
+    if len(listed) >= 2 and not read_queue:
+        if waits is None:
+            raise click.UsageError(
+                "several partitions need --wait P=SECONDS,... (the wait each would give the "
+                "job) or --queue (the waits the current queue implies)"
+            )
+        for name in waits:
+            if name not in listed:
+                raise click.UsageError(
+                    f"--wait names partition {name}, which --partition does not list"
+                )
+        for name in listed:
+            if name not in waits:
+                raise click.UsageError(f"--wait gives no wait for partition {name}")
+
+
+class _WhatIf:
+    """Every partition with the options' cluster state and the --wait given for it."""
+
+    def __init__(self, cluster: policies.ClusterState, waits: dict[str, float]) -> None:
+        self.cluster, self.waits = cluster, waits
+
+    def state(self, name: str) -> policies.ClusterState:
+        return self.cluster
+
+    def wait(self, name: str, nodes: int) -> float:
+        return self.waits[name]
+
+
+class _LiveQueues:
+    """Each partition's state and wait from Slurm now, as the daemon reads them
+    (plugin/daemon/cluster.py ClusterView: sinfo, squeue, scontrol show partition)."""
+
+    def __init__(self, view: Any, job: Any, pending: list[Any], queues: dict[str, Any]) -> None:
+        self.view, self.job, self.pending, self.queues = view, job, pending, queues
+
+    def state(self, name: str) -> policies.ClusterState:
+        from plugin.daemon.cluster import pending_demand  # noqa: PLC0415
+
+        where = dataclasses.replace(self.job, partition=name)
+        return self.view.state(where, pending_demand(self.pending))  # type: ignore[no-any-return]
+
+    def wait(self, name: str, nodes: int) -> float:
+        from policies.partition import wait_estimate  # noqa: PLC0415
+
+        return wait_estimate(self.queues[name], nodes)
+
+
+def _live_queues(request: policies.Request, listed: list[str]) -> _LiveQueues:
+    """Read the queue of each listed partition from Slurm (the adaptalloc TOML's [slurm]
+    backend); InputError when Slurm cannot say or does not know a partition."""
+    # Imported here: only --queue reads Slurm.
+    from plugin.config import load_config  # noqa: PLC0415
+    from plugin.daemon.cluster import ClusterView  # noqa: PLC0415
+    from plugin.slurm import JobRecord, SlurmError, slurm_reader  # noqa: PLC0415
+
+    slurm = load_config(None).slurm
+    view = ClusterView(slurm_reader(slurm.backend, slurm.timeout_s))
+    try:
+        jobs = view.slurm.jobs()
+    except SlurmError as exc:
+        raise InputError(f"cannot read the queue: {printable(str(exc))[:300]}") from exc
+    known = view.partitions()
+    for name in listed:
+        if name not in known:
+            names = ", ".join(sorted(known)) or "none"
+            raise InputError(f"Slurm knows no partition {name} (it knows: {printable(names)})")
+    pending = [j for j in jobs if j.state == "PENDING"]
+    job = JobRecord(
+        0, "decide", "", request.account, ",".join(listed), "PENDING", "decide",
+        nodes_min=request.min_nodes, nodes_max=request.max_nodes,
+    )  # fmt: skip
+    now = time.time()
+    queues = {name: view.queue(name, pending, job, now) for name in listed}
+    if any(q is None for q in queues.values()):
+        raise InputError("cannot read the queue: sinfo or squeue failed (see the log)")
+    return _LiveQueues(view, job, pending, queues)
+
+
+def _shaped_decision(
+    request: policies.Request,
+    cluster: policies.ClusterState,
+    settings: policies.PolicySettings,
+    runs: _FileRuns | _StoreRuns,
+    listed: list[str],
+    where: _WhatIf | _LiveQueues,
+    ntasks: int | None,
+    cpus_per_node: int | None,
+    scaling: str,
+    settings_for: Callable[[str], policies.PolicySettings],
+) -> tuple[policies.Decision, dict[str, Any]]:
+    """The decision the daemon would make (plugin/daemon/decider.py, same order: weak
+    scaling, then a fixed task count, then several partitions, else the curve's), and the
+    keys it adds to the JSON document."""
+    theta = settings.efficiency_threshold
+    if scaling == "weak":
+        weak = shape.weak_decision(request, runs.weak_runs(), cluster, theta)
+        return weak, {"scaling": "weak"}
+    # Slurm gives a job without --ntasks as many tasks as its minimum node count: the daemon
+    # places only task counts above it (shape.fixed_tasks).
+    if ntasks is not None and ntasks > request.min_nodes:
+        placed = shape.placement_decision(
+            ntasks, request, cluster, runs.runs(), theta, cpus_per_node
+        )
+        return placed.decision, {
+            "tasks": ntasks,
+            "tasks_per_node": placed.tasks_per_node,
+            "placement": placed.detail,
+        }
+    curve, missing, borrowed = runs.curve()
+    shown: dict[str, Any] = {}
+    decision: policies.Decision | None = None
+    if len(listed) >= 2:
+        pick = shape.partition_decision(
+            request,
+            listed,
+            lambda name: runs.typed(name) or curve,
+            where.state,
+            settings_for,
+            where.wait,
+            missing=missing or "no curve is known",
+        )
+        if pick is not None:
+            shown = {"partition": pick.partition, "partitions": pick.detail["options"]}
+            decision = pick.decision
+            if decision is None:
+                missing = missing or pick.reason
+    if decision is None:
+        decision = policies.decide(
+            request, curve, cluster, settings, missing=missing or "no curve is known"
+        )
+    if borrowed:
+        decision = dataclasses.replace(decision, reason=f"{decision.reason}; {borrowed}")
+    if ntasks is not None:
+        shown["tasks"] = ntasks
+    return decision, shown
+
+
+def _render_shape(shown: dict[str, Any], console: Console) -> None:
+    """The placement table or the partitions compared, for people."""
+    placement = shown.get("placement")
+    if placement is not None and placement["table"]:
+        table = Table(box=box.SIMPLE, show_header=True, title="Placements the runs predict")
+        for heading in ("nodes", "tasks per node", "runtime s", "efficiency"):
+            table.add_column(heading, justify="right")
+        for row in placement["table"]:
+            table.add_row(*("-" if row[k] is None else f"{row[k]:g}" for k in row))
+        console.print(table)
+    options = shown.get("partitions")
+    if options:
+        table = Table(box=box.SIMPLE, show_header=True, title="Partitions compared")
+        for heading in ("partition", "nodes", "runtime s", "wait s", "completion s"):
+            table.add_column(heading, justify="right")
+        for row in options:
+            table.add_row(*("-" if row[k] is None else printable(f"{row[k]}") for k in row))
+        console.print(table)
 
 
 # --- policy check ---------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from plugin.slurm import (
     SlurmReader,
 )
 from policies import ClusterState
-from policies.partition import Queue
+from policies.partition import Queue, overlap_share
 
 __all__ = ["ClusterView", "listed_partitions", "pending_demand", "tighter"]
 
@@ -79,6 +79,22 @@ def pending_demand(jobs: Iterable[JobRecord]) -> Counter[str]:
         if job.state == "PENDING" and job.nodes_min:
             demand[first_partition(job.partition)] += job.nodes_min
     return demand
+
+
+def _holding(job: JobRecord, name: str, mine: set[str], now: float) -> tuple[int, float] | None:
+    """(nodes of partition `name` the running `job` holds, seconds left of its limit; inf
+    when unlimited), None when it holds none. A source without node names leaves only the
+    jobs submitted to the partition."""
+    if not job.nodes_alloc:
+        return None
+    held = len(job.node_names & mine) if job.node_names else 0
+    if not job.node_names and job.partition == name:
+        held = job.nodes_alloc
+    if not held:
+        return None
+    if job.time_limit_min and job.start_time:
+        return held, max(job.start_time + 60.0 * job.time_limit_min - now, 0.0)
+    return held, float("inf")
 
 
 class ClusterView:
@@ -246,9 +262,10 @@ class ClusterView:
         self, name: str, pending: Iterable[JobRecord], job: JobRecord, now: float
     ) -> Queue | None:
         """The partition's queue as policies.partition.wait_estimate reads it (its docstring):
-        idle nodes (sinfo), the minimum nodes of the other pending jobs that list `name`
-        first, and the running jobs there as (nodes, seconds left of their limit, inf when
-        unlimited). None when sinfo or squeue fails: no wait can be estimated."""
+        idle nodes (sinfo), the other pending jobs' minimum nodes (their first partition's
+        share of this one's nodes, `overlap_share`) and the running jobs holding this one's
+        nodes as (how many, seconds left of their limit, inf when unlimited). None when sinfo
+        or squeue fails: no wait can be estimated."""
         nodes = self.nodes()
         running = self.running()
         if nodes is None or running is None:
@@ -257,20 +274,17 @@ class ClusterView:
         idle = sum(1 for n in nodes if n.idle and name in n.partitions)
         if part is not None and part.total_nodes > 0:
             idle = min(idle, part.total_nodes)
-        ahead = sum(
-            other.nodes_min or 0
-            for other in pending
-            if other.job_id != job.job_id
-            and other.state == "PENDING"
-            and first_partition(other.partition) == name
-        )
-        ends: list[tuple[int, float]] = []
-        for other in running:
-            if other.partition != name or not other.nodes_alloc:
+        members: dict[str, set[str]] = {}
+        for n in nodes:
+            for where in n.partitions:
+                members.setdefault(where, set()).add(n.name)
+        mine = members.get(name, set())
+        ahead = 0.0
+        for other in pending:
+            if other.job_id == job.job_id or other.state != "PENDING" or not other.nodes_min:
                 continue
-            if other.time_limit_min and other.start_time:
-                left = max(other.start_time + 60.0 * other.time_limit_min - now, 0.0)
-            else:
-                left = float("inf")
-            ends.append((other.nodes_alloc, left))
+            first = first_partition(other.partition)
+            share = 1.0 if first == name else overlap_share(mine, members.get(first, set()))
+            ahead += other.nodes_min * share
+        ends = [e for e in (_holding(other, name, mine, now) for other in running) if e]
         return Queue(idle, ahead, tuple(ends))

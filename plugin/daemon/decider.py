@@ -47,10 +47,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
-from policies.decision import Candidate
-from policies.partition import Option, Queue, choose_partition, wait_estimate
-from policies.placement import choose_placement
-from policies.weak import decide_weak
+from policies.partition import Queue, wait_estimate
 
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
@@ -429,28 +426,17 @@ class Decider:
             # over sibling app keys (name@size): the fit takes the app's runs and theirs.
             if app is not None:
                 observations = [*observations, *self.curves.sibling_runs(app)]
-            fit, why = shape.weak_fit(observations)
-            if app is None:
-                why = "the job has no app key"
-            return decide_weak(request, fit, state, theta, why), None
+            why = "" if app is not None else "the job has no app key"
+            return shape.weak_decision(request, observations, state, theta, why), None
         if tasks is None:  # weak returned above; this only narrows the type
             return None
         extra["tasks"] = tasks
-        model, sized = shape.placement_model(observations)
-        lo, top = request.min_nodes, request.max_nodes
-        if state.node_limit is not None:
-            top = max(lo, min(top, state.node_limit))
         _, cpus, _ = self._where
         per_node = cpus(first_partition(job.partition)) if cpus is not None else None
-        choice = choose_placement(tasks, lo, top, model, theta, per_node)
-        extra["tasks_per_node"] = choice.tasks_per_node
-        extra["placement"] = {
-            "kind": "placement",
-            "runs_with_tasks_per_node": sized,
-            "table": [row.to_dict() for row in choice.table],
-        }
-        decision = Decision(choice.nodes, None, choice.rule, choice.reason)
-        return decision, None
+        placed = shape.placement_decision(tasks, request, state, observations, theta, per_node)
+        extra["tasks_per_node"] = placed.tasks_per_node
+        extra["placement"] = placed.detail
+        return placed.decision, None
 
     def _partition_options(
         self,
@@ -461,59 +447,37 @@ class Decider:
         missing: str,
     ) -> tuple[Decision, str | None, dict[str, Any]] | None:
         """Each listed partition's own decision and the one with the earliest predicted
-        completion (policies/partition.py); None when the job lists one partition or the
+        completion (shape.partition_decision); None when the job lists one partition or the
         queues cannot be read."""
         queue, _, known = self._where
-        listed = listed_partitions(job.partition)
-        if len(listed) < 2 or queue is None or known is None:
+        if queue is None or known is None:
             return None
         names = set(known())
-        options: list[Option] = []
-        decisions: dict[str, Decision] = {}
-        for name in listed:
-            if name not in names:
-                continue
-            typed = self.curves.typed(app, name) if app is not None else None
+        listed = [name for name in listed_partitions(job.partition) if name in names]
+
+        def curve_for(name: str) -> Any:
             # The curve of the runs on this node type when the app ran on several, else the
             # curve of all its runs (one type: the same machine as far as the runs tell).
-            curve = typed.curve if typed is not None and typed.curve is not None else generic
-            where = replace(job, partition=name)
-            state = self._cluster(where)
-            # A pinned size per partition: a completion needs one size to predict.
-            part_settings = replace(
-                policies.effective(self.policy, name, job.account), release="pinned"
-            )
-            decision = policies.decide(
-                replace(request, partition=name),
-                curve,
-                state,
-                part_settings,
-                self.budget.value(),
-                missing or "no curve",
-            )
-            decisions[name] = decision
+            typed = self.curves.typed(app, name) if app is not None else None
+            return typed.curve if typed is not None and typed.curve is not None else generic
+
+        def wait_for(name: str, n: int) -> float:
             q = queue(name)
-            n = decision.nodes
-            runtime = float(curve.runtime(n)) if curve is not None and n is not None else math.nan
-            wait = wait_estimate(q, n) if q is not None and n is not None else math.inf
-            options.append(Option(name, n, runtime, wait))
-        if len(options) < 2:
-            return None
-        choice = choose_partition(options)
-        detail = {"kind": "partition", "options": [o.to_dict() for o in choice.options]}
-        if choice.partition is None:
-            return None
-        chosen = decisions[choice.partition]
-        reason = f"{choice.reason}; on {choice.partition}: {chosen.reason}"
-        decision = replace(
-            chosen,
-            reason=reason,
-            candidates=(
-                *chosen.candidates,
-                Candidate("partition_choice", chosen.nodes, choice.reason),
-            ),
+            return wait_estimate(q, n) if q is not None else math.inf
+
+        pick = shape.partition_decision(
+            request,
+            listed,
+            curve_for,
+            lambda name: self._cluster(replace(job, partition=name)),
+            lambda name: policies.effective(self.policy, name, job.account),
+            wait_for,
+            self.budget.value(),
+            missing or "no curve",
         )
-        return decision, choice.partition, detail
+        if pick is None or pick.decision is None:
+            return None
+        return pick.decision, pick.partition, pick.detail
 
     def _outcome(
         self,

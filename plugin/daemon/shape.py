@@ -18,16 +18,35 @@ tasks per node and node type are optional there, and runs without them are left 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+import policies
 from plugin.appkey import AppKeyError, parse_tag
 from plugin.daemon import marks
 from plugin.slurm import JobRecord
+from policies import ClusterState, Decision, ExplorationBudget, PolicySettings
+from policies.decide import NO_BUDGET
+from policies.decision import Candidate
+from policies.partition import Option, choose_partition
+from policies.placement import choose_placement
+from policies.weak import decide_weak
+from predictor import Curve
 from predictor.placement import PlacementModel, fit_placement
 from predictor.weak import WeakFit, fit_weak
 
-__all__ = ["fixed_tasks", "job_scaling", "placement_model", "weak_fit"]
+__all__ = [
+    "PartitionPick",
+    "Placed",
+    "fixed_tasks",
+    "job_scaling",
+    "partition_decision",
+    "placement_decision",
+    "placement_model",
+    "weak_decision",
+    "weak_fit",
+]
 
 
 def job_scaling(job: JobRecord) -> str | None:
@@ -108,3 +127,122 @@ def weak_fit(observations: Sequence[Any]) -> tuple[WeakFit | None, str]:
         return fit_weak(n, s, t), ""
     except ValueError as exc:
         return None, f"the app's {len(t)} sized runs give no Gustafson fit ({exc})"
+
+
+def weak_decision(
+    request: policies.Request,
+    observations: Sequence[Any],
+    state: ClusterState,
+    threshold: float,
+    why_none: str = "",
+) -> Decision:
+    """Gustafson's decision (policies/weak.py) from the runs that carry a problem size;
+    `why_none`, when given, replaces the reason there is no fit (no app key, say)."""
+    fit, why = weak_fit(observations)
+    return decide_weak(request, fit, state, threshold, why_none or why)
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A placement decision (policies/placement.py), its tasks per node (None: kept) and the
+    detail the decision record and ``decide`` show: the runs used and the placement table."""
+
+    decision: Decision
+    tasks_per_node: int | None
+    detail: dict[str, Any]
+
+
+def placement_decision(
+    tasks: int,
+    request: policies.Request,
+    state: ClusterState,
+    observations: Iterable[Any],
+    threshold: float,
+    cpus_per_node: int | None = None,
+) -> Placed:
+    """Spread `tasks` over the job's range, cut to the partition's node limit, from the runs
+    that carry tasks per node."""
+    model, sized = placement_model(observations)
+    lo, top = request.min_nodes, request.max_nodes
+    if state.node_limit is not None:
+        top = max(lo, min(top, state.node_limit))
+    choice = choose_placement(tasks, lo, top, model, threshold, cpus_per_node)
+    detail = {
+        "kind": "placement",
+        "runs_with_tasks_per_node": sized,
+        "table": [row.to_dict() for row in choice.table],
+    }
+    decision = Decision(
+        choice.nodes,
+        None,
+        choice.rule,
+        choice.reason,
+        time_limit_reason="kept: the placement model predicts no interval to shrink it by",
+    )
+    return Placed(decision, choice.tasks_per_node, detail)
+
+
+@dataclass(frozen=True)
+class PartitionPick:
+    """The partition with the earliest predicted completion, its own decision (reason
+    extended by the choice) and the options compared, as ``{"kind": "partition", ...}``;
+    partition and decision None when no option has a finite completion (the job keeps its
+    list), and then `reason` says so."""
+
+    decision: Decision | None
+    partition: str | None
+    detail: dict[str, Any]
+    reason: str = ""
+
+
+def partition_decision(
+    request: policies.Request,
+    names: Sequence[str],
+    curve_for: Callable[[str], Curve | None],
+    state_for: Callable[[str], ClusterState],
+    settings_for: Callable[[str], PolicySettings],
+    wait_for: Callable[[str, int], float],
+    budget: ExplorationBudget = NO_BUDGET,
+    missing: str = "no curve",
+) -> PartitionPick | None:
+    """Each partition's own decision, pinned (a completion needs one size to predict), and
+    the earliest predicted completion among them (policies/partition.py); None with fewer
+    than two partitions.
+
+    curve_for(p): the curve on p's node type (the app's typed curve, else its only one);
+    state_for(p), settings_for(p): p's cluster state and policy settings; wait_for(p, n): the
+    wait in seconds for n nodes in p (inf: unknown or never).
+    """
+    if len(names) < 2:
+        return None
+    options: list[Option] = []
+    decisions: dict[str, Decision] = {}
+    for name in names:
+        curve = curve_for(name)
+        decision = policies.decide(
+            replace(request, partition=name),
+            curve,
+            state_for(name),
+            replace(settings_for(name), release="pinned"),
+            budget,
+            missing,
+        )
+        decisions[name] = decision
+        n = decision.nodes
+        runtime = float(curve.runtime(n)) if curve is not None and n is not None else math.nan
+        wait = wait_for(name, n) if n is not None else math.inf
+        options.append(Option(name, n, runtime, wait))
+    choice = choose_partition(options)
+    detail = {"kind": "partition", "options": [o.to_dict() for o in choice.options]}
+    if choice.partition is None:
+        return PartitionPick(None, None, detail, choice.reason)
+    chosen = decisions[choice.partition]
+    decision = replace(
+        chosen,
+        reason=f"{choice.reason}; on {choice.partition}: {chosen.reason}",
+        candidates=(
+            *chosen.candidates,
+            Candidate("partition_choice", chosen.nodes, choice.reason),
+        ),
+    )
+    return PartitionPick(decision, choice.partition, detail, choice.reason)

@@ -5,6 +5,11 @@ Handlers only set flags and wake the loop; the forced stop raises `ForcedStop`, 
 BaseException so that no ``except Exception`` on the decision path swallows it. Once the
 daemon tears down (`quiet`), further signals are ignored, so teardown always completes (and
 always removes the heartbeat).
+
+The entry point (plugin/cli/__init__.py) blocks these signals before it loads the commands,
+so that one sent while the daemon starts waits for the handlers; `install` unblocks them once
+the handlers are in place (a signal that waited is delivered then), and `unblock` does it for
+the daemon's modes that install none (--once, --release-held).
 """
 
 from __future__ import annotations
@@ -17,10 +22,17 @@ from typing import Any
 
 import structlog
 
-__all__ = ["ForcedStop", "Signals"]
+__all__ = ["HANDLED", "ForcedStop", "Signals", "unblock"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+HANDLED = (*STOP_SIGNALS, signal.SIGHUP)
+
+
+def unblock() -> None:
+    """Unblock the handled signals (blocked by the entry point); a waiting one arrives now."""
+    if threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
 
 
 class ForcedStop(BaseException):
@@ -48,6 +60,7 @@ class Signals:
         }
         for sig, handler in handlers.items():
             self._previous[sig] = signal.signal(sig, handler)
+        unblock()
 
     def restore(self) -> None:
         for sig, previous in self._previous.items():

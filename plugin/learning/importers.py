@@ -13,6 +13,14 @@ for one app key. Each row gets a synthetic job id, ``csv-`` and a hash of the ap
 file's name, the row's values and how many identical rows came before it: importing the
 same file again adds nothing, appending rows to it and importing again adds only the new
 rows, and the same study under another file name counts as another study.
+
+Tasks per node is recorded only when it is true of every node: an even spread, tasks =
+nodes × tasks per node. A run whose tasks do not divide over its nodes (10 tasks on 4 nodes:
+3, 3, 2, 2) keeps its tasks and nodes and records tasks per node as None, as the learner does
+for sacct's jobs (plugin/learning/learner.py), never the busiest node's count alone: the
+placement model (predictor/placement.py) would read that as 4 × 3 = 12 tasks. `task_spread`
+states the rule for the CSV's columns; a row whose columns contradict each other is an
+error naming its row.
 """
 
 from __future__ import annotations
@@ -39,7 +47,14 @@ from plugin.learning.learner import CENSORED_STATES, Ingestor, IngestStats
 from plugin.slurm import SlurmReader
 from plugin.store.curves import CurveStore, Observation
 
-__all__ = ["ImportResult", "csv_job_ids", "import_csv", "import_sacct", "sacct_import_id"]
+__all__ = [
+    "ImportResult",
+    "csv_job_ids",
+    "import_csv",
+    "import_sacct",
+    "sacct_import_id",
+    "task_spread",
+]
 
 log = structlog.get_logger("adaptalloc.import")
 
@@ -136,19 +151,53 @@ def csv_job_ids(app: AppKey, source: str, n: list[float], runtime: list[float]) 
     return ids
 
 
+def task_spread(
+    nodes: int, tasks: int | None, per_node: int | None
+) -> tuple[int | None, int | None]:
+    """(tasks, tasks per node) to record for a run on `nodes` nodes (module docstring).
+
+    tasks only: per node = tasks / nodes when it divides, else None. Per node only: tasks =
+    nodes × per node (that many on every node). Both: kept when tasks = nodes × per node;
+    per node None when it is ⌈tasks / nodes⌉, the busiest node of an uneven spread.
+    ValueError when they contradict each other or leave a node without a task.
+    """
+    if tasks is None:
+        return (None, None) if per_node is None else (nodes * per_node, per_node)
+    if tasks < nodes:
+        raise ValueError(f"{tasks} tasks on {nodes} nodes leave a node without a task")
+    even = tasks % nodes == 0
+    if per_node is None or per_node * nodes == tasks:
+        return tasks, tasks // nodes if even else None
+    if not even and per_node == -(-tasks // nodes):
+        return tasks, None
+    raise ValueError(
+        f"{tasks} tasks on {nodes} nodes cannot have {per_node} tasks per node (every node "
+        f"has {tasks // nodes} when they divide, the busiest ⌈tasks/nodes⌉ when they do not)"
+    )
+
+
 def _optional_fields(raw: RawObservations, row: int, app: AppKey) -> dict[str, Any]:
     """A CSV row's size, tasks, tasks per node and node type (None where not given); the
-    size falls back to the app key's numeric size class."""
+    size falls back to the app key's numeric size class. InputError naming the row when the
+    tasks and tasks per node contradict each other (`task_spread`)."""
 
     def number(column: Any) -> float | None:
         return None if column is None or math.isnan(column[row]) else float(column[row])
 
     tasks, per_node = number(raw.tasks), number(raw.tasks_per_node)
+    try:
+        spread = task_spread(
+            int(raw.n[row]),
+            None if tasks is None else int(tasks),
+            None if per_node is None else int(per_node),
+        )
+    except ValueError as exc:
+        raise InputError(f"{raw.source}: data row {row + 1}: {exc}") from exc
     size = number(raw.size)
     return {
         "size": size if size is not None else numeric_size(app.size),
-        "tasks": None if tasks is None else int(tasks),
-        "tasks_per_node": None if per_node is None else int(per_node),
+        "tasks": spread[0],
+        "tasks_per_node": spread[1],
         "node_type": None if raw.node_type is None else raw.node_type[row],
     }
 

@@ -286,7 +286,17 @@ def _squeue_job(job: Mapping[str, Any]) -> JobRecord:
         cluster=field_str(job.get("cluster")),
         num_tasks=None if started else field_int(job.get("tasks")),
         ntasks_per_node=None if started else field_int(job.get("tasks_per_node")),
+        node_names=_allocated_names(resources) if started else frozenset(),
     )
+
+
+def _allocated_names(resources: Any) -> frozenset[str]:
+    """The node names of squeue's ``job_resources.allocated_nodes``."""
+    listed = resources.get("allocated_nodes") if isinstance(resources, Mapping) else None
+    if not isinstance(listed, list):
+        return frozenset()
+    names = (field_str(n.get("nodename")) for n in listed if isinstance(n, Mapping))
+    return frozenset(name for name in names if name)
 
 
 def parse_squeue_json(text: str | bytes) -> list[JobRecord]:

@@ -51,6 +51,8 @@ class JobRecord:
         (``squeue``'s ``tasks`` and ``tasks_per_node``; None when not reported, or 0 for
         tasks per node the user did not set). Slurm's default task count is the minimum
         node count, so a job whose num_tasks exceeds nodes_min asked for a task count.
+    node_names : the nodes a running job holds (squeue's job_resources.allocated_nodes);
+        empty when the source does not say.
     """
 
     job_id: int
@@ -82,6 +84,7 @@ class JobRecord:
     tasks: int | None = None
     num_tasks: int | None = None
     ntasks_per_node: int | None = None
+    node_names: frozenset[str] = frozenset()
 
     @property
     def finished(self) -> bool:

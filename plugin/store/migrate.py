@@ -18,10 +18,16 @@ mark cleared as usual.
   v2 store has been checked (``redis-cli --scan --pattern 'adaptalloc:v1:*'``). A v1 key
   whose name cannot be mapped (an app part that is not a valid app key) is left in v1,
   counted as ``unmapped`` and logged, never silently lost.
-* **Automatic** (`migrate_if_needed`, called by the learner at start): when v1 keys exist
-  and v2 holds nothing yet (no app index, no migration record), or a migration is
-  ``running``. When both schemas hold data and no migration ran, it only logs a warning:
-  run ``adaptalloc store migrate``, which copies the v1 keys v2 lacks.
+* **Automatic** (`migrate_if_needed`, called by the daemon at start, before its first
+  decision, with or without its learner, and by the learner): when v1 keys exist and v2
+  holds nothing yet (no app index, no migration record), or a migration is ``running``.
+  When both schemas hold data and no migration ran, it only logs a warning: run
+  ``adaptalloc store migrate``, which copies the v1 keys v2 lacks.
+* **Safe when several start at once** (two HA daemons): each one that migrates makes a
+  whole pass and copies only what v2 lacks (one atomic check-and-copy per key), so every v1
+  key is in v2 when either returns, copied once; a start that sees v2's index before the
+  record (another pass began between its two reads) reads the record again and joins the
+  pass instead of taking v2 for data no migration wrote.
 
 Stop v1 daemons and learners before migrating: a v1 write after its key was copied stays in
 v1 only.
@@ -197,9 +203,16 @@ def migrate_if_needed(
             conn.hset(keys.MIGRATION, mapping={"state": "done", "found": "0"})
         return None
     if state != "running" and conn.exists(keys.APPS):
-        log.warning(
-            "store_v1_not_migrated",
-            detail="the store holds v1 and v2 data; run `adaptalloc store migrate`",
-        )
-        return None
+        # Another process (a second daemon starting at the same time, a learner) may have
+        # begun since the first read: its record says "running" before its first copy, so a
+        # v2 index seen now with the record still empty is v2 data no migration wrote.
+        state = conn.hget(keys.MIGRATION, "state")
+        if state == "done":
+            return None
+        if state != "running":
+            log.warning(
+                "store_v1_not_migrated",
+                detail="the store holds v1 and v2 data; run `adaptalloc store migrate`",
+            )
+            return None
     return migrate(client, progress)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import re
 import signal
+import time
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,3 +173,27 @@ def test_a_crash_between_the_release_and_the_record_still_records_jobs_that_ran(
         assert decision is not None
         assert (decision["recovered"], decision["reason"]) == (True, reason)
     assert not (first.state_dir / "inflight.json").exists()
+
+
+def _loaded(pid: int, library: str) -> bool:
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def test_a_daemon_stopped_while_it_starts_stops_gracefully(
+    slurm: SlurmCLI, daemon_factory: Callable[..., DaemonProcess]
+) -> None:
+    """SIGTERM while the daemon still loads its modules (numpy is loaded then, seconds before
+    the handlers are installed): before, the default action killed it (exit -15, no
+    teardown); now the signal waits for the handlers and the stop is graceful."""
+    daemon = daemon_factory()
+    daemon.start(wait=False)
+    deadline = time.monotonic() + 120
+    while not _loaded(daemon.pid, "_multiarray_umath") and daemon.alive():
+        assert time.monotonic() < deadline, "the daemon never loaded numpy"
+        time.sleep(0.005)
+    assert daemon.alive()
+    assert daemon.stop() == 0
+    assert daemon.events("stop_requested")

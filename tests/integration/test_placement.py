@@ -218,3 +218,47 @@ def test_a_listed_partition_the_user_may_not_use_is_never_chosen(
     finally:
         slurm.run("scancel", "--partition=restricted", check=False)  # a stranded job (bug)
         slurm.run("scontrol", "delete", "PartitionName=restricted", check=False)
+
+
+def test_decide_asks_the_store_what_the_daemon_would_do(redis_client: Any, tmp_path: Path) -> None:
+    # The runs of the three daemon tests above, stored in the real Redis; `adaptalloc decide
+    # --app` reads them as the daemon does and gives the daemon's answers.
+    f = {1: 1.0, 2: 1.9, 4: 2.0}
+    g = {2: 1.9, 4: 3.4, 8: 4.0}
+    placed = [{"nodes": 1, "runtime_s": 1000.0 / f[p], "tasks": p, "tasks_per_node": p} for p in f]
+    placed += [{"nodes": c, "runtime_s": 1000.0 / g[c], "tasks": c, "tasks_per_node": 1} for c in g]
+    store_runs("cli-place", placed)
+    typed = [
+        {"nodes": n, "runtime_s": base / s, "node_type": kind}
+        for kind, base in (("debug", 1000.0), ("big", 400.0))
+        for n, s in LU_SPEEDUP.items()
+    ]
+    # Job ids are unique across apps (the store records a job once): each app its own.
+    store_runs("cli-types", typed, refit=True, first_id=100)
+    for k, (n, s) in enumerate([(1, 10), (2, 20), (4, 40), (1, 40), (2, 80), (4, 160)]):
+        run = {"nodes": n, "runtime_s": 40.0 + s / n, "size": float(s)}
+        store_runs(f"cli-weak@{s}", [run], first_id=200 + k)
+
+    def decide(*args: str) -> dict[str, Any]:
+        proc = adaptalloc("decide", *args, "--format", "json", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        doc: dict[str, Any] = json.loads(proc.stdout)
+        return doc
+
+    doc = decide("--app", "cli-place", "--nodes", "2-8", "--ntasks", "8", "--time-limit", "30")
+    assert (doc["rule"], doc["nodes"], doc["tasks_per_node"]) == ("placement", 4, 2)
+    assert doc["time_limit_min"] is None
+    assert doc["placement"]["runs_with_tasks_per_node"] == 6
+
+    doc = decide("--app", "cli-types", "--nodes", "1-4", "--partition", "debug,big",
+                 "--wait", "debug=0,big=0")  # fmt: skip
+    assert doc["partition"] == "big"
+    doc = decide("--app", "cli-types", "--nodes", "1-4", "--partition", "debug,big",
+                 "--wait", "debug=0,big=3600")  # fmt: skip
+    assert doc["partition"] == "debug"
+    options = {o["partition"]: o for o in doc["partitions"]}
+    # Each partition on its own node type's curve: big's runs are 2.5 times faster.
+    assert options["big"]["runtime_s"] < options["debug"]["runtime_s"]
+
+    doc = decide("--app", "cli-weak", "--nodes", "1-8", "--scaling", "weak")
+    assert (doc["rule"], doc["nodes"], doc["scaling"]) == ("weak_efficiency", 4, "weak")

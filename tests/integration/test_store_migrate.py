@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,13 @@ import pytest
 from plugin.appkey import AppKey
 from plugin.learning.learner import refit_app
 from plugin.store import keys
+from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Observation, Retention
 from plugin.store.decisions import DecisionRecord
-from plugin.store.migrate import migrate, migrate_if_needed, v2_name
+from plugin.store.migrate import MigrationResult, migrate, migrate_if_needed, v2_name
 
-from .testbed import adaptalloc
+from .daemon_harness import DaemonProcess
+from .testbed import adaptalloc, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -182,3 +186,76 @@ def test_a_store_without_v1_is_scanned_once(redis_client: Any) -> None:
     redis_client.set("adaptalloc:v1:jobs", "x")
     assert migrate_if_needed(redis_client) is None
     assert migrate(redis_client).copied == 1
+
+
+def test_two_starts_at_once_copy_every_key_once(redis_client: Any) -> None:
+    # Two HA daemons starting together: both migrate, each key is copied by one of them.
+    before = build_v1(redis_client)
+    found = len(redis_client.keys(keys.V1_PREFIX + "*"))
+    clients = [connect(scratch_url(), check=True) for _ in range(2)]
+    start = threading.Barrier(2)
+    results: list[MigrationResult | None] = [None, None]
+
+    def run(k: int) -> None:
+        start.wait()
+        results[k] = migrate_if_needed(clients[k])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    done = [r for r in results if r is not None]
+    assert done  # at least one migrated; the other found it done, or joined the pass
+    assert sum(r.copied for r in done) == found
+    assert all(r.copied + r.skipped + r.gone == found for r in done)
+    assert read_all(redis_client) == before
+    assert redis_client.hget(keys.MIGRATION, "state") == "done"
+    for client in clients:
+        client.close()
+
+
+class _ReadBeforeTheOtherBegan:
+    """The real client, except that the first read of the migration record answers what it
+    held before another start's pass began (nothing): the interleaving of two starts where
+    one reads the record, the other writes "running" and copies the index, then the first
+    sees the index."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._stale = True
+
+    def hget(self, name: str, key: str) -> Any:
+        if self._stale and name == keys.MIGRATION:
+            self._stale = False
+            return None
+        return self._client.hget(name, key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_a_start_that_sees_another_pass_begin_joins_it(redis_client: Any) -> None:
+    before = build_v1(redis_client)
+    migrate(redis_client)
+    # The other start is halfway: record "running", the index copied, an app's runs not yet.
+    redis_client.delete(keys.app_observations(CG))
+    redis_client.hset(keys.MIGRATION, "state", "running")
+    # Before, this start took the index for v2 data no migration wrote, warned and went on
+    # reading a v2 without cg's runs.
+    result = migrate_if_needed(_ReadBeforeTheOtherBegan(redis_client))  # type: ignore[arg-type]
+    assert result is not None
+    assert result.copied == 1
+    assert read_all(redis_client) == before
+
+
+def test_the_daemon_migrates_at_start_without_its_learner(
+    redis_client: Any, daemon_factory: Callable[..., DaemonProcess]
+) -> None:
+    # A site upgrading with `daemon --no-learn`: before, only the learner migrated, and this
+    # daemon read an empty v2 for ever.
+    before = build_v1(redis_client)
+    daemon = daemon_factory(args=("--no-learn",)).start()
+    assert redis_client.hget(keys.MIGRATION, "state") == "done"
+    assert read_all(redis_client) == before
+    assert daemon.stop() == 0

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from policies import ClusterState, Request
-from policies.partition import Option, Queue, choose_partition, wait_estimate
+from policies.partition import Option, Queue, choose_partition, overlap_share, wait_estimate
 from policies.placement import MIN_PLACEMENTS, PLACEMENT, PLACEMENT_KEPT, choose_placement
 from policies.weak import WEAK, WEAK_KEPT, decide_weak
 from predictor.downey import FloatArray
@@ -157,3 +157,14 @@ def test_a_huge_range_costs_only_the_measured_node_counts() -> None:
     model = fit_placement(c, p, t)
     got = choose_placement(1 << 22, 1, 1 << 20, model, threshold=0.5)
     assert len(got.table) <= len(model.nodes)
+
+
+def test_overlap_share_is_the_part_of_the_other_partition_inside_this_one() -> None:
+    debug = {f"n{k}" for k in range(8)}
+    big = {"n4", "n5", "n6", "n7"}
+    assert overlap_share(big, debug) == 0.5  # a debug job lands on big's nodes half the time
+    assert overlap_share(debug, big) == 1.0  # a big job always holds debug's nodes
+    assert overlap_share(big, {"n0", "n1"}) == 0.0
+    assert overlap_share(big, set()) == 0.0
+    # a fractional share of a pending job still makes a finite, ordered wait
+    assert wait_estimate(Queue(2, 1.5, ((2, 60.0),)), 1) == 60.0
