@@ -144,7 +144,9 @@ class LibslurmSlurm(CliSlurm):
     def _admin_comment(self, job_id: int) -> str | None:
         ffi, lib = self._ffi, self._lib
         resp = ffi.new("job_info_msg_t **")
-        if lib.slurm_load_job(resp, job_id, lib.SHOW_ALL) != 0:
+        # SHOW_LOCAL: without it each call first asks slurmctld for the federation
+        # (REQUEST_FED_INFO, one more RPC per job in sdiag on the testbed).
+        if lib.slurm_load_job(resp, job_id, lib.SHOW_ALL | lib.SHOW_LOCAL) != 0:
             return None
         try:
             for k in range(resp[0].record_count):

@@ -64,6 +64,7 @@ typedef struct {
 } job_info_msg_t;
 
 #define SHOW_ALL ...
+#define SHOW_LOCAL ...
 
 void slurm_init(const char *conf);
 int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags);
