@@ -13,6 +13,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -135,3 +136,43 @@ def test_without_privileges_every_job_is_refused_and_left_as_it_was(
         assert (job.nodes_min, job.nodes_max, job.priority) == (1, 4, 0)
         assert job.state_reason == "JobHeldUser"
         assert not job.admin_comment
+
+
+SDIAG_COUNT = re.compile(r"^\s+(REQUEST_[A-Z_]+)\s+\(\s*\d+\)\s+count:(\d+)", re.M)
+
+
+def rpc_counts() -> dict[str, int]:
+    """slurmctld's RPC counts by message type since the last ``sdiag -r`` (root only)."""
+    out = subprocess.run(
+        ["sdiag"],  # noqa: S607
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split("Remote Procedure Call statistics by user", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in SDIAG_COUNT.finditer(out)}
+
+
+@needs_binding
+def test_the_daemon_costs_slurmctld_one_update_and_one_read_per_held_job(
+    slurm: SlurmCLI, submit_job: Callable[..., int], daemon_factory: Callable[..., Any]
+) -> None:
+    """What the latency work is for, counted by slurmctld itself (sdiag): with the libslurm
+    backend a held job's resize, limit, comment and release are one REQUEST_UPDATE_JOB
+    (three with scontrol) and its admin comment one REQUEST_JOB_INFO_SINGLE with no
+    REQUEST_FED_INFO beside it."""
+    daemon = daemon_factory(config='[slurm]\nbackend = "libslurm"\n').start()
+    assert daemon.events("daemon_started")[0]["backend"] == "libslurm"
+    subprocess.run(["sdiag", "-r"], check=True, capture_output=True, timeout=60)  # noqa: S607
+    jobs = [
+        submit_job("--nodes=1-4", "--begin=now+3600", wrap="true", as_user=slurm.test_user)
+        for _ in range(6)
+    ]
+    for job in jobs:
+        assert daemon.wait_decision(job)["status"] == "released"
+    counts = rpc_counts()
+    daemon.stop()
+    assert counts.get("REQUEST_SUBMIT_BATCH_JOB") == len(jobs)
+    assert counts.get("REQUEST_UPDATE_JOB") == len(jobs)
+    assert counts.get("REQUEST_JOB_INFO_SINGLE") == len(jobs)
+    assert "REQUEST_FED_INFO" not in counts
