@@ -31,4 +31,14 @@ if [[ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]]; then
         die "pip install failed"
     echo "$wanted" >"$STAMP"
 fi
+# The daemon's libslurm binding: each held job's resize, limit, comment and release in one
+# slurmctld RPC instead of three scontrol calls (plugin/slurm/libslurm_build.py). Optional:
+# without Slurm's headers or a compiler it is not built and the daemon writes with scontrol.
+mkdir -p "$PROJECT_ROOT/.local"
+if (ensure_debian_packages "$PROJECT_ROOT/.local/apt-libslurm.log" libslurm-dev gcc python3-dev) &&
+    "$VENV/bin/python" -m plugin.slurm.libslurm_build >"$PROJECT_ROOT/.local/libslurm-build.log" 2>&1; then
+    log "libslurm binding built: the daemon sends one update per held job"
+else
+    log "libslurm binding not built (see .local/libslurm-build.log): the daemon writes with scontrol"
+fi
 log "ready: $VENV/bin/adaptalloc"

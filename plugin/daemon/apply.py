@@ -3,6 +3,13 @@
 Order, for every batch (the journal makes a crash anywhere in it harmless):
 
 1. journal: the batch's changes go to ``inflight.json`` (fsync'd) before any job is touched;
+
+With a backend that sends a job's changes as one update (``combined_updates``: libslurm,
+plugin/slurm/libslurm_backend.py), each job's resize, limit, admin comment and release then
+go to slurmctld as one RPC (one fence check for the batch); only the jobs Slurm refused
+(gone, privileges, a size it would not take) go on through steps 2-4 below, which read
+them back and sort out each one exactly as they do for the ``scontrol`` writer.
+
 2. resize: NumNodes=N-N (and TimeLimit) of every resized job, scontrol processes reading a
    line per job (split over ``slurm_parallelism`` processes; Slurm 22.05 refuses NumNodes on
    a ``JobId=<list>``, "Invalid job ID"), and at the same time
@@ -54,7 +61,7 @@ from plugin.daemon.decider import RELEASE, Outcome, release_outcome
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.errors import printable
 from plugin.slurm import JobRecord, Resize, SlurmClient, SlurmError
-from plugin.slurm.writer import check_admin_comment
+from plugin.slurm.writer import JobUpdate, check_admin_comment
 
 __all__ = ["Applied", "Applier", "journal_entry", "outcome_from_journal"]
 
@@ -204,8 +211,14 @@ class Applier:
         self._write_journal(outcomes)
         current = {o.job_id: o for o in outcomes}
         gone: set[int] = set()
-        self._resize_and_comment(current, gone)
-        pending = self._release([o for o in current.values() if o.job_id not in gone], gone)
+        # getattr: clients written before update_jobs existed (tests' fakes) lack the flag.
+        combined = getattr(self.slurm, "combined_updates", False)
+        steps = self._combined(current) if combined else current
+        pending: set[int] = set()
+        if steps:
+            self._resize_and_comment(steps, gone)
+            pending = self._release([o for o in steps.values() if o.job_id not in gone], gone)
+            current.update(steps)
         out = []
         for job_id, outcome in current.items():
             if job_id in gone:
@@ -219,6 +232,33 @@ class Applier:
                 self.unreleased.pop(job_id, None)
             out.append(Applied(outcome, status))
         return out
+
+    def _combined(self, current: dict[int, Outcome]) -> dict[int, Outcome]:
+        """Each job's changes and release as one update (one fence check for the batch);
+        the outcomes Slurm refused, or that could not be sent, to apply step by step."""
+        updates = []
+        refused: dict[int, Outcome] = {}
+        for job_id, outcome in current.items():
+            try:
+                updates.append(JobUpdate(job_id, outcome.resize, outcome.admin_comment))
+            except ValueError:  # a comment Slurm must not get: the steps release it anyway
+                refused[job_id] = outcome
+        if not updates:
+            return refused
+        self._fenced()
+        try:
+            with self.timed("update"):
+                errors = self.slurm.update_jobs(updates)
+        except (SlurmError, ValueError) as exc:
+            log.warning("update_failed", jobs=len(updates), error=printable(str(exc))[:300])
+            return dict(current)
+        if errors:
+            first = next(iter(errors.items()))
+            log.warning("update_refused", jobs=len(errors), job_id=first[0], error=first[1])
+        if len(errors) < len(updates):
+            self._writes(ok=True)
+        refused.update({job_id: current[job_id] for job_id in errors})
+        return refused
 
     def _resize_and_comment(self, current: dict[int, Outcome], gone: set[int]) -> None:
         """Steps 2 and 3 at once: they change different fields of held jobs, and each scontrol

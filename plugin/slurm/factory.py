@@ -5,7 +5,10 @@ the minor (pyslurm 22.5.3 is for Slurm 22.05, 23.2.2 for 23.02). A pyslurm for a
 major.minor fails at import or, worse, misreads structures, so a mismatch always gives the
 CLI backend, as does a missing or broken pyslurm. `choose_backend` is the pure decision;
 `slurm_reader` gathers its inputs (``sinfo --version``, ``import pyslurm``) and logs it;
-`slurm_client` does the same for the daemon, which needs the write side too (writer.py).
+`slurm_client` does the same for the daemon, which needs the write side too (writer.py):
+there the compiled libslurm binding (libslurm_backend.py) sends each held job's changes as
+one update when it is built, loads in a child process and matches the installed Slurm's
+major.minor (`choose_writer`); otherwise ``scontrol`` writes, as always.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import structlog
 from plugin.errors import printable
 from plugin.slurm.cli_backend import DEFAULT_TIMEOUT_S, CliSlurmReader, Runner
 from plugin.slurm.errors import SlurmError
+from plugin.slurm.libslurm_backend import LibslurmSlurm, import_binding, probe_binding
 from plugin.slurm.pyslurm_backend import PyslurmReader
 from plugin.slurm.reader import SlurmReader
 from plugin.slurm.writer import CliSlurm, PyslurmSlurm, SlurmClient
@@ -28,12 +32,13 @@ __all__ = [
     "BACKENDS",
     "Choice",
     "choose_backend",
+    "choose_writer",
     "pyslurm_version",
     "slurm_client",
     "slurm_reader",
 ]
 
-BACKENDS = ("auto", "cli", "pyslurm")
+BACKENDS = ("auto", "cli", "pyslurm", "libslurm")
 _PYSLURM_VERSION = re.compile(r"(\d+)\.(\d+)")
 log = structlog.get_logger("adaptalloc.slurm")
 
@@ -70,7 +75,7 @@ def choose_backend(
     """
     if requested not in BACKENDS:
         raise ValueError(f"Slurm backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
-    if requested == "cli":
+    if requested in ("cli", "libslurm"):
         return Choice("cli", "configured")
     if pyslurm is None:
         return Choice("cli", "pyslurm is not installed (or has no readable version)")
@@ -82,6 +87,35 @@ def choose_backend(
             f"pyslurm {pyslurm[0]}.{pyslurm[1]} does not match Slurm {slurm[0]}.{slurm[1]:02d}",
         )
     return Choice("pyslurm", f"pyslurm matches Slurm {slurm[0]}.{slurm[1]:02d}")
+
+
+def choose_writer(
+    requested: str, binding: tuple[int, int] | str | None, slurm: tuple[int, int] | None
+) -> Choice:
+    """Whether the daemon's job changes go through libslurm ("libslurm") or ``scontrol``
+    ("cli"), for `requested` ("auto", "cli", "pyslurm", "libslurm").
+
+    `binding` is what the probe found: the (major, minor) the binding was built for, why
+    it cannot load (text), or None when it is not built. libslurm is chosen when requested
+    or "auto" and the binding loads and matches the installed Slurm.
+    """
+    if requested not in BACKENDS:
+        raise ValueError(f"Slurm backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
+    if requested in ("cli", "pyslurm"):
+        return Choice("cli", "configured")
+    if binding is None:
+        return Choice("cli", "the libslurm binding is not built (deploy/setup.sh builds it)")
+    if isinstance(binding, str):
+        return Choice("cli", binding)
+    if slurm is None:
+        return Choice("cli", "the installed Slurm's version is unknown")
+    if binding != slurm:
+        return Choice(
+            "cli",
+            f"the libslurm binding was built for Slurm {binding[0]}.{binding[1]:02d}, "
+            f"not the installed {slurm[0]}.{slurm[1]:02d}",
+        )
+    return Choice("libslurm", f"the libslurm binding matches Slurm {slurm[0]}.{slurm[1]:02d}")
 
 
 def _import_pyslurm() -> ModuleType | None:
@@ -121,9 +155,27 @@ def slurm_reader(
 def slurm_client(
     backend: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S, parallelism: int = 4
 ) -> SlurmClient:
-    """Reader and writer in one (the daemon's): the backend `slurm_reader` would pick, with
-    ``scontrol`` for writes whichever it is."""
+    """Reader and writer in one (the daemon's): the backend `slurm_reader` would pick; its
+    job changes through libslurm when `choose_writer` says so, else ``scontrol``."""
     reader = slurm_reader(backend, timeout_s)
     if isinstance(reader, PyslurmReader):
         return PyslurmSlurm(reader._pyslurm, timeout_s=timeout_s, parallelism=parallelism)
+    if backend in ("cli", "pyslurm"):
+        return CliSlurm(timeout_s=timeout_s, parallelism=parallelism)
+    binding_module = import_binding()
+    binding: tuple[int, int] | str | None = None
+    slurm: tuple[int, int] | None = None
+    if binding_module is not None:
+        binding = probe_binding()
+        try:
+            major, minor, _ = CliSlurmReader(timeout_s=timeout_s).version()
+            slurm = (major, minor)
+        except SlurmError as exc:
+            log.warning("slurm_version_unknown", error=printable(str(exc)))
+    choice = choose_writer(backend, binding, slurm)
+    log.debug("slurm_writer", backend=choice.backend, reason=choice.reason)
+    if choice.backend == "libslurm" and binding_module is not None:
+        return LibslurmSlurm(binding_module, timeout_s=timeout_s, parallelism=parallelism)
+    if backend == "libslurm":
+        log.warning("slurm_backend_fallback", backend="cli", reason=choice.reason)
     return CliSlurm(timeout_s=timeout_s, parallelism=parallelism)

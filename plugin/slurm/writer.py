@@ -43,6 +43,7 @@ from plugin.slurm.reader import SlurmReader
 __all__ = [
     "MAX_ADMIN_COMMENT",
     "CliSlurm",
+    "JobUpdate",
     "PyslurmSlurm",
     "Resize",
     "ScontrolWriter",
@@ -116,6 +117,25 @@ class Resize:
         return text
 
 
+@dataclass(frozen=True)
+class JobUpdate:
+    """Everything the daemon changes on one held job, for a backend that sends it as one
+    update (`SlurmWriter.combined_updates`): the resize (or none), the admin comment (or
+    none) and whether to release it."""
+
+    job_id: int
+    resize: Resize | None = None
+    admin_comment: str | None = None
+    release: bool = True
+
+    def __post_init__(self) -> None:
+        _check_id(self.job_id)
+        if self.resize is not None and self.resize.job_id != self.job_id:
+            raise ValueError(f"resize of job {self.resize.job_id} in job {self.job_id}'s update")
+        if self.admin_comment is not None:
+            check_admin_comment(self.admin_comment)
+
+
 def _check_id(job_id: object) -> int:
     if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
         raise ValueError(f"job id must be a whole number ≥ 1, got {job_id!r}")
@@ -171,6 +191,15 @@ class SlurmWriter(ABC):
     def set_time_limit(self, job_id: int, minutes: int) -> None:
         """Set one job's time limit, running or not (the daemon's kill guard raises it)."""
         raise SlurmCommandError(f"{type(self).__name__} cannot change time limits")
+
+    #: Whether `update_jobs` works: each job's changes in one Slurm update.
+    combined_updates: bool = False
+
+    def update_jobs(self, updates: Sequence[JobUpdate]) -> dict[int, str]:
+        """Apply each update (one job each) as one change; job id -> Slurm's refusal for
+        the jobs it refused (the rest went through). A refused update may have been partly
+        applied: the caller reads the job back or applies it again step by step."""
+        raise SlurmCommandError(f"{type(self).__name__} cannot combine a job's changes")
 
 
 class SlurmClient(SlurmReader, SlurmWriter, ABC):

@@ -11,6 +11,13 @@
   released the last one against the baseline's accept time; aim: within 1.1x;
 * the daemon's memory (VmRSS now, VmHWM peak) after each phase.
 
+Run once per writer backend, back to back, each with its own Slurm-alone baseline:
+``cli`` (``scontrol``: a resize line, a comment update and a release per job) and
+``libslurm`` (one update RPC per job, plugin/slurm/libslurm_backend.py; skipped when the
+binding is not built). ``ADAPTALLOC_BENCH_BACKENDS=libslurm`` runs one. slurmctld's own RPC
+statistics (``sdiag``, reset before the steady phase) are printed per job beside the
+latencies, with the daemon's CPU time per job.
+
 The burst is 1,000 jobs so the benchmark stays within a couple of minutes; the issue's
 5,000-job burst is ``ADAPTALLOC_BENCH_BURST=5000 .venv/bin/python -m pytest
 tests/benchmarks/test_release_latency.py -m benchmark --slow -s``.
@@ -43,6 +50,7 @@ from rich.table import Table
 from plugin.appkey import AppKey
 from plugin.learning.importers import import_csv
 from plugin.learning.learner import refit_app
+from plugin.slurm.libslurm_backend import import_binding
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
@@ -61,7 +69,37 @@ SUBMITTERS = 4
 PACERS = 8
 #: Its own Redis database: a long benchmark must not share db 15 with tests that flush it.
 BENCH_DB = 14
+#: "run" (default): the jobs run ``true`` once released, so slurmctld also starts and completes
+#: 50 jobs/s, as a cluster at that rate would. "stay": each job has a begin time an hour
+#: ahead, so it stays pending once released: no job starts or completions, the daemon's own
+#: path alone (a synthetic set-up, labelled so where the figures are printed).
+JOBS = os.environ.get("ADAPTALLOC_BENCH_JOBS", "run")
+#: Seconds between the benchmark's looks at the queue while it waits for releases: each is a
+#: full ``squeue`` (REQUEST_JOB_INFO) that slurmctld serves beside the daemon's RPCs, so
+#: seldom (the latencies come from the daemon's release times, not from these looks).
+POLL_S = 2.0
+WRITERS = tuple(os.environ.get("ADAPTALLOC_BENCH_BACKENDS", "cli,libslurm").split(","))
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
+#: One line of sdiag's "statistics by message type": name, count, average time (microseconds).
+SDIAG_LINE = re.compile(r"^\s+([A-Z_0-9]+)\s+\(\s*\d+\)\s+count:(\d+)\s+ave_time:(\d+)", re.M)
+
+
+def sdiag(reset: bool = False) -> dict[str, tuple[int, float]]:
+    """slurmctld's own RPC statistics (root only): message type -> (count, mean ms).
+
+    With `reset`, ``sdiag -r`` first clears them, so the next read covers one phase."""
+    if reset:
+        subprocess.run(["sdiag", "-r"], check=True, capture_output=True, timeout=60)  # noqa: S607
+        return {}
+    out = subprocess.run(
+        ["sdiag"],  # noqa: S607
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    by_type = out.split("Remote Procedure Call statistics by user", 1)[0]
+    return {m[1]: (int(m[2]), int(m[3]) / 1000.0) for m in SDIAG_LINE.finditer(by_type)}
 
 
 class Submitter:
@@ -81,6 +119,7 @@ class Submitter:
                 "--nodes=1-2",
                 f"--job-name={self.name}",
                 "--comment=adaptalloc:v1 app=bench-lu",
+                *(["--begin=now+3600"] if JOBS == "stay" else []),
                 "--output=/dev/null",
                 f"--chdir={self.workdir}",
                 "--wrap",
@@ -152,6 +191,14 @@ def rss_kib(pid: int) -> tuple[int, int]:
     return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process `pid` and its reaped children
+    (the daemon's scontrol/squeue processes)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def held(name: str) -> int:
     """How many of the jobs called `name` Slurm still holds (pending at priority 0)."""
     out = subprocess.run(  # noqa: S603 - fixed argument list, no shell
@@ -170,11 +217,11 @@ def releases(
     """Wait until Slurm holds none of `jobs` (all released, or never held: submitted while
     the daemon was unhealthy); job -> the daemon's released decision."""
     found: dict[int, dict[str, Any]] = {}
-
-    def none_held() -> bool:
-        return held(name) == 0
-
-    daemon.wait_for(f"the daemon to release {len(jobs)} jobs", none_held, timeout)
+    deadline = time.monotonic() + timeout
+    while held(name):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the daemon did not release {len(jobs)} jobs within {timeout:.0f} s")
+        time.sleep(POLL_S)
     for event in daemon.events("decision"):
         if event.get("job_id") in jobs and event.get("status") == "released":
             found[event["job_id"]] = event
@@ -191,20 +238,26 @@ def released_once(cluster: LocalCluster, offset: int, jobs: set[int]) -> bool:
     return all(counts[j] == 1 for j in jobs)
 
 
+@pytest.mark.parametrize("backend", WRITERS)
 def test_release_latency(
+    backend: str,
     local_cluster: LocalCluster,
     slurm: SlurmCLI,
     daemon_factory: Callable[..., DaemonProcess],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    if backend == "libslurm" and import_binding() is None:
+        pytest.skip("the libslurm binding is not built (deploy/setup.sh)")
     url = scratch_url(BENCH_DB)
     client = connect(url)
     client.flushdb()
     store = CurveStore(client)
     import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("bench-lu"))
     assert refit_app(store, AppKey.parse("bench-lu")).status == "written"
-    daemon = daemon_factory(config="max_hold_s = 600.0\n", args=("--redis-url", url))
+    daemon = daemon_factory(
+        config=f'max_hold_s = 600.0\n[slurm]\nbackend = "{backend}"\n', args=("--redis-url", url)
+    )
 
     # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
     stop_testbed_daemon(local_cluster)
@@ -218,6 +271,7 @@ def test_release_latency(
 
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
     daemon.start()
+    assert daemon.events("daemon_started")[0]["backend"] == backend
     idle_rss = rss_kib(daemon.pid)
     all_jobs: set[int] = set()
     try:
@@ -232,10 +286,14 @@ def test_release_latency(
 
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
         steady = Submitter(tmp_path)
+        sdiag(reset=True)
+        cpu_before = cpu_s(daemon.pid)
         achieved = steady.steady(RATE_PER_S, STEADY_S)
         steady_jobs = set(steady.done)
         all_jobs |= steady_jobs
         events = releases(daemon, steady_jobs, "bench-daemon", 300)
+        rpcs = sdiag()
+        steady_cpu = cpu_s(daemon.pid) - cpu_before
         steady_unheld = len(steady_jobs) - len(events)
         seen = np.array([e["released_at"] - steady.done[j] for j, e in events.items()])
         own = np.array([e["latency_s"] for e in events.values() if e["latency_s"]])
@@ -261,7 +319,11 @@ def test_release_latency(
     assert released_once(local_cluster, log_offset, released_jobs)
     unhealthy = len(daemon.events("unhealthy"))
 
-    view = Table(title="adaptalloc release latency on the local cluster (8 nodes, this machine)")
+    view = Table(
+        title=f"adaptalloc release latency, writer backend {backend}, on the local cluster"
+        " (8 nodes, this machine); jobs "
+        + ("run once released" if JOBS == "run" else "stay pending once released (synthetic)")
+    )
     view.add_column("measure")
     view.add_column("value", justify="right")
     view.add_column("aim", justify="right")
@@ -284,6 +346,11 @@ def test_release_latency(
             f"{np.percentile(own, 50) * 1000:.0f} / {np.percentile(own, 99) * 1000:.0f} ms",
             "",
         )
+    view.add_row(
+        "  daemon CPU per steady job (its own + its Slurm commands')",
+        f"{steady_cpu / len(steady_jobs) * 1000:.1f} ms",
+        "",
+    )
     view.add_row(
         f"burst of {BURST:,}, no adaptalloc: Slurm accepted them in", f"{slurm_accept:.1f} s", ""
     )
@@ -309,5 +376,20 @@ def test_release_latency(
         f"{burst_rss[0] / 1024:.0f} MiB; {burst_rss[1] / 1024:.0f} MiB",
         "",
     )
+    rpc_view = Table(
+        title=f"slurmctld RPCs (sdiag) during the steady phase, per job of its {len(steady_jobs)}"
+        f" (the benchmark's own squeue, one every {POLL_S:g} s, included)"
+    )
+    for column in ("message type", "count", "per job", "mean ms", "total s"):
+        rpc_view.add_column(column, justify="right" if column != "message type" else "left")
+    for name, (count, mean_ms) in sorted(rpcs.items(), key=lambda kv: -kv[1][0] * kv[1][1]):
+        rpc_view.add_row(
+            name,
+            str(count),
+            f"{count / len(steady_jobs):.2f}",
+            f"{mean_ms:.1f}",
+            f"{count * mean_ms / 1000:.1f}",
+        )
     with capsys.disabled():
         Console(width=130).print(view)
+        Console(width=130).print(rpc_view)

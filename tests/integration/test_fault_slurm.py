@@ -87,7 +87,13 @@ def doors(tmp_path: Path) -> Iterator[Path]:
 
 
 def door_daemon(daemon_factory: Factory, doors: Path) -> DaemonProcess:
-    settings = f"slurm_timeout_s = {SLURM_TIMEOUT_S}\nunhealthy_after_s = {UNHEALTHY_AFTER_S}\n"
+    """A daemon behind the doors, on the cli backend: the doors stand in front of Slurm's
+    commands, and the libslurm writer (plugin/slurm/libslurm_backend.py) reads admin comments
+    and writes through slurmctld's RPCs instead, bounded by Slurm's MessageTimeout."""
+    settings = (
+        f"slurm_timeout_s = {SLURM_TIMEOUT_S}\nunhealthy_after_s = {UNHEALTHY_AFTER_S}\n"
+        '[slurm]\nbackend = "cli"\n'
+    )
     return as_env_daemon(
         daemon_factory(config=settings),
         env={"PATH": f"{doors}:{os.environ['PATH']}"},
