@@ -50,7 +50,7 @@ from policies.simulation.applications import (
     group,
 )
 from policies.simulation.engine import Progress, Schedule, simulate
-from policies.simulation.learning import CurveLearner, Fits
+from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
@@ -74,6 +74,10 @@ IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
 CURVES = ("learned", "oracle")
+#: When the learned curves are refitted: "daemon" (the learner's rounds, every change after
+#: the debounce, on up to 500 runs) or "sparse" (only when the runs grew by half, on the
+#: latest 64: fewer fits, staler curves); learning.py.
+REFITS = ("daemon", "sparse")
 #: The policies that run adaptalloc's decide (oracle too, on the true curves).
 ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle", *VARIANTS)
 
@@ -86,7 +90,8 @@ class Setup:
     (FCFS alone). seed: the workload model's draws. max_parallelism: the largest average
     parallelism A of the workload model (None: the machine's size). settings: the adaptive
     policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
-    range in A = r_app·F; noise: σ of the run noise (applications.py).
+    range in A = r_app·F; noise: σ of the run noise (applications.py). refits: the learned
+    curves' refit cadence, one of REFITS.
     """
 
     machine: int
@@ -98,10 +103,13 @@ class Setup:
     curves: str = "learned"
     parallelism_factor: tuple[float, float] = PARALLELISM_FACTOR
     noise: float = RUN_NOISE
+    refits: str = "daemon"
 
     def __post_init__(self) -> None:
         if self.curves not in CURVES:
             raise ValueError(f"curves must be one of {', '.join(CURVES)}, got {self.curves!r}")
+        if self.refits not in REFITS:
+            raise ValueError(f"refits must be one of {', '.join(REFITS)}, got {self.refits!r}")
         if isinstance(self.machine, bool) or not isinstance(self.machine, int) or self.machine < 1:
             raise ValueError(f"machine must be a whole number ≥ 1, got {self.machine!r}")
 
@@ -184,7 +192,9 @@ class Experiment:
         if policy in ADAPTALLOC:
             learner = None
             if policy != "oracle" and self.setup.curves == "learned":
-                learner = (CurveLearner(len(self.apps), fits=self.fits), self.apps.index)
+                growth = None if self.setup.refits == "daemon" else GROWTH
+                curve_learner = CurveLearner(len(self.apps), growth=growth, fits=self.fits)
+                learner = (curve_learner, self.apps.index)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:

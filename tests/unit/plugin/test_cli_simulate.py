@@ -98,6 +98,7 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
         "max_parallelism": 128.0,
         "parallelism_factor": [1.0, 4.0],
         "noise": 0.05,
+        "refit_cadence": "daemon",
         "config": "built-in defaults",
         "stored_curves": 0,
     }
@@ -186,6 +187,13 @@ def test_options_reach_the_simulation(run_cli: RunCli) -> None:
     )
     easy = json_document(run_cli("simulate", LUBLIN, *FAST, "--format", "json"))
     assert fcfs["settings"]["backfill"] == "none"
+    sparse = json_document(
+        run_cli("simulate", LUBLIN, *FAST, "--refits", "sparse", "--format", "json")
+    )
+    assert sparse["settings"]["refit_cadence"] == "sparse"
+    assert "sparse cadence" in sparse["curves_note"]
+    assert "sparse" not in easy["curves_note"]
+    assert sparse["refits"]["adaptive"] < easy["refits"]["adaptive"]
     assert fcfs["policies"]["rigid"]["mean_wait_s"] >= easy["policies"]["rigid"]["mean_wait_s"]
     small = json_document(
         run_cli("simulate", LUBLIN, *FAST, "--max-parallelism", "4", "--format", "json")
