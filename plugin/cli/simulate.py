@@ -451,7 +451,8 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
     "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
-    "curves).",
+    "curves), adaptive_timeclass (its learner keys curves by application and requested-time "
+    "class, 2^k minutes).",
 )
 @click.option(
     "--workers",

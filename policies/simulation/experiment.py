@@ -27,6 +27,9 @@ adaptive_identified    adaptive that sizes only with identified curves (ADEPT pi
                        a job whose curve is not identified runs as submitted. Most curves the
                        learner fits from two sizes are not identified, and adaptive sizes with
                        them (the time limit already refuses them)
+adaptive_timeclass     adaptive whose learner keys curves by (application, requested-time
+                       class 2^k minutes), a proxy of the problem size the daemon has at
+                       submit time: one key's runs are more alike than one application's
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -46,6 +49,7 @@ from policies.simulation.applications import (
     PARALLELISM_FACTOR,
     RUN_NOISE,
     Applications,
+    by_time_class,
     draw_true_curves,
     group,
 )
@@ -66,8 +70,11 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         "adaptive_guard": (None, True),
         "adaptive_range_guard": ("range", True),
         "adaptive_identified": (None, False),
+        "adaptive_timeclass": (None, False),
     }
 )
+#: Variants whose learner keys by (application, requested-time class) (applications.py).
+KEYED_BY_TIME = frozenset({"adaptive_timeclass"})
 #: Variants that size only with identified curves (an unidentified one: as submitted).
 IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 #: Every policy `Experiment.run` knows.
@@ -176,6 +183,11 @@ class Experiment:
         self.fits: Fits = {}
 
     @cached_property
+    def time_apps(self) -> Applications:
+        """The learner's keys of KEYED_BY_TIME: (application, requested-time class)."""
+        return by_time_class(self.jobs, self.apps)
+
+    @cached_property
     def requests(self) -> MoldableRequests:
         s = self.setup
         return MoldableRequests.build(self.jobs, self.curves, s.moldable, s.machine)
@@ -193,8 +205,9 @@ class Experiment:
             learner = None
             if policy != "oracle" and self.setup.curves == "learned":
                 growth = None if self.setup.refits == "daemon" else GROWTH
-                curve_learner = CurveLearner(len(self.apps), growth=growth, fits=self.fits)
-                learner = (curve_learner, self.apps.index)
+                keys = self.time_apps if policy in KEYED_BY_TIME else self.apps
+                curve_learner = CurveLearner(len(keys), growth=growth, fits=self.fits)
+                learner = (curve_learner, keys.index)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:

@@ -444,3 +444,32 @@ def test_a_cell_split_into_fit_families_gives_the_serial_results() -> None:
         assert np.array_equal(
             split[0].first[policy].schedule.end, serial[0].first[policy].schedule.end
         )
+
+
+def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -> None:
+    """(New: the variant did not exist.) One application's jobs of two problem sizes, told
+    apart by their requested times (1 h and 16 h): its learner keys them apart, so each key's
+    curve fits its runs; adaptive's one curve through both has a large fit error."""
+    jobs = [TraceJob(k, 10.0 * k, 600.0, 8, 3600.0 if k % 2 else 16 * 3600.0, 7) for k in range(8)]
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
+    assert len(ex.apps) == 1
+    assert len(ex.time_apps) == 2
+    assert ex.time_apps.names == ("exe-7-t9", "exe-7-t5")  # 16 h = 2^9.9 min, 1 h = 2^5.9
+    plain, keyed = ex.sizer("adaptive"), ex.sizer("adaptive_timeclass")
+    assert isinstance(plain, AdaptiveSizer)
+    assert isinstance(keyed, AdaptiveSizer)
+    for sizer in (plain, keyed):
+        for k, n in enumerate([4, 8, 16, 32, 4, 8, 16, 32]):
+            job = k % 2  # job 0: 16 h class, job 1: 1 h class; the big problem runs 10x longer
+            t = (1.0 if job else 10.0) * 3600.0 / n**0.8
+            sizer.finished(job, n, t, killed=False, now=0.0)
+    assert plain.learner is not None
+    assert keyed.learner is not None
+    mixed = plain.learner[0].curve(0, now=1000.0)
+    assert mixed is not None
+    assert mixed.fit_error > 0.10
+    for key in (0, 1):
+        own = keyed.learner[0].curve(key, now=1000.0)
+        assert own is not None
+        assert own.fit_error < 0.05
+    assert "adaptive_timeclass" not in POLICIES
