@@ -543,8 +543,9 @@ def simulate(
     Slurm does with --nodes=MIN-MAX), adaptive_fixed_limits (adaptalloc's size, the user's
     limit), adaptive (size and limit), oracle (adaptive with the true curves: an upper
     bound). With --curves learned (default) the adaptalloc policies see only curves the
-    learner's fit (ADEPT) makes from their applications' earlier completed runs; killed
-    runs are not observations; an application without a usable curve runs as submitted.
+    learner's fit (ADEPT) makes from their applications' earlier completed runs, refitted
+    at the learner's cadence (--refits daemon; sparse: fewer, staler refits); killed runs
+    are not observations; an application without a usable curve runs as submitted.
 
     Sweeps at scale: --workers runs the (load, seed) cells in processes here; --slurm-array
     DIR submits them (for several traces and policy files too) as a Slurm job array, and

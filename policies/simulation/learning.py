@@ -24,7 +24,10 @@ functions on the same kind of data:
   Fewer fits, staler curves: kept to measure what the daemon's cadence costs and changes.
 
 What differs from the daemon, said so in every output: the learner's model choice
-(`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's.
+(`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's. Not
+modelled either: the learner's cap of `refit_max_apps` (50) refits per round, the per-node-type
+curves, and the hourly age-out of applications with no new runs (a run's age counts from its
+ingest, at most one round after its end).
 
 `fits`, a memo the caller may share between learners (experiment.py shares one between the
 policies of one experiment): a fit depends only on the runs it sees, and the policies of one
