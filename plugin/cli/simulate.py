@@ -158,7 +158,8 @@ def run_sweep(
     workers: int = 1,
 ) -> tuple[list[LoadResult], float]:
     """Every policy × load × seed, with a progress bar of runs; (results, seconds). With
-    workers > 1 the (load, seed) cells run in that many processes."""
+    workers > 1 the (load, seed) cells run in that many processes, each cell split into its
+    policies' fit families when there are fewer cells than workers (sweep.fit_families)."""
     started = time.perf_counter()
     with _progress(show_progress) as bar, _pool(workers) as pool:
         update: Callable[[int, int, str], None] | None = None
@@ -172,7 +173,8 @@ def run_sweep(
 
         try:
             mapper = None if pool is None else pool.map
-            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update, mapper)
+            split = pool is not None and len(loads) * seeds < workers
+            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update, mapper, split)
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
     return results, time.perf_counter() - started
@@ -434,12 +436,23 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="σ of the lognormal noise multiplying every run time.",
 )
 @click.option(
+    "--refits",
+    type=click.Choice(["daemon", "sparse"]),
+    default="daemon",
+    show_default=True,
+    help="When learned curves are refitted: daemon (as the learner does: every 30 s round, "
+    "each application whose runs changed 60 s ago or more, on its newest 500 runs); sparse "
+    "(only once its runs grew by half, on the latest 64: several times faster, staler "
+    "curves, labelled so in the output).",
+)
+@click.option(
     "--variants",
     is_flag=True,
     help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
     "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
-    "curves).",
+    "curves), adaptive_timeclass (its learner keys curves by application and requested-time "
+    "class, 2^k minutes).",
 )
 @click.option(
     "--workers",
@@ -500,6 +513,7 @@ def simulate(
     seeds: int,
     parallelism_factor: tuple[float, float],
     noise: float,
+    refits: str,
     variants: bool,
     workers: int,
     array_dir: str | None,
@@ -529,8 +543,9 @@ def simulate(
     Slurm does with --nodes=MIN-MAX), adaptive_fixed_limits (adaptalloc's size, the user's
     limit), adaptive (size and limit), oracle (adaptive with the true curves: an upper
     bound). With --curves learned (default) the adaptalloc policies see only curves the
-    learner's fit (ADEPT) makes from their applications' earlier completed runs; killed
-    runs are not observations; an application without a usable curve runs as submitted.
+    learner's fit (ADEPT) makes from their applications' earlier completed runs, refitted
+    at the learner's cadence (--refits daemon; sparse: fewer, staler refits); killed runs
+    are not observations; an application without a usable curve runs as submitted.
 
     Sweeps at scale: --workers runs the (load, seed) cells in processes here; --slurm-array
     DIR submits them (for several traces and policy files too) as a Slurm job array, and
@@ -566,6 +581,7 @@ def simulate(
             curves=curves,
             parallelism_factor=parallelism_factor,
             noise=noise,
+            refits=refits,
         )
     except ValueError as exc:
         raise InputError(printable(str(exc))) from exc
@@ -653,6 +669,7 @@ def _array_command(params: Mapping[str, Any], names: Sequence[str]) -> bool:
         curves=params["curves"],
         parallelism_factor=params["parallelism_factor"],
         noise=params["noise"],
+        refits=params["refits"],
         procs_per_node=params["procs_per_node"],
         max_jobs=params["max_jobs"],
         policies=tuple(names),

@@ -65,6 +65,7 @@ class SweepOptions:
     procs_per_node: float | None
     max_jobs: int | None
     policies: tuple[str, ...]
+    refits: str = "daemon"
 
     @property
     def load_list(self) -> list[float | None]:
@@ -83,6 +84,7 @@ class SweepOptions:
                 curves=self.curves,
                 parallelism_factor=self.parallelism_factor,
                 noise=self.noise,
+                refits=self.refits,
             )
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
@@ -114,6 +116,7 @@ class SweepOptions:
                 ),
                 max_jobs=None if doc["max_jobs"] is None else int(doc["max_jobs"]),
                 policies=tuple(str(p) for p in doc["policies"]),
+                refits=str(doc.get("refits", "daemon")),  # a plan written before the option
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"the plan's options cannot be read: {printable(str(exc))}") from exc

@@ -29,9 +29,11 @@ ASSUMPTIONS = (
     "Run times: the trace's run time at the requested size, moved along the curve, times "
     "lognormal noise per run.",
     "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
-    "completed runs in this simulation, refitted after 60 s dirty when runs grew by 50% (or a "
-    "needed size appeared), on the latest 64 runs; the learner's model choice is not run; "
-    "killed runs are not observations.",
+    "completed runs in this simulation, at the learner's cadence (refits: daemon: each 30 s "
+    "round refits the applications whose runs changed 60 s ago or more, on their newest 500 "
+    "runs of the last 365 days; sparse, an approximation: only once the runs grew by 50% or a "
+    "needed size appeared, on the latest 64); the learner's model choice is not run; killed "
+    "runs are not observations.",
     "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
     "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
     "curve; a run longer than its limit is killed at the limit.",
@@ -80,6 +82,11 @@ def document_parts(
             if setup.curves == "oracle"
             else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
             "the oracle policy alone saw the true curves (an upper bound)"
+            + (
+                "; refitted at the sparse cadence (an approximation: staler than the daemon's)"
+                if setup.refits == "sparse"
+                else ""
+            )
         ),
         "dropped": dict(trace.skipped),
         "skipped": dict(trace.skipped),
@@ -92,6 +99,7 @@ def document_parts(
             "max_parallelism": setup.parallelism,
             "parallelism_factor": list(setup.parallelism_factor),
             "noise": setup.noise,
+            "refit_cadence": setup.refits,
             "config": config_source,
             "stored_curves": experiment.jobs_with_stored_curves,
         },

@@ -84,6 +84,24 @@ def group(jobs: Sequence[TraceJob]) -> Applications:
     return Applications(index, tuple(numbers), {EXECUTABLE: by_exe, USER_SIZE: len(jobs) - by_exe})
 
 
+def time_class(limit_s: float) -> int:
+    """⌊log2(limit in minutes)⌋ (0 below two minutes): the requested-time class of a job."""
+    return max(0, math.floor(math.log2(max(limit_s, 60.0) / 60.0)))
+
+
+def by_time_class(jobs: Sequence[TraceJob], apps: Applications) -> Applications:
+    """The learner's keys when it keys by (application, requested-time class): each
+    application's jobs split by `time_class` of their limit, a proxy for the problem size
+    known at submit time (the trace's requested time; on a trace without one, the modelled
+    user estimate, workload.user_estimate, which is made from the run time: optimistic)."""
+    numbers: dict[str, int] = {}
+    index = np.empty(len(jobs), dtype=np.int64)
+    for i, job in enumerate(jobs):
+        key = f"{apps.names[apps.index[i]]}-t{time_class(job.limit)}"
+        index[i] = numbers.setdefault(key, len(numbers))
+    return Applications(index, tuple(numbers), dict(apps.grouping))
+
+
 @dataclass(frozen=True, eq=False)
 class TrueCurves:
     """Per application A and σ; per job the run noise ε_i (module doc)."""

@@ -27,6 +27,9 @@ adaptive_identified    adaptive that sizes only with identified curves (ADEPT pi
                        a job whose curve is not identified runs as submitted. Most curves the
                        learner fits from two sizes are not identified, and adaptive sizes with
                        them (the time limit already refuses them)
+adaptive_timeclass     adaptive whose learner keys curves by (application, requested-time
+                       class 2^k minutes), a proxy of the problem size the daemon has at
+                       submit time: one key's runs are more alike than one application's
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -46,11 +49,12 @@ from policies.simulation.applications import (
     PARALLELISM_FACTOR,
     RUN_NOISE,
     Applications,
+    by_time_class,
     draw_true_curves,
     group,
 )
 from policies.simulation.engine import Progress, Schedule, simulate
-from policies.simulation.learning import CurveLearner, Fits
+from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
@@ -66,14 +70,21 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         "adaptive_guard": (None, True),
         "adaptive_range_guard": ("range", True),
         "adaptive_identified": (None, False),
+        "adaptive_timeclass": (None, False),
     }
 )
+#: Variants whose learner keys by (application, requested-time class) (applications.py).
+KEYED_BY_TIME = frozenset({"adaptive_timeclass"})
 #: Variants that size only with identified curves (an unidentified one: as submitted).
 IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 #: Every policy `Experiment.run` knows.
 ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
 CURVES = ("learned", "oracle")
+#: When the learned curves are refitted: "daemon" (the learner's rounds, every change after
+#: the debounce, on up to 500 runs) or "sparse" (only when the runs grew by half, on the
+#: latest 64: fewer fits, staler curves); learning.py.
+REFITS = ("daemon", "sparse")
 #: The policies that run adaptalloc's decide (oracle too, on the true curves).
 ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle", *VARIANTS)
 
@@ -86,7 +97,8 @@ class Setup:
     (FCFS alone). seed: the workload model's draws. max_parallelism: the largest average
     parallelism A of the workload model (None: the machine's size). settings: the adaptive
     policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
-    range in A = r_app·F; noise: σ of the run noise (applications.py).
+    range in A = r_app·F; noise: σ of the run noise (applications.py). refits: the learned
+    curves' refit cadence, one of REFITS.
     """
 
     machine: int
@@ -98,10 +110,13 @@ class Setup:
     curves: str = "learned"
     parallelism_factor: tuple[float, float] = PARALLELISM_FACTOR
     noise: float = RUN_NOISE
+    refits: str = "daemon"
 
     def __post_init__(self) -> None:
         if self.curves not in CURVES:
             raise ValueError(f"curves must be one of {', '.join(CURVES)}, got {self.curves!r}")
+        if self.refits not in REFITS:
+            raise ValueError(f"refits must be one of {', '.join(REFITS)}, got {self.refits!r}")
         if isinstance(self.machine, bool) or not isinstance(self.machine, int) or self.machine < 1:
             raise ValueError(f"machine must be a whole number ≥ 1, got {self.machine!r}")
 
@@ -168,6 +183,11 @@ class Experiment:
         self.fits: Fits = {}
 
     @cached_property
+    def time_apps(self) -> Applications:
+        """The learner's keys of KEYED_BY_TIME: (application, requested-time class)."""
+        return by_time_class(self.jobs, self.apps)
+
+    @cached_property
     def requests(self) -> MoldableRequests:
         s = self.setup
         return MoldableRequests.build(self.jobs, self.curves, s.moldable, s.machine)
@@ -184,7 +204,10 @@ class Experiment:
         if policy in ADAPTALLOC:
             learner = None
             if policy != "oracle" and self.setup.curves == "learned":
-                learner = (CurveLearner(len(self.apps), fits=self.fits), self.apps.index)
+                growth = None if self.setup.refits == "daemon" else GROWTH
+                keys = self.time_apps if policy in KEYED_BY_TIME else self.apps
+                curve_learner = CurveLearner(len(keys), growth=growth, fits=self.fits)
+                learner = (curve_learner, keys.index)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:

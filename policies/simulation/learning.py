@@ -8,16 +8,26 @@ functions on the same kind of data:
 
 * an observation is one *completed* run: (nodes it really ran on, its run time). A run killed
   at its limit only says "at least this long"; it is never fed as a completed run;
-* refits follow the daemon's cadence: an application whose observations changed is refitted
-  once it has been dirty for `debounce_s` (the learner's refit_debounce_s, 60 s), lazily, when
-  its next job is decided (the curve a decision sees is the one the daemon would have by then);
-* to bound the cost (a refit takes 20-100 ms), an application is refitted only when its
-  completed runs grew by `growth` (50%) since its last fit, or it had fewer than three sizes at
-  its last fit and has gained one; and a fit sees its latest `window` (64) completed runs. The
-  daemon refits on every change and keeps runs until they age out: our curves are staler.
+* refits follow the daemon's cadence (plugin/learning/worker.py, learner.py; plugin/config.py
+  defaults): every `interval_s` (30 s, [daemon] learn_interval_s) the learner's round polls
+  Slurm, so a run that ended at e is ingested at the first round ≥ e and marks its
+  application dirty from then (the dirty mark keeps its first time); the same round then
+  refits every application dirty for at least `debounce_s` (60 s, [learner]
+  refit_debounce_s) on all its kept runs: the newest `window` (500, [learner]
+  max_observations) that ended within `max_age_s` (365 days, [learner] max_age_days) of the
+  round. A decision at `now` sees the curve of the application's last refit round ≤ now.
+  The rounds are replayed lazily, when a decision asks: a round no decision saw the result
+  of is counted (`refits`) but not fitted (`fitted`), as its curve is replaced before use;
+* `growth` (not the daemon's; None by default) is the cadence this module had before: refit
+  only when the completed runs grew by that factor since the last fit (or a needed size
+  appeared), lazily at the next decision once dirty for `debounce_s`, with its own `window`.
+  Fewer fits, staler curves: kept to measure what the daemon's cadence costs and changes.
 
 What differs from the daemon, said so in every output: the learner's model choice
-(`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's.
+(`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's. Not
+modelled either: the learner's cap of `refit_max_apps` (50) refits per round, the per-node-type
+curves, and the hourly age-out of applications with no new runs (a run's age counts from its
+ingest, at most one round after its end).
 
 `fits`, a memo the caller may share between learners (experiment.py shares one between the
 policies of one experiment): a fit depends only on the runs it sees, and the policies of one
@@ -33,6 +43,7 @@ evaluations, since every decision until the next refit asks it for much the same
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -47,10 +58,16 @@ from predictor.intervals import LEVEL
 
 #: The learner's default refit debounce, seconds (plugin config [learner] refit_debounce_s).
 DEBOUNCE_S = 60.0
-#: Refit again once the completed runs grew by this factor (or a needed new size appeared).
+#: The learner's rounds (poll, then refits), seconds (plugin config [daemon] learn_interval_s).
+INTERVAL_S = 30.0
+#: Runs an application keeps, the newest (plugin config [learner] max_observations).
+WINDOW = 500
+#: Runs older than this are aged out, seconds (plugin config [learner] max_age_days: 365).
+MAX_AGE_S = 365 * 86400.0
+#: The sparse cadence (module doc, not the daemon's): refit once the runs grew by this factor,
+#: on at most SPARSE_WINDOW of the latest runs.
 GROWTH = 1.5
-#: A fit sees at most this many of the latest completed runs.
-WINDOW = 64
+SPARSE_WINDOW = 64
 #: Below this many sizes a new size is worth a refit (ADEPT needs several to identify A, σ).
 _FEW_SIZES = 3
 #: The fitting method the learner uses by default.
@@ -63,14 +80,19 @@ Fits = MutableMapping[tuple[tuple[int, ...], tuple[float, ...]], Curve | None]
 
 @dataclass
 class _App:
-    """One application's observations and its latest fit."""
+    """One application's observations (with when the learner ingested each) and its fit."""
 
-    nodes: list[int]
-    runtimes: list[float]
+    nodes: list[int] = field(default_factory=list)
+    runtimes: list[float] = field(default_factory=list)
+    seen: list[float] = field(default_factory=list)
     curve: Curve | None = None
+    #: Runs the latest refit round saw (daemon cadence: the first `cut` runs) / its curve's.
+    cut: int = 0
+    fitted_cut: int = 0
     fitted_runs: int = 0
     fitted_sizes: int = 0
     dirty_since: float = math.inf
+    fitted_round: float = 0.0
 
 
 class CurveLearner:
@@ -80,51 +102,83 @@ class CurveLearner:
         self,
         apps: int,
         debounce_s: float = DEBOUNCE_S,
-        growth: float = GROWTH,
-        window: int = WINDOW,
+        growth: float | None = None,
+        window: int | None = None,
         fits: Fits | None = None,
+        interval_s: float = INTERVAL_S,
+        max_age_s: float | None = MAX_AGE_S,
     ) -> None:
-        self._apps = [_App([], []) for _ in range(apps)]
+        """`growth` None: the daemon's cadence, else the sparse one (module doc); `window`
+        None: WINDOW for the daemon's, SPARSE_WINDOW for the sparse one."""
+        if interval_s <= 0.0 or debounce_s < 0.0:
+            raise ValueError("interval_s must be > 0 and debounce_s ≥ 0")
+        self._apps = [_App() for _ in range(apps)]
         self._fits: Fits = {} if fits is None else fits
         self.debounce_s = debounce_s
         self.growth = growth
-        self.window = window
-        #: Refits (each a fit, or a fit another learner sharing `fits` ran on the same runs),
-        #: fits this learner ran, and refits the predictor refused or failed.
+        self.window = window if window is not None else WINDOW if growth is None else SPARSE_WINDOW
+        self.interval_s = interval_s
+        self.max_age_s = max_age_s
+        #: Refits the daemon would run (sparse cadence: the refits run), the fits this
+        #: learner ran (a fit another learner sharing `fits` ran on the same runs is not
+        #: run again), and the refits the predictor refused or failed among those fitted.
         self.refits = 0
         self.fitted = 0
         self.refused = 0
 
     def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
-        """A completed run of `app` on `nodes` nodes that took `runtime` seconds."""
+        """A completed run of `app` on `nodes` nodes that took `runtime` seconds, ended at
+        `now` (daemon cadence: ingested by the next round)."""
         a = self._apps[app]
+        seen = now if self.growth is not None else self._round_at_or_after(now)
         a.nodes.append(nodes)
         a.runtimes.append(runtime)
+        a.seen.append(seen)
         if a.dirty_since == math.inf:
-            a.dirty_since = now
+            a.dirty_since = seen
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The curve a decision at `now` sees: refitted first when due (module doc)."""
         a = self._apps[app]
-        if now - a.dirty_since >= self.debounce_s and self._worth_refitting(a):
-            self._refit(a)
+        if self.growth is not None:
+            if now - a.dirty_since >= self.debounce_s and self._worth_refitting(a, self.growth):
+                a.dirty_since = math.inf
+                self._refit(a, len(a.nodes), now)
+            return a.curve
+        while a.dirty_since < math.inf:
+            due = self._round_at_or_after(a.dirty_since + self.debounce_s)
+            if due > now:
+                break
+            self.refits += 1
+            a.cut = bisect.bisect_right(a.seen, due, lo=a.cut)
+            a.dirty_since = a.seen[a.cut] if a.cut < len(a.seen) else math.inf
+            a.fitted_round = due
+        if a.cut != a.fitted_cut:
+            self.refits -= 1  # counted in the loop
+            self._refit(a, a.cut, a.fitted_round)
         return a.curve
 
-    def _worth_refitting(self, a: _App) -> bool:
-        if len(a.nodes) >= self.growth * a.fitted_runs:
+    def _round_at_or_after(self, t: float) -> float:
+        return math.ceil(t / self.interval_s - 1e-9) * self.interval_s
+
+    def _worth_refitting(self, a: _App, growth: float) -> bool:
+        if len(a.nodes) >= growth * a.fitted_runs:
             return True
         return a.fitted_sizes < _FEW_SIZES and len(set(a.nodes[-self.window :])) > a.fitted_sizes
 
-    def _refit(self, a: _App) -> None:
+    def _refit(self, a: _App, cut: int, at: float) -> None:
+        """Fit the application's kept runs among its first `cut` as of time `at`."""
         self.refits += 1
-        a.dirty_since = math.inf
-        runs = sorted(zip(a.nodes[-self.window :], a.runtimes[-self.window :], strict=True))
+        first = max(0, cut - self.window)
+        if self.growth is None and self.max_age_s is not None:
+            first = bisect.bisect_left(a.seen, at - self.max_age_s, lo=first, hi=cut)
+        runs = sorted(zip(a.nodes[first:cut], a.runtimes[first:cut], strict=True))
         nodes, runtimes = tuple(n for n, _ in runs), tuple(t for _, t in runs)
-        a.fitted_runs, a.fitted_sizes = len(a.nodes), len(set(nodes))
+        a.fitted_cut, a.fitted_runs, a.fitted_sizes = cut, cut, len(set(nodes))
         key = (nodes, runtimes)
         if key not in self._fits:
             self.fitted += 1
-            self._fits[key] = _fit(nodes, runtimes)
+            self._fits[key] = _fit(nodes, runtimes) if nodes else None
         a.curve = self._fits[key]
         if a.curve is None:
             self.refused += 1

@@ -14,6 +14,9 @@ A sweep is a list of cells, one per (load, seed), each running every policy on o
 experiment (so its policies share their fits, learning.py). `run_cell` is a plain function
 of a picklable `Cell`, so a caller may run the cells in parallel processes: `sweep(...,
 mapper=executor.map)` (the CLI does, plugin/cli/simulate.py); this module starts none.
+With `split=True` a cell is further split into its policies' fit families (`fit_families`):
+the policies that share fits stay together, so that a sweep of one load and one seed still
+has work for several processes; the results are the same (a fit depends only on its runs).
 """
 
 from __future__ import annotations
@@ -26,7 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from policies.simulation.experiment import POLICIES, Experiment, PolicyResult, Setup
+from policies.simulation.experiment import (
+    ADAPTALLOC,
+    POLICIES,
+    Experiment,
+    PolicyResult,
+    Setup,
+)
 from policies.simulation.workload import TraceJob
 from predictor import Curve
 
@@ -144,6 +153,22 @@ def run_cell(cell: Cell, progress: CellProgress | None = None) -> dict[str, Poli
     return out
 
 
+#: The adaptalloc policies outside the ranged fit family (fit_families).
+PINNED_OR_ORACLE = frozenset({"rigid_limits", "oracle"})
+
+
+def fit_families(policies: Sequence[str], setup: Setup) -> list[tuple[str, ...]]:
+    """The policies in groups that share their learners' fits, the costliest first: the
+    learned adaptalloc policies that decide on the moldable range (their fits are mostly
+    the same runs'), rigid_limits (its runs stay at the requested sizes: its own fits), then
+    every other policy alone (no fits). Within a group, the order of `policies`."""
+    learned = setup.curves == "learned"
+    ranged = tuple(p for p in policies if learned and p in ADAPTALLOC and p not in PINNED_OR_ORACLE)
+    pinned = tuple(p for p in policies if learned and p == "rigid_limits")
+    rest = [(p,) for p in policies if p not in ranged and p not in pinned]
+    return [g for g in (ranged, pinned) if g] + rest
+
+
 #: Runs `run_cell` over the cells and yields the results in the cells' order (the builtin
 #: map, or concurrent.futures' Executor.map).
 Mapper = Callable[
@@ -160,35 +185,39 @@ def sweep(
     stored: Mapping[int, Curve] | None = None,
     progress: CellProgress | None = None,
     mapper: Mapper | None = None,
+    split: bool = False,
 ) -> list[LoadResult]:
     """Every policy at every load, seeds setup.seed .. setup.seed + seeds − 1.
 
     With `mapper` the cells are run through it (for example in parallel processes) and
     `progress` is told of each cell's policies when the cell is done; without, they run here
-    one after the other and `progress` is told before each policy."""
+    one after the other and `progress` is told before each policy. `split`: one cell per fit
+    family of each (load, seed) (module doc)."""
     if seeds < 1:
         raise ValueError(f"seeds must be ≥ 1, got {seeds}")
+    groups = fit_families(policies, setup) if split else [tuple(policies)]
     cells = [
-        Cell(tuple(jobs), setup, load, li, si, tuple(policies), stored)
+        Cell(tuple(jobs), setup, load, li, si, group, stored)
         for li, load in enumerate(loads)
         for si in range(seeds)
+        for group in groups
     ]
     if mapper is None:
         results: Iterable[dict[str, PolicyResult]] = (run_cell(c, progress) for c in cells)
     else:
         results = mapper(run_cell, cells)
-    by_load: list[list[dict[str, PolicyResult]]] = [[] for _ in loads]
+    merged: dict[tuple[int, int], dict[str, PolicyResult]] = {}
     for cell, result in zip(cells, results, strict=True):
         if mapper is not None and progress is not None:
             for policy in cell.policies:
                 progress(cell.load_index, cell.seed_index, policy)
-        by_load[cell.load_index].append(result)
+        merged.setdefault((cell.load_index, cell.seed_index), {}).update(result)
     out = []
     for li, load in enumerate(loads):
-        per_seed = by_load[li]
+        per_seed = [{p: merged[li, si][p] for p in policies} for si in range(seeds)]
         summaries = {
             p: summarize_seeds([r[p].metrics.to_dict() for r in per_seed]) for p in policies
         }
-        first = cells[li * seeds]
+        first = cells[li * seeds * len(groups)]
         out.append(LoadResult(load, summaries, per_seed[0], first.experiment()))
     return out

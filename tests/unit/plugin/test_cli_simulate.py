@@ -43,6 +43,7 @@ FAST = ("--jobs", "300")
 def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
     doc = json_document(run_cli("simulate", NASA, *FAST, "--variants", "--format", "json"))
     variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard", "adaptive_identified"]
+    variants += ["adaptive_timeclass"]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:
         assert doc["policies"][name]["raised"] == 0, name
@@ -56,6 +57,16 @@ def test_workers_run_the_cells_in_processes_with_the_same_results(run_cli: RunCl
     serial = json_document(run_cli("simulate", NASA, *sweep))
     parallel = json_document(run_cli("simulate", NASA, *sweep, "--workers", "2"))
     assert parallel["loads"] == serial["loads"]
+
+
+@pytest.mark.slow  # worker processes
+def test_one_cell_is_split_into_fit_families_with_the_same_results(run_cli: RunCli) -> None:
+    """(New: one load and one seed ran in one process whatever --workers said.)"""
+    one = ("--jobs", "150", "--load", "0.7", "--format", "json")
+    serial = json_document(run_cli("simulate", NASA, *one))
+    parallel = json_document(run_cli("simulate", NASA, *one, "--workers", "2"))
+    assert parallel["loads"] == serial["loads"]
+    assert parallel["refits"] == serial["refits"]
 
 
 def test_json_follows_the_contract(run_cli: RunCli) -> None:
@@ -98,6 +109,7 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
         "max_parallelism": 128.0,
         "parallelism_factor": [1.0, 4.0],
         "noise": 0.05,
+        "refit_cadence": "daemon",
         "config": "built-in defaults",
         "stored_curves": 0,
     }
@@ -186,6 +198,13 @@ def test_options_reach_the_simulation(run_cli: RunCli) -> None:
     )
     easy = json_document(run_cli("simulate", LUBLIN, *FAST, "--format", "json"))
     assert fcfs["settings"]["backfill"] == "none"
+    sparse = json_document(
+        run_cli("simulate", LUBLIN, *FAST, "--refits", "sparse", "--format", "json")
+    )
+    assert sparse["settings"]["refit_cadence"] == "sparse"
+    assert "sparse cadence" in sparse["curves_note"]
+    assert "sparse" not in easy["curves_note"]
+    assert sparse["refits"]["adaptive"] < easy["refits"]["adaptive"]
     assert fcfs["policies"]["rigid"]["mean_wait_s"] >= easy["policies"]["rigid"]["mean_wait_s"]
     small = json_document(
         run_cli("simulate", LUBLIN, *FAST, "--max-parallelism", "4", "--format", "json")

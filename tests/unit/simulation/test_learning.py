@@ -16,13 +16,21 @@ from scipy import stats
 
 import predictor
 from plugin.formats.swf import read_swf
-from policies.simulation import Experiment, Setup, TraceJob, at_load, offered_load, simulate
+from policies.simulation import (
+    POLICIES,
+    Experiment,
+    Setup,
+    TraceJob,
+    at_load,
+    offered_load,
+    simulate,
+)
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
 from policies.simulation.learning import CurveLearner, MemoCurve
 from policies.simulation.metrics import summarize
 from policies.simulation.sizing import ClusterView
-from policies.simulation.sweep import summarize_seeds, sweep
+from policies.simulation.sweep import fit_families, summarize_seeds, sweep
 from predictor.downey import relative_runtime
 
 from .helpers import NASA, run_rigid, trace
@@ -343,3 +351,125 @@ def test_the_identified_variant_leaves_a_job_as_submitted_when_its_curve_is_not_
         rules[policy] = sizer.allocate(0, view).rule
     assert rules["adaptive"] != "fallback"
     assert rules["adaptive_identified"] == "fallback"
+
+
+def _daemon_runs(learner: CurveLearner, ends: list[float], k0: int = 0) -> list[tuple[int, float]]:
+    """Runs of app 0 at 4-32 nodes ending at `ends`, a little noise each; (nodes, runtime)."""
+    out = []
+    for k, end in enumerate(ends, start=k0):
+        n = (4, 8, 16, 32)[k % 4]
+        t = 3600.0 * float(relative_runtime(np.array([float(n)]), 24.0, 0.5)[0])
+        t *= 1.0 + 0.03 * ((7 * k) % 5 - 2)
+        learner.observe(0, n, t, now=end)
+        out.append((n, t))
+    return out
+
+
+def _fit_of(runs: list[tuple[int, float]]) -> predictor.Curve:
+    return _learner_fit([n for n, _ in runs], [t for _, t in runs])
+
+
+def test_refits_follow_the_daemons_rounds_on_every_change() -> None:
+    """(New: the simulator refitted only when an application's runs had grown by half, so a
+    9th run after a fit of 8 was never seen; the daemon refits on every change: this failed.)
+    A run ending at e is ingested by the learner's round at the next multiple of 30 s; the
+    round 60 s after the first unfitted ingest refits on every run ingested by then."""
+    learner = CurveLearner(1)
+    runs = _daemon_runs(learner, [100.0 + k for k in range(8)])  # ingested at 120
+    assert learner.curve(0, now=179.0) is None  # the round at 180 refits
+    eight = learner.curve(0, now=180.0)
+    assert eight is not None
+    _same_curve(eight, _fit_of(runs))
+    runs += _daemon_runs(learner, [200.0], k0=8)  # ingested at 210: the round at 270
+    late = _daemon_runs(learner, [271.0], k0=9)  # ingested at 300: the round at 360
+    assert learner.curve(0, now=269.0) is eight
+    nine = learner.curve(0, now=275.0)
+    assert nine is not None
+    assert nine is not eight
+    _same_curve(nine, _fit_of(runs))
+    ten = learner.curve(0, now=400.0)
+    assert ten is not None
+    _same_curve(ten, _fit_of(runs + late))
+    assert (learner.refits, learner.fitted) == (3, 3)
+    sparse = CurveLearner(1, growth=1.5)  # the old cadence: no refit for one run more
+    _daemon_runs(sparse, [100.0 + k for k in range(8)])
+    first = sparse.curve(0, now=180.0)
+    _daemon_runs(sparse, [200.0], k0=8)
+    assert sparse.curve(0, now=1000.0) is first
+
+
+def test_rounds_no_decision_saw_are_counted_not_fitted() -> None:
+    learner = CurveLearner(1)
+    for start in (100.0, 400.0, 700.0):  # three rounds before anyone asks
+        _daemon_runs(learner, [start + k for k in range(4)], k0=int(start))
+    curve = learner.curve(0, now=1000.0)
+    assert curve is not None
+    assert (learner.refits, learner.fitted) == (3, 1)
+
+
+def test_a_fit_sees_the_kept_runs_the_newest_window_within_the_age() -> None:
+    learner = CurveLearner(1, window=8)
+    runs = _daemon_runs(learner, [100.0 + k for k in range(12)])
+    kept = runs[-8:]
+    windowed = learner.curve(0, now=1000.0)
+    assert windowed is not None
+    _same_curve(windowed, _fit_of(kept))
+    aged = CurveLearner(1, max_age_s=1000.0)
+    _daemon_runs(aged, [100.0 + k for k in range(4)])  # ingested at 120: aged out by 2,000
+    recent = _daemon_runs(aged, [1500.0 + k for k in range(8)], k0=4)  # ingested at 1,500
+    young = aged.curve(0, now=2000.0)
+    assert young is not None
+    _same_curve(young, _fit_of(recent))
+
+
+def test_a_cell_split_into_fit_families_gives_the_serial_results() -> None:
+    """(New: a sweep of one load and one seed was one cell, one process.)"""
+    setup = Setup(machine=16)
+    assert fit_families(POLICIES, setup) == [
+        ("adaptive_fixed_limits", "adaptive"),
+        ("rigid_limits",),
+        ("rigid",),
+        ("greedy",),
+        ("oracle",),
+    ]
+    oracle_only = fit_families(POLICIES, dataclasses.replace(setup, curves="oracle"))
+    assert oracle_only == [(p,) for p in POLICIES]
+    jobs = [TraceJob(k, 60.0 * k, 600.0, 4, 1800.0, k % 3) for k in range(40)]
+    serial = sweep(jobs, setup, [0.7], 1, POLICIES)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        split = sweep(jobs, setup, [0.7], 1, POLICIES, mapper=pool.map, split=True)
+    assert list(split[0].first) == list(POLICIES)
+    for policy in POLICIES:
+        assert split[0].policies[policy].mean == serial[0].policies[policy].mean
+        assert np.array_equal(
+            split[0].first[policy].schedule.end, serial[0].first[policy].schedule.end
+        )
+
+
+def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -> None:
+    """(New: the variant did not exist.) One application's jobs of two problem sizes, told
+    apart by their requested times (1 h and 16 h): its learner keys them apart, so each key's
+    curve fits its runs; adaptive's one curve through both has a large fit error."""
+    jobs = [TraceJob(k, 10.0 * k, 600.0, 8, 3600.0 if k % 2 else 16 * 3600.0, 7) for k in range(8)]
+    ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
+    assert len(ex.apps) == 1
+    assert len(ex.time_apps) == 2
+    assert ex.time_apps.names == ("exe-7-t9", "exe-7-t5")  # 16 h = 2^9.9 min, 1 h = 2^5.9
+    plain, keyed = ex.sizer("adaptive"), ex.sizer("adaptive_timeclass")
+    assert isinstance(plain, AdaptiveSizer)
+    assert isinstance(keyed, AdaptiveSizer)
+    for sizer in (plain, keyed):
+        for k, n in enumerate([4, 8, 16, 32, 4, 8, 16, 32]):
+            job = k % 2  # job 0: 16 h class, job 1: 1 h class; the big problem runs 10x longer
+            t = (1.0 if job else 10.0) * 3600.0 / n**0.8
+            sizer.finished(job, n, t, killed=False, now=0.0)
+    assert plain.learner is not None
+    assert keyed.learner is not None
+    mixed = plain.learner[0].curve(0, now=1000.0)
+    assert mixed is not None
+    assert mixed.fit_error > 0.10
+    for key in (0, 1):
+        own = keyed.learner[0].curve(key, now=1000.0)
+        assert own is not None
+        assert own.fit_error < 0.05
+    assert "adaptive_timeclass" not in POLICIES
