@@ -149,7 +149,8 @@ class Curve:
         runtime·exp(∓z·s(n)), s(n) = sqrt(a² + r² + (b·d(n))²), r = `residual` (the RMS log
         residual over the observations), d(n) the log distance outside the observed sizes;
         for a fit on 3 sizes or fewer also the misfit term (its residual is 0 whatever the
-        curve), as in `predict`; an exact model curve (the simulator's oracle) has none. `upper` is the pessimistic runtime. Constants are those of the curve's method,
+        curve), as in `predict`; an exact model curve (the simulator's oracle) has none.
+        `upper` is the pessimistic runtime. Constants are those of the curve's method,
         calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there).
         Where the curve is not identified the interval also reaches the runtime of every
         `plausible` instance (at sizes whose closest observation is in the last phase), as

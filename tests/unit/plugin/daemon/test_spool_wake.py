@@ -3,6 +3,7 @@ loop's wake event when job_submit.lua appends to the spool, and only then."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import threading
@@ -60,9 +61,22 @@ def test_without_a_directory_to_watch_it_says_so_and_the_poll_carries_on(tmp_pat
     assert not wake.is_set()
 
 
+def inotify_descriptors() -> int:
+    """This process's open inotify instances (other descriptors come and go with other
+    threads of a shared test worker, so a plain count of /proc/self/fd is not this test's)."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # closed between the listing and the readlink
+            count += os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify"
+    return count
+
+
 def test_close_stops_the_thread_and_frees_the_descriptor(tmp_path: Path) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = inotify_descriptors()
     watcher = SpoolWake(tmp_path / "spool", threading.Event())
     assert watcher.start()
+    assert inotify_descriptors() == before + 1
+    assert any(t.name == "spool-wake" for t in threading.enumerate())
     watcher.close()
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert inotify_descriptors() == before
+    assert not any(t.name == "spool-wake" for t in threading.enumerate())
