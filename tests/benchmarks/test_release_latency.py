@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pytest
 from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
+from integration.sdiag import reset_rpc_stats, rpc_stats
 from integration.testbed import LocalCluster, SlurmCLI, scratch_url
 from rich.console import Console
 from rich.table import Table
@@ -80,26 +81,6 @@ JOBS = os.environ.get("ADAPTALLOC_BENCH_JOBS", "run")
 POLL_S = 2.0
 WRITERS = tuple(os.environ.get("ADAPTALLOC_BENCH_BACKENDS", "cli,libslurm").split(","))
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
-#: One line of sdiag's "statistics by message type": name, count, average time (microseconds).
-SDIAG_LINE = re.compile(r"^\s+([A-Z_0-9]+)\s+\(\s*\d+\)\s+count:(\d+)\s+ave_time:(\d+)", re.M)
-
-
-def sdiag(reset: bool = False) -> dict[str, tuple[int, float]]:
-    """slurmctld's own RPC statistics (root only): message type -> (count, mean ms).
-
-    With `reset`, ``sdiag -r`` first clears them, so the next read covers one phase."""
-    if reset:
-        subprocess.run(["sdiag", "-r"], check=True, capture_output=True, timeout=60)  # noqa: S607
-        return {}
-    out = subprocess.run(
-        ["sdiag"],  # noqa: S607
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    by_type = out.split("Remote Procedure Call statistics by user", 1)[0]
-    return {m[1]: (int(m[2]), int(m[3]) / 1000.0) for m in SDIAG_LINE.finditer(by_type)}
 
 
 class Submitter:
@@ -286,13 +267,13 @@ def test_release_latency(
 
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
         steady = Submitter(tmp_path)
-        sdiag(reset=True)
+        reset_rpc_stats()
         cpu_before = cpu_s(daemon.pid)
         achieved = steady.steady(RATE_PER_S, STEADY_S)
         steady_jobs = set(steady.done)
         all_jobs |= steady_jobs
         events = releases(daemon, steady_jobs, "bench-daemon", 300)
-        rpcs = sdiag()
+        rpcs = rpc_stats()
         steady_cpu = cpu_s(daemon.pid) - cpu_before
         steady_unheld = len(steady_jobs) - len(events)
         seen = np.array([e["released_at"] - steady.done[j] for j, e in events.items()])

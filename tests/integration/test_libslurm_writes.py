@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from integration.sdiag import reset_rpc_stats, rpc_counts
 from plugin.slurm.cli_backend import CliSlurmReader
 from plugin.slurm.libslurm_backend import LibslurmSlurm, import_binding, probe_binding
 from plugin.slurm.writer import JobUpdate, Resize
@@ -138,21 +139,6 @@ def test_without_privileges_every_job_is_refused_and_left_as_it_was(
         assert not job.admin_comment
 
 
-SDIAG_COUNT = re.compile(r"^\s+(REQUEST_[A-Z_]+)\s+\(\s*\d+\)\s+count:(\d+)", re.M)
-
-
-def rpc_counts() -> dict[str, int]:
-    """slurmctld's RPC counts by message type since the last ``sdiag -r`` (root only)."""
-    out = subprocess.run(
-        ["sdiag"],  # noqa: S607
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout.split("Remote Procedure Call statistics by user", 1)[0]
-    return {m.group(1): int(m.group(2)) for m in SDIAG_COUNT.finditer(out)}
-
-
 @needs_binding
 def test_the_daemon_costs_slurmctld_one_update_and_one_read_per_held_job(
     slurm: SlurmCLI, submit_job: Callable[..., int], daemon_factory: Callable[..., Any]
@@ -163,7 +149,7 @@ def test_the_daemon_costs_slurmctld_one_update_and_one_read_per_held_job(
     REQUEST_FED_INFO beside it."""
     daemon = daemon_factory(config='[slurm]\nbackend = "libslurm"\n').start()
     assert daemon.events("daemon_started")[0]["backend"] == "libslurm"
-    subprocess.run(["sdiag", "-r"], check=True, capture_output=True, timeout=60)  # noqa: S607
+    reset_rpc_stats()
     jobs = [
         submit_job("--nodes=1-4", "--begin=now+3600", wrap="true", as_user=slurm.test_user)
         for _ in range(6)
