@@ -118,6 +118,17 @@ def choose_writer(
     return Choice("libslurm", f"the libslurm binding matches Slurm {slurm[0]}.{slurm[1]:02d}")
 
 
+def _installed_release(cli: CliSlurmReader) -> tuple[int, int] | None:
+    """The installed Slurm's (major, minor) from ``sinfo --version``, None (logged) when
+    it cannot be read: what a backend built for one release is matched against."""
+    try:
+        major, minor, _ = cli.version()
+    except SlurmError as exc:
+        log.warning("slurm_version_unknown", error=printable(str(exc)))
+        return None
+    return major, minor
+
+
 def _import_pyslurm() -> ModuleType | None:
     try:
         return importlib.import_module("pyslurm")
@@ -136,13 +147,7 @@ def slurm_reader(
     if backend == "cli":
         return cli
     module = _import_pyslurm()
-    slurm: tuple[int, int] | None = None
-    if module is not None:
-        try:
-            major, minor, _ = cli.version()
-            slurm = (major, minor)
-        except SlurmError as exc:
-            log.warning("slurm_version_unknown", error=printable(str(exc)))
+    slurm = _installed_release(cli) if module is not None else None
     choice = choose_backend(backend, pyslurm_version(module), slurm)
     log.debug("slurm_backend", backend=choice.backend, reason=choice.reason)
     if choice.backend == "pyslurm" and module is not None:
@@ -167,11 +172,7 @@ def slurm_client(
     slurm: tuple[int, int] | None = None
     if binding_module is not None:
         binding = probe_binding()
-        try:
-            major, minor, _ = CliSlurmReader(timeout_s=timeout_s).version()
-            slurm = (major, minor)
-        except SlurmError as exc:
-            log.warning("slurm_version_unknown", error=printable(str(exc)))
+        slurm = _installed_release(CliSlurmReader(timeout_s=timeout_s))
     choice = choose_writer(backend, binding, slurm)
     log.debug("slurm_writer", backend=choice.backend, reason=choice.reason)
     if choice.backend == "libslurm" and binding_module is not None:
