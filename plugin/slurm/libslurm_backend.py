@@ -20,7 +20,7 @@ process per job, and the field itself: no text to tell apart from a user's forge
 Everything else (reads, and the per-step writes the applier falls back to when one job's
 update fails) is the CLI backend's, so a job's text reaches Slurm either as one argv
 element or as one C string: never through a shell. The admin comment is checked
-(`check_admin_comment`) before either.
+(`check_admin_comment`) before either (here when the `JobUpdate` is made).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 from plugin.errors import printable
 from plugin.slurm.cli_backend import slurm_environ
-from plugin.slurm.writer import CliSlurm, JobUpdate, check_admin_comment
+from plugin.slurm.writer import CliSlurm, JobUpdate
 
 __all__ = ["BINDING", "LibslurmSlurm", "binding_version", "import_binding", "probe_binding"]
 
@@ -119,9 +119,7 @@ class LibslurmSlurm(CliSlurm):
     def update_jobs(self, updates: Sequence[JobUpdate]) -> dict[int, str]:
         if not updates:
             return {}
-        for update in updates:  # bad text fails before any job is touched
-            if update.admin_comment is not None:
-                check_admin_comment(update.admin_comment)
+        # No comment check here: a JobUpdate cannot be made with one Slurm must not get.
         workers = max(1, min(self.parallelism, len(updates)))
         if workers == 1:
             results = [self._update(u) for u in updates]
