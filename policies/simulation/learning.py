@@ -143,6 +143,7 @@ class CurveLearner:
         if self.growth is not None:
             if now - a.dirty_since >= self.debounce_s and self._worth_refitting(a, self.growth):
                 a.dirty_since = math.inf
+                self.refits += 1
                 self._refit(a, len(a.nodes), now)
             return a.curve
         while a.dirty_since < math.inf:
@@ -154,7 +155,6 @@ class CurveLearner:
             a.dirty_since = a.seen[a.cut] if a.cut < len(a.seen) else math.inf
             a.fitted_round = due
         if a.cut != a.fitted_cut:
-            self.refits -= 1  # counted in the loop
             self._refit(a, a.cut, a.fitted_round)
         return a.curve
 
@@ -167,8 +167,8 @@ class CurveLearner:
         return a.fitted_sizes < _FEW_SIZES and len(set(a.nodes[-self.window :])) > a.fitted_sizes
 
     def _refit(self, a: _App, cut: int, at: float) -> None:
-        """Fit the application's kept runs among its first `cut` as of time `at`."""
-        self.refits += 1
+        """Fit the application's kept runs among its first `cut` as of time `at` (the
+        caller counts the refit: the daemon's cadence counts every round, fitted or not)."""
         first = max(0, cut - self.window)
         if self.growth is None and self.max_age_s is not None:
             first = bisect.bisect_left(a.seen, at - self.max_age_s, lo=first, hi=cut)
