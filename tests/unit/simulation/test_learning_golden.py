@@ -1,0 +1,84 @@
+"""A small learned simulation gives what it gave before the fit and the learner were made
+faster: every policy's schedule (start, end, nodes, limit, killed, rule of every job), figures,
+rule counts, fallbacks and refit counts, recorded before the first speed-up
+(`python -m tests.unit.simulation.test_learning_golden` records them again; do not, unless a
+change of results is intended and said so in its commit).
+
+The run: the first JOBS jobs of the NASA iPSC/860 trace (128 nodes) at load 0.7, seed 1, the
+command's defaults (learned curves, the daemon's refit cadence), the six POLICIES; and the
+sparse cadence for the learned policies.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plugin.formats.swf import read_swf
+from policies.simulation import POLICIES, Experiment, Setup, at_load
+
+from ..predictor.golden import mismatches, plain
+from .helpers import NASA
+
+GOLDEN = Path(__file__).resolve().parents[2] / "data" / "golden" / "simulation_nasa.json.gz"
+JOBS = 400
+LEARNED = ("rigid_limits", "adaptive_fixed_limits", "adaptive")
+RUNS = [("daemon", p) for p in POLICIES] + [("sparse", p) for p in LEARNED]
+
+
+def _experiments() -> dict[str, Experiment]:
+    trace = read_swf(NASA).head(JOBS)
+    jobs = at_load(trace.jobs, trace.machine, 0.7)
+    return {
+        cadence: Experiment(jobs, Setup(machine=trace.machine, refits=cadence, seed=1))
+        for cadence in ("daemon", "sparse")
+    }
+
+
+def _outputs(experiment: Experiment, policy: str) -> dict[str, Any]:
+    result = experiment.run(policy)
+    s = result.schedule
+    out: dict[str, Any] = plain(
+        {
+            "start": s.start,
+            "end": s.end,
+            "nodes": s.nodes,
+            "limit": s.limit,
+            "killed": s.killed,
+            "rule": s.rule,
+            "metrics": result.metrics.to_dict(),
+            "rules": dict(result.rules),
+            "fallbacks": dict(result.fallbacks),
+            "refits": result.refits,
+        }
+    )
+    return out
+
+
+def record() -> None:
+    experiments = _experiments()
+    doc = {f"{c}/{p}": _outputs(experiments[c], p) for c, p in RUNS}
+    GOLDEN.write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), mtime=0))
+
+
+@pytest.fixture(scope="module")
+def experiments() -> dict[str, Experiment]:
+    return _experiments()
+
+
+@pytest.mark.parametrize(("cadence", "policy"), RUNS)
+def test_learned_simulation_matches_the_golden_run(
+    experiments: dict[str, Experiment], cadence: str, policy: str
+) -> None:
+    golden = json.loads(gzip.decompress(GOLDEN.read_bytes()))
+    got = _outputs(experiments[cadence], policy)
+    assert got["refits"] > 0 or policy in ("rigid", "greedy", "oracle")
+    assert mismatches(golden[f"{cadence}/{policy}"], got, 1e-9) == []
+
+
+if __name__ == "__main__":
+    record()
