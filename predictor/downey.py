@@ -68,17 +68,11 @@ def relative_runtime_s(n: ArrayLike, A: ArrayLike, s: ArrayLike) -> FloatArray:
     Av = np.asarray(A, dtype=float)
     sv = np.asarray(s, dtype=float)
     f = sv / (2.0 * Av)
+    first = f + (1.0 - f) / nv
     u = np.minimum(sv, 1.0)
-    # The same operations in the same order (so the same bits), in place where the result
-    # has the full broadcast shape: this is the search's innermost evaluation.
-    out: FloatArray = np.asarray(np.divide(1.0 - f, nv))
-    out += f
-    second = np.divide(u * (Av - 0.5), nv)
-    second += 1.0 - 0.5 * u
-    second /= Av
-    np.maximum(out, second, out=out)
-    np.maximum(out, 1.0 / Av, out=out)
-    return out if out.ndim else out[()]
+    second = ((1.0 - 0.5 * u) + u * (Av - 0.5) / nv) / Av
+    out: FloatArray = np.maximum(np.maximum(first, second), 1.0 / Av)
+    return out
 
 
 def relative_runtime(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> FloatArray:

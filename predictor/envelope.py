@@ -42,7 +42,6 @@ in A and then resampled, twice, around the most promising samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -108,8 +107,13 @@ class Envelope:
         """Whether each instance (A, s) lies in some range pair; broadcasts A with s."""
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        a_lo, a_hi, s_lo, s_hi = self._tolerant_bounds
-        inside = (Ab >= a_lo) & (Ab <= a_hi) & (sb >= s_lo) & (sb <= s_hi)
+        tol = 1e-9
+        inside = (
+            (Ab >= self.a_lo * (1 - tol))
+            & (Ab <= self.a_hi * (1 + tol))
+            & (sb >= self.s_lo - tol)
+            & (sb <= self.s_hi + tol)
+        )
         return np.asarray(inside.any(axis=-1))
 
     def contains_grid(self, A: FloatArray, s: FloatArray) -> BoolArray:
@@ -119,19 +123,12 @@ class Envelope:
         any_k a_in[i, k]·s_in[j, k], a matrix product of the two indicator matrices, which
         costs (g + h)·K comparisons instead of g·h·K.
         """
-        a_lo, a_hi, s_lo, s_hi = self._tolerant_bounds
+        tol = 1e-9
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        a_in = ((Ab >= a_lo) & (Ab <= a_hi)).astype(float)
-        s_in = ((sb >= s_lo) & (sb <= s_hi)).astype(float)
+        a_in = ((Ab >= self.a_lo * (1 - tol)) & (Ab <= self.a_hi * (1 + tol))).astype(float)
+        s_in = ((sb >= self.s_lo - tol) & (sb <= self.s_hi + tol)).astype(float)
         return np.asarray((a_in @ np.swapaxes(s_in, -1, -2)) > 0.5)
-
-    @cached_property
-    def _tolerant_bounds(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-        """The bounds `contains` compares with, widened by its tolerance: computed once per
-        envelope (the search tests ~10 grids against the same one)."""
-        tol = 1e-9
-        return self.a_lo * (1 - tol), self.a_hi * (1 + tol), self.s_lo - tol, self.s_hi + tol
 
     @property
     def sigma_lo(self) -> FloatArray:
