@@ -139,3 +139,51 @@ def test_fit_and_predict_speed(capsys: pytest.CaptureFixture[str]) -> None:
     assert np.all(np.isfinite(lm_out))
     again = [float(predictor.predict(n, t, [k])[0]) for n, t, k in cases[:5]]
     assert again == adept_out[:5]
+
+
+def learner_problems(count: int, seed: int = 2) -> list[tuple[list[int], list[float]]]:
+    """What the simulator's learner fits (policies/simulation/learning.py): 2-8 distinct sizes
+    of 1-128 nodes, 1-12 runs each, exact Downey runtimes (A log-uniform on [2, 500], σ on
+    [0, 4]) times 0-5% lognormal noise. SYNTHETIC ASSUMPTION."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        A, sigma = float(np.exp(rng.uniform(np.log(2), np.log(500)))), rng.uniform(0, 4)
+        sizes = np.sort(rng.choice(np.arange(1, 129), int(rng.integers(2, 9)), replace=False))
+        n = np.repeat(sizes, rng.integers(1, 13, sizes.size))
+        t = relative_runtime(n, A, sigma) * np.exp(
+            rng.normal(0, rng.choice([0, 0.02, 0.05]), n.size)
+        )
+        out.append(([int(k) for k in n], [3600.0 * float(x) for x in t]))
+    return out
+
+
+@pytest.mark.benchmark
+def test_learner_fit_speed(capsys: pytest.CaptureFixture[str]) -> None:
+    """The learner's call, `fit_observations` + `Curve.from_fit` (what each simulated refit
+    costs), ADEPT and LM alternating data set by data set: simulator-like data and the real
+    curves (all their sizes)."""
+    real = [np.loadtxt(p, delimiter=",", skiprows=1) for p in sorted(DATA.glob("*.csv"))]
+    suites = {
+        "simulator-like (synthetic)": learner_problems(120),
+        "real curves": [([int(k) for k in d[:, 0]], [float(x) for x in d[:, 1]]) for d in real],
+    }
+    view = Table(title="One learner refit: fit_observations + Curve.from_fit (median CPU ms)")
+    for column in ("data", "sets", "ADEPT", "LM", "ADEPT vs LM"):
+        view.add_column(column, justify="right" if column != "data" else "left")
+    for name, sets in suites.items():
+        cpu: dict[str, list[float]] = {"adept": [], "lm": []}
+        curves: dict[str, list[predictor.Curve]] = {"adept": [], "lm": []}
+        for _ in range(3):
+            for n, t in sets:
+                obs = predictor.prepare(n, t)
+                for method in ("adept", "lm"):
+                    c0 = time.process_time()
+                    curve = predictor.Curve.from_fit(predictor.fit_observations(obs, method))
+                    cpu[method].append(time.process_time() - c0)
+                    curves[method].append(curve)
+        adept, lm = (1e3 * float(np.median(cpu[m])) for m in ("adept", "lm"))
+        view.add_row(name, str(len(sets)), f"{adept:.2f}", f"{lm:.2f}", f"{adept / lm:.2f}x")
+        assert all(c.t1 > 0 and np.isfinite(c.A) for m in curves for c in curves[m])
+    with capsys.disabled():
+        Console(width=110).print(view)
