@@ -19,8 +19,10 @@ the machine's load swinging between runs).
 
 from __future__ import annotations
 
+import importlib
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -187,3 +189,66 @@ def test_learner_fit_speed(capsys: pytest.CaptureFixture[str]) -> None:
         assert all(c.t1 > 0 and np.isfinite(c.A) for m in curves for c in curves[m])
     with capsys.disabled():
         Console(width=110).print(view)
+
+
+#: The steps of a learner refit timed by `test_where_a_learner_fit_goes`: (module, function).
+STEPS = (
+    ("predictor.fitting", "search", "ADEPT search (total)"),
+    ("predictor.adept", "derive_envelope", "  envelope (derive_envelope)"),
+    ("predictor.adept", "_refine", "  2-D pattern search (_refine)"),
+    ("predictor.adept", "_parsimony", "  parsimony and knee tests"),
+    ("predictor.fitting", "judge", "reliability judgment (total)"),
+    ("predictor.reliability", "runner_up", "  runner-up search"),
+    ("predictor.fitting", "analyze", "analysis (anomalies, patterns, phases)"),
+    ("predictor.curve", "Curve.from_fit", "Curve.from_fit"),
+)
+
+
+@pytest.mark.benchmark
+def test_where_a_learner_fit_goes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPU time per step of `prepare` + `fit_observations` + `Curve.from_fit` on the
+    simulator-like data (SYNTHETIC ASSUMPTION, learner_problems): each step is wrapped in a
+    timer (the wrapper only measures; the fit is the same)."""
+    spent: dict[str, float] = dict.fromkeys((label for *_, label in STEPS), 0.0)
+    calls: dict[str, int] = dict.fromkeys(spent, 0)
+
+    def timed(call: Any, label: str) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - c0
+                calls[label] += 1
+
+        return wrapper
+
+    for module, name, label in STEPS:
+        owner: Any = importlib.import_module(module)
+        *outer, attr = name.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        monkeypatch.setattr(owner, attr, timed(getattr(owner, attr), label))
+    sets = learner_problems(120)
+    total = 0.0
+    for n, t in sets:
+        c0 = time.process_time()
+        predictor.Curve.from_fit(predictor.fit_observations(predictor.prepare(n, t)))
+        total += time.process_time() - c0
+    view = Table(title=f"Where a learner refit's CPU goes ({len(sets)} simulator-like data sets)")
+    for column in ("step", "ms per refit", "share", "calls per refit"):
+        view.add_column(column, justify="right" if column != "step" else "left")
+    view.add_row("prepare + fit_observations + Curve.from_fit", f"{1e3 * total / len(sets):.2f}")
+    for label, seconds in spent.items():
+        view.add_row(
+            label,
+            f"{1e3 * seconds / len(sets):.2f}",
+            f"{seconds / total:.0%}",
+            f"{calls[label] / len(sets):.2f}",
+        )
+    with capsys.disabled():
+        Console(width=110).print(view)
+    assert calls["ADEPT search (total)"] >= len(sets)
+    assert 0.0 < spent["ADEPT search (total)"] < total
