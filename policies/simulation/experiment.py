@@ -37,6 +37,7 @@ adaptive_scaled_checked  adaptive_scaled that also sizes with a shape whose out-
                        limit with it; scaled.py)
 adaptive_scaled_explore  adaptive_scaled_checked that pins one job of an application whose
                        runs are all on one size at another size of its range (scaled.py)
+adaptive_checked       the control: adaptive_scaled_checked without the per-run scale
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -64,7 +65,7 @@ from policies.simulation.engine import Progress, Schedule, simulate
 from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
-from policies.simulation.scaled import CHECKED, EXPLORE, SCALED, SIZERS
+from policies.simulation.scaled import CHECKED, EXPLORE, GATE_ONLY, SCALED, SIZERS
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
@@ -82,6 +83,7 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         SCALED: (None, False),
         CHECKED: (None, False),
         EXPLORE: (None, False),
+        GATE_ONLY: (None, False),
     }
 )
 #: Variants whose learner keys by (application, requested-time class) (applications.py).

@@ -61,6 +61,11 @@ its user's limit (written for lo, the slowest size of the range), rule SECOND_SI
 not the far end: pinned at lo, a quarter of the size greedy gave the earlier runs, the explored
 runs cost CEA-Curie 0.14 h of mean response at load 0.9 (1.18 h against 1.04 h, seed 1).
 It stays within the user's range.
+
+adaptive_checked, the control: adaptive_scaled_checked with every scale 1, i.e. the
+out-of-sample gate on the learner's own curves of raw run times. It says how much of
+adaptive_scaled_checked's result is the gate's and how much the limit-derived scale's (which
+on NASA and Lublin is made from the run time).
 """
 
 from __future__ import annotations
@@ -87,6 +92,8 @@ from predictor.intervals import LEVEL
 SCALED = "adaptive_scaled"
 CHECKED = "adaptive_scaled_checked"
 EXPLORE = "adaptive_scaled_explore"
+#: The control: the out-of-sample gate on the learner's own curves, no per-run scale.
+GATE_ONLY = "adaptive_checked"
 #: The rule of a job pinned at a second size (adaptive_scaled_explore).
 SECOND_SIZE = "second_size"
 #: The unit of the normalised runs: one hour of user limit is REFERENCE_S seconds of "shape".
@@ -147,23 +154,30 @@ class ScaledSizer(AdaptiveSizer):
         settings: PolicySettings,
         learner: tuple[CurveLearner, IntArray],
         name: str = SCALED,
+        by_limit: bool = True,
     ) -> None:
+        """`by_limit` False: every run's scale is 1 (the control: adaptive_checked)."""
         super().__init__(jobs, requests, curves, settings, learner, name=name)
         self.shapes = learner
+        self.by_limit = by_limit
+
+    def scale(self, job: int) -> float:
+        """The job's scale s = L/REFERENCE_S from its user's limit L (1 without by_limit)."""
+        return self.requests.limit[job] / REFERENCE_S if self.by_limit else 1.0
 
     def _curve(self, job: int, lo: int, hi: int, now: float) -> Curve | None:
         learner, apps = self.shapes
         shape = learner.curve(int(apps[job]), now)
         if shape is None:
             return None
-        return ScaledCurve.of(shape, self.requests.limit[job] / REFERENCE_S)
+        return ScaledCurve.of(shape, self.scale(job))
 
     def finished(self, job: int, nodes: int, runtime: float, killed: bool, now: float) -> None:
         """A completed run is an observation, normalised by its user's limit; a killed one
         is not (learning.py)."""
         if not killed:
             learner, apps = self.shapes
-            value = normalised(runtime, self.requests.limit[job])
+            value = runtime / self.scale(job)
             learner.observe(int(apps[job]), nodes, value, now)
 
 
@@ -194,8 +208,9 @@ class CheckedScaledSizer(ScaledSizer):
         name: str = CHECKED,
         gate: float = CHECK_GATE,
         explore: bool = False,
+        by_limit: bool = True,
     ) -> None:
-        super().__init__(jobs, requests, curves, settings, learner, name=name)
+        super().__init__(jobs, requests, curves, settings, learner, name, by_limit)
         self.gate = gate
         self.explore = explore
         #: Per application: the sizes its completed runs ran on; its exploring job, if any.
@@ -222,7 +237,7 @@ class CheckedScaledSizer(ScaledSizer):
         if shape is None:
             return None
         self.submitted_with[job] = shape
-        curve = ScaledCurve.of(shape, self.requests.limit[job] / REFERENCE_S)
+        curve = ScaledCurve.of(shape, self.scale(job))
         if curve.fit_error <= self.settings.max_fit_error:
             return curve
         checked = self.checked_error(int(apps[job]))
@@ -264,7 +279,7 @@ class CheckedScaledSizer(ScaledSizer):
             self.sizes_run[app].add(nodes)
         shape = self.submitted_with.pop(job, None)
         if not killed and shape is not None:
-            value = normalised(runtime, self.requests.limit[job])
+            value = runtime / self.scale(job)
             predicted = float(shape.runtime(np.array([float(nodes)]))[0])
             if predicted > 0.0 and math.isfinite(predicted):
                 self.scores[app].append(out_of_sample_error(value, predicted))
@@ -276,4 +291,5 @@ SIZERS: dict[str, Callable[..., ScaledSizer]] = {
     SCALED: ScaledSizer,
     CHECKED: CheckedScaledSizer,
     EXPLORE: partial(CheckedScaledSizer, name=EXPLORE, explore=True),
+    GATE_ONLY: partial(CheckedScaledSizer, name=GATE_ONLY, by_limit=False),
 }

@@ -1,5 +1,6 @@
-"""Does a learned adaptive policy win honestly? adaptive_scaled and adaptive_scaled_checked
-(policies/simulation/scaled.py) against rigid, greedy, adaptive and the oracle (issue 20's aim).
+"""Does a learned adaptive policy win honestly? adaptive_scaled, adaptive_scaled_checked,
+adaptive_scaled_explore and the control adaptive_checked (policies/simulation/scaled.py)
+against rigid, greedy, adaptive and the oracle (issue 20's aim).
 
 Data: the first JOBS usable jobs of NASA iPSC/860 (128 nodes) and Lublin's model (256 nodes)
 from tests/data/swf and, when it is on this machine, the CEA-Curie sample (5,544 nodes): the
@@ -42,7 +43,14 @@ from plugin.formats.swf import read_swf
 from policies.simulation import Experiment, Setup, at_load
 from policies.simulation.engine import simulate
 from policies.simulation.metrics import summarize
-from policies.simulation.scaled import CHECK_GATE, CHECKED, EXPLORE, SCALED, CheckedScaledSizer
+from policies.simulation.scaled import (
+    CHECK_GATE,
+    CHECKED,
+    EXPLORE,
+    GATE_ONLY,
+    SCALED,
+    CheckedScaledSizer,
+)
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"
 CURIE = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")
@@ -56,7 +64,7 @@ LOADS = tuple(float(x) for x in os.environ.get("ADAPTALLOC_SIM_WIN_LOADS", "0.7,
 SEEDS = tuple(int(x) for x in os.environ.get("ADAPTALLOC_SIM_WIN_SEEDS", "1").split(","))
 CHOSEN = tuple(os.environ.get("ADAPTALLOC_SIM_WIN_TRACES", "NASA,Lublin,CEA").split(","))
 BASELINES = ("rigid", "greedy")
-LEARNED = ("adaptive", SCALED, CHECKED, EXPLORE)
+LEARNED = ("adaptive", SCALED, CHECKED, EXPLORE, GATE_ONLY)
 POLICIES = (*BASELINES, *LEARNED, "oracle")
 #: Where the checked variant's constants were chosen (module doc).
 CHOSEN_ON = "CEA-Curie, seed 1, loads 0.9 and 1.0"

@@ -48,6 +48,7 @@ def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
         "adaptive_scaled",
         "adaptive_scaled_checked",
         "adaptive_scaled_explore",
+        "adaptive_checked",
     ]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:

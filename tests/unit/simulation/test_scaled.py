@@ -16,6 +16,7 @@ from policies.simulation.scaled import (
     CHECK_WINDOW,
     CHECKED,
     EXPLORE,
+    GATE_ONLY,
     MIN_CHECKS,
     REFERENCE_S,
     SCALED,
@@ -135,7 +136,7 @@ def test_the_variant_sees_only_submit_time_information() -> None:
     assert decisions[4] == decisions[5]
 
 
-@pytest.mark.parametrize("policy", [SCALED, CHECKED, EXPLORE])
+@pytest.mark.parametrize("policy", [SCALED, CHECKED, EXPLORE, GATE_ONLY])
 def test_each_is_a_registered_variant_that_runs_a_trace(policy: str) -> None:
     jobs = trace(*[(60.0 * k, 4, 600.0, 3600.0) for k in range(20)])
     result = Experiment(jobs, Setup(machine=16, seed=5)).run(policy)
@@ -222,3 +223,12 @@ def test_without_explore_an_app_on_one_size_is_left_as_submitted() -> None:
     sizer.finished(0, 8, 250.0, killed=False, now=0.0)
     view = ClusterView(now=1000.0, idle_nodes=8, pending_demand_nodes=0, total_nodes=8)
     assert sizer.allocate(1, view).rule == "fallback"
+
+
+def test_the_control_feeds_raw_run_times_and_scales_nothing() -> None:
+    jobs = trace((0.0, 4, 600.0, 7200.0), (1.0, 4, 600.0, 7200.0))
+    sizer = Experiment(jobs, Setup(machine=16, seed=5)).sizer(GATE_ONLY)
+    assert isinstance(sizer, CheckedScaledSizer)
+    assert sizer.scale(0) == 1.0
+    sizer.finished(0, 4, 1800.0, killed=False, now=10.0)
+    assert sizer.shapes[0]._apps[int(sizer.shapes[1][0])].runtimes == [1800.0]
