@@ -30,6 +30,14 @@ adaptive_identified    adaptive that sizes only with identified curves (ADEPT pi
 adaptive_timeclass     adaptive whose learner keys curves by (application, requested-time
                        class 2^k minutes), a proxy of the problem size the daemon has at
                        submit time: one key's runs are more alike than one application's
+adaptive_scaled        adaptive fitting one curve shape per application to runs normalised
+                       by their user's limit, scaled per job by its own limit (scaled.py)
+adaptive_scaled_checked  adaptive_scaled that also sizes with a shape whose out-of-sample
+                       error on its application's own runs is small (never shortening a
+                       limit with it; scaled.py)
+adaptive_scaled_explore  adaptive_scaled_checked that pins one job of an application whose
+                       runs are all on one size at another size of its range (scaled.py)
+adaptive_checked       the control: adaptive_scaled_checked without the per-run scale
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -57,6 +65,7 @@ from policies.simulation.engine import Progress, Schedule, simulate
 from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
+from policies.simulation.scaled import CHECKED, EXPLORE, GATE_ONLY, SCALED, SIZERS
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
@@ -71,6 +80,10 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         "adaptive_range_guard": ("range", True),
         "adaptive_identified": (None, False),
         "adaptive_timeclass": (None, False),
+        SCALED: (None, False),
+        CHECKED: (None, False),
+        EXPLORE: (None, False),
+        GATE_ONLY: (None, False),
     }
 )
 #: Variants whose learner keys by (application, requested-time class) (applications.py).
@@ -208,6 +221,9 @@ class Experiment:
                 keys = self.time_apps if policy in KEYED_BY_TIME else self.apps
                 curve_learner = CurveLearner(len(keys), growth=growth, fits=self.fits)
                 learner = (curve_learner, keys.index)
+            if policy in SIZERS and learner is not None:
+                s = self.setup
+                return SIZERS[policy](self.jobs, self.requests, self.curves, s.settings, learner)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:

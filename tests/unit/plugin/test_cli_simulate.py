@@ -43,7 +43,13 @@ FAST = ("--jobs", "300")
 def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
     doc = json_document(run_cli("simulate", NASA, *FAST, "--variants", "--format", "json"))
     variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard", "adaptive_identified"]
-    variants += ["adaptive_timeclass"]
+    variants += [
+        "adaptive_timeclass",
+        "adaptive_scaled",
+        "adaptive_scaled_checked",
+        "adaptive_scaled_explore",
+        "adaptive_checked",
+    ]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:
         assert doc["policies"][name]["raised"] == 0, name
