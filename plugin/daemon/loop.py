@@ -15,10 +15,11 @@ Work comes from two places: job_submit.lua's spool line (a wake-up: inotify wake
 the moment the file is written, plugin/daemon/spool_wake.py; where inotify cannot see the
 write, shared storage, the daemon notices the file grow within ``spool_poll_s``) and, as the
 safety net, a sweep every
-``sweep_interval_s``. Either way the daemon reads the pending jobs once (the cheap,
-nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the admin comment
-of held jobs it has not seen yet) and takes every held job it finds (at most ``max_batch``),
-so a burst of submissions becomes a few batches.
+``sweep_interval_s``. Either way the daemon reads the pending jobs once (with the libslurm
+binding one ``slurm_load_jobs``, admin comments included, plugin/slurm/libslurm_backend.py;
+else the cheap, nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the
+admin comment of held jobs it has not seen yet) and takes every held job it finds (at most
+``max_batch``), so a burst of submissions becomes a few batches.
 
 Health and the heartbeat: the heartbeat is written only while the daemon's account has the
 Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
@@ -672,11 +673,13 @@ class Daemon:
                 with self.timed("admin_comment"):
                     found = self.slurm.held_admin_comments(new)
                 # Text after the marker, or a journaled job whose record replaced the marker
-                # (the fast read sees no marker and says ""): the exact, slow way.
+                # (the fast read sees no marker and says ""): the exact, slow way, unless the
+                # backend read the field itself (libslurm), where "" means none.
+                exact_read = getattr(self.slurm, "exact_admin_comments", False)
                 unknown = [
                     job_id
                     for job_id, text in found.items()
-                    if text is None or (text == "" and job_id in exact)
+                    if text is None or (text == "" and job_id in exact and not exact_read)
                 ]
                 if unknown:
                     with self.timed("squeue_json"):

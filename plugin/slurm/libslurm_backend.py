@@ -13,12 +13,20 @@ factory uses this backend only when it is built, a probe in a child process can 
 ``slurm_init`` (libslurm exits the process on some configuration errors, so never first
 in the daemon's own) and its Slurm major.minor matches ``sinfo --version``.
 
-`LibslurmSlurm.held_admin_comments` reads each new held job's admin comment with
-``slurm_load_job`` (the same one RPC per job as ``scontrol show job -o ID``, without a
-process per job, and the field itself: no text to tell apart from a user's forged one).
+`LibslurmSlurm.pending_jobs` reads the queue with one ``slurm_load_jobs`` (the
+REQUEST_JOB_INFO ``squeue`` sends, without squeue's process and text): the pending jobs'
+records exactly as the ``squeue --Format`` read makes them (libslurm_jobs.py), and every
+pending job's admin comment, the field itself (no text to tell apart from a user's forged
+one). It passes the last answer's update time, so an unchanged queue costs slurmctld a
+SLURM_NO_CHANGE_IN_DATA reply (the last records are kept, at most `SNAPSHOT_MAX_AGE_S`).
+`held_admin_comments` then answers from that same read; a job it does not hold (or after
+one of this client's writes, which change admin comments) is read on its own with
+``slurm_load_job``. Whatever goes wrong in the libslurm read (a binding built before it
+had the read, a refusal, a record that does not convert) gives the ``squeue`` read
+instead, counted in `read_fallbacks`: the daemon still sees the queue and fails open.
 
-Everything else (reads, and the per-step writes the applier falls back to when one job's
-update fails) is the CLI backend's, so a job's text reaches Slurm either as one argv
+Everything else (other reads, and the per-step writes the applier falls back to when one
+job's update fails) is the CLI backend's, so a job's text reaches Slurm either as one argv
 element or as one C string: never through a shell. The admin comment is checked
 (`check_admin_comment`) before either (here when the `JobUpdate` is made).
 """
@@ -29,14 +37,22 @@ import importlib
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import structlog
+
 from plugin.errors import printable
 from plugin.slurm.cli_backend import slurm_environ
-from plugin.slurm.writer import CliSlurm, JobUpdate
+from plugin.slurm.errors import SlurmError
+from plugin.slurm.libslurm_jobs import RawJob, pending_record, user_name
+from plugin.slurm.records import JobRecord
+from plugin.slurm.writer import CliSlurm, JobUpdate, Resize
 
 __all__ = ["BINDING", "LibslurmSlurm", "binding_version", "import_binding", "probe_binding"]
 
@@ -50,8 +66,26 @@ _PROBE = (
     "from plugin.slurm.libslurm_backend import import_binding; b = import_binding(); "
     "ffi, lib = b.ffi, b.lib; lib.slurm_init(ffi.NULL); "
     "d = ffi.new('job_desc_msg_t *'); lib.slurm_init_job_desc_msg(d); d.job_id = 0; "
-    "lib.slurm_update_job(d); print(lib.SLURM_VERSION_NUMBER)"
+    "lib.slurm_update_job(d); r = ffi.new('job_info_msg_t **'); "
+    "lib.slurm_load_jobs(0, r, lib.SHOW_LOCAL) == 0 and lib.slurm_free_job_info_msg(r[0]); "
+    "print(lib.SLURM_VERSION_NUMBER)"
 )
+#: enum job_states' first member (slurm.h): a pending job's base state.
+JOB_PENDING = 0
+#: The longest a queue read answered "no change" is trusted before a full one.
+SNAPSHOT_MAX_AGE_S = 5.0
+log = structlog.get_logger("adaptalloc.slurm")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One ``slurm_load_jobs`` answer, converted: its update time, when it was read
+    (monotonic), the pending records and each pending job's admin comment ("" for none)."""
+
+    last_update: int
+    read_at: float
+    records: tuple[JobRecord, ...]
+    admin_comments: Mapping[int, str]
 
 
 def import_binding() -> ModuleType | None:
@@ -99,10 +133,13 @@ def probe_binding(timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int, int] | str:
 
 
 class LibslurmSlurm(CliSlurm):
-    """The CLI backend, with each held job's changes sent as one libslurm update."""
+    """The CLI backend, with each held job's changes sent as one libslurm update and the
+    queue read with one ``slurm_load_jobs``."""
 
     backend = "libslurm"
     combined_updates = True
+    #: held_admin_comments gives the field itself: "" means no admin comment, for sure.
+    exact_admin_comments = True
 
     def __init__(
         self,
@@ -115,10 +152,145 @@ class LibslurmSlurm(CliSlurm):
         self._ffi: Any = binding.ffi
         self._lib: Any = binding.lib
         self._lib.slurm_init(self._ffi.NULL)
+        self._read_lock = threading.Lock()
+        #: The last queue read; None after any of this client's writes (which change admin
+        #: comments) until the next read.
+        self._snapshot: Snapshot | None = None
+        #: How many queue reads went to ``squeue`` because the libslurm one failed.
+        self.read_fallbacks = 0
+        #: How many queue reads slurmctld answered "no change" (the snapshot reused).
+        self.unchanged_reads = 0
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def pending_jobs(self) -> list[JobRecord]:
+        """The pending jobs as the ``squeue`` read gives them, from one ``slurm_load_jobs``
+        (the ``squeue`` read itself when that fails: see the module docstring)."""
+        try:
+            with self._read_lock:
+                snapshot = self._load_pending()
+                self._snapshot = snapshot
+            return list(snapshot.records)
+        except Exception as exc:  # any failure of the binding: the squeue read instead
+            with self._read_lock:
+                self._snapshot = None
+                self.read_fallbacks += 1
+            log.warning("libslurm_read_failed", error=printable(str(exc))[:200], fallback="squeue")
+            return super().pending_jobs()
+
+    def _load_pending(self) -> Snapshot:
+        ffi, lib = self._ffi, self._lib
+        now = time.monotonic()
+        last = self._snapshot
+        fresh = last is not None and now - last.read_at < SNAPSHOT_MAX_AGE_S
+        # One second early: slurmctld stamps in whole seconds, and a change within the
+        # second of the last answer must not read as "no change".
+        since = last.last_update - 1 if last is not None and fresh else 0
+        resp = ffi.new("job_info_msg_t **")
+        # No SHOW_ALL (squeue's default: jobs in hidden partitions stay hidden); SHOW_LOCAL
+        # spares the federation lookup.
+        if lib.slurm_load_jobs(since, resp, lib.SHOW_LOCAL) != 0:
+            errno = lib.slurm_get_errno()
+            if errno == lib.SLURM_NO_CHANGE_IN_DATA and last is not None and since > 0:
+                self.unchanged_reads += 1
+                return last
+            said = ffi.string(lib.slurm_strerror(errno)).decode("utf-8", "replace")
+            raise SlurmError(f"slurm_load_jobs failed: {printable(said)[:200]}")
+        try:
+            return self._convert(resp[0], now)
+        finally:
+            lib.slurm_free_job_info_msg(resp[0])
+
+    def _convert(self, msg: Any, now: float) -> Snapshot:
+        ffi, lib = self._ffi, self._lib
+
+        def text(ptr: Any) -> str | None:
+            return None if ptr == ffi.NULL else ffi.string(ptr).decode("utf-8", "replace")
+
+        records = []
+        comments: dict[int, str] = {}
+        jobs = msg.job_array
+        for k in range(msg.record_count):
+            r = jobs[k]
+            if r.job_state & lib.JOB_STATE_BASE != JOB_PENDING:
+                continue
+            desc = text(r.state_desc)
+            raw = RawJob(
+                job_id=r.job_id,
+                priority=r.priority,
+                num_nodes=r.num_nodes,
+                max_nodes=r.max_nodes,
+                time_limit=r.time_limit,
+                submit_time=int(r.submit_time),
+                user_id=r.user_id,
+                num_tasks=r.num_tasks,
+                ntasks_per_node=r.ntasks_per_node,
+                reason=desc if desc is not None else self._reason(r.state_reason),
+                partition=text(r.partition),
+                account=text(r.account),
+                wckey=text(r.wckey),
+                command=text(r.command),
+                work_dir=text(r.work_dir),
+                name=text(r.name),
+                comment=text(r.comment),
+                qos=text(r.qos),
+            )
+            records.append(pending_record(raw, user_name(raw.user_id)))
+            comments[raw.job_id] = text(r.admin_comment) or ""
+        return Snapshot(int(msg.last_update), now, tuple(records), comments)
+
+    def _reason(self, code: int) -> str:
+        raw: bytes = self._ffi.string(self._lib.slurm_job_reason_string(code))
+        return raw.decode("ascii", "replace")
+
+    def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
+        """Job id -> its admin comment ("" for none), exact: from the last queue read while
+        none of this client's writes came after it, else each job's own record. A job
+        Slurm no longer knows, or that could not be read, is left out (the loop then counts
+        the sweep incomplete)."""
+        ids = sorted(set(job_ids))
+        if not ids:
+            return {}
+        found: dict[int, str | None] = {}
+        with self._read_lock:
+            snapshot = self._snapshot
+        if snapshot is not None:
+            found = {j: snapshot.admin_comments[j] for j in ids if j in snapshot.admin_comments}
+        rest = [j for j in ids if j not in found]
+        if rest:
+            workers = max(1, min(self.parallelism, len(rest)))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                read = list(pool.map(self._admin_comment, rest))
+            found.update((j, t) for j, t in zip(rest, read, strict=True) if t is not None)
+        return found
+
+    # --- writes --------------------------------------------------------------------------
+
+    def _written(self) -> None:
+        """This client changed jobs: the last read's admin comments no longer count."""
+        with self._read_lock:
+            self._snapshot = None
+
+    def resize(self, changes: Sequence[Resize]) -> None:
+        self._written()
+        super().resize(changes)
+
+    def set_admin_comment(self, job_ids: Sequence[int], text: str) -> None:
+        self._written()
+        super().set_admin_comment(job_ids, text)
+
+    def release(self, job_ids: Sequence[int]) -> None:
+        self._written()
+        super().release(job_ids)
+
+    def set_time_limit(self, job_id: int, minutes: int) -> None:
+        self._written()
+        super().set_time_limit(job_id, minutes)
 
     def update_jobs(self, updates: Sequence[JobUpdate]) -> dict[int, str]:
         if not updates:
             return {}
+        self._written()
         # No comment check here: a JobUpdate cannot be made with one Slurm must not get.
         workers = max(1, min(self.parallelism, len(updates)))
         if workers == 1:
@@ -127,17 +299,6 @@ class LibslurmSlurm(CliSlurm):
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 results = list(pool.map(self._update, updates))
         return {u.job_id: error for u, error in zip(updates, results, strict=True) if error}
-
-    def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
-        """Job id -> its admin comment ("" for none), exact; a job Slurm no longer knows, or
-        could not be read, is left out (the loop then counts the sweep incomplete)."""
-        ids = sorted(set(job_ids))
-        if not ids:
-            return {}
-        workers = max(1, min(self.parallelism, len(ids)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            found = list(pool.map(self._admin_comment, ids))
-        return {j: text for j, text in zip(ids, found, strict=True) if text is not None}
 
     def _admin_comment(self, job_id: int) -> str | None:
         ffi, lib = self._ffi, self._lib
