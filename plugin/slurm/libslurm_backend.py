@@ -147,8 +147,14 @@ class LibslurmSlurm(CliSlurm):
         timeout_s: float = 60.0,
         env: Mapping[str, str] | None = None,
         parallelism: int = 4,
+        read_queue: bool = True,
     ) -> None:
+        """`read_queue` False: the queue is read with ``squeue`` as before the libslurm read
+        (backend "libslurm-writes"), the admin comments each with ``slurm_load_job``."""
         super().__init__(timeout_s=timeout_s, env=env, parallelism=parallelism)
+        self.read_queue = read_queue
+        if not read_queue:
+            self.backend = "libslurm-writes"
         self._ffi: Any = binding.ffi
         self._lib: Any = binding.lib
         self._lib.slurm_init(self._ffi.NULL)
@@ -166,6 +172,8 @@ class LibslurmSlurm(CliSlurm):
     def pending_jobs(self) -> list[JobRecord]:
         """The pending jobs as the ``squeue`` read gives them, from one ``slurm_load_jobs``
         (the ``squeue`` read itself when that fails: see the module docstring)."""
+        if not self.read_queue:
+            return super().pending_jobs()
         try:
             with self._read_lock:
                 snapshot = self._load_pending()
