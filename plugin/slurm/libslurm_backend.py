@@ -77,6 +77,11 @@ SNAPSHOT_MAX_AGE_S = 5.0
 log = structlog.get_logger("adaptalloc.slurm")
 
 
+def _decode(text: bytes) -> str:
+    """A C string as squeue's output is decoded (plugin/slurm/cli_backend.run_command)."""
+    return text.decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One ``slurm_load_jobs`` answer, converted: its update time, when it was read
@@ -166,6 +171,8 @@ class LibslurmSlurm(CliSlurm):
         self.read_fallbacks = 0
         #: How many queue reads slurmctld answered "no change" (the snapshot reused).
         self.unchanged_reads = 0
+        #: The last read's records by their members (`_convert`).
+        self._records: dict[tuple[Any, ...], JobRecord] = {}
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -210,42 +217,63 @@ class LibslurmSlurm(CliSlurm):
             lib.slurm_free_job_info_msg(resp[0])
 
     def _convert(self, msg: Any, now: float) -> Snapshot:
+        """The pending jobs of one answer. Each job's members are read as they are (bytes,
+        numbers) into a key; a job whose key the last answer had keeps its record, so only
+        new or changed jobs are decoded and built (most of a read's time in Python)."""
         ffi, lib = self._ffi, self._lib
+        null, string, base = ffi.NULL, ffi.string, lib.JOB_STATE_BASE
 
-        def text(ptr: Any) -> str | None:
-            return None if ptr == ffi.NULL else ffi.string(ptr).decode("utf-8", "replace")
+        def raw(ptr: Any) -> bytes | None:
+            return None if ptr == null else bytes(string(ptr))
 
-        records = []
+        known = self._records
+        records: dict[tuple[Any, ...], JobRecord] = {}
         comments: dict[int, str] = {}
         jobs = msg.job_array
         for k in range(msg.record_count):
             r = jobs[k]
-            if r.job_state & lib.JOB_STATE_BASE != JOB_PENDING:
+            if r.job_state & base != JOB_PENDING:
                 continue
-            desc = text(r.state_desc)
-            raw = RawJob(
-                job_id=r.job_id,
-                priority=r.priority,
-                num_nodes=r.num_nodes,
-                max_nodes=r.max_nodes,
-                time_limit=r.time_limit,
-                submit_time=int(r.submit_time),
-                user_id=r.user_id,
-                num_tasks=r.num_tasks,
-                ntasks_per_node=r.ntasks_per_node,
-                reason=desc if desc is not None else self._reason(r.state_reason),
-                partition=text(r.partition),
-                account=text(r.account),
-                wckey=text(r.wckey),
-                command=text(r.command),
-                work_dir=text(r.work_dir),
-                name=text(r.name),
-                comment=text(r.comment),
-                qos=text(r.qos),
+            desc = r.state_desc
+            key = (
+                r.job_id,
+                r.priority,
+                r.num_nodes,
+                r.max_nodes,
+                r.time_limit,
+                int(r.submit_time),
+                r.user_id,
+                r.num_tasks,
+                r.ntasks_per_node,
+                r.state_reason if desc == null else raw(desc),
+                raw(r.partition),
+                raw(r.account),
+                raw(r.wckey),
+                raw(r.command),
+                raw(r.work_dir),
+                raw(r.name),
+                raw(r.comment),
+                raw(r.qos),
             )
-            records.append(pending_record(raw, user_name(raw.user_id)))
-            comments[raw.job_id] = text(r.admin_comment) or ""
-        return Snapshot(int(msg.last_update), now, tuple(records), comments)
+            record = known.get(key)
+            if record is None:
+                record = self._record(key)
+            records[key] = record
+            comment = r.admin_comment
+            comments[r.job_id] = "" if comment == null else _decode(string(comment))
+        self._records = records
+        return Snapshot(int(msg.last_update), now, tuple(records.values()), comments)
+
+    def _record(self, key: tuple[Any, ...]) -> JobRecord:
+        """The record of one job's `_convert` key (its members in RawJob's order)."""
+        numbers, reason, texts = key[:9], key[9], key[10:]
+        fields: list[Any] = [
+            *numbers,
+            self._reason(reason) if isinstance(reason, int) else _decode(reason),
+            *(None if t is None else _decode(t) for t in texts),
+        ]
+        raw = RawJob(*fields)
+        return pending_record(raw, user_name(raw.user_id))
 
     def _reason(self, code: int) -> str:
         raw: bytes = self._ffi.string(self._lib.slurm_job_reason_string(code))

@@ -75,6 +75,10 @@ BENCH_DB = 14
 #: ahead, so it stays pending once released: no job starts or completions, the daemon's own
 #: path alone (a synthetic set-up, labelled so where the figures are printed).
 JOBS = os.environ.get("ADAPTALLOC_BENCH_JOBS", "run")
+#: Every job's own time limit: the policy shortens it with the curve's prediction, so the
+#: daemon's kill guard watches the released jobs and reads the queue (``squeue --json``) every
+#: GUARD_INTERVAL_S, as it does on a cluster whose users give limits (plugin/daemon/guard.py).
+USER_LIMIT_MIN = 10
 #: Seconds between the benchmark's looks at the queue while it waits for releases: each is a
 #: full ``squeue`` (REQUEST_JOB_INFO) that slurmctld serves beside the daemon's RPCs, so
 #: seldom (the latencies come from the daemon's release times, not from these looks).
@@ -104,6 +108,7 @@ class Submitter:
                 "--nodes=1-2",
                 f"--job-name={self.name}",
                 "--comment=adaptalloc:v1 app=bench-lu",
+                f"--time={USER_LIMIT_MIN}",
                 *(["--begin=now+3600"] if JOBS == "stay" else []),
                 "--output=/dev/null",
                 f"--chdir={self.workdir}",
@@ -294,7 +299,10 @@ def test_release_latency(
         last_release = max(e["released_at"] for e in events.values()) - burst.began
         released_jobs = all_jobs & set(daemon_released(daemon))
         burst_rss = rss_kib(daemon.pid)
-        batches = [e["jobs"] for e in daemon.events("batch")]
+        batch_events = daemon.events("batch")
+        batches = [e["jobs"] for e in batch_events]
+        queue_reads = np.array([e["slurm_ms"].get("squeue", 0.0) for e in batch_events])
+        guard_reads = np.array([e["read_ms"] for e in daemon.events("guard_tick")])
     finally:
         daemon.stop()
         scancel("bench-daemon")
@@ -353,6 +361,19 @@ def test_release_latency(
     view.add_row(
         "  batches (jobs per batch: median / max)",
         f"{int(np.median(batches))} / {max(batches)}",
+        "",
+    )
+    view.add_row(
+        "  the queue read per batch (libslurm or squeue), p50 / p99 / max",
+        f"{np.percentile(queue_reads, 50):.0f} / {np.percentile(queue_reads, 99):.0f} / "
+        f"{queue_reads.max():.0f} ms",
+        "",
+    )
+    view.add_row(
+        "kill guard: queue reads (squeue --json, its own thread), count; p50 / max",
+        f"{guard_reads.size}; {np.percentile(guard_reads, 50):.0f} / {guard_reads.max():.0f} ms"
+        if guard_reads.size
+        else "0",
         "",
     )
     view.add_row(
