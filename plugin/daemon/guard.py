@@ -21,14 +21,16 @@ released with a limit shorter than the user's:
 
 Watches live in memory and in the Redis hash ``adaptalloc:v2:{global}:guard:watch`` (a restarted
 daemon takes them up again). A job leaves the watch once raised, finished or gone. The
-guard reads the queue (one ``squeue --json``) every ``GUARD_INTERVAL_S`` while it watches
+guard reads the watched jobs (`SlurmReader.jobs_of`: one ``slurm_load_jobs`` with the
+libslurm binding, else ``squeue --json``) every ``GUARD_INTERVAL_S`` while it watches
 anything, and never raises a limit above the user's.
 
-The read is slow (``squeue --json`` serializes every job slurmctld remembers: 0.3-1 s with a
-few thousand), so `GuardThread` ticks the guard in its own thread, off the decision path:
-on the daemon's loop each tick held every held job back for that long, every
-``GUARD_INTERVAL_S`` (the p99 of the release latency, tests/benchmarks/
-test_release_latency.py). Each tick that reads logs ``guard_tick`` with the read's time.
+``squeue --json`` serializes every job slurmctld remembers (and the daemon parses it all):
+6-11 s with a few thousand jobs on the 2-core testbed, a core of squeue and the daemon's
+GIL meanwhile. So the guard reads through libslurm where it can, and `GuardThread` ticks it
+in its own thread, off the decision path (on the loop, each tick held every held job back
+for the read's time, every GUARD_INTERVAL_S: tests/benchmarks/test_release_latency.py).
+Each tick that reads logs ``guard_tick`` with the read's time.
 
 The constants are engineering choices, not fitted: the margin comes from slurmctld's 30 s
 enforcement pass; SAFETY_GROWTH and MAX_SAFETY are an assumption (a 25% longer limit per
@@ -213,16 +215,16 @@ class KillGuard:
         if not self.watched or (not force and now < self.next_tick):
             return 0
         self.next_tick = now + GUARD_INTERVAL_S
+        with self._lock:
+            watched = list(self.watched.items())
         started = time.perf_counter()
         try:
-            jobs = {j.job_id: j for j in self.slurm.jobs()}
+            jobs = {j.job_id: j for j in self.slurm.jobs_of([job_id for job_id, _ in watched])}
         except SlurmError as exc:
             log.warning("guard_read_failed", error=printable(str(exc))[:200])
             return 0
         read_ms = (time.perf_counter() - started) * 1000.0
         raised = 0
-        with self._lock:
-            watched = list(self.watched.items())
         for job_id, watch in watched:
             job = jobs.get(job_id)
             if job is None or not _same_job(watch, job):

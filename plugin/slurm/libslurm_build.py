@@ -21,7 +21,8 @@ What the binding covers (plugin/slurm/libslurm_backend.py uses it):
   (REQUEST_JOB_INFO, what ``squeue`` sends), given the last answer's update time so that an
   unchanged queue is answered SLURM_NO_CHANGE_IN_DATA; the members squeue prints for the
   daemon's pending read (plugin/slurm/libslurm_jobs.py), and ``slurm_job_reason_string``
-  (libslurmfull's, as squeue prints the Reason);
+  (libslurmfull's, as squeue prints the Reason); the kill guard's view of the jobs it
+  watches (start and end times, ``slurm_job_state_string``) from the same call;
 * ``slurm_get_errno`` / ``slurm_strerror``: Slurm's own words for a refusal.
 """
 
@@ -66,6 +67,7 @@ typedef struct {
     uint32_t job_state;
     uint32_t max_nodes;
     char *name;
+    char *nodes;
     uint16_t ntasks_per_node;
     uint32_t num_nodes;
     uint32_t num_tasks;
@@ -75,6 +77,8 @@ typedef struct {
     char *state_desc;
     uint16_t state_reason;
     time_t submit_time;
+    time_t start_time;
+    time_t end_time;
     uint32_t time_limit;
     uint32_t user_id;
     char *wckey;
@@ -98,6 +102,7 @@ void slurm_init(const char *conf);
 int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags);
 int slurm_load_jobs(time_t update_time, job_info_msg_t **job_info_msg_pptr, uint16_t show_flags);
 char *slurm_job_reason_string(int inx);
+char *slurm_job_state_string(uint32_t inx);
 void slurm_free_job_info_msg(job_info_msg_t *job_buffer_ptr);
 void slurm_init_job_desc_msg(job_desc_msg_t *job_desc_msg);
 int slurm_update_job(job_desc_msg_t *job_msg);
@@ -127,7 +132,8 @@ ffibuilder.set_source(
     MODULE,
     # squeue prints a pending job's Reason with this libslurmfull function, which no public
     # header declares (src/common/slurm_protocol_defs.h); the enum it takes is an int.
-    "#include <slurm/slurm.h>\nextern char *slurm_job_reason_string(int inx);",
+    "#include <slurm/slurm.h>\nextern char *slurm_job_reason_string(int inx);\n"
+    "extern char *slurm_job_state_string(uint32_t inx);",
     libraries=_LIBS,
     library_dirs=_DIRS,
     runtime_library_dirs=_DIRS,

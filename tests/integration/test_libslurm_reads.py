@@ -170,3 +170,38 @@ def test_a_binding_without_the_read_falls_back_to_squeue(
     assert records == comparable(CliSlurmReader().pending_jobs(), {job})
     assert (records[job].nodes_min, records[job].nodes_max, records[job].priority) == (2, 5, 0)
     assert reader.held_admin_comments([job]) == {job: ""}  # each job's own record
+
+
+@needs_binding
+def test_the_guards_read_gives_what_squeue_json_says_of_the_watched_jobs(
+    slurm: SlurmCLI, submit_job: Callable[..., int]
+) -> None:
+    assert BINDING is not None
+    running = submit_job("--nodes=2", "--time=7", wrap="sleep 120", as_user=slurm.test_user)
+    pending = submit_job("--nodes=1-3", "--time=9", LATER, wrap="true")
+    done = submit_job("--nodes=1", wrap="true")
+    wait_until(
+        lambda: (
+            slurm.run("squeue", "-h", "-o", "%T", "-j", str(running)).stdout.strip() == "RUNNING"
+        )
+    )
+    wait_until(
+        lambda: (
+            slurm.run("squeue", "-h", "-o", "%T", "-j", str(done)).stdout.strip()
+            in ("COMPLETED", "")
+        )
+    )
+    ids = [running, pending, done, max(running, pending, done) + 100000]
+    ours = {r.job_id: r for r in LibslurmSlurm(BINDING).jobs_of(ids)}
+    theirs = {r.job_id: r for r in CliSlurmReader().jobs_of(ids)}
+    assert set(ours) == set(theirs) == {running, pending, done}  # the unknown id left out
+    guard_fields: tuple[str, ...] = ("state", "start_time", "end_time", "time_limit_min")
+    guard_fields = (*guard_fields, "submit_time", "nodes_alloc", "nodes_min", "nodes_max")
+    for job_id, record in ours.items():
+        for name in (*guard_fields, "name", "user", "account", "partition", "priority"):
+            mine, json_ = getattr(record, name), getattr(theirs[job_id], name)
+            assert mine == json_, f"{job_id}: {name} {mine!r} != {json_!r}"
+    assert (ours[running].state, ours[running].nodes_alloc) == ("RUNNING", 2)
+    assert ours[running].time_limit_min == 7
+    assert ours[pending].state == "PENDING"
+    assert ours[done].state == "COMPLETED"

@@ -129,6 +129,9 @@ class QueueSlurm:
     def jobs(self) -> list[JobRecord]:
         return list(self.queue)
 
+    def jobs_of(self, job_ids: Sequence[int]) -> list[JobRecord]:
+        return [j for j in self.jobs() if j.job_id in set(job_ids)]
+
     def set_time_limit(self, job_id: int, minutes: int) -> None:
         if self.refuse:
             raise SlurmCommandError("scontrol update: Access/permission denied")
