@@ -155,7 +155,8 @@ class LibslurmSlurm(CliSlurm):
         read_queue: bool = True,
     ) -> None:
         """`read_queue` False: the queue is read with ``squeue`` as before the libslurm read
-        (backend "libslurm-writes"), the admin comments each with ``slurm_load_job``."""
+        (backend "libslurm-writes"), the admin comments each with ``slurm_load_job``, the
+        kill guard's jobs with ``squeue --json``."""
         super().__init__(timeout_s=timeout_s, env=env, parallelism=parallelism)
         self.read_queue = read_queue
         if not read_queue:
@@ -283,6 +284,8 @@ class LibslurmSlurm(CliSlurm):
         wanted = set(job_ids)
         if not wanted:
             return []
+        if not self.read_queue:
+            return super().jobs_of(wanted)
         try:
             return self._load_jobs_of(wanted)
         except Exception as exc:  # any failure of the binding: squeue --json instead
