@@ -26,7 +26,7 @@ libslurm binding, else ``squeue --json``) every ``GUARD_INTERVAL_S`` while it wa
 anything, and never raises a limit above the user's.
 
 ``squeue --json`` serializes every job slurmctld remembers (and the daemon parses it all):
-6-11 s with a few thousand jobs on the 2-core testbed, a core of squeue and the daemon's
+1-14 s with a few thousand jobs on the 2-core testbed, a core of squeue and the daemon's
 GIL meanwhile. So the guard reads through libslurm where it can, and `GuardThread` ticks it
 in its own thread, off the decision path (on the loop, each tick held every held job back
 for the read's time, every GUARD_INTERVAL_S: tests/benchmarks/test_release_latency.py).
