@@ -178,7 +178,8 @@ class SlurmConfig:
     """``[slurm]``: which backend reads from Slurm, and how long a command may take."""
 
     backend: str = field(
-        default="auto", metadata=_key(_choice("auto", "cli", "pyslurm", "libslurm"), "")
+        default="auto",
+        metadata=_key(_choice("auto", "cli", "pyslurm", "libslurm", "libslurm-writes"), ""),
     )
     timeout_s: float = field(default=60.0, metadata=_key(_number(0, low_open=True), ""))
 

@@ -21,8 +21,16 @@ released with a limit shorter than the user's:
 
 Watches live in memory and in the Redis hash ``adaptalloc:v2:{global}:guard:watch`` (a restarted
 daemon takes them up again). A job leaves the watch once raised, finished or gone. The
-guard reads the queue (one ``squeue --json``) every ``GUARD_INTERVAL_S`` while it watches
+guard reads the watched jobs (`SlurmReader.jobs_of`: one ``slurm_load_jobs`` with the
+libslurm binding, else ``squeue --json``) every ``GUARD_INTERVAL_S`` while it watches
 anything, and never raises a limit above the user's.
+
+``squeue --json`` serializes every job slurmctld remembers (and the daemon parses it all):
+1-14 s with a few thousand jobs on the 2-core testbed, a core of squeue and the daemon's
+GIL meanwhile. So the guard reads through libslurm where it can, and `GuardThread` ticks it
+in its own thread, off the decision path (on the loop, each tick held every held job back
+for the read's time, every GUARD_INTERVAL_S: tests/benchmarks/test_release_latency.py).
+Each tick that reads logs ``guard_tick`` with the read's time.
 
 The constants are engineering choices, not fitted: the margin comes from slurmctld's 30 s
 enforcement pass; SAFETY_GROWTH and MAX_SAFETY are an assumption (a 25% longer limit per
@@ -32,6 +40,7 @@ raise, at most 4x) that no benchmark has scored yet.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -52,6 +61,7 @@ __all__ = [
     "MAX_SAFETY",
     "RAISE_MARGIN_S",
     "SAFETY_GROWTH",
+    "GuardThread",
     "KillGuard",
     "Watch",
     "due",
@@ -131,7 +141,9 @@ def _same_job(watch: Watch, job: JobRecord) -> bool:
 
 
 class KillGuard:
-    """Watches and raises (module docstring); `tick` is called from the daemon's loop."""
+    """Watches and raises (module docstring); `tick` is called from `GuardThread`, `watch`
+    from the daemon's loop: the watches are shared under a lock held only for a dict
+    operation, never across a Slurm or Redis call."""
 
     def __init__(
         self,
@@ -147,6 +159,7 @@ class KillGuard:
         self.clock = clock
         self.watched: dict[int, Watch] = {}
         self.next_tick = 0.0
+        self._lock = threading.Lock()
 
     def store(self) -> CurveStore:
         if self._store is None:
@@ -171,7 +184,8 @@ class KillGuard:
             except ValueError as exc:
                 log.warning("guard_watch_unreadable", error=printable(str(exc))[:120])
                 continue
-            self.watched[watch.job_id] = watch
+            with self._lock:
+                self.watched[watch.job_id] = watch
         self.metrics.guard_watched.set(len(self.watched))
         return len(self.watched)
 
@@ -181,7 +195,8 @@ class KillGuard:
             watch = Watch.of(outcome)
             if watch is None:
                 continue
-            self.watched[watch.job_id] = watch
+            with self._lock:
+                self.watched[watch.job_id] = watch
             self._save(watch)
         self.metrics.guard_watched.set(len(self.watched))
 
@@ -189,7 +204,8 @@ class KillGuard:
         self._stored("guard_watch", lambda s: s.save_guard_watch(watch.job_id, watch.to_dict()))
 
     def _drop(self, job_id: int) -> None:
-        self.watched.pop(job_id, None)
+        with self._lock:
+            self.watched.pop(job_id, None)
         self._stored("guard_watch", lambda s: s.drop_guard_watch(job_id))
 
     def tick(self, force: bool = False) -> int:
@@ -199,13 +215,17 @@ class KillGuard:
         if not self.watched or (not force and now < self.next_tick):
             return 0
         self.next_tick = now + GUARD_INTERVAL_S
+        with self._lock:
+            watched = list(self.watched.items())
+        started = time.perf_counter()
         try:
-            jobs = {j.job_id: j for j in self.slurm.jobs()}
+            jobs = {j.job_id: j for j in self.slurm.jobs_of([job_id for job_id, _ in watched])}
         except SlurmError as exc:
             log.warning("guard_read_failed", error=printable(str(exc))[:200])
             return 0
+        read_ms = (time.perf_counter() - started) * 1000.0
         raised = 0
-        for job_id, watch in list(self.watched.items()):
+        for job_id, watch in watched:
             job = jobs.get(job_id)
             if job is None or not _same_job(watch, job):
                 self._drop(job_id)
@@ -216,6 +236,13 @@ class KillGuard:
             elif due(watch, job, now):
                 raised += self._raise(watch, job, now)
         self.metrics.guard_watched.set(len(self.watched))
+        log.info(
+            "guard_tick",
+            read_ms=round(read_ms, 1),
+            jobs=len(jobs),
+            watched=len(watched),
+            raised=raised,
+        )
         return raised
 
     def _app(self, watch: Watch) -> AppKey | None:
@@ -265,3 +292,36 @@ class KillGuard:
         log.warning("limit_raised", **doc, safety=safety)
         self._drop(watch.job_id)
         return 1
+
+
+class GuardThread:
+    """Ticks `guard` in a thread of its own (module docstring), every `poll_s` while
+    `may_write()` (the daemon decides: not a standby, the lease still held); the guard's
+    own GUARD_INTERVAL_S spaces the reads. A tick that raises is logged and the next one
+    tries again: the thread never dies of one."""
+
+    def __init__(
+        self, guard: KillGuard, may_write: Callable[[], bool], poll_s: float = 1.0
+    ) -> None:
+        self.guard = guard
+        self.may_write = may_write
+        self.poll_s = poll_s
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="adaptalloc-guard", daemon=True)
+
+    def start(self) -> GuardThread:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stopping.wait(self.poll_s):
+            try:
+                if self.may_write():
+                    self.guard.tick()
+            except Exception as exc:  # a bug must not end the guard; logged, tried again
+                log.error("guard_tick_failed", error=printable(str(exc))[:200])
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self.stopping.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout_s)

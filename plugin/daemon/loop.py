@@ -2,12 +2,11 @@
 
 `Daemon.run` is short, the rq way; each step is a method::
 
-    startup()                        lock, metrics, learner thread, recovery of held jobs
+    startup()                        lock, metrics, learner and guard threads, recovery
     while not stop requested:
         maintenance()                heartbeat (while healthy), reload on SIGHUP
         if wait_for_work():          a spool wake-up, or the periodic sweep is due
-            cycle()                  sweep squeue -> decide -> apply (grouped) -> record,
-                                     then the kill guard's tick
+            cycle()                  read the queue -> decide -> apply (grouped) -> record
     drain()                          heartbeat off, then finish the jobs held meanwhile
     finally: teardown()              heartbeat off, learner stopped, lock released
 
@@ -15,10 +14,11 @@ Work comes from two places: job_submit.lua's spool line (a wake-up: inotify wake
 the moment the file is written, plugin/daemon/spool_wake.py; where inotify cannot see the
 write, shared storage, the daemon notices the file grow within ``spool_poll_s``) and, as the
 safety net, a sweep every
-``sweep_interval_s``. Either way the daemon reads the pending jobs once (the cheap,
-nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the admin comment
-of held jobs it has not seen yet) and takes every held job it finds (at most ``max_batch``),
-so a burst of submissions becomes a few batches.
+``sweep_interval_s``. Either way the daemon reads the pending jobs once (with the libslurm
+binding one ``slurm_load_jobs``, admin comments included, plugin/slurm/libslurm_backend.py;
+else the cheap, nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the
+admin comment of held jobs it has not seen yet) and takes every held job it finds (at most
+``max_batch``), so a burst of submissions becomes a few batches.
 
 Health and the heartbeat: the heartbeat is written only while the daemon's account has the
 Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
@@ -35,9 +35,10 @@ Latency: a job's "held since" is the later of Slurm's submit time (whole seconds
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
 after the release command returned.
 
-The kill guard (plugin/daemon/guard.py) is ticked after every sweep: it watches the jobs
-released with a shortened limit and raises a limit back to the user's before Slurm would
-kill the job at it.
+The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
+when the daemon starts deciding), off the decision path: it watches the jobs released with
+a shortened limit and raises a limit back to the user's before Slurm would kill the job at
+it; it writes only while this daemon decides (with HA: holds the lease, checked by `fence`).
 
 High availability (``[daemon] ha = true``, off by default): several daemons (one per host)
 run on one state directory (shared storage in production, like slurmctld's
@@ -94,7 +95,7 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
-from plugin.daemon.guard import KillGuard
+from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
 from plugin.daemon.record import DecisionRecorder, decision_record
@@ -252,6 +253,7 @@ class Daemon:
         self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
+        self.guard_thread: GuardThread | None = None
         self.watchdog = Watchdog()
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
@@ -388,6 +390,8 @@ class Daemon:
             **({} if starting else {"ha": True, "token": self.lease and self.lease.token}),
         )
         self.recover(journaled)
+        if self.guard_thread is None:
+            self.guard_thread = GuardThread(self.guard, self._guard_may_write).start()
         if self.learn and self.learner is None:
             self.learner_stop = threading.Event()
             self.learner = LearnerThread(
@@ -672,11 +676,13 @@ class Daemon:
                 with self.timed("admin_comment"):
                     found = self.slurm.held_admin_comments(new)
                 # Text after the marker, or a journaled job whose record replaced the marker
-                # (the fast read sees no marker and says ""): the exact, slow way.
+                # (the fast read sees no marker and says ""): the exact, slow way, unless the
+                # backend read the field itself (libslurm), where "" means none.
+                exact_read = getattr(self.slurm, "exact_admin_comments", False)
                 unknown = [
                     job_id
                     for job_id, text in found.items()
-                    if text is None or (text == "" and job_id in exact)
+                    if text is None or (text == "" and job_id in exact and not exact_read)
                 ]
                 if unknown:
                     with self.timed("squeue_json"):
@@ -732,8 +738,17 @@ class Daemon:
         elif woke is not None:  # one follow-up (not a chain): a job mid-submission (FOLLOW_UP_S)
             self.next_sweep = min(self.next_sweep, time.monotonic() + FOLLOW_UP_S)
         self.fence()
-        self.guard.tick()
         return sweep.deferred
+
+    def _guard_may_write(self) -> bool:
+        """The guard thread's check before a tick: this daemon decides (`fence`)."""
+        if not self.active:
+            return False
+        try:
+            self.fence()
+        except LeaseLost:
+            return False
+        return True
 
     def _note_held(self, sweep: Sweep, woke: float | None) -> None:
         seen = time.time()
@@ -880,6 +895,8 @@ class Daemon:
         if self.lease is not None and self.active and not self.fallback:
             self.lease.release()
         self._stop_learner()
+        if self.guard_thread is not None:
+            self.guard_thread.stop()
         self.spool_wake.close()
         self.metrics.close()
         self.state.unlock()

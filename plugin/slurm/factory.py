@@ -38,7 +38,10 @@ __all__ = [
     "slurm_reader",
 ]
 
-BACKENDS = ("auto", "cli", "pyslurm", "libslurm")
+#: "libslurm-writes": libslurm for the job changes only, the queue read with ``squeue`` (the
+#: read as it was before the libslurm one, kept as an operator's way back and for benchmarks).
+BACKENDS = ("auto", "cli", "pyslurm", "libslurm", "libslurm-writes")
+LIBSLURM = ("libslurm", "libslurm-writes")
 _PYSLURM_VERSION = re.compile(r"(\d+)\.(\d+)")
 log = structlog.get_logger("adaptalloc.slurm")
 
@@ -75,7 +78,7 @@ def choose_backend(
     """
     if requested not in BACKENDS:
         raise ValueError(f"Slurm backend must be one of {', '.join(BACKENDS)}, got {requested!r}")
-    if requested in ("cli", "libslurm"):
+    if requested in ("cli", *LIBSLURM):
         return Choice("cli", "configured")
     if pyslurm is None:
         return Choice("cli", "pyslurm is not installed (or has no readable version)")
@@ -93,7 +96,7 @@ def choose_writer(
     requested: str, binding: tuple[int, int] | str | None, slurm: tuple[int, int] | None
 ) -> Choice:
     """Whether the daemon's job changes go through libslurm ("libslurm") or ``scontrol``
-    ("cli"), for `requested` ("auto", "cli", "pyslurm", "libslurm").
+    ("cli"), for `requested` (one of `BACKENDS`).
 
     `binding` is what the probe found: the (major, minor) the binding was built for, why
     it cannot load (text), or None when it is not built. libslurm is chosen when requested
@@ -176,7 +179,12 @@ def slurm_client(
     choice = choose_writer(backend, binding, slurm)
     log.debug("slurm_writer", backend=choice.backend, reason=choice.reason)
     if choice.backend == "libslurm" and binding_module is not None:
-        return LibslurmSlurm(binding_module, timeout_s=timeout_s, parallelism=parallelism)
-    if backend == "libslurm":
+        return LibslurmSlurm(
+            binding_module,
+            timeout_s=timeout_s,
+            parallelism=parallelism,
+            read_queue=backend != "libslurm-writes",
+        )
+    if backend in LIBSLURM:
         log.warning("slurm_backend_fallback", backend="cli", reason=choice.reason)
     return CliSlurm(timeout_s=timeout_s, parallelism=parallelism)

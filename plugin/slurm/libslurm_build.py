@@ -17,6 +17,12 @@ What the binding covers (plugin/slurm/libslurm_backend.py uses it):
 * ``slurm_load_job`` (+ ``slurm_free_job_info_msg``): one job's record
   (REQUEST_JOB_INFO_SINGLE, as ``scontrol show job ID``), for its admin comment as a field
   rather than as text to parse;
+* ``slurm_load_jobs`` (+ ``slurm_free_job_info_msg``): every job's record
+  (REQUEST_JOB_INFO, what ``squeue`` sends), given the last answer's update time so that an
+  unchanged queue is answered SLURM_NO_CHANGE_IN_DATA; the members squeue prints for the
+  daemon's pending read (plugin/slurm/libslurm_jobs.py), and ``slurm_job_reason_string``
+  (libslurmfull's, as squeue prints the Reason); the kill guard's view of the jobs it
+  watches (start and end times, ``slurm_job_state_string``) from the same call;
 * ``slurm_get_errno`` / ``slurm_strerror``: Slurm's own words for a refusal.
 """
 
@@ -35,6 +41,7 @@ __all__ = ["CDEF", "MODULE", "build", "ffibuilder"]
 MODULE = "plugin.slurm._libslurm"
 
 CDEF = """
+typedef int... time_t;
 #define NO_VAL ...
 #define INFINITE ...
 #define SLURM_VERSION_NUMBER ...
@@ -52,12 +59,35 @@ typedef struct {
 } job_desc_msg_t;
 
 typedef struct {
-    uint32_t job_id;
+    char *account;
     char *admin_comment;
+    char *command;
+    char *comment;
+    uint32_t job_id;
+    uint32_t job_state;
+    uint32_t max_nodes;
+    char *name;
+    char *nodes;
+    uint16_t ntasks_per_node;
+    uint32_t num_nodes;
+    uint32_t num_tasks;
+    char *partition;
+    uint32_t priority;
+    char *qos;
+    char *state_desc;
+    uint16_t state_reason;
+    time_t submit_time;
+    time_t start_time;
+    time_t end_time;
+    uint32_t time_limit;
+    uint32_t user_id;
+    char *wckey;
+    char *work_dir;
     ...;
 } slurm_job_info_t;
 
 typedef struct {
+    time_t last_update;
     uint32_t record_count;
     slurm_job_info_t *job_array;
     ...;
@@ -65,9 +95,14 @@ typedef struct {
 
 #define SHOW_ALL ...
 #define SHOW_LOCAL ...
+#define JOB_STATE_BASE ...
+#define SLURM_NO_CHANGE_IN_DATA ...
 
 void slurm_init(const char *conf);
 int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags);
+int slurm_load_jobs(time_t update_time, job_info_msg_t **job_info_msg_pptr, uint16_t show_flags);
+char *slurm_job_reason_string(int inx);
+char *slurm_job_state_string(uint32_t inx);
 void slurm_free_job_info_msg(job_info_msg_t *job_buffer_ptr);
 void slurm_init_job_desc_msg(job_desc_msg_t *job_desc_msg);
 int slurm_update_job(job_desc_msg_t *job_msg);
@@ -95,7 +130,10 @@ ffibuilder.cdef(CDEF)
 _LIBS, _DIRS = _libraries()
 ffibuilder.set_source(
     MODULE,
-    "#include <slurm/slurm.h>",
+    # squeue prints a pending job's Reason with this libslurmfull function, which no public
+    # header declares (src/common/slurm_protocol_defs.h); the enum it takes is an int.
+    "#include <slurm/slurm.h>\nextern char *slurm_job_reason_string(int inx);\n"
+    "extern char *slurm_job_state_string(uint32_t inx);",
     libraries=_LIBS,
     library_dirs=_DIRS,
     runtime_library_dirs=_DIRS,

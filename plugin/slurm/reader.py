@@ -79,6 +79,12 @@ class SlurmReader(ABC):
         wanted = set(job_ids)
         return {j.job_id: j.admin_comment or "" for j in self.jobs() if j.job_id in wanted}
 
+    def jobs_of(self, job_ids: Collection[int]) -> list[JobRecord]:
+        """The jobs of `job_ids` slurmctld still knows (the kill guard's read); `jobs`
+        filtered by default, one cheap read where the backend has one (libslurm)."""
+        wanted = set(job_ids)
+        return [job for job in self.jobs() if job.job_id in wanted]
+
     def job(self, job_id: int) -> JobRecord | None:
         """One job slurmctld still knows, or None."""
         for record in self.jobs():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from plugin.appkey import AppKey
 from plugin.daemon.decider import with_safety
-from plugin.daemon.guard import RAISE_MARGIN_S, KillGuard, Watch, due
+from plugin.daemon.guard import RAISE_MARGIN_S, GuardThread, KillGuard, Watch, due
 from plugin.metrics import Metrics
 from plugin.slurm import JobRecord, SlurmCommandError
 from plugin.store import keys
@@ -128,6 +129,9 @@ class QueueSlurm:
     def jobs(self) -> list[JobRecord]:
         return list(self.queue)
 
+    def jobs_of(self, job_ids: Sequence[int]) -> list[JobRecord]:
+        return [j for j in self.jobs() if j.job_id in set(job_ids)]
+
     def set_time_limit(self, job_id: int, minutes: int) -> None:
         if self.refuse:
             raise SlurmCommandError("scontrol update: Access/permission denied")
@@ -214,3 +218,82 @@ def test_the_guard_keys_are_exact() -> None:
     assert keys.app_guard(AppKey("lulesh", "large")) == "adaptalloc:v2:app:{lulesh@large}:guard"
     with pytest.raises(TypeError):
         keys.app_guard("lulesh")  # type: ignore[arg-type]
+
+
+def wait(event: threading.Event) -> None:
+    assert event.wait(10.0), "the guard thread did not get there"
+
+
+def test_the_guard_thread_ticks_only_while_the_daemon_decides() -> None:
+    guard, slurm, _ = guard_for([running()], START + 10 * 60 - 10)
+    deciding = threading.Event()
+    asked = threading.Event()
+
+    def may_write() -> bool:
+        asked.set()
+        return deciding.is_set()
+
+    thread = GuardThread(guard, may_write, poll_s=0.01).start()
+    try:
+        wait(asked)
+        asked.clear()
+        wait(asked)  # asked twice: at least one tick was due and skipped
+        assert slurm.limits == []  # a standby (or a lost lease) raises nothing
+        deciding.set()
+        for _ in range(1000):
+            if slurm.limits:
+                break
+            asked.clear()
+            wait(asked)
+        assert slurm.limits == [(1, 60)]
+    finally:
+        thread.stop()
+    assert not thread.thread.is_alive()
+
+
+class SlowSlurm(QueueSlurm):
+    """squeue --json that blocks until the test lets it answer (or raises once)."""
+
+    def __init__(self, queue: Sequence[JobRecord]) -> None:
+        super().__init__(queue)
+        self.reading = threading.Event()
+        self.answer = threading.Event()
+        self.failed = threading.Event()
+
+    def jobs(self) -> list[JobRecord]:
+        if not self.failed.is_set():
+            self.failed.set()
+            raise RuntimeError("a bug in a reader")
+        self.reading.set()
+        wait(self.answer)
+        return super().jobs()
+
+
+def test_a_slow_guard_read_never_holds_back_the_loops_watches() -> None:
+    store = GuardStore()
+    slurm = SlowSlurm([running()])
+    now = START + 10 * 60 - 10
+    guard = KillGuard(slurm, lambda: store, Metrics(), clock=lambda: now)  # type: ignore[arg-type,return-value]
+    guard.watched[WATCH.job_id] = WATCH
+    thread = GuardThread(guard, lambda: True, poll_s=0.01).start()
+    try:
+        wait(slurm.failed)  # the first tick raised (a bug): the thread goes on
+        guard.next_tick = 0.0  # due again at once (the clock stands still here)
+        wait(slurm.reading)
+        [decided] = outcomes(1)
+        other = dataclasses.replace(decided, job=dataclasses.replace(decided.job, job_id=2))
+        loop = threading.Thread(target=guard.watch, args=([other],))
+        loop.start()
+        loop.join(10.0)
+        assert not loop.is_alive()  # the loop's watch went through while the read blocks
+        assert not slurm.answer.is_set()
+        assert 2 in guard.watched
+        slurm.answer.set()
+        for _ in range(1000):
+            if slurm.limits:
+                break
+            threading.Event().wait(0.01)
+        assert slurm.limits == [(1, 60)]
+    finally:
+        slurm.answer.set()
+        thread.stop()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugin.slurm.factory import choose_writer
+from plugin.slurm.factory import choose_backend, choose_writer
 from plugin.slurm.libslurm_backend import binding_version
 from plugin.slurm.writer import MAX_ADMIN_COMMENT, JobUpdate, Resize
 
@@ -15,6 +15,8 @@ from plugin.slurm.writer import MAX_ADMIN_COMMENT, JobUpdate, Resize
     [
         ("auto", (22, 5), (22, 5), "libslurm", "matches"),
         ("libslurm", (22, 5), (22, 5), "libslurm", "matches"),
+        ("libslurm-writes", (22, 5), (22, 5), "libslurm", "matches"),
+        ("libslurm-writes", None, (22, 5), "cli", "not built"),
         ("cli", (22, 5), (22, 5), "cli", "configured"),
         ("pyslurm", (22, 5), (22, 5), "cli", "configured"),
         ("auto", None, (22, 5), "cli", "not built"),
@@ -55,3 +57,7 @@ def test_job_update_refuses_what_slurm_must_not_get() -> None:
         JobUpdate(0)
     hostile = "adaptalloc:v1 app=x\"; $(touch /tmp/p) `id` ' Comment=y"
     assert JobUpdate(3, Resize(3, 2, 2, 10), hostile).admin_comment == hostile
+
+
+def test_libslurm_writes_reads_with_the_cli_reader() -> None:
+    assert choose_backend("libslurm-writes", (22, 5), (22, 5)).backend == "cli"
