@@ -118,6 +118,29 @@ def parse_partitions(text: str) -> list[str]:
     return out
 
 
+_COUNT = re.compile(r"\s*([A-Za-z0-9._-]{1,64})\s*=\s*([0-9]{1,9})\s*")
+
+
+def parse_counts(text: str) -> int | dict[str, int]:
+    """``--idle``/``--total``: a bare ``N`` for every partition, or ``a=4,b=16`` per partition;
+    ValueError naming what is wrong."""
+    if text.strip().isdigit():
+        return int(text)
+    out: dict[str, int] = {}
+    for word in text.split(","):
+        match = _COUNT.fullmatch(word)
+        if not match:
+            raise ValueError(
+                f"{quote_value(word.strip())} is not N or PARTITION=N (a whole number of nodes, "
+                "like big=16)"
+            )
+        name = match.group(1)
+        if name in out:
+            raise ValueError(f"partition {name} is given two counts")
+        out[name] = int(match.group(2))
+    return out
+
+
 def parse_waits(text: str) -> dict[str, float]:
     """``--wait``: ``a=0,b=3600``, each listed partition's wait in seconds; ValueError naming
     what is wrong."""
@@ -392,11 +415,23 @@ def render_decision(
     metavar="MIN",
     help="The job's time limit in minutes; without it the limit is left alone.",
 )
-@_count("--idle", 0, "Idle nodes in the partition now; without it the load counts as neutral.")
+@click.option(
+    "--idle",
+    callback=_parsed(parse_counts),
+    metavar="N|P=N,...",
+    help="Idle nodes in the partition now (a=4,b=16 per partition; a bare N for all); "
+    "without it the load counts as neutral.",
+)
 @_count(
     "--pending", 0, "Nodes requested by the other pending jobs in the partition (needs --idle)."
 )
-@_count("--total", 1, "Nodes in the partition; a job never gets more.")
+@click.option(
+    "--total",
+    callback=_parsed(parse_counts),
+    metavar="N|P=N,...",
+    help="Nodes in the partition; a job never gets more (a=64,b=16 per partition; a bare N "
+    "for all).",
+)
 @_count("--partition-max-nodes", 1, "The partition's MaxNodes per job.")
 @click.option(
     "--partition-max-time",
@@ -476,9 +511,9 @@ def decide(
     redis_url: str | None,
     node_range: tuple[int, int],
     time_limit: int | None,
-    idle: int | None,
+    idle: int | dict[str, int] | None,
     pending: int | None,
-    total: int | None,
+    total: int | dict[str, int] | None,
     partition_max_nodes: int | None,
     partition_max_time: int | None,
     partition_list: list[str] | None,
@@ -517,6 +552,10 @@ def decide(
     _check_shape(node_range, listed, waits, ntasks, cpus_per_node, read_queue)
     if read_queue and (idle, pending, total) != (None, None, None):
         raise click.UsageError("--queue reads the load from Slurm: drop --idle, --pending, --total")
+    per_idle, per_total = (
+        _per_partition("--idle", idle, listed),
+        _per_partition("--total", total, listed),
+    )
     partition = ",".join(listed)
     config = load_policy_config(config_path)
     try:
@@ -524,12 +563,15 @@ def decide(
             node_range[0], node_range[1], time_limit, partition, account, feasible=feasible
         )
         cluster = policies.ClusterState(
-            idle_nodes=idle,
+            idle_nodes=_first(idle, listed),
             pending_demand_nodes=pending or 0,
-            total_nodes=total,
+            total_nodes=_first(total, listed),
             max_nodes_per_job=partition_max_nodes,
             max_time_min=partition_max_time,
         )
+        what_if = _WhatIf(cluster, waits or {}, per_idle, per_total)
+        for name in listed:
+            what_if.state(name)  # each partition's --idle/--total checked now, not mid-decision
     except ValueError as exc:
         raise InputError(str(exc)) from exc
     runs: _FileRuns | _StoreRuns
@@ -538,7 +580,7 @@ def decide(
     else:
         runs = _FileRuns(_raw(str(obs_csv), max_rows), method, problem_size)
     settings = policies.effective(config, partition, account)
-    where = _live_queues(request, listed) if read_queue else _WhatIf(cluster, waits or {})
+    where = _live_queues(request, listed) if read_queue else what_if
     decision, shown = _shaped_decision(
         request,
         cluster,
@@ -623,14 +665,49 @@ def _check_shape(
                 raise click.UsageError(f"--wait gives no wait for partition {name}")
 
 
-class _WhatIf:
-    """Every partition with the options' cluster state and the --wait given for it."""
+def _per_partition(
+    option: str, value: int | dict[str, int] | None, listed: list[str]
+) -> dict[str, int]:
+    """The per-partition counts of --idle/--total (empty for a bare N); a usage error unless
+    they name exactly the listed partitions."""
+    if not isinstance(value, dict):
+        return {}
+    if len(listed) < 2:
+        raise click.UsageError(f"{option} P=N,... goes with several partitions (--partition a,b)")
+    if set(value) != set(listed):
+        raise click.UsageError(
+            f"{option} must give a count for each of --partition's {', '.join(listed)}"
+        )
+    return value
 
-    def __init__(self, cluster: policies.ClusterState, waits: dict[str, float]) -> None:
+
+def _first(value: int | dict[str, int] | None, listed: list[str]) -> int | None:
+    """A bare count as is; per-partition counts give the first listed partition's."""
+    if isinstance(value, dict):
+        return value[listed[0]]
+    return value
+
+
+class _WhatIf:
+    """Every partition with the options' cluster state (its own --idle/--total when given
+    per partition) and the --wait given for it."""
+
+    def __init__(
+        self,
+        cluster: policies.ClusterState,
+        waits: dict[str, float],
+        idle: dict[str, int] | None = None,
+        total: dict[str, int] | None = None,
+    ) -> None:
         self.cluster, self.waits = cluster, waits
+        self.idle, self.total = idle or {}, total or {}
 
     def state(self, name: str) -> policies.ClusterState:
-        return self.cluster
+        return dataclasses.replace(
+            self.cluster,
+            idle_nodes=self.idle.get(name, self.cluster.idle_nodes),
+            total_nodes=self.total.get(name, self.cluster.total_nodes),
+        )
 
     def wait(self, name: str, nodes: int) -> float:
         return self.waits[name]

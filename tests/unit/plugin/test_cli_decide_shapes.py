@@ -163,6 +163,25 @@ def test_several_partitions_in_text_show_the_comparison(
     assert "partition std gives the earliest predicted completion" in result.stdout
 
 
+def test_per_partition_total_sizes_each_partition_on_its_own(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # big capped at 2 nodes: 400·(0.05 + 0.95/2) = 210 s; std on 8: 1000·(0.05 + 0.95/8) ≈ 168.8 s.
+    runs = write_file("typed.csv", TYPED_CSV)
+    args = ("--observations", str(runs), "--nodes", "2-8", "--partition", "std,big")
+    waits = ("--wait", "std=0,big=0", "--format", "json")
+    per = json_document(run_cli("decide", *args, *waits, "--total", "std=16,big=2"))
+    listed = per["partitions"]
+    assert isinstance(listed, list)
+    by_name = {o["partition"]: o for o in listed}
+    assert by_name["big"]["nodes"] == 2
+    assert by_name["big"]["runtime_s"] == pytest.approx(210.0, rel=1e-3)
+    assert by_name["std"]["nodes"] == 8
+    assert per["partition"] == "std"
+    bare = json_document(run_cli("decide", *args, *waits, "--total", "16"))
+    assert bare["partition"] == "big"  # a bare number still means every partition
+
+
 @pytest.mark.parametrize(
     ("args", "message", "code"),
     [
@@ -197,6 +216,31 @@ def test_several_partitions_in_text_show_the_comparison(
         (("--queue",), "--queue goes with several partitions", 2),
         (("--partition", "std,big", "--queue", "--wait", "std=0,big=0"), "one of --wait and", 2),
         (("--partition", "std,big", "--queue", "--idle", "3"), "drop --idle, --pending", 2),
+        (
+            ("--partition", "std,big", "--wait", "std=0,big=0", "--total", "std=4,big=x"),
+            "'big=x' is not N or PARTITION=N",
+            2,
+        ),
+        (
+            ("--partition", "std,big", "--wait", "std=0,big=0", "--idle", "std=4"),
+            "--idle must give a count for each of --partition's std, big",
+            2,
+        ),
+        (("--total", "std=4"), "--total P=N,... goes with several partitions", 2),
+        (
+            (
+                "--partition",
+                "std,big",
+                "--wait",
+                "std=0,big=0",
+                "--idle",
+                "std=9,big=0",
+                "--total",
+                "8",
+            ),
+            "idle_nodes (9) cannot exceed total_nodes",
+            1,
+        ),
     ],
 )
 def test_bad_shapes_are_one_clear_line(
