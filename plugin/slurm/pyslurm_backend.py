@@ -35,6 +35,28 @@ from plugin.slurm.records import FINAL_STATES, JobRecord
 __all__ = ["PyslurmReader", "job_from_pyslurm_db"]
 
 
+#: Step ids from here up are Slurm's helper steps, not the application's tasks (slurm.h:
+#: SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_BATCH_SCRIPT, SLURM_EXTERN_CONT, SLURM_PENDING_STEP).
+_FIRST_HELPER_STEP_ID = 0xFFFFFFFA
+
+
+def _db_tasks(steps: Any) -> int | None:
+    """The most tasks of any application step: pyslurm 22.5 keys a job's ``steps`` by step id,
+    each with its ``ntasks`` (the same rule as sacct's NTasks in parse.py)."""
+    if not isinstance(steps, Mapping):
+        return None
+    counts = [
+        count
+        for step_id, step in steps.items()
+        if isinstance(step_id, int)
+        and 0 <= step_id < _FIRST_HELPER_STEP_ID
+        and isinstance(step, Mapping)
+        and (count := field_int(step.get("ntasks"))) is not None
+        and count >= 1
+    ]
+    return max(counts) if counts else None
+
+
 def job_from_pyslurm_db(job: Mapping[str, Any]) -> JobRecord:
     """One pyslurm 22.5 ``slurmdb_jobs().get()`` value as a JobRecord."""
     exit_code, signal = exit_from_status(job.get("exitcode"))
@@ -59,6 +81,7 @@ def job_from_pyslurm_db(job: Mapping[str, Any]) -> JobRecord:
         elapsed_s=field_int(job.get("elapsed")),
         workdir=field_str(job.get("work_dir")) or None,
         cluster=field_str(job.get("cluster")),
+        tasks=_db_tasks(job.get("steps")),
     )
 
 

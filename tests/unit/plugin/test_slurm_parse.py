@@ -387,3 +387,21 @@ def test_pyslurm_db_mapping() -> None:
         120,
     )
     assert (job.exit_code, job.comment, job.source) == (3, None, "pyslurm")
+    assert job.tasks is None  # no steps reported
+
+
+def test_pyslurm_db_tasks_come_from_the_application_steps() -> None:
+    """pyslurm 22.5 keys `steps` by step id (pyslurm.pyx, slurmdb_jobs.get); the batch script
+    and extern steps (ids 0xfffffffb, 0xfffffffc) carry the job's whole allocation and are not
+    the application's task count, as in sacct's rule."""
+    steps = {
+        0xFFFFFFFB: {"ntasks": 1},
+        0xFFFFFFFC: {"ntasks": 8},
+        0: {"ntasks": 64},
+        1: {"ntasks": 32},
+    }
+    job = job_from_pyslurm_db({"jobid": 38, "state_str": "COMPLETED", "steps": steps})
+    assert job.tasks == 64
+    helpers_only = {0xFFFFFFFB: {"ntasks": 1}, 0xFFFFFFFC: {"ntasks": 8}}
+    assert job_from_pyslurm_db({"jobid": 39, "steps": helpers_only}).tasks is None
+    assert job_from_pyslurm_db({"jobid": 40, "steps": {0: {"ntasks": 0}}}).tasks is None
