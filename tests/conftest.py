@@ -5,6 +5,8 @@
 pytest only honours ``pytest_plugins`` in the top-level conftest, hence here.
 """
 
+import unit  # noqa: F401  (pins numpy's kernels before any test imports numpy: unit/numpy_kernels.py)
+
 pytest_plugins = [
     "pytester",
     "slow_gate",
