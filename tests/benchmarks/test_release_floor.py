@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -132,6 +133,8 @@ class Outcome:
     accepted_s: float = 0.0
     last_eligible_s: float = 0.0
     rpcs: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: The daemon's ``batch`` log events (its cycle's parts), none for the other modes.
+    batches: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -247,12 +250,15 @@ def run_phase(
         rpcs = rpc_stats()
         load = os.getloadavg()[0]
         own_times = releaser_times(daemon, out)
+        batches = daemon.events("batch") if daemon is not None else []
     # The next mode starts on an empty queue (cancelling is quicker than letting them run).
     scancel(name)
     wait_until(f"{mode}: its jobs to leave the queue", lambda: queued(name) == 0)
-    return measure(
+    outcome = measure(
         phase, mode, submitter, log_times(log_path, offset), own_times, achieved, load, rpcs
     )
+    outcome.batches = batches
+    return outcome
 
 
 def releaser_times(daemon: DaemonProcess | None, out: Path) -> dict[int, float]:
@@ -382,6 +388,41 @@ def rpc_table(phase: Phase, by_mode: dict[str, Outcome]) -> Table:
     return view
 
 
+def cycle_table(by_phase: dict[Phase, Outcome]) -> Table:
+    """Where the daemon's time goes, per phase: its batches' parts (the daemon's own log)."""
+    view = Table(
+        title="the daemon's cycles (its batch events): ms p50 / p99; read = its libslurm queue"
+        " read, before the batch; update = the batch's slurm_update_job calls (4 threads)"
+    )
+    for column in (
+        "phase",
+        "batches",
+        "jobs/batch p50 / max",
+        "read",
+        "decide",
+        "update",
+        "batch total",
+    ):
+        view.add_column(column, justify="left" if column == "phase" else "right")
+    for phase, o in by_phase.items():
+        if not o.batches:
+            continue
+        parts = {
+            "read": [b["slurm_ms"].get("squeue", 0.0) for b in o.batches],
+            "decide": [b["decide_ms"] for b in o.batches],
+            "update": [b["slurm_ms"].get("update", 0.0) for b in o.batches],
+            "total": [b["total_ms"] for b in o.batches],
+        }
+        jobs = [b["jobs"] for b in o.batches]
+        view.add_row(
+            phase.name,
+            str(len(o.batches)),
+            f"{int(np.median(jobs))} / {max(jobs)}",
+            *(" / ".join(f"{np.percentile(v, q):.0f}" for q in (50, 99)) for v in parts.values()),
+        )
+    return view
+
+
 def test_release_floor(
     local_cluster: LocalCluster,
     daemon_factory: Callable[..., DaemonProcess],
@@ -422,3 +463,5 @@ def test_release_floor(
                 console.print(burst_table(phase, by_mode))
         steady = next(p for p in PHASES if p.rate == RATE_PER_S)
         console.print(rpc_table(steady, results[steady]))
+        if "daemon" in MODES:
+            console.print(cycle_table({p: by_mode["daemon"] for p, by_mode in results.items()}))
