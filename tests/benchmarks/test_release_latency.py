@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -55,6 +53,8 @@ from plugin.slurm.libslurm_backend import import_binding
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
+from .slurm_load import SBATCH_TIMEOUT_S, Submitter, held, scancel
+
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
@@ -65,9 +65,6 @@ LIGHT_RATE_PER_S = 10
 LIGHT_S = 15
 #: The issue's figure is 5,000; 1,000 keeps the default run to a couple of minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
-SUBMITTERS = 4
-#: Threads that keep the steady rate (one sbatch takes longer than 1/RATE_PER_S here).
-PACERS = 8
 #: Its own Redis database: a long benchmark must not share db 15 with tests that flush it.
 BENCH_DB = 14
 #: "run" (default): the jobs run ``true`` once released, so slurmctld also starts and completes
@@ -75,12 +72,6 @@ BENCH_DB = 14
 #: ahead, so it stays pending once released: no job starts or completions, the daemon's own
 #: path alone (a synthetic set-up, labelled so where the figures are printed).
 JOBS = os.environ.get("ADAPTALLOC_BENCH_JOBS", "run")
-#: Every job's own time limit: the policy shortens it with the curve's prediction, so the
-#: daemon's kill guard watches the released jobs and reads the queue (``squeue --json``) every
-#: GUARD_INTERVAL_S, as it does on a cluster whose users give limits (plugin/daemon/guard.py).
-USER_LIMIT_MIN = 10
-#: How long one sbatch may take before the benchmark counts it as not accepted.
-SBATCH_TIMEOUT_S = 60
 #: Seconds between the benchmark's looks at the queue while it waits for releases: each is a
 #: full ``squeue`` (REQUEST_JOB_INFO) that slurmctld serves beside the daemon's RPCs, so
 #: seldom (the latencies come from the daemon's release times, not from these looks).
@@ -91,100 +82,6 @@ WRITERS = tuple(
     os.environ.get("ADAPTALLOC_BENCH_BACKENDS", "cli,libslurm-writes,libslurm").split(",")
 )
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
-
-
-class Submitter:
-    """sbatch as an argument list; remembers each job's id and when sbatch returned."""
-
-    def __init__(self, workdir: Path, name: str = "bench-daemon") -> None:
-        self.workdir = workdir
-        self.name = name
-        self.done: dict[int, float] = {}
-        #: sbatch calls that did not return within SBATCH_TIMEOUT_S (slurmctld too busy to
-        #: answer; the job may still have been created): counted, not fatal.
-        self.timed_out = 0
-        self.lock = threading.Lock()
-
-    def submit(self) -> int | None:
-        try:
-            out = self._sbatch()
-        except subprocess.TimeoutExpired:
-            with self.lock:
-                self.timed_out += 1
-            return None
-        job = int(out.strip().split(";", 1)[0])
-        with self.lock:
-            self.done[job] = time.time()
-        return job
-
-    def _sbatch(self) -> str:
-        return subprocess.run(  # noqa: S603 - fixed argument list, no shell
-            [  # noqa: S607 - Slurm's client from PATH
-                "sbatch",
-                "--parsable",
-                "--nodes=1-2",
-                f"--job-name={self.name}",
-                "--comment=adaptalloc:v1 app=bench-lu",
-                f"--time={USER_LIMIT_MIN}",
-                *(["--begin=now+3600"] if JOBS == "stay" else []),
-                "--output=/dev/null",
-                f"--chdir={self.workdir}",
-                "--wrap",
-                "true",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=SBATCH_TIMEOUT_S,
-        ).stdout
-
-    def burst(self, count: int) -> float:
-        """`count` submissions from SUBMITTERS threads at once; seconds until the last returned."""
-        began = time.time()
-        threads = [
-            threading.Thread(target=lambda: [self.submit() for _ in range(count // SUBMITTERS)])
-            for _ in range(SUBMITTERS)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        self.began = began
-        return max(self.done.values()) - began
-
-    def steady(self, rate: float, seconds: float) -> float:
-        """Submission k at start + k/rate, for `seconds`; the rate achieved (jobs/s)."""
-        total = int(rate * seconds)
-        counter = iter(range(total))
-        lock = threading.Lock()
-        start = time.monotonic()
-
-        def pace() -> None:
-            while True:
-                with lock:
-                    k = next(counter, None)
-                if k is None:
-                    return
-                delay = start + k / rate - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                self.submit()
-
-        threads = [threading.Thread(target=pace) for _ in range(PACERS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return total / (time.monotonic() - start)
-
-
-def scancel(name: str) -> None:
-    subprocess.run(  # noqa: S603 - fixed argument list, no shell
-        ["scancel", f"--name={name}"],  # noqa: S607
-        check=False,
-        capture_output=True,
-        timeout=180,
-    )
 
 
 def rss_kib(pid: int) -> tuple[int, int]:
@@ -200,18 +97,6 @@ def cpu_s(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
     return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def held(name: str) -> int:
-    """How many of the jobs called `name` Slurm still holds (pending at priority 0)."""
-    out = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-        ["squeue", "--noheader", f"--name={name}", "--states=PENDING", "--format=%Q"],  # noqa: S607
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return sum(1 for line in out.split() if line.strip() == "0")
 
 
 def releases(
@@ -265,7 +150,7 @@ def test_release_latency(
     # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
     stop_testbed_daemon(local_cluster)
     assert not daemon.heartbeat.exists(), "a heartbeat without a daemon: jobs would be held"
-    baseline = Submitter(tmp_path, "bench-base")
+    baseline = Submitter(tmp_path, "bench-base", stay=JOBS == "stay")
     try:
         slurm_accept = baseline.burst(BURST)
     finally:
@@ -279,7 +164,7 @@ def test_release_latency(
     all_jobs: set[int] = set()
     try:
         # --- light: LIGHT_RATE_PER_S for LIGHT_S seconds -------------------------------------
-        light = Submitter(tmp_path)
+        light = Submitter(tmp_path, stay=JOBS == "stay")
         light_rate = light.steady(LIGHT_RATE_PER_S, LIGHT_S)
         light_jobs = set(light.done)
         all_jobs |= light_jobs
@@ -288,7 +173,7 @@ def test_release_latency(
         light_seen = np.array([e["released_at"] - light.done[j] for j, e in events.items()])
 
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
-        steady = Submitter(tmp_path)
+        steady = Submitter(tmp_path, stay=JOBS == "stay")
         reset_rpc_stats()
         cpu_before = cpu_s(daemon.pid)
         achieved = steady.steady(RATE_PER_S, STEADY_S)
@@ -303,7 +188,7 @@ def test_release_latency(
         steady_rss = rss_kib(daemon.pid)
 
         # --- burst: BURST submissions from SUBMITTERS threads at once ------------------------
-        burst = Submitter(tmp_path)
+        burst = Submitter(tmp_path, stay=JOBS == "stay")
         accepted = burst.burst(BURST)
         burst_jobs = set(burst.done)
         all_jobs |= burst_jobs

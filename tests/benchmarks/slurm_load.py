@@ -1,0 +1,133 @@
+"""Submitting to the testbed's Slurm for the latency benchmarks (test_release_latency.py,
+test_release_floor.py): sbatch at a steady rate or in a burst, timed, and the queue's held jobs."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+#: Threads submitting at once in a burst.
+SUBMITTERS = 4
+#: Threads that keep the steady rate (one sbatch takes longer than 1/rate here).
+PACERS = 8
+#: Every job's own time limit: the policy shortens it with the curve's prediction, so the
+#: daemon's kill guard watches the released jobs and reads the queue (``squeue --json``) every
+#: GUARD_INTERVAL_S, as it does on a cluster whose users give limits (plugin/daemon/guard.py).
+USER_LIMIT_MIN = 10
+#: How long one sbatch may take before the benchmark counts it as not accepted.
+SBATCH_TIMEOUT_S = 60
+
+
+class Submitter:
+    """sbatch as an argument list; remembers each job's id and when sbatch returned."""
+
+    def __init__(self, workdir: Path, name: str = "bench-daemon", stay: bool = False) -> None:
+        """`stay`: each job begins an hour ahead, so it stays pending once released."""
+        self.workdir = workdir
+        self.name = name
+        self.stay = stay
+        self.done: dict[int, float] = {}
+        #: Seconds each sbatch call took (slurmctld's accept, job_submit.lua's hold included).
+        self.took: dict[int, float] = {}
+        #: sbatch calls that did not return within SBATCH_TIMEOUT_S (slurmctld too busy to
+        #: answer; the job may still have been created): counted, not fatal.
+        self.timed_out = 0
+        self.lock = threading.Lock()
+
+    def submit(self) -> int | None:
+        called = time.time()
+        try:
+            out = self._sbatch()
+        except subprocess.TimeoutExpired:
+            with self.lock:
+                self.timed_out += 1
+            return None
+        job = int(out.strip().split(";", 1)[0])
+        returned = time.time()
+        with self.lock:
+            self.done[job] = returned
+            self.took[job] = returned - called
+        return job
+
+    def _sbatch(self) -> str:
+        return subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            [  # noqa: S607 - Slurm's client from PATH
+                "sbatch",
+                "--parsable",
+                "--nodes=1-2",
+                f"--job-name={self.name}",
+                "--comment=adaptalloc:v1 app=bench-lu",
+                f"--time={USER_LIMIT_MIN}",
+                *(["--begin=now+3600"] if self.stay else []),
+                "--output=/dev/null",
+                f"--chdir={self.workdir}",
+                "--wrap",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=SBATCH_TIMEOUT_S,
+        ).stdout
+
+    def burst(self, count: int) -> float:
+        """`count` submissions from SUBMITTERS threads at once; seconds until the last returned."""
+        began = time.time()
+        threads = [
+            threading.Thread(target=lambda: [self.submit() for _ in range(count // SUBMITTERS)])
+            for _ in range(SUBMITTERS)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.began = began
+        return max(self.done.values()) - began
+
+    def steady(self, rate: float, seconds: float) -> float:
+        """Submission k at start + k/rate, for `seconds`; the rate achieved (jobs/s)."""
+        total = int(rate * seconds)
+        counter = iter(range(total))
+        lock = threading.Lock()
+        start = time.monotonic()
+
+        def pace() -> None:
+            while True:
+                with lock:
+                    k = next(counter, None)
+                if k is None:
+                    return
+                delay = start + k / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                self.submit()
+
+        threads = [threading.Thread(target=pace) for _ in range(PACERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return total / (time.monotonic() - start)
+
+
+def scancel(name: str) -> None:
+    subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        ["scancel", f"--name={name}"],  # noqa: S607
+        check=False,
+        capture_output=True,
+        timeout=180,
+    )
+
+
+def held(name: str) -> int:
+    """How many of the jobs called `name` Slurm still holds (pending at priority 0)."""
+    out = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        ["squeue", "--noheader", f"--name={name}", "--states=PENDING", "--format=%Q"],  # noqa: S607
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return sum(1 for line in out.split() if line.strip() == "0")
