@@ -40,6 +40,7 @@ import numpy as np
 
 from policies.config import PolicySettings
 from policies.decide import decide
+from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.simulation.learning import CurveLearner
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
@@ -114,7 +115,9 @@ class AdaptiveSizer:
         learner, apps = self.learner
         return learner.curve(int(apps[job]), now)
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def _decide(self, job: int, view: ClusterView) -> tuple[Decision, Curve | None, int, float]:
+        """(decision, curve, requested minimum, user's limit in s) for `job` now; no state
+        changes."""
         if self.pinned:
             j = self.jobs[job]
             lo, hi, user_limit = j.nodes, j.nodes, j.limit
@@ -132,6 +135,20 @@ class AdaptiveSizer:
             decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
         else:
             decision = decide(request, curve, cluster, self.settings, self.budget)
+        return decision, curve, lo, user_limit
+
+    def propose(self, job: int, view: ClusterView) -> tuple[int | None, float]:
+        """What `allocate` would decide now, without counting it: (size, the curve's runtime
+        there in s); (None, nan) when it would leave the job as submitted (pooled.py asks
+        each listed partition before choosing one)."""
+        decision, curve, _, _ = self._decide(job, view)
+        if decision.nodes is None or curve is None:
+            return None, math.nan
+        return decision.nodes, float(curve.runtime(np.array([float(decision.nodes)]))[0])
+
+    def allocate(self, job: int, view: ClusterView) -> Allocation:
+        decision, curve, lo, user_limit = self._decide(job, view)
+        hi = self.requests.hi[job] if not self.pinned else lo
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1

@@ -1,0 +1,241 @@
+"""A what-if experiment over node types: pools (pools.py), true curves per type, learned per
+(application, pool), and optionally the multi-partition what-if.
+
+True curves. An application has one Downey curve in *processors*: parallelism A (drawn as
+applications.py does, with r_app the median request in processors, r·c) and variance σ. On a
+pool q of c_q cores per node and speed s_q, n nodes hold n·c_q processors; the curve in the
+pool's own nodes is Downey's with A_q = max(1, A/c_q) and the same σ, and one node's time is
+the processor curve's at c_q processors:
+
+    T_q(n) = T1 · τ(c_q; A, σ) · τ(n; A_q, σ) / s_q · ε_i      (τ = T(n)/T(1), Downey 1997)
+
+T1 (one processor's time) is fixed by the trace: T_own(r) = T_r, the job's run time on its own
+pool at its own request. With one pool of one core and speed 1 this is applications.py's
+model exactly. The node form A/c is a modelling choice (Downey's formulas are not exactly
+invariant under n → c·n); it makes the oracle's curve per pool exact.
+
+Learned curves are keyed by (application, pool), as the daemon keys curves by (application,
+node type): one CurveLearner with a slot per pair (learning.py unchanged).
+
+The multi-partition what-if: every job of a pool listed in `multi` is taken to be submitted
+with ``-p`` those pools (in that order). Its request is processors: on pool q it asks for
+⌈r·c/c_q⌉ nodes (not eligible for q when larger than q), with the same time limit (one
+``--time`` for all partitions, Slurm's). rigid, rigid_limits and greedy are routed by Slurm's
+rule, the other policies by predicted completion (pooled.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+
+import numpy as np
+
+from policies.simulation.adaptive import AdaptiveSizer
+from policies.simulation.applications import draw_true_curves, group
+from policies.simulation.engine import PartitionScheduler
+from policies.simulation.experiment import ADAPTALLOC, POLICIES, PolicyResult, Setup
+from policies.simulation.learning import GROWTH, CurveLearner, Fits
+from policies.simulation.metrics import summarize
+from policies.simulation.pooled import choice_route, simulate_pools, slurm_route
+from policies.simulation.pools import Placed, Pool, place
+from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
+from policies.simulation.sweep import at_load
+from policies.simulation.workload import DowneyDraws, JobCurves, TraceJob
+from predictor.downey import FloatArray, IntArray, relative_runtime
+
+#: Policies routed by Slurm's rule in the multi-partition what-if (the rest: by completion).
+SLURM_RULE = frozenset({"rigid", "rigid_limits", "greedy"})
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """The pools and the multi-partition what-if (indices of pools, in the listed order;
+    () for none)."""
+
+    pools: tuple[Pool, ...]
+    multi: tuple[int, ...] = ()
+
+
+def pooled_load(
+    jobs: Sequence[TraceJob], processors: Sequence[int] | IntArray, plan: PoolPlan, load: float
+) -> tuple[TraceJob, ...]:
+    """The placed jobs with inter-arrivals scaled to offer `load` of all pools' processors:
+    ρ = Σ P_i T_i / (Σ_q N_q c_q · span) (sweep.at_load in processors)."""
+    total = sum(p.nodes * p.cores for p in plan.pools)
+    as_procs = [replace(j, nodes=int(p)) for j, p in zip(jobs, processors, strict=True)]
+    scaled = at_load(as_procs, total, load)
+    return tuple(replace(j, submit=s.submit) for j, s in zip(jobs, scaled, strict=True))
+
+
+class PooledExperiment:
+    """The placed jobs with their true curves per pool, ready to run under any of POLICIES."""
+
+    def __init__(self, placed: Placed, plan: PoolPlan, setup: Setup) -> None:
+        if not placed.jobs:
+            raise ValueError("an experiment needs at least one job")
+        self.jobs, self.pool, self.plan, self.setup = placed.jobs, placed.pool, plan, setup
+        self.dropped = dict(placed.dropped)
+        self.apps = group(self.jobs)
+        pools = plan.pools
+        biggest = max(p.nodes * p.cores for p in pools)
+        cap = float(biggest if setup.max_parallelism is None else setup.max_parallelism)
+        in_procs = [
+            replace(j, nodes=int(p)) for j, p in zip(self.jobs, placed.processors, strict=True)
+        ]
+        true = draw_true_curves(
+            in_procs, self.apps, setup.seed, cap, setup.parallelism_factor, setup.noise
+        )
+        A, sigma = true.A[self.apps.index], true.sigma[self.apps.index]
+        self.noise = true.noise
+        cores = np.array([p.cores for p in pools], dtype=float)
+        speed = np.array([p.speed for p in pools], dtype=float)
+        own = np.array([j.nodes for j in self.jobs], dtype=float)
+        runtime = np.array([j.runtime for j in self.jobs])
+
+        def relative(q: int | IntArray, n: FloatArray) -> FloatArray:
+            c = cores[q]
+            aq = np.maximum(1.0, A / c)
+            out: FloatArray = (
+                relative_runtime(c, A, sigma) * relative_runtime(n, aq, sigma) / speed[q]
+            )
+            return out
+
+        t1 = runtime / relative(self.pool, own)
+        self.eligible = np.zeros((len(pools), len(self.jobs)), dtype=bool)
+        self.pool_jobs: list[tuple[TraceJob, ...]] = []
+        self.pool_curves: list[JobCurves] = []
+        procs = placed.processors.astype(float)
+        listed = np.isin(self.pool, plan.multi) if plan.multi else np.zeros(len(self.jobs), bool)
+        for q, p in enumerate(pools):
+            mine = self.pool == q
+            want = np.ceil(procs / p.cores - 1e-9)
+            self.eligible[q] = mine | (listed & (q in plan.multi) & (want <= p.nodes))
+            nodes = np.where(mine, own, np.minimum(want, p.nodes))
+            times = np.where(mine, runtime, t1 * relative(q, nodes))
+            jobs_q = tuple(
+                j if m else replace(j, nodes=int(n), runtime=float(t))
+                for j, m, n, t in zip(self.jobs, mine, nodes, times, strict=True)
+            )
+            self.pool_jobs.append(jobs_q)
+            draws = DowneyDraws(A=np.maximum(1.0, A / p.cores), sigma=sigma)
+            self.pool_curves.append(JobCurves(jobs_q, draws, None, true.noise))
+        #: Each job's pools in the order it lists them.
+        order = list(plan.multi) + [q for q in range(len(pools)) if q not in plan.multi]
+        self.choices = [
+            tuple(q for q in order if self.eligible[q, i]) for i in range(len(self.jobs))
+        ]
+        self.fits: Fits = {}
+
+    def requests(self, q: int) -> MoldableRequests:
+        return MoldableRequests.build(
+            self.pool_jobs[q], self.pool_curves[q], self.setup.moldable, self.plan.pools[q].nodes
+        )
+
+    def _sizers(self, policy: str, requests: list[MoldableRequests]) -> list[Sizer]:
+        pools = self.plan.pools
+        if policy == "rigid":
+            return [RigidSizer(self.pool_jobs[q], p.nodes) for q, p in enumerate(pools)]
+        if policy == "greedy":
+            return [GreedySizer(r) for r in requests]
+        learner = None
+        if policy != "oracle" and self.setup.curves == "learned":
+            growth = None if self.setup.refits == "daemon" else GROWTH
+            learner = CurveLearner(len(self.apps) * len(pools), growth=growth, fits=self.fits)
+        return [
+            AdaptiveSizer(
+                self.pool_jobs[q],
+                requests[q],
+                self.pool_curves[q],
+                self.setup.settings,
+                None if learner is None else (learner, self.apps.index * len(pools) + q),
+                pinned=policy == "rigid_limits",
+                fixed_limits=policy == "adaptive_fixed_limits",
+                name=policy,
+            )
+            for q in range(len(pools))
+        ]
+
+    def run(self, policy: str) -> PolicyResult:
+        """Simulate the placed jobs under `policy` (one of POLICIES) on the pools."""
+        if policy not in POLICIES:
+            raise ValueError(f"with pools the policies are {', '.join(POLICIES)}, got {policy!r}")
+        pools = self.plan.pools
+        requests = [self.requests(q) for q in range(len(pools))]
+        sizers = self._sizers(policy, requests)
+        schedulers = [
+            PartitionScheduler(
+                self.pool_jobs[q],
+                p.nodes,
+                sizers[q],
+                self.pool_curves[q].runtime,
+                self.setup.backfill,
+                False,
+            )
+            for q, p in enumerate(pools)
+        ]
+        names = [p.name for p in pools]
+        pinned = policy in ("rigid", "rigid_limits")
+
+        def minimum(job: int, choices: Sequence[int]) -> list[int]:
+            if pinned:
+                return [self.pool_jobs[q][job].nodes for q in choices]
+            return [requests[q].lo[job] for q in choices]
+
+        def route(job: int, now: float, state: Sequence[PartitionScheduler]) -> int:
+            choices = self.choices[job]
+            if len(choices) == 1:
+                return choices[0]
+            if policy not in SLURM_RULE:
+                adaptive = [s for s in sizers if isinstance(s, AdaptiveSizer)]
+                chosen = choice_route(job, choices, names, adaptive, state, now)
+                if chosen is not None:
+                    return chosen
+            return slurm_route(choices, minimum(job, choices), state, now)
+
+        pooled = simulate_pools([j.submit for j in self.jobs], schedulers, route)
+        schedule = pooled.schedule
+        reference = np.array([j.runtime for j in self.jobs]) * self.noise
+        rules: dict[str, int] = {}
+        refits = 0
+        for s in sizers:
+            if isinstance(s, AdaptiveSizer):
+                for rule, count in s.rules.items():
+                    rules[rule] = rules.get(rule, 0) + count
+        if (
+            policy in ADAPTALLOC
+            and isinstance(sizers[0], AdaptiveSizer)
+            and sizers[0].learner is not None
+        ):
+            refits = sizers[0].learner[0].refits
+        hours = schedule.nodes * schedule.runtime / 3600.0
+        per_pool = {
+            p.name: {
+                "jobs": int(np.sum(pooled.pool == q)),
+                "node_hours": float(np.sum(hours[pooled.pool == q])),
+            }
+            for q, p in enumerate(pools)
+        }
+        return PolicyResult(
+            policy,
+            schedule,
+            summarize(schedule, reference=reference),
+            MappingProxyType(dict(sorted(rules.items()))),
+            refits,
+            pools=per_pool,
+        )
+
+
+def pooled_experiment(
+    jobs: Sequence[TraceJob], plan: PoolPlan, setup: Setup, load: float | None = None
+) -> PooledExperiment:
+    """Place `jobs` on the plan's pools, at offered `load` (None: as they are), seeded by
+    setup.seed."""
+    placed = place(jobs, plan.pools)
+    if load is not None and placed.jobs:
+        placed = dataclasses.replace(
+            placed, jobs=pooled_load(placed.jobs, placed.processors, plan, load)
+        )
+    return PooledExperiment(placed, plan, setup)
