@@ -27,6 +27,7 @@ rule, the other policies by predicted completion (pooled.py).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -42,7 +43,6 @@ from policies.simulation.metrics import summarize
 from policies.simulation.pooled import choice_route, simulate_pools, slurm_route
 from policies.simulation.pools import Placed, Pool, place
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
-from policies.simulation.sweep import at_load
 from policies.simulation.workload import DowneyDraws, JobCurves, TraceJob
 from predictor.downey import FloatArray, IntArray, relative_runtime
 
@@ -63,11 +63,31 @@ def pooled_load(
     jobs: Sequence[TraceJob], processors: Sequence[int] | IntArray, plan: PoolPlan, load: float
 ) -> tuple[TraceJob, ...]:
     """The placed jobs with inter-arrivals scaled to offer `load` of all pools' processors:
-    ρ = Σ P_i T_i / (Σ_q N_q c_q · span) (sweep.at_load in processors)."""
+    ρ = Σ P_i T_i / (Σ_q N_q c_q · span), s'_i = s_0 + (s_i − s_0)·ρ/load (sweep.at_load's
+    rule, in processors)."""
+    if not (math.isfinite(load) and load > 0.0):
+        raise ValueError(f"a load must be a positive number, got {load!r}")
     total = sum(p.nodes * p.cores for p in plan.pools)
-    as_procs = [replace(j, nodes=int(p)) for j, p in zip(jobs, processors, strict=True)]
-    scaled = at_load(as_procs, total, load)
-    return tuple(replace(j, submit=s.submit) for j, s in zip(jobs, scaled, strict=True))
+    submits = np.array([j.submit for j in jobs])
+    span = float(submits.max() - submits.min())
+    if span <= 0.0:
+        raise ValueError("all jobs are submitted at once: the load cannot be scaled")
+    work = float(np.sum(np.asarray(processors, dtype=float) * [j.runtime for j in jobs]))
+    factor = work / (total * span) / load
+    s0 = float(submits.min())
+    return tuple(replace(j, submit=s0 + (j.submit - s0) * factor) for j in jobs)
+
+
+def pooled_offered_load(jobs: Sequence[TraceJob], plan: PoolPlan) -> float:
+    """ρ of `pooled_load` for the jobs placed on the plan's pools (inf: all at once)."""
+    placed = place(jobs, plan.pools)
+    total = sum(p.nodes * p.cores for p in plan.pools)
+    if not placed.jobs:
+        return math.inf
+    submits = np.array([j.submit for j in placed.jobs])
+    span = float(submits.max() - submits.min())
+    work = float(np.sum(placed.processors * np.array([j.runtime for j in placed.jobs])))
+    return work / (total * span) if span > 0 else math.inf
 
 
 class PooledExperiment:
@@ -82,6 +102,8 @@ class PooledExperiment:
         pools = plan.pools
         biggest = max(p.nodes * p.cores for p in pools)
         cap = float(biggest if setup.max_parallelism is None else setup.max_parallelism)
+        #: The largest A, in processors (setup.max_parallelism, else the largest pool's).
+        self.parallelism = cap
         in_procs = [
             replace(j, nodes=int(p)) for j, p in zip(self.jobs, placed.processors, strict=True)
         ]
@@ -128,6 +150,11 @@ class PooledExperiment:
             tuple(q for q in order if self.eligible[q, i]) for i in range(len(self.jobs))
         ]
         self.fits: Fits = {}
+
+    @property
+    def jobs_with_stored_curves(self) -> int:
+        """Stored curves are not used with pools (a stored curve has no node type)."""
+        return 0
 
     def requests(self, q: int) -> MoldableRequests:
         return MoldableRequests.build(
