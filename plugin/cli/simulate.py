@@ -4,7 +4,8 @@
         [--load L1,L2,...] [--curves learned|oracle] [--procs-per-node P]
         [--parallelism-factor LOW,HIGH] [--noise X] [--backfill easy|none]
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
-        [--html DIR] [--format text|json] [--quiet]
+        [--html DIR] [--pools SPEC|auto|none] [--multi-partition A,B] [--format text|json]
+        [--quiet]
 
 The pipeline: read the trace (formats/swf.py) -> replay it under every policy at every load
 and seed (policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
