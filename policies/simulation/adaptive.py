@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -42,7 +43,6 @@ from policies.config import PolicySettings
 from policies.decide import decide
 from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
-from policies.simulation.learning import CurveLearner
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
 from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
@@ -63,6 +63,18 @@ SAFETY_GROWTH = 1.25
 MAX_SAFETY = 4.0
 
 
+class Learner(Protocol):
+    """What the adaptive policy asks of a learner (learning.CurveLearner; typed.TypedLearner
+    for node types): completed runs in, the curve a decision sees out, refits counted."""
+
+    @property
+    def refits(self) -> int: ...
+
+    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+
+    def curve(self, app: int, now: float) -> Curve | None: ...
+
+
 def with_safety(limit_min: int, user_limit_min: int, safety: float) -> int:
     """min(L, ⌈L'·safety⌉) for a limit L' shorter than the user's L; L' otherwise."""
     if limit_min >= user_limit_min or safety <= 1.0:
@@ -79,7 +91,7 @@ class AdaptiveSizer:
         requests: MoldableRequests,
         curves: JobCurves,
         settings: PolicySettings,
-        learner: tuple[CurveLearner, IntArray] | None = None,
+        learner: tuple[Learner, IntArray] | None = None,
         pinned: bool = False,
         fixed_limits: bool = False,
         name: str = "adaptive",

@@ -14,8 +14,9 @@ pool at its own request. With one pool of one core and speed 1 this is applicati
 model exactly. The node form A/c is a modelling choice (Downey's formulas are not exactly
 invariant under n → c·n); it makes the oracle's curve per pool exact.
 
-Learned curves are keyed by (application, pool), as the daemon keys curves by (application,
-node type): one CurveLearner with a slot per pair (learning.py unchanged).
+Learned curves are keyed by (application, pool) as the daemon keys them by (application, node
+type), with its fallback to the curve of all the application's runs while a pool has none
+(`TypedLearner`; learning.py unchanged).
 
 The multi-partition what-if: every job of a pool listed in `multi` is taken to be submitted
 with ``-p`` those pools (in that order). Its request is processors: on pool q it asks for
@@ -44,6 +45,7 @@ from policies.simulation.pooled import choice_route, simulate_pools, slurm_route
 from policies.simulation.pools import Placed, Pool, place
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import DowneyDraws, JobCurves, TraceJob
+from predictor import Curve
 from predictor.downey import FloatArray, IntArray, relative_runtime
 
 #: Policies routed by Slurm's rule in the multi-partition what-if (the rest: by completion).
@@ -57,6 +59,9 @@ class PoolPlan:
 
     pools: tuple[Pool, ...]
     multi: tuple[int, ...] = ()
+    #: The daemon's fallback to the curve of all the application's runs on a pool without
+    #: its own (TypedLearner); False: a pool's curve comes from its own runs only.
+    fallback: bool = True
 
 
 def pooled_load(
@@ -88,6 +93,37 @@ def pooled_offered_load(jobs: Sequence[TraceJob], plan: PoolPlan) -> float:
     span = float(submits.max() - submits.min())
     work = float(np.sum(placed.processors * np.array([j.runtime for j in placed.jobs])))
     return work / (total * span) if span > 0 else math.inf
+
+
+class TypedLearner:
+    """The daemon's curves with node types (plugin/daemon/decider.py, `curve_for`; the
+    learner's `refit_app` fits one curve per node type beside the one over all runs): slot
+    k = application·pools + pool. A decision on pool q sees the curve of the application's
+    runs on q when the learner has one, else the curve of all its runs on every pool (sizes
+    in each run's own pool's nodes, as the daemon's observations are). Both are CurveLearners
+    at the same cadence, sharing `fits`; `refits` counts the (application, pool) curves'
+    refit rounds (with one pool: the application's, as without pools)."""
+
+    def __init__(
+        self, apps: int, pools: int, growth: float | None, fits: Fits, fallback: bool = True
+    ) -> None:
+        self.pools, self.fallback = pools, fallback
+        self.typed = CurveLearner(apps * pools, growth=growth, fits=fits)
+        self.generic = CurveLearner(apps, growth=growth, fits=fits)
+
+    @property
+    def refits(self) -> int:
+        return self.typed.refits
+
+    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
+        self.typed.observe(app, nodes, runtime, now)
+        self.generic.observe(app // self.pools, nodes, runtime, now)
+
+    def curve(self, app: int, now: float) -> Curve | None:
+        typed = self.typed.curve(app, now)
+        if typed is not None or not self.fallback:
+            return typed
+        return self.generic.curve(app // self.pools, now)
 
 
 class PooledExperiment:
@@ -170,7 +206,8 @@ class PooledExperiment:
         learner = None
         if policy != "oracle" and self.setup.curves == "learned":
             growth = None if self.setup.refits == "daemon" else GROWTH
-            learner = CurveLearner(len(self.apps) * len(pools), growth=growth, fits=self.fits)
+            fallback = self.plan.fallback
+            learner = TypedLearner(len(self.apps), len(pools), growth, self.fits, fallback)
         return [
             AdaptiveSizer(
                 self.pool_jobs[q],

@@ -10,7 +10,9 @@ fitted per (application, pool) from the simulation's own earlier runs) and oracl
 handed the true curves: an upper bound no site has). True curves are synthetic (A = median
 request in processors × U[1, 4], σ ~ U[0, 2]; typed.py), labelled so where printed.
 Multi-partition: every job of large or standard submitted with -p large,standard (rigid and
-greedy: Slurm's first that can start it; adaptive and oracle: earliest predicted completion).
+greedy: Slurm's first that can start it; adaptive and oracle: earliest predicted completion);
+and adaptive again without the daemon's fallback to the curve of all an application's runs
+on a pool where it has none (PoolPlan.fallback), to show what that fallback costs.
 
 No constant here was chosen on any data: the moldable range, noise and policy settings are
 the command's defaults. Nothing about which policy wins is asserted (a measurement);
@@ -72,11 +74,16 @@ def test_curie_pools_with_and_without_the_multi_partition_what_if(
     for column in ("node-h large", "jobs large", "node-h standard", "jobs standard"):
         table.add_column(column, justify="right")
     dropped = None
-    for what, multi in (("own partition", ()), ("-p large,standard", (0, 1))):
-        plan = PoolPlan(pools, multi)
-        for result in sweep(trace.jobs, setup, LOADS, SEEDS, POLICIES, pools=plan):
+    cases = (
+        ("own partition", (), True, POLICIES),
+        ("-p large,standard", (0, 1), True, POLICIES),
+        ("-p large,standard, no fallback", (0, 1), False, ("adaptive",)),
+    )
+    for what, multi, fallback, names in cases:
+        plan = PoolPlan(pools, multi, fallback)
+        for result in sweep(trace.jobs, setup, LOADS, SEEDS, names, pools=plan):
             dropped = getattr(result.experiment, "dropped", None)
-            for name in POLICIES:
+            for name in names:
                 summary = result.policies[name]
                 run = result.first[name]
                 assert sum(v["jobs"] for v in run.pools.values()) == len(run.schedule)
@@ -101,5 +108,8 @@ def test_curie_pools_with_and_without_the_multi_partition_what_if(
             "oracle = adaptive handed the true curves (an upper bound); the true curves are "
             "synthetic (A = median request in processors × U[1, 4], σ ~ U[0, 2]; per-type "
             "speed 1, an assumption); no constant was chosen on this data. Node-hours add "
-            "fat (32-core) and thin (16-core) nodes only per pool, never across."
+            "fat (32-core) and thin (16-core) nodes only per pool, never across. 'no "
+            "fallback': the learned curve of a pool comes from its own runs only, instead of "
+            "the daemon's fallback to the curve of all the application's runs (whose sizes "
+            "mix fat and thin nodes)."
         )

@@ -20,7 +20,7 @@ from policies.simulation.pools import (
     parse_pools,
     place,
 )
-from policies.simulation.typed import PooledExperiment, PoolPlan, pooled_experiment
+from policies.simulation.typed import PooledExperiment, PoolPlan, TypedLearner, pooled_experiment
 
 from .helpers import NASA
 
@@ -161,3 +161,28 @@ def test_the_swf_reader_keeps_processors_partition_and_the_header_notes() -> Non
     trace = parse_swf([*CURIE_HEADER, line.format(part=4), line.format(part=-1)], "t")
     assert [(j.processors, j.partition) for j in trace.jobs] == [(64, 4), (64, None)]
     assert from_header(trace.comments) == from_header(CURIE_HEADER)
+
+
+def test_a_pool_without_runs_sees_the_curve_of_all_the_applications_runs() -> None:
+    """As the daemon: the (application, pool) curve when the learner has one, else the curve
+    of all the application's runs (plugin/daemon/decider.py, curve_for)."""
+    learner = TypedLearner(apps=1, pools=2, growth=None, fits={})
+    for n in (1, 2, 4, 8):
+        learner.observe(0, n, 1000.0 / n**0.8, 0.0)  # pool 0 (slot 0·2 + 0)
+    on_0, on_1 = learner.curve(0, 1000.0), learner.curve(1, 1000.0)
+    assert on_0 is not None
+    assert on_1 == on_0  # no run on pool 1: the curve of all runs, here pool 0's
+    for n in (1, 2, 4, 8):
+        learner.observe(1, n, 3000.0 / n**0.5, 2000.0)  # pool 1, slower and flatter
+    typed_1 = learner.curve(1, 4000.0)
+    assert typed_1 is not None
+    assert typed_1.runtime([1.0])[0] == pytest.approx(3000.0, rel=0.05)
+    assert learner.curve(0, 4000.0) == on_0  # pool 0's own runs did not change
+
+
+def test_without_the_fallback_a_pool_without_runs_has_no_curve() -> None:
+    learner = TypedLearner(apps=1, pools=2, growth=None, fits={}, fallback=False)
+    for n in (1, 2, 4, 8):
+        learner.observe(0, n, 1000.0 / n**0.8, 0.0)
+    assert learner.curve(0, 1000.0) is not None
+    assert learner.curve(1, 1000.0) is None
