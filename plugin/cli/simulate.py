@@ -426,7 +426,8 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     type=click.FloatRange(min=1.0, max=1e9),
     default=None,
     metavar="A",
-    help="Largest average parallelism of the workload model (default: the machine's size).",
+    help="Largest average parallelism of the workload model (default: the machine's size; "
+    "with node pools, in processors: the largest pool's).",
 )
 @click.option(
     "--jobs",
@@ -646,7 +647,8 @@ def simulate(
     job of P processors asks for ⌈P/c⌉ nodes of its pool's c cores. An application's true
     curve is Downey's in processors (A from its median request in processors); on c-core
     nodes it is Downey's in nodes with A/c, one node running as c processors, times the
-    pool's SPEED. Curves are learned per (application, pool). Not modelled: per-type speeds
+    pool's SPEED. Curves are learned per (application, pool), a pool without one using
+    the curve of all the application's runs, as the daemon does. Not modelled: per-type speeds
     from data (SPEED is an assumption, default 1), memory, GPUs, node placement, and Slurm
     keeping a multi-partition job pending in every partition (it is routed at submit).
     --slurm-array, --variants, --store and --html run one partition only.
