@@ -95,6 +95,24 @@ def pooled_offered_load(jobs: Sequence[TraceJob], plan: PoolPlan) -> float:
     return work / (total * span) if span > 0 else math.inf
 
 
+def relative_on_pool(
+    n: FloatArray,
+    A: FloatArray,
+    sigma: FloatArray,
+    cores: float | FloatArray,
+    speed: float | FloatArray,
+) -> FloatArray:
+    """T_q(n)/T1 on a pool of `cores` cores per node at `speed` (module doc):
+    τ(c; A, σ)·τ(n; max(1, A/c), σ)/s, A in processors; arguments broadcast."""
+    c = np.asarray(cores, dtype=float)
+    out: FloatArray = (
+        relative_runtime(c, A, sigma)
+        * relative_runtime(n, np.maximum(1.0, A / c), sigma)
+        / np.asarray(speed, dtype=float)
+    )
+    return out
+
+
 class TypedLearner:
     """The daemon's curves with node types (plugin/daemon/decider.py, `curve_for`; the
     learner's `refit_app` fits one curve per node type beside the one over all runs): slot
@@ -153,15 +171,7 @@ class PooledExperiment:
         own = np.array([j.nodes for j in self.jobs], dtype=float)
         runtime = np.array([j.runtime for j in self.jobs])
 
-        def relative(q: int | IntArray, n: FloatArray) -> FloatArray:
-            c = cores[q]
-            aq = np.maximum(1.0, A / c)
-            out: FloatArray = (
-                relative_runtime(c, A, sigma) * relative_runtime(n, aq, sigma) / speed[q]
-            )
-            return out
-
-        t1 = runtime / relative(self.pool, own)
+        t1 = runtime / relative_on_pool(own, A, sigma, cores[self.pool], speed[self.pool])
         self.eligible = np.zeros((len(pools), len(self.jobs)), dtype=bool)
         self.pool_jobs: list[tuple[TraceJob, ...]] = []
         self.pool_curves: list[JobCurves] = []
@@ -172,7 +182,9 @@ class PooledExperiment:
             want = np.ceil(procs / p.cores - 1e-9)
             self.eligible[q] = mine | (listed & (q in plan.multi) & (want <= p.nodes))
             nodes = np.where(mine, own, np.minimum(want, p.nodes))
-            times = np.where(mine, runtime, t1 * relative(q, nodes))
+            times = np.where(
+                mine, runtime, t1 * relative_on_pool(nodes, A, sigma, p.cores, p.speed)
+            )
             jobs_q = tuple(
                 j if m else replace(j, nodes=int(n), runtime=float(t))
                 for j, m, n, t in zip(self.jobs, mine, nodes, times, strict=True)

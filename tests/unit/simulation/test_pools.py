@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from numpy.testing import assert_allclose
 
 from plugin.formats.swf import parse_swf, read_swf
 from policies.simulation import POLICIES, Experiment, Setup, TraceJob, at_load
@@ -20,7 +21,14 @@ from policies.simulation.pools import (
     parse_pools,
     place,
 )
-from policies.simulation.typed import PooledExperiment, PoolPlan, TypedLearner, pooled_experiment
+from policies.simulation.typed import (
+    PooledExperiment,
+    PoolPlan,
+    TypedLearner,
+    pooled_experiment,
+    relative_on_pool,
+)
+from predictor.downey import relative_runtime
 
 from .helpers import NASA
 
@@ -186,3 +194,16 @@ def test_without_the_fallback_a_pool_without_runs_has_no_curve() -> None:
         learner.observe(0, n, 1000.0 / n**0.8, 0.0)
     assert learner.curve(0, 1000.0) is not None
     assert learner.curve(1, 1000.0) is None
+
+
+def test_the_per_pool_curve_is_downeys_in_processors_at_one_node_and_in_nodes_beyond() -> None:
+    A, sigma = np.array([64.0, 10.0]), np.array([0.5, 1.5])
+    n = np.array([4.0, 4.0])
+    # one-core nodes at speed 1: Downey's curve itself
+    assert_allclose(relative_on_pool(n, A, sigma, 1, 1.0), relative_runtime(n, A, sigma))
+    # one node of 16 cores at speed 2: the processor curve at 16, twice as fast
+    one = relative_on_pool(np.ones(2), A, sigma, 16, 2.0)
+    assert_allclose(one, relative_runtime(16.0, A, sigma) / 2.0)
+    # beyond: Downey's in nodes with A/16 (10/16 < 1 is held at 1: no speedup past a node)
+    ratio = relative_on_pool(n, A, sigma, 16, 2.0) / one
+    assert_allclose(ratio, relative_runtime(n, np.array([4.0, 1.0]), sigma))
