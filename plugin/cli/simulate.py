@@ -4,7 +4,8 @@
         [--load L1,L2,...] [--curves learned|oracle] [--procs-per-node P]
         [--parallelism-factor LOW,HIGH] [--noise X] [--backfill easy|none]
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
-        [--html DIR] [--format text|json] [--quiet]
+        [--html DIR] [--pools SPEC|auto|none] [--multi-partition A,B] [--format text|json]
+        [--quiet]
 
 The pipeline: read the trace (formats/swf.py) -> replay it under every policy at every load
 and seed (policies.simulation.sweep) -> render (here: one table per load, or the JSON document of
@@ -48,7 +49,14 @@ from plugin.errors import InputError, printable
 from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
 from plugin.report.numbers import format_number, format_percent
-from plugin.report.sim_document import ASSUMPTIONS, assemble_document, document_parts, load_value
+from plugin.report.sim_document import (
+    ASSUMPTIONS,
+    assemble_document,
+    document_parts,
+    load_value,
+    pool_sentences,
+    pools_part,
+)
 from plugin.report.sim_figures import duration, setup_sentences, table_rows
 from policies.simulation import (
     POLICIES,
@@ -60,7 +68,9 @@ from policies.simulation import (
     offered_load,
     sweep,
 )
-from policies.simulation.experiment import ADAPTALLOC
+from policies.simulation.experiment import ADAPTALLOC, Experiment
+from policies.simulation.pools import from_header, parse_multi, parse_pools
+from policies.simulation.typed import PoolPlan, pooled_offered_load
 
 __all__ = [
     "STORE_APP_PREFIX",
@@ -114,6 +124,49 @@ def stored_curves(trace: SwfTrace, redis_url: str | None) -> dict[int, predictor
     return found
 
 
+# --- node pools -------------------------------------------------------------------------------
+
+
+def pool_plan(
+    trace: SwfTrace, pools_text: str | None, multi_text: str | None
+) -> tuple[PoolPlan | None, str]:
+    """(the pools to simulate or None for one partition, where they come from): --pools SPEC,
+    else (--pools auto, the default) the trace header's node types where it gives them
+    (pools.from_header), else one partition; --pools none: one partition. InputError (one
+    line) for a bad SPEC or --multi-partition."""
+    try:
+        if pools_text is None or pools_text == "auto":
+            pools, source = from_header(trace.comments), "the trace header"
+        elif pools_text == "none":
+            pools, source = None, "--pools none"
+        else:
+            pools, source = parse_pools(pools_text), "--pools"
+        if pools is None:
+            if multi_text is not None:
+                raise ValueError(
+                    "--multi-partition needs node pools: give --pools NAME=NODESxCORES:PART,..."
+                )
+            return None, source
+        multi = () if multi_text is None else parse_multi(multi_text, pools)
+    except ValueError as exc:
+        raise InputError(printable(str(exc))) from exc
+    return PoolPlan(pools, multi), source
+
+
+def _refuse_with_pools(params: Mapping[str, Any]) -> None:
+    """The options node pools do not support yet: one clear line each."""
+    for key, option in (
+        ("variants", "--variants"),
+        ("use_store", "--store"),
+        ("html_dir", "--html"),
+    ):
+        if params[key]:
+            raise InputError(
+                f"{option} is not supported with node pools yet; add --pools none to simulate "
+                "one partition"
+            )
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -156,6 +209,7 @@ def run_sweep(
     show_progress: bool,
     names: Sequence[str] = POLICIES,
     workers: int = 1,
+    pools: PoolPlan | None = None,
 ) -> tuple[list[LoadResult], float]:
     """Every policy × load × seed, with a progress bar of runs; (results, seconds). With
     workers > 1 the (load, seed) cells run in that many processes, each cell split into its
@@ -174,7 +228,9 @@ def run_sweep(
         try:
             mapper = None if pool is None else pool.map
             split = pool is not None and len(loads) * seeds < workers
-            results = sweep(trace.jobs, setup, loads, seeds, names, stored, update, mapper, split)
+            results = sweep(
+                trace.jobs, setup, loads, seeds, names, stored, update, mapper, split, pools
+            )
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
     return results, time.perf_counter() - started
@@ -198,8 +254,11 @@ def simulation_document(
     config_source: str,
     seeds: int,
     offered: float,
+    pools: tuple[PoolPlan, str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON document (the contract in DESIGN.md, and the older keys kept beside it)."""
+    """The JSON document (the contract in DESIGN.md, and the older keys kept beside it);
+    with node pools (plan, where it came from) also "pools", each policy's per-pool figures
+    and the jobs dropped for want of a pool."""
     head = results[0]
     loads = [
         {
@@ -209,6 +268,8 @@ def simulation_document(
         for r in results
     ]
     parts = document_parts(trace, setup, head.experiment, head.first, config_source, seeds)
+    if pools is not None:
+        parts = pools_part(parts, pools[0], pools[1], head.experiment, offered)
     return assemble_document(parts, loads)
 
 
@@ -255,6 +316,10 @@ def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
                 cell += f" ± {show((interval[1] - interval[0]) / 2)}"
             row.append(cell)
         table.add_row(*row)
+    for pool in next(iter(result.policies.values())).pools:
+        for key, what in (("jobs", "jobs"), ("node_hours", "node-hours")):
+            cells = [f"{s.pools[pool][key]:,.0f}" for s in result.policies.values()]
+            table.add_row(f"{what} on {pool}", *cells)
     return table
 
 
@@ -264,6 +329,7 @@ def render_text(
     config: str,
     offered: float,
     out: Console,
+    pools: tuple[PoolPlan, str] | None = None,
 ) -> None:
     """The comparison for people: what was simulated, one table per load, the rules."""
 
@@ -276,6 +342,9 @@ def render_text(
     curves = head.experiment.setup.curves
     for sentence in setup_sentences(trace, head.experiment, config):
         say(sentence)
+    if pools is not None:
+        for sentence in pool_sentences(pools[0], pools[1], head.experiment):
+            say(sentence)
     for result in results:
         out.print(summary_table(result, curves, offered))
     adaptive = head.first.get("adaptive")
@@ -357,7 +426,8 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     type=click.FloatRange(min=1.0, max=1e9),
     default=None,
     metavar="A",
-    help="Largest average parallelism of the workload model (default: the machine's size).",
+    help="Largest average parallelism of the workload model (default: the machine's size; "
+    "with node pools, in processors: the largest pool's).",
 )
 @click.option(
     "--jobs",
@@ -490,6 +560,26 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="Merge the cells of a --slurm-array sweep in DIR into one report (the same JSON as a "
     'local run; {"sweeps": [...]} for several traces or policy files).',
 )
+@click.option(
+    "--pools",
+    "pools_text",
+    default=None,
+    metavar="SPEC|auto|none",
+    help="Node types: NAME=NODESxCORES:PART[+PART...][@SPEED],... (e.g. "
+    "large=360x32:4,standard=5040x16:10): a pool of NODES nodes of CORES cores runs the jobs "
+    "of the SWF partitions PART (field 16) at SPEED (default 1) per core; jobs of other "
+    "partitions are dropped. auto (default): the header's node types where it gives them "
+    "(CEA Curie: large and standard), else one partition; none: one partition.",
+)
+@click.option(
+    "--multi-partition",
+    "multi_text",
+    default=None,
+    metavar="A,B,...",
+    help="What if every job of these pools had been submitted with -p A,B: rigid and greedy "
+    "take the first that can start it (Slurm's rule), adaptalloc's policies the one with the "
+    "earliest predicted completion.",
+)
 @click.option("--plan", "plan_dir", default=None, hidden=True, type=click.Path(path_type=str))
 @click.option("--cell", "cell_index", default=None, hidden=True, type=click.IntRange(min=0))
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
@@ -522,6 +612,8 @@ def simulate(
     gather_dir: str | None,
     plan_dir: str | None,
     cell_index: int | None,
+    pools_text: str | None,
+    multi_text: str | None,
     quiet: bool,
     output_format: str,
 ) -> None:
@@ -550,11 +642,23 @@ def simulate(
     Sweeps at scale: --workers runs the (load, seed) cells in processes here; --slurm-array
     DIR submits them (for several traces and policy files too) as a Slurm job array, and
     --gather DIR merges the cells' results into the same report.
+
+    Node types (--pools, README "Node types"): one partition per pool, each FCFS + EASY. A
+    job of P processors asks for ⌈P/c⌉ nodes of its pool's c cores. An application's true
+    curve is Downey's in processors (A from its median request in processors); on c-core
+    nodes it is Downey's in nodes with A/c, one node running as c processors, times the
+    pool's SPEED. Curves are learned per (application, pool), a pool without one using
+    the curve of all the application's runs, as the daemon does. Not modelled: per-type speeds
+    from data (SPEED is an assumption, default 1), memory, GPUs, node placement, and Slurm
+    keeping a multi-partition job pending in every partition (it is routed at submit).
+    --slurm-array, --variants, --store and --html run one partition only.
     """
     started = time.perf_counter()
     if redis_url is not None and not use_store:
         raise click.UsageError("--redis-url goes with --store")
     names = (*POLICIES, *VARIANTS) if variants else POLICIES
+    if ctx.params["array_dir"] is not None and (pools_text not in (None, "none") or multi_text):
+        raise InputError("--slurm-array simulates one partition: drop --pools/--multi-partition")
     if _array_command(ctx.params, names):
         return
     trace_path = trace_paths[0]
@@ -569,6 +673,9 @@ def simulate(
         )
     if max_jobs is not None:
         trace = trace.head(max_jobs)
+    plan, pools_source = pool_plan(trace, pools_text, multi_text)
+    if plan is not None:
+        _refuse_with_pools(ctx.params)
     stored = stored_curves(trace, redis_url) if use_store else None
     try:
         setup = Setup(
@@ -585,7 +692,11 @@ def simulate(
         )
     except ValueError as exc:
         raise InputError(printable(str(exc))) from exc
-    offered = offered_load(trace.jobs, trace.machine)
+    offered = (
+        offered_load(trace.jobs, trace.machine)
+        if plan is None
+        else pooled_offered_load(trace.jobs, plan)
+    )
     root_quiet = bool(ctx.find_root().params.get("quiet"))
     load_list: list[float | None] = list(loads) if loads else [None]
     results, seconds = run_sweep(
@@ -597,18 +708,22 @@ def simulate(
         not (quiet or root_quiet),
         names,
         workers or os.cpu_count() or 1,
+        plan,
     )
-
+    pools = None if plan is None else (plan, pools_source)
     if output_format == "json":
-        emit_json(simulation_document(trace, setup, results, config.source, seeds, offered))
+        doc = simulation_document(trace, setup, results, config.source, seeds, offered, pools)
+        emit_json(doc)
     else:
-        render_text(trace, results, config.source, offered, stdout_console())
+        render_text(trace, results, config.source, offered, stdout_console(), pools)
         sys.stdout.flush()
     html_path = None
     if html_dir is not None:
         from plugin.report.simulation import write_report  # noqa: PLC0415 (only --html needs it)
 
         head = results[0]
+        if not isinstance(head.experiment, Experiment):  # refused earlier (_refuse_with_pools)
+            raise InputError("--html is not supported with node pools yet")
         html_path = write_report(
             Path(html_dir), trace, head.experiment, dict(head.first), config.source
         )

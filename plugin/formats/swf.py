@@ -14,7 +14,8 @@ whitespace-separated numbers, −1 where a value is missing:
 
 What the simulator takes from a job: submit time, run time (> 0), the size (requested
 processors, else allocated), the time limit (requested time, else a modelled user estimate,
-`policies.simulation.workload.user_estimate`), the user and the executable (its application).
+`policies.simulation.workload.user_estimate`), the user and the executable (its application),
+and, for node types (policies/simulation/pools.py), the size in processors and the partition.
 
 Units: SWF sizes count processors, the simulator counts nodes. Processors per node p come from
 ``--procs-per-node``, else the header's MaxProcs / MaxNodes when it has both (Curie: 93312 /
@@ -74,6 +75,8 @@ _MACHINE_KEYS = ("MaxNodes", "MaxProcs")
 MAX_SIZE = 10_000_000
 #: Header values longer than this are cut (a header line is not a place for megabytes).
 _HEADER_VALUE_LIMIT = 200
+#: Header comment lines kept as read (SwfTrace.comments).
+MAX_COMMENTS = 1000
 
 
 class SwfError(InputError):
@@ -104,6 +107,9 @@ class SwfTrace:
     usable: int = 0
     procs_per_node: float = 1.0
     procs_per_node_from: str = "default"
+    #: The header's comment lines as read (the first MAX_COMMENTS, each cut), for what the
+    #: ``Key: value`` fields cannot hold (node types in notes: policies.simulation.pools).
+    comments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.usable < len(self.jobs):
@@ -130,6 +136,7 @@ class SwfTrace:
             self.usable,
             self.procs_per_node,
             self.procs_per_node_from,
+            self.comments,
         )
 
 
@@ -138,8 +145,10 @@ def skipped_summary(skipped: Mapping[str, int]) -> str:
     return ", ".join(f"{skipped[r]:,} {r}" for r in SKIP_REASONS if skipped.get(r))
 
 
-def _header_field(line: str, header: dict[str, str]) -> None:
-    """Record ``; Key: value`` (first occurrence wins); other comments are ignored."""
+def _header_field(line: str, header: dict[str, str], comments: list[str]) -> None:
+    """Record ``; Key: value`` (first occurrence wins) and the line (up to MAX_COMMENTS)."""
+    if len(comments) < MAX_COMMENTS:
+        comments.append(line[:_HEADER_VALUE_LIMIT])
     key, sep, value = line.lstrip(";").partition(":")
     key = key.strip()
     if sep and key and key.isidentifier() and key not in header:
@@ -186,6 +195,8 @@ class _Job:
     limit: float
     executable: int | None
     user: int | None
+    processors: int
+    partition: int | None
 
 
 def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
@@ -193,7 +204,7 @@ def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
     None (counted) when it lacks one."""
     job_id, submit, _, runtime, allocated = values[:5]
     requested, requested_time = values[7], values[8]
-    executable, user = values[13], values[11]
+    executable, user, partition = values[13], values[11], values[15]
     if any(abs(v) > MAX_FIELD for v in values):
         skipped[_IMPLAUSIBLE] += 1
         return None
@@ -210,8 +221,9 @@ def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
     limit = requested_time if requested_time > 0 else math.nan
     exe = int(executable) if executable >= 0 and executable == int(executable) else None
     who = int(user) if user >= 0 and user == int(user) else None
+    part = int(partition) if partition >= 0 and partition == int(partition) else None
     nodes = max(1, math.ceil(size / p - _EPS))
-    return _Job(int(job_id), submit, runtime, nodes, limit, exe, who)
+    return _Job(int(job_id), submit, runtime, nodes, limit, exe, who, int(size), part)
 
 
 def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = None) -> SwfTrace:
@@ -224,6 +236,7 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
     ):
         raise SwfError(f"procs per node must be in (0, {MAX_SIZE}], got {procs_per_node!r}")
     header: dict[str, str] = {}
+    comments: list[str] = []
     skipped: Counter[str] = Counter()
     parsed: list[_Job] = []
     count = 0
@@ -233,7 +246,7 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
         if not line:
             continue
         if line.startswith(";"):
-            _header_field(line, header)
+            _header_field(line, header, comments)
             continue
         count += 1
         if units is None:
@@ -275,6 +288,8 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
                 j.executable,
                 j.user,
                 limit_given=given,
+                processors=j.processors,
+                partition=j.partition,
             )
         )
     if not jobs:
@@ -292,6 +307,7 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
         from_runtime,
         procs_per_node=p,
         procs_per_node_from=p_from,
+        comments=tuple(comments),
     )
 
 

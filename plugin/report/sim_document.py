@@ -16,8 +16,17 @@ from typing import Any
 from plugin.formats.swf import SwfTrace
 from policies.simulation import PolicyResult, Setup, offered_load
 from policies.simulation.experiment import Experiment
+from policies.simulation.typed import PooledExperiment, PoolPlan
 
-__all__ = ["ASSUMPTIONS", "assemble_document", "document_parts", "load_value"]
+__all__ = [
+    "ASSUMPTIONS",
+    "POOL_ASSUMPTIONS",
+    "assemble_document",
+    "document_parts",
+    "load_value",
+    "pool_sentences",
+    "pools_part",
+]
 
 #: What every simulation assumes, said in the text, the JSON and the HTML report.
 ASSUMPTIONS = (
@@ -41,6 +50,78 @@ ASSUMPTIONS = (
 )
 
 
+#: What a simulation over node pools assumes besides ASSUMPTIONS (policies/simulation/typed.py).
+POOL_ASSUMPTIONS = (
+    "Node pools: one partition per pool (FCFS + EASY each); a job of P processors asks for "
+    "⌈P/c⌉ nodes of its pool's c cores; jobs of a partition no pool runs are dropped.",
+    "True curves per node type: Downey's in processors (A = median request in processors × "
+    "U[factor]); on c-core nodes Downey's in nodes with A/c (at least 1), one node running as "
+    "c processors, divided by the pool's speed (an assumption, default 1: the trace gives "
+    "no per-type speed).",
+    "Learned curves are keyed by (application, pool), as the daemon keys them by node type.",
+    "Multi-partition what-if: the job's processors on each listed pool, one time limit for "
+    "all; rigid, rigid_limits and greedy take the first listed pool that can start it now, "
+    "else the one whose queue implies the earliest start (running jobs ending at their "
+    "limits); the other policies choose by predicted completion (policies/partition.py). "
+    "Slurm keeps such a job pending in every partition; here it is routed at submit.",
+)
+
+
+def pools_part(
+    parts: Mapping[str, Any],
+    plan: PoolPlan,
+    source: str,
+    experiment: Experiment | PooledExperiment,
+    offered: float,
+) -> dict[str, Any]:
+    """`parts` (document_parts) with node pools: "pools" (the pools, where they came from,
+    the multi-partition listing), the jobs dropped for want of a pool added to "dropped",
+    the offered load in processors and the pool assumptions."""
+    out = dict(parts)
+    dropped = dict(parts["dropped"])
+    if isinstance(experiment, PooledExperiment):
+        dropped.update(experiment.dropped)
+        out["settings"] = dict(parts["settings"], max_parallelism=experiment.parallelism)
+    out["dropped"] = dropped
+    out["trace"] = dict(parts["trace"], offered_load=load_value(None, offered))
+    out["pools"] = {
+        "source": source,
+        "pools": [
+            {
+                "name": p.name,
+                "nodes": p.nodes,
+                "cores": p.cores,
+                "partitions": list(p.partitions),
+                "speed": p.speed,
+            }
+            for p in plan.pools
+        ],
+        "multi_partition": [plan.pools[q].name for q in plan.multi] or None,
+    }
+    out["assumptions"] = [*parts["assumptions"], *POOL_ASSUMPTIONS]
+    return out
+
+
+def pool_sentences(
+    plan: PoolPlan, source: str, experiment: Experiment | PooledExperiment
+) -> list[str]:
+    """The pools in sentences (the text output's head)."""
+    pools = ", ".join(str(p) for p in plan.pools)
+    out = [f"Node pools from {source}: {pools}."]
+    if isinstance(experiment, PooledExperiment) and experiment.dropped:
+        drops = ", ".join(f"{n:,} {why}" for why, n in experiment.dropped.items())
+        out.append(f"Dropped jobs: {drops}.")
+    if plan.multi:
+        listed = ",".join(plan.pools[q].name for q in plan.multi)
+        out.append(
+            f"Multi-partition what-if: every job of {listed} submitted with -p {listed} "
+            "(rigid, greedy: Slurm's first that can start it; adaptalloc: earliest predicted "
+            "completion)."
+        )
+    out.extend(POOL_ASSUMPTIONS)
+    return out
+
+
 def load_value(load: float | None, offered: float) -> float | None:
     """A load as the JSON says it: the trace's own offered load for None (null when it is
     infinite: JSON has no infinity, and a trace submitted all at once offers none)."""
@@ -52,7 +133,7 @@ def load_value(load: float | None, offered: float) -> float | None:
 def document_parts(
     trace: SwfTrace,
     setup: Setup,
-    experiment: Experiment,
+    experiment: Experiment | PooledExperiment,
     first: Mapping[str, PolicyResult],
     config_source: str,
     seeds: int,

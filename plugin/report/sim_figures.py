@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from plugin.formats.swf import SwfTrace, skipped_summary
 from plugin.report.numbers import format_number, format_percent
 from policies.simulation import Experiment, Metrics, PolicyResult
+from policies.simulation.typed import PooledExperiment
 
 __all__ = ["FIGURES", "Figure", "duration", "setup_sentences", "table_rows"]
 
@@ -81,7 +82,9 @@ def table_rows(results: Mapping[str, PolicyResult]) -> list[list[str]]:
     return rows
 
 
-def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> list[str]:
+def setup_sentences(
+    trace: SwfTrace, experiment: Experiment | PooledExperiment, config: str
+) -> list[str]:
     """What was simulated, in sentences (the text output's and the HTML report's head)."""
     setup = experiment.setup
     jobs = len(experiment.jobs)
@@ -92,6 +95,14 @@ def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> lis
     )
     if jobs < trace.usable:
         head += f", the first {jobs:,} of {trace.usable:,} usable jobs"
+    cap = setup.parallelism
+    if isinstance(experiment, PooledExperiment):
+        pools = ", ".join(str(p) for p in experiment.plan.pools)
+        head = (
+            f"Trace {trace.source}: {jobs:,} jobs on node pools {pools} (each job's processors "
+            f"over its pool's cores per node), of {len(trace.jobs):,} read"
+        )
+        cap = experiment.parallelism
     out = [head + "."]
     if trace.skipped:
         out.append(f"Dropped {trace.skipped_total:,} lines: {skipped_summary(trace.skipped)}.")
@@ -105,7 +116,7 @@ def setup_sentences(trace: SwfTrace, experiment: Experiment, config: str) -> lis
     lo, hi = setup.parallelism_factor
     curves = (
         f"{len(apps):,} applications ({grouping}), one Downey curve each: A = median request "
-        f"× U[{lo:g}, {hi:g}] (at most {setup.parallelism:g}), σ ~ U[0, 2], run noise "
+        f"× U[{lo:g}, {hi:g}] (at most {cap:g}), σ ~ U[0, 2], run noise "
         f"{format_percent(setup.noise, 2)}, seed {setup.seed}"
     )
     stored = experiment.jobs_with_stored_curves

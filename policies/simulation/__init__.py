@@ -20,6 +20,9 @@ backfill.py     EASY's reservation and the backfill rule (Lifka 1995; Mu'alem & 
 metrics.py      response, wait, bounded slowdown, utilization, makespan, node-hours
 experiment.py   one trace under every policy with the same curves
 sweep.py        offered loads × seeds, means with 95% intervals
+pools.py        node types: pools of nodes, the partitions they run, jobs placed on them
+pooled.py       several pools in one event loop, multi-partition routing
+typed.py        one trace over node pools: true curves per type, learned per (app, pool)
 """
 
 from policies.simulation.backfill import Reservation

@@ -35,13 +35,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from policies.config import PolicySettings
 from policies.decide import decide
+from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
-from policies.simulation.learning import CurveLearner
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
 from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
@@ -62,6 +63,18 @@ SAFETY_GROWTH = 1.25
 MAX_SAFETY = 4.0
 
 
+class Learner(Protocol):
+    """What the adaptive policy asks of a learner (learning.CurveLearner; typed.TypedLearner
+    for node types): completed runs in, the curve a decision sees out, refits counted."""
+
+    @property
+    def refits(self) -> int: ...
+
+    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+
+    def curve(self, app: int, now: float) -> Curve | None: ...
+
+
 def with_safety(limit_min: int, user_limit_min: int, safety: float) -> int:
     """min(L, ⌈L'·safety⌉) for a limit L' shorter than the user's L; L' otherwise."""
     if limit_min >= user_limit_min or safety <= 1.0:
@@ -78,7 +91,7 @@ class AdaptiveSizer:
         requests: MoldableRequests,
         curves: JobCurves,
         settings: PolicySettings,
-        learner: tuple[CurveLearner, IntArray] | None = None,
+        learner: tuple[Learner, IntArray] | None = None,
         pinned: bool = False,
         fixed_limits: bool = False,
         name: str = "adaptive",
@@ -114,7 +127,9 @@ class AdaptiveSizer:
         learner, apps = self.learner
         return learner.curve(int(apps[job]), now)
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def _decide(self, job: int, view: ClusterView) -> tuple[Decision, Curve | None, int, float]:
+        """(decision, curve, requested minimum, user's limit in s) for `job` now; no state
+        changes."""
         if self.pinned:
             j = self.jobs[job]
             lo, hi, user_limit = j.nodes, j.nodes, j.limit
@@ -132,6 +147,20 @@ class AdaptiveSizer:
             decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
         else:
             decision = decide(request, curve, cluster, self.settings, self.budget)
+        return decision, curve, lo, user_limit
+
+    def propose(self, job: int, view: ClusterView) -> tuple[int | None, float]:
+        """What `allocate` would decide now, without counting it: (size, the curve's runtime
+        there in s); (None, nan) when it would leave the job as submitted (pooled.py asks
+        each listed partition before choosing one)."""
+        decision, curve, _, _ = self._decide(job, view)
+        if decision.nodes is None or curve is None:
+            return None, math.nan
+        return decision.nodes, float(curve.runtime(np.array([float(decision.nodes)]))[0])
+
+    def allocate(self, job: int, view: ClusterView) -> Allocation:
+        decision, curve, lo, user_limit = self._decide(job, view)
+        hi = self.requests.hi[job] if not self.pinned else lo
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1

@@ -100,13 +100,15 @@ def simulate(
     """Run the trace through the scheduler (module doc) and return the schedule."""
     if machine < 1:
         raise ValueError(f"machine must have at least 1 node, got {machine}")
-    state = _Scheduler(jobs, machine, sizer, runtime, backfill, record_reservations)
+    state = PartitionScheduler(jobs, machine, sizer, runtime, backfill, record_reservations)
     state.run(progress)
     return state.schedule()
 
 
-class _Scheduler:
-    """The simulation's state; `run` is the event loop, each step a method."""
+class PartitionScheduler:
+    """One partition's state; `run` is the event loop, each step a method. A simulation of
+    several partitions (pooled.py) drives one per partition with `ends`, `enqueue` and
+    `schedule_pass` in `run`'s order."""
 
     def __init__(
         self,
@@ -151,19 +153,31 @@ class _Scheduler:
             now = self.submit[self.order[self.submitted]] if self.submitted < count else math.inf
             if self.finishes and self.finishes[0][0] < now:
                 now = self.finishes[0][0]
-            self._raise(now)
-            for _ in range(self._finish(now)):
+            for _ in range(self.ends(now)):
                 finished += 1
                 if progress is not None and finished % PROGRESS_EVERY == 0:
                     progress(finished)
             self._arrive(now)
-            self._fcfs(now)
-            if self.backfill and len(self.queue) > 1 and self.free > 0:
-                self._easy(now)
+            self.schedule_pass(now)
         if self.queue:  # unreachable: a waiting head always has running jobs to wait for
             raise RuntimeError(f"{len(self.queue)} jobs never started")
         if progress is not None:
             progress(finished)
+
+    def ends(self, now: float) -> int:
+        """The kill guard's raises, then the ends, up to `now`; how many jobs ended."""
+        self._raise(now)
+        return self._finish(now)
+
+    def schedule_pass(self, now: float) -> None:
+        """One scheduling pass at `now`: FCFS, then EASY backfilling when on."""
+        self._fcfs(now)
+        if self.backfill and len(self.queue) > 1 and self.free > 0:
+            self._easy(now)
+
+    def enqueue(self, job: int, now: float) -> None:
+        """Size `job` as its policy sees the partition at `now` and queue it."""
+        self._enqueue(job, now)
 
     def _raise(self, now: float) -> None:
         """The kill guard: every job reaching its shortened limit by `now` gets the guard's
@@ -196,25 +210,31 @@ class _Scheduler:
         while self.submitted < count and self.submit[self.order[self.submitted]] <= now:
             job = self.order[self.submitted]
             self.submitted += 1
-            alloc = self.sizer.allocate(
-                job, ClusterView(now, self.free, self.pending, self.machine)
+            self._enqueue(job, now)
+
+    def view(self, now: float) -> ClusterView:
+        """The partition as a sizing policy sees it at `now`."""
+        return ClusterView(now, self.free, self.pending, self.machine)
+
+    def _enqueue(self, job: int, now: float) -> None:
+        """Size `job` (its policy sees the cluster now) and put it at the end of the queue."""
+        alloc = self.sizer.allocate(job, self.view(now))
+        if not 1 <= alloc.min_nodes <= alloc.max_nodes <= self.machine:
+            raise ValueError(
+                f"job {self.jobs[job].job_id}: {self.sizer.name} asked for "
+                f"{alloc.min_nodes}-{alloc.max_nodes} nodes on a machine of {self.machine}"
             )
-            if not 1 <= alloc.min_nodes <= alloc.max_nodes <= self.machine:
-                raise ValueError(
-                    f"job {self.jobs[job].job_id}: {self.sizer.name} asked for "
-                    f"{alloc.min_nodes}-{alloc.max_nodes} nodes on a machine of {self.machine}"
-                )
-            if not (math.isfinite(alloc.limit) and alloc.limit > 0.0):
-                raise ValueError(f"job {self.jobs[job].job_id}: time limit {alloc.limit}")
-            self.lo[job], self.hi[job] = alloc.min_nodes, alloc.max_nodes
-            self.limit[job], self.rule[job] = alloc.limit, alloc.rule
-            guard = alloc.guard_limit
-            if guard is not None and guard > alloc.limit:
-                if not math.isfinite(guard):
-                    raise ValueError(f"job {self.jobs[job].job_id}: guard limit {guard}")
-                self.guard[job] = guard
-            self.queue.append(job)
-            self.pending += alloc.min_nodes
+        if not (math.isfinite(alloc.limit) and alloc.limit > 0.0):
+            raise ValueError(f"job {self.jobs[job].job_id}: time limit {alloc.limit}")
+        self.lo[job], self.hi[job] = alloc.min_nodes, alloc.max_nodes
+        self.limit[job], self.rule[job] = alloc.limit, alloc.rule
+        guard = alloc.guard_limit
+        if guard is not None and guard > alloc.limit:
+            if not math.isfinite(guard):
+                raise ValueError(f"job {self.jobs[job].job_id}: guard limit {guard}")
+            self.guard[job] = guard
+        self.queue.append(job)
+        self.pending += alloc.min_nodes
 
     def _fcfs(self, now: float) -> None:
         """Start the first waiting jobs while they fit, each on up to all free nodes."""

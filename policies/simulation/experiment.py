@@ -151,10 +151,13 @@ class PolicyResult:
     #: Of the jobs the fallback rule left as submitted: why (adaptive.FALLBACK_NO_CURVE,
     #: adaptive.FALLBACK_UNUSABLE) -> how many.
     fallbacks: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: With node pools (typed.py): pool name -> {"jobs", "node_hours"}; empty without.
+    pools: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
         object.__setattr__(self, "fallbacks", MappingProxyType(dict(self.fallbacks)))
+        object.__setattr__(self, "pools", MappingProxyType(dict(self.pools)))
 
     def __reduce__(self) -> tuple[object, ...]:
         """Picklable (a sweep's cells may run in other processes): mappings as dicts."""
@@ -165,6 +168,7 @@ class PolicyResult:
             dict(self.rules),
             self.refits,
             dict(self.fallbacks),
+            {k: dict(v) for k, v in self.pools.items()},
         )
         return (PolicyResult, args)
 

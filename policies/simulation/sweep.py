@@ -36,6 +36,7 @@ from policies.simulation.experiment import (
     PolicyResult,
     Setup,
 )
+from policies.simulation.typed import PooledExperiment, PoolPlan, pooled_experiment
 from policies.simulation.workload import TraceJob
 from predictor import Curve
 
@@ -84,12 +85,28 @@ class Summary:
     mean: Mapping[str, float]
     ci95: Mapping[str, tuple[float, float] | None]
     seeds: int
+    #: With node pools: pool -> {"jobs", "node_hours"}, means over seeds; empty without.
+    pools: Mapping[str, Mapping[str, float]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {k: self.mean[k] for k in FIGURES}
         out["jobs"] = round(self.mean["jobs"])  # the same in every seed
         out["ci95"] = {k: None if v is None else list(v) for k, v in self.ci95.items()}
+        if self.pools:
+            out["pools"] = {name: dict(v) for name, v in self.pools.items()}
         return out
+
+
+def pool_means(results: Sequence[PolicyResult]) -> dict[str, dict[str, float]]:
+    """Per pool, the mean over seeds of its jobs and node-hours ({} without pools)."""
+    first = results[0].pools
+    return {
+        name: {
+            key: float(np.mean([r.pools[name][key] for r in results]))
+            for key in ("jobs", "node_hours")
+        }
+        for name in first
+    }
 
 
 def summarize_seeds(results: Sequence[Mapping[str, float | int]]) -> Summary:
@@ -118,7 +135,7 @@ class LoadResult:
     #: The first seed's result of every policy (schedules for reports and charts).
     first: Mapping[str, PolicyResult]
     #: The first seed's experiment (its jobs at this load, applications, curves).
-    experiment: Experiment
+    experiment: Experiment | PooledExperiment
 
 
 @dataclass(frozen=True)
@@ -133,8 +150,13 @@ class Cell:
     seed_index: int
     policies: tuple[str, ...]
     stored: Mapping[int, Curve] | None = None
+    #: Node pools (typed.py); None: one partition of setup.machine nodes.
+    pools: PoolPlan | None = None
 
-    def experiment(self) -> Experiment:
+    def experiment(self) -> Experiment | PooledExperiment:
+        if self.pools is not None:
+            seeded = dataclasses.replace(self.setup, seed=self.setup.seed + self.seed_index)
+            return pooled_experiment(self.jobs, self.pools, seeded, self.load)
         loaded = (
             self.jobs if self.load is None else at_load(self.jobs, self.setup.machine, self.load)
         )
@@ -186,18 +208,20 @@ def sweep(
     progress: CellProgress | None = None,
     mapper: Mapper | None = None,
     split: bool = False,
+    pools: PoolPlan | None = None,
 ) -> list[LoadResult]:
     """Every policy at every load, seeds setup.seed .. setup.seed + seeds − 1.
 
     With `mapper` the cells are run through it (for example in parallel processes) and
     `progress` is told of each cell's policies when the cell is done; without, they run here
     one after the other and `progress` is told before each policy. `split`: one cell per fit
-    family of each (load, seed) (module doc)."""
+    family of each (load, seed) (module doc). `pools`: the jobs run on node pools
+    (typed.py), each figure also per pool."""
     if seeds < 1:
         raise ValueError(f"seeds must be ≥ 1, got {seeds}")
     groups = fit_families(policies, setup) if split else [tuple(policies)]
     cells = [
-        Cell(tuple(jobs), setup, load, li, si, group, stored)
+        Cell(tuple(jobs), setup, load, li, si, group, stored, pools)
         for li, load in enumerate(loads)
         for si in range(seeds)
         for group in groups
@@ -216,7 +240,11 @@ def sweep(
     for li, load in enumerate(loads):
         per_seed = [{p: merged[li, si][p] for p in policies} for si in range(seeds)]
         summaries = {
-            p: summarize_seeds([r[p].metrics.to_dict() for r in per_seed]) for p in policies
+            p: dataclasses.replace(
+                summarize_seeds([r[p].metrics.to_dict() for r in per_seed]),
+                pools=pool_means([r[p] for r in per_seed]),
+            )
+            for p in policies
         }
         first = cells[li * seeds * len(groups)]
         out.append(LoadResult(load, summaries, per_seed[0], first.experiment()))

@@ -58,6 +58,8 @@ class TraceJob:
     time, or `user_estimate` of its run time when the trace has none; then limit_given is
     False), > 0. executable: the trace's application number (SWF field 14), None when missing;
     it names the job's app in the store. user: the trace's user number (field 12) or None.
+    processors: the trace's size in processors (SWF field 8, else 5) and partition: its
+    partition number (field 16), None when missing; only node types use them (pools.py).
     """
 
     job_id: int
@@ -68,6 +70,8 @@ class TraceJob:
     executable: int | None = None
     user: int | None = None
     limit_given: bool = True
+    processors: int | None = None
+    partition: int | None = None
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.submit) and self.submit >= 0.0):
