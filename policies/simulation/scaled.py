@@ -68,7 +68,9 @@ sets it), so that the scheduler picks the size when the job starts. Why: on CEA-
 pinned size is chosen at submit, often when the machine is momentarily full (idle 0 at
 submit even at load 0.5), so the load rule gives the user's minimum; the job then starts
 within minutes while greedy, sized at start, takes the top of the range
-(tests/benchmarks/test_simulation_win_curie.py prints the decomposition).
+(tests/benchmarks/test_simulation_win_curie.py prints the decomposition). Measured over
+seeds 1-3 (test_simulation_win.py): it helps the oracle on CEA-Curie but costs response on
+NASA and Lublin and does not help the learned policy, so it is a named variant only.
 
 adaptive_checked, the control: adaptive_scaled_checked with every scale 1, i.e. the
 out-of-sample gate on the learner's own curves of raw run times. It says how much of
