@@ -49,6 +49,8 @@ def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
         "adaptive_scaled_checked",
         "adaptive_scaled_explore",
         "adaptive_checked",
+        "adaptive_scaled_checked_range",
+        "oracle_range",
     ]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:
