@@ -68,7 +68,7 @@ from policies.simulation import (
     offered_load,
     sweep,
 )
-from policies.simulation.experiment import ADAPTALLOC, Experiment
+from policies.simulation.experiment import ADAPTALLOC, ORACLES, Experiment
 from policies.simulation.pools import from_header, parse_multi, parse_pools
 from policies.simulation.typed import PoolPlan, pooled_offered_load
 
@@ -242,7 +242,7 @@ def run_sweep(
 def _curve_label(name: str, curves: str) -> str:
     """The policy's name as printed: oracle's and (with --curves oracle) every adaptalloc
     policy's label says it saw the true curves."""
-    if name == "oracle" or (curves == "oracle" and name in ADAPTALLOC):
+    if name in ORACLES or (curves == "oracle" and name in ADAPTALLOC):
         return f"{name} [true curves]"
     return name
 
@@ -522,7 +522,9 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
     "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
     "curves), adaptive_timeclass (its learner keys curves by application and requested-time "
-    "class, 2^k minutes).",
+    "class, 2^k minutes), the scaled variants (adaptive_scaled, adaptive_scaled_checked, "
+    "adaptive_scaled_explore, adaptive_checked), adaptive_scaled_checked_range (released "
+    "with the narrowed range) and oracle_range (the oracle released with it: true curves).",
 )
 @click.option(
     "--workers",

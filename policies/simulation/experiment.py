@@ -38,6 +38,10 @@ adaptive_scaled_checked  adaptive_scaled that also sizes with a shape whose out-
 adaptive_scaled_explore  adaptive_scaled_checked that pins one job of an application whose
                        runs are all on one size at another size of its range (scaled.py)
 adaptive_checked       the control: adaptive_scaled_checked without the per-run scale
+adaptive_scaled_checked_range  adaptive_scaled_checked released with the narrowed range
+                       (release = "range"), so the scheduler picks the size at start
+oracle_range           the oracle released with the narrowed range (true curves: an upper
+                       bound no site has)
 
 With curves = "learned" (the default) the adaptalloc policies other than oracle see only
 curves learned from their own completed runs in this simulation (learning.py); with "oracle"
@@ -65,13 +69,17 @@ from policies.simulation.engine import Progress, Schedule, simulate
 from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
-from policies.simulation.scaled import CHECKED, EXPLORE, GATE_ONLY, SCALED, SIZERS
+from policies.simulation.scaled import CHECKED, CHECKED_RANGE, EXPLORE, GATE_ONLY, SCALED, SIZERS
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import JobCurves, TraceJob
 from predictor import Curve
 
 #: The policies compared, in the order they are reported.
 POLICIES = ("rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle")
+#: The oracle released with the narrowed range (release = "range"): true curves too.
+ORACLE_RANGE = "oracle_range"
+#: The policies handed the true curves whatever Setup.curves says.
+ORACLES = frozenset({"oracle", ORACLE_RANGE})
 #: adaptive's variants: (release, kill guard on); release None keeps the settings' own.
 VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
     {
@@ -84,6 +92,8 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         CHECKED: (None, False),
         EXPLORE: (None, False),
         GATE_ONLY: (None, False),
+        CHECKED_RANGE: ("range", False),
+        ORACLE_RANGE: ("range", False),
     }
 )
 #: Variants whose learner keys by (application, requested-time class) (applications.py).
@@ -220,18 +230,17 @@ class Experiment:
             return GreedySizer(self.requests)
         if policy in ADAPTALLOC:
             learner = None
-            if policy != "oracle" and self.setup.curves == "learned":
+            if policy not in ORACLES and self.setup.curves == "learned":
                 growth = None if self.setup.refits == "daemon" else GROWTH
                 keys = self.time_apps if policy in KEYED_BY_TIME else self.apps
                 curve_learner = CurveLearner(len(keys), growth=growth, fits=self.fits)
                 learner = (curve_learner, keys.index)
-            if policy in SIZERS and learner is not None:
-                s = self.setup
-                return SIZERS[policy](self.jobs, self.requests, self.curves, s.settings, learner)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings
             if release is not None:
                 settings = replace(settings, release=release)
+            if policy in SIZERS and learner is not None:
+                return SIZERS[policy](self.jobs, self.requests, self.curves, settings, learner)
             return AdaptiveSizer(
                 self.jobs,
                 self.requests,

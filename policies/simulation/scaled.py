@@ -62,6 +62,16 @@ not the far end: pinned at lo, a quarter of the size greedy gave the earlier run
 runs cost CEA-Curie 0.14 h of mean response at load 0.9 (1.18 h against 1.04 h, seed 1).
 It stays within the user's range.
 
+adaptive_scaled_checked_range: adaptive_scaled_checked whose sized jobs are released with the
+narrowed range [min(n, e), max(n, u)] (release = "range", decide.py step 7; experiment.VARIANTS
+sets it), so that the scheduler picks the size when the job starts. Why: on CEA-Curie the
+pinned size is chosen at submit, often when the machine is momentarily full (idle 0 at
+submit even at load 0.5), so the load rule gives the user's minimum; the job then starts
+within minutes while greedy, sized at start, takes the top of the range
+(tests/benchmarks/test_simulation_win_curie.py prints the decomposition). Measured over
+seeds 1-3 (test_simulation_win.py): it helps the oracle on CEA-Curie but costs response on
+NASA and Lublin and does not help the learned policy, so it is a named variant only.
+
 adaptive_checked, the control: adaptive_scaled_checked with every scale 1, i.e. the
 out-of-sample gate on the learner's own curves of raw run times. It says how much of
 adaptive_scaled_checked's result is the gate's and how much the limit-derived scale's (which
@@ -94,6 +104,8 @@ CHECKED = "adaptive_scaled_checked"
 EXPLORE = "adaptive_scaled_explore"
 #: The control: the out-of-sample gate on the learner's own curves, no per-run scale.
 GATE_ONLY = "adaptive_checked"
+#: adaptive_scaled_checked released with the narrowed range (release = "range").
+CHECKED_RANGE = "adaptive_scaled_checked_range"
 #: The rule of a job pinned at a second size (adaptive_scaled_explore).
 SECOND_SIZE = "second_size"
 #: The unit of the normalised runs: one hour of user limit is REFERENCE_S seconds of "shape".
@@ -292,4 +304,5 @@ SIZERS: dict[str, Callable[..., ScaledSizer]] = {
     CHECKED: CheckedScaledSizer,
     EXPLORE: partial(CheckedScaledSizer, name=EXPLORE, explore=True),
     GATE_ONLY: partial(CheckedScaledSizer, name=GATE_ONLY, by_limit=False),
+    CHECKED_RANGE: partial(CheckedScaledSizer, name=CHECKED_RANGE),
 }

@@ -31,6 +31,7 @@ from scipy import stats
 
 from policies.simulation.experiment import (
     ADAPTALLOC,
+    ORACLES,
     POLICIES,
     Experiment,
     PolicyResult,
@@ -176,7 +177,7 @@ def run_cell(cell: Cell, progress: CellProgress | None = None) -> dict[str, Poli
 
 
 #: The adaptalloc policies outside the ranged fit family (fit_families).
-PINNED_OR_ORACLE = frozenset({"rigid_limits", "oracle"})
+PINNED_OR_ORACLE = frozenset({"rigid_limits"}) | ORACLES
 
 
 def fit_families(policies: Sequence[str], setup: Setup) -> list[tuple[str, ...]]:

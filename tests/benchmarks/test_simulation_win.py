@@ -1,6 +1,14 @@
-"""Does a learned adaptive policy win honestly? adaptive_scaled, adaptive_scaled_checked,
-adaptive_scaled_explore and the control adaptive_checked (policies/simulation/scaled.py)
-against rigid, greedy, adaptive and the oracle (issue 20's aim).
+"""Does a learned adaptive policy win honestly? adaptive_scaled_checked and
+adaptive_scaled_checked_range (policies/simulation/scaled.py) against rigid, greedy, adaptive,
+the oracle and the oracle released as a range (oracle_range) (issue 20's aim). The other
+scaled variants (adaptive_scaled, _explore, adaptive_checked) are in ADAPTALLOC_SIM_WIN_MORE=1.
+
+Why the range variants: on CEA-Curie even the pinned oracle loses to greedy, because its size
+is fixed at submit, often while the machine is momentarily full, and the load rule then gives
+the user's minimum (tests/benchmarks/test_simulation_win_curie.py prints the evidence).
+release = "range" has no constant of its own; choosing it over "pinned" was done on CEA-Curie
+seed 1, loads 0.5-1.0, oracle curves (see that benchmark), and is scored here on every trace,
+load and seed.
 
 Data: the first JOBS usable jobs of NASA iPSC/860 (128 nodes) and Lublin's model (256 nodes)
 from tests/data/swf and, when it is on this machine, the CEA-Curie sample (5,544 nodes): the
@@ -29,6 +37,7 @@ out-of-sample gate admitted kept its user's limit.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -38,6 +47,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 from rich.table import Table
+from scipy import stats
 
 from plugin.formats.swf import read_swf
 from policies.simulation import Experiment, Setup, at_load
@@ -46,6 +56,7 @@ from policies.simulation.metrics import summarize
 from policies.simulation.scaled import (
     CHECK_GATE,
     CHECKED,
+    CHECKED_RANGE,
     EXPLORE,
     GATE_ONLY,
     SCALED,
@@ -64,10 +75,14 @@ LOADS = tuple(float(x) for x in os.environ.get("ADAPTALLOC_SIM_WIN_LOADS", "0.7,
 SEEDS = tuple(int(x) for x in os.environ.get("ADAPTALLOC_SIM_WIN_SEEDS", "1").split(","))
 CHOSEN = tuple(os.environ.get("ADAPTALLOC_SIM_WIN_TRACES", "NASA,Lublin,CEA").split(","))
 BASELINES = ("rigid", "greedy")
-LEARNED = ("adaptive", SCALED, CHECKED, EXPLORE, GATE_ONLY)
-POLICIES = (*BASELINES, *LEARNED, "oracle")
+MORE = os.environ.get("ADAPTALLOC_SIM_WIN_MORE", "") == "1"
+LEARNED = ("adaptive", CHECKED, CHECKED_RANGE, *((SCALED, EXPLORE, GATE_ONLY) if MORE else ()))
+ORACLES = ("oracle", "oracle_range")
+POLICIES = (*BASELINES, *LEARNED, *ORACLES)
 #: Where the checked variant's constants were chosen (module doc).
 CHOSEN_ON = "CEA-Curie, seed 1, loads 0.9 and 1.0"
+#: Where the range variants' release was preferred (test_simulation_win_curie.py).
+RANGE_CHOSEN_ON = "CEA-Curie, seed 1, loads 0.5-1.0, true curves"
 
 Figures = dict[str, tuple[float, int, float, int]]
 
@@ -92,6 +107,14 @@ def _cell(name: str, load: float, seed: int) -> Figures:
         decided = sum(v for k, v in rules.items() if k != "fallback")
         out[policy] = (m.mean_response_s / 3600.0, m.killed, m.node_hours, decided)
     return out
+
+
+def _half(values: list[float]) -> float:
+    """Half the 95% interval (Student's t) of the mean over the seeds; nan for one seed."""
+    k = len(values)
+    if k < 2:
+        return math.nan
+    return float(stats.t.ppf(0.975, k - 1) * np.std(values, ddof=1) / math.sqrt(k))
 
 
 def _verdict(p: tuple[float, ...], rigid: tuple[float, ...], greedy: tuple[float, ...]) -> str:
@@ -120,26 +143,30 @@ def test_learned_variants_against_the_aim(capsys: pytest.CaptureFixture[str]) ->
         by_cell.setdefault((name, load), []).append(figures)
     seeds = ",".join(map(str, SEEDS))
     table = Table(title=f"first {JOBS:,} jobs per trace, seeds {seeds} (means over seeds)")
-    for column in ("trace", "load", "policy", "resp h", "kills", "node-h", "sized", "×oracle"):
+    columns = ("trace", "load", "policy", "resp h", "±95%", "kills", "node-h", "±95%", "sized")
+    for column in (*columns, "×oracle"):
         table.add_column(column, justify="left" if column in ("trace", "policy") else "right")
     table.add_column("aim")
-    met = dict.fromkeys(LEARNED, 0)
+    judged = (*LEARNED, *ORACLES)
+    met = dict.fromkeys(judged, 0)
     for (name, load), runs in by_cell.items():
         mean = {p: tuple(np.mean([r[p] for r in runs], axis=0).tolist()) for p in POLICIES}
         oracle = mean["oracle"][0]
         for policy in POLICIES:
             resp, kills, nh, sized = mean[policy]
             verdict = ""
-            if policy in LEARNED:
+            if policy in judged:
                 verdict = _verdict(mean[policy], mean["rigid"], mean["greedy"])
                 met[policy] += verdict == "met"
             table.add_row(
                 name,
                 f"{load:g}",
-                policy + ("*" if policy == "oracle" else ""),
+                policy + ("*" if policy in ORACLES else ""),
                 f"{resp:.2f}",
+                f"{_half([r[policy][0] for r in runs]):.2f}",
                 f"{kills:.1f}",
                 f"{nh:,.0f}",
+                f"{_half([r[policy][2] for r in runs]):,.0f}",
                 f"{sized:.0f}",
                 f"{resp / oracle:.2f}",
                 verdict,
@@ -151,12 +178,16 @@ def test_learned_variants_against_the_aim(capsys: pytest.CaptureFixture[str]) ->
         console.print(table)
         cells_n = len(by_cell)
         console.print(
-            "cells meeting the whole aim: " + ", ".join(f"{p} {met[p]}/{cells_n}" for p in LEARNED)
+            "cells meeting the whole aim (on the means over seeds): "
+            + ", ".join(f"{p} {met[p]}/{cells_n}" for p in judged)
         )
         console.print(
-            "*oracle: the true curves, an upper bound no site has. sized: jobs decided with a "
-            "curve (not left as submitted). True curves are synthetic (A = median request × "
-            "U[1, 4], σ ~ U[0, 2]). NASA and Lublin limits are modelled from run times, so the "
+            "*oracle, oracle_range: the true curves, an upper bound no site has. ±95%: half the "
+            "Student-t interval of the mean over the seeds (nan for one seed). sized: jobs "
+            "decided with a curve (not left as submitted). True curves are synthetic (A = "
+            "median request × U[1, 4], σ ~ U[0, 2]). NASA and Lublin limits are modelled "
+            "from run times, so the "
             f"scaled variants' scale is near an oracle there; CEA's are users' own. "
-            f"CHECK_GATE {CHECK_GATE} chosen on {CHOSEN_ON}. {seconds:.0f} s."
+            f"CHECK_GATE {CHECK_GATE} chosen on {CHOSEN_ON}; release = range preferred to "
+            f"pinned on {RANGE_CHOSEN_ON}. {seconds:.0f} s."
         )

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 import plugin.cli.common
-from plugin.cli.simulate import parse_moldable, stored_curves
+from plugin.cli.simulate import _curve_label, parse_moldable, stored_curves
 from plugin.formats.swf import read_swf
 from plugin.report import sim_array as sa
 from plugin.report.sim_figures import duration
@@ -49,6 +49,8 @@ def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
         "adaptive_scaled_checked",
         "adaptive_scaled_explore",
         "adaptive_checked",
+        "adaptive_scaled_checked_range",
+        "oracle_range",
     ]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:
@@ -485,3 +487,11 @@ def test_several_traces_without_an_array_and_hostile_names_are_refused(
         assert not (tmp_path / name).exists()
     line = assert_one_error_line(run_cli("simulate", "--gather", tmp_path))
     assert "cannot read the plan" in line
+
+
+@pytest.mark.parametrize("curves", ["learned", "oracle"])
+def test_both_oracles_are_labelled_as_true_curves(curves: str) -> None:
+    assert _curve_label("oracle_range", curves) == "oracle_range [true curves]"
+    assert _curve_label("oracle", curves) == "oracle [true curves]"
+    learned = _curve_label("adaptive_scaled_checked_range", curves)
+    assert learned.endswith("[true curves]") == (curves == "oracle")

@@ -15,6 +15,7 @@ from policies.simulation.learning import CurveLearner
 from policies.simulation.scaled import (
     CHECK_WINDOW,
     CHECKED,
+    CHECKED_RANGE,
     EXPLORE,
     GATE_ONLY,
     MIN_CHECKS,
@@ -232,3 +233,32 @@ def test_the_control_feeds_raw_run_times_and_scales_nothing() -> None:
     assert sizer.scale(0) == 1.0
     sizer.finished(0, 4, 1800.0, killed=False, now=10.0)
     assert sizer.shapes[0]._apps[int(sizer.shapes[1][0])].runtimes == [1800.0]
+
+
+@pytest.mark.parametrize("idle", [0, 3, 10, 16])
+def test_the_range_variant_holds_the_pinned_size_within_the_users_range(idle: int) -> None:
+    # After the same completed runs, adaptive_scaled_checked_range releases a range inside
+    # the user's that holds the size adaptive_scaled_checked pins, with a limit written for
+    # the range's minimum: never shorter than the pinned job's, never above the user's.
+    rows = [(float(k), 4, 600.0 + 37.0 * k, 3600.0) for k in range(8)]
+    got = {}
+    for policy in (CHECKED, CHECKED_RANGE):
+        ex = Experiment(trace(*rows), Setup(machine=16, seed=5))
+        sizer = ex.sizer(policy)
+        assert isinstance(sizer, CheckedScaledSizer)
+        for k, n in enumerate((2, 4, 8, 4)):
+            sizer.finished(k, n, ex.jobs[k].runtime * 4.0 / n, killed=False, now=10.0 * k)
+        view = ClusterView(now=500.0, idle_nodes=idle, pending_demand_nodes=4, total_nodes=16)
+        got[policy] = [sizer.allocate(j, view) for j in range(4, 8)]
+    lo, hi, user = ex.requests.lo, ex.requests.hi, ex.requests.limit
+    ranged = 0
+    for j, pinned, released in zip(range(4, 8), got[CHECKED], got[CHECKED_RANGE], strict=True):
+        assert pinned.rule != "fallback"
+        assert lo[j] <= released.min_nodes <= pinned.min_nodes == pinned.max_nodes
+        assert pinned.max_nodes <= released.max_nodes <= hi[j]
+        assert pinned.limit <= released.limit <= user[j]
+        ranged += released.min_nodes < released.max_nodes
+    # Few idle nodes at submit pin the small end (limit_to_idle), where the range lets the
+    # job grow to the larger useful size (8 for this shape) once nodes free; with 8 idle
+    # both give 8.
+    assert (ranged == 4) == (idle < 8)
