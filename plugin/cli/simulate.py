@@ -167,6 +167,25 @@ def _refuse_with_pools(params: Mapping[str, Any]) -> None:
             )
 
 
+def _refuse_pools_in_array(
+    trace_paths: Sequence[str], pools_text: str | None, multi_text: str | None, ppn: float | None
+) -> None:
+    """--slurm-array's cells simulate one partition: node pools, given or read from a trace's
+    header by --pools auto (which a local run would simulate), are one error line, so that
+    the array never answers a different question than the same command run here."""
+    message = "--slurm-array simulates one partition: drop --pools/--multi-partition"
+    if pools_text not in (None, "auto", "none") or multi_text:
+        raise InputError(message)
+    if pools_text == "none":
+        return
+    for path in trace_paths:
+        if from_header(read_swf(path, ppn).comments) is not None:
+            raise InputError(
+                f"--slurm-array simulates one partition, and {printable(str(path))}'s header "
+                "gives node types (--pools auto): add --pools none"
+            )
+
+
 # --- running ----------------------------------------------------------------------------------
 
 
@@ -659,8 +678,8 @@ def simulate(
     if redis_url is not None and not use_store:
         raise click.UsageError("--redis-url goes with --store")
     names = (*POLICIES, *VARIANTS) if variants else POLICIES
-    if ctx.params["array_dir"] is not None and (pools_text not in (None, "none") or multi_text):
-        raise InputError("--slurm-array simulates one partition: drop --pools/--multi-partition")
+    if ctx.params["array_dir"] is not None:
+        _refuse_pools_in_array(trace_paths, pools_text, multi_text, procs_per_node)
     if _array_command(ctx.params, names):
         return
     trace_path = trace_paths[0]

@@ -162,7 +162,8 @@ def document_parts(
             "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
             if setup.curves == "oracle"
             else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
-            "the oracle policy alone saw the true curves (an upper bound)"
+            "the oracle policies (oracle, and oracle_range among the variants) alone saw the "
+            "true curves (an upper bound)"
             + (
                 "; refitted at the sparse cadence (an approximation: staler than the daemon's)"
                 if setup.refits == "sparse"

@@ -97,6 +97,7 @@ def test_a_trace_without_partitions_runs_as_one_partition_as_before(run_cli: Run
             ("--slurm-array", "out", "--multi-partition", "a,b"),
             "--slurm-array simulates one partition",
         ),
+        (("--slurm-array", "out"), "header gives node types (--pools auto): add --pools none"),
     ],
 )
 def test_bad_pool_options_are_one_error_line(
