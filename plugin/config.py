@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from plugin.appkey import DEFAULT_GENERIC_NAMES, AppKeyRule
 from plugin.errors import InputError, printable
+from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S
 from policies.toml_keys import (
     ConfigFileError,
     Key,
@@ -163,6 +164,12 @@ class LearnerConfig:
     max_age_days: float = field(default=365.0, metadata=_key(_number(0), "0: never"))
     refit_debounce_s: float = field(default=60.0, metadata=_key(_number(0), ""))
     refit_max_apps: int = field(default=50, metadata=_key(_integer(1), ""))
+    refit_growth: float = field(
+        default=REFIT_GROWTH, metadata=_key(_number(0, 10), "0: refit on every change")
+    )
+    refit_max_age_h: float = field(
+        default=REFIT_MAX_AGE_S / 3600.0, metadata=_key(_number(0), "0: never")
+    )
     method: str = field(default="adept", metadata=_key(_choice("adept", "lm"), ""))
     decisions_maxlen: int = field(default=100_000, metadata=_key(_integer(1), ""))
     import_window_h: float = field(default=24.0, metadata=_key(_number(0, low_open=True), ""))
@@ -171,6 +178,11 @@ class LearnerConfig:
     @property
     def max_age_s(self) -> float | None:
         return None if self.max_age_days == 0 else self.max_age_days * 86400.0
+
+    @property
+    def refit_max_age_s(self) -> float | None:
+        """H of the refit cadence (policies/refit_cadence.py), None: never."""
+        return None if self.refit_max_age_h == 0 else self.refit_max_age_h * 3600.0
 
 
 @dataclass(frozen=True)

@@ -530,7 +530,9 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     default="daemon",
     show_default=True,
     help="When learned curves are refitted: daemon (as the learner does: every 30 s round, "
-    "each application whose runs changed 60 s ago or more, on its newest 500 runs); sparse "
+    "each application whose runs changed 60 s ago or more once its refit is due: its runs "
+    "grew by a quarter since the last fit, or a new size, no curve, or a curve a day old; on "
+    "its newest 500 runs); sparse "
     "(only once its runs grew by half, on the latest 64: several times faster, staler "
     "curves, labelled so in the output).",
 )

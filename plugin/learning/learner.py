@@ -17,7 +17,11 @@ watermark minus an overlap, ingest them, raise the watermark (kept in Redis, so 
 learner resumes where the old one stopped; dedup by job id makes the overlap and two
 learners at once harmless). `Learner.refit_dirty` refits apps whose observations changed,
 debounced: an app is refitted once it has been dirty for `debounce_s`, so a burst of runs
-costs one fit. Refits run here, off the decision path; the daemon only reads curves.
+costs one fit, and when the refit is due by the refit cadence (policies/refit_cadence.py:
+``[learner] refit_growth`` g, ``refit_max_age_h`` H): the runs added since its curve's fit
+reached max(1, ⌈g·n⌉), or one ran at a size the curve never saw, or it has no curve, or the
+curve is H old; g = 0 refits on every change. An app not due stays dirty and is looked at
+again next round. Refits run here, off the decision path; the daemon only reads curves.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from plugin.config import Config
 from plugin.errors import printable
 from plugin.slurm import JobRecord, SlurmReader
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
+from policies.refit_cadence import refit_due
 
 __all__ = [
     "CENSORED_STATES",
@@ -340,7 +345,13 @@ def refit_app(
         )
     curve, note = _fit_runs(runs, method, fit_fn)
     saved = store.save_curve(
-        app, curve, snapshot.obs_version, n_observations=len(runs), method=method, note=note
+        app,
+        curve,
+        snapshot.obs_version,
+        n_observations=len(runs),
+        method=method,
+        note=note,
+        added_total=snapshot.added_total,
     )
     status = "no_curve" if saved.status == "written" and curve is None else saved.status
     outcome = RefitOutcome(
@@ -462,11 +473,41 @@ class Learner:
     def refit_dirty(
         self, max_apps: int | None = None, debounce_s: float | None = None
     ) -> list[RefitOutcome]:
-        """Refit up to `max_apps` apps dirty for at least `debounce_s` (config defaults)."""
+        """Refit up to `max_apps` apps dirty for at least `debounce_s` (config defaults) whose
+        refit is due (`refit_is_due`), longest waiting first."""
         limit = max_apps if max_apps is not None else self.config.learner.refit_max_apps
         wait = debounce_s if debounce_s is not None else self.config.learner.refit_debounce_s
-        apps = self.store.dirty_apps(ready_before=self.clock() - wait, limit=limit)
-        return [refit_app(self.store, app, self.config.learner.method) for app in apps]
+        now = self.clock()
+        every = self.config.learner.refit_growth == 0.0
+        ready = self.store.dirty_apps(ready_before=now - wait, limit=limit if every else None)
+        outcomes: list[RefitOutcome] = []
+        for app in ready:
+            if len(outcomes) == limit:
+                break
+            if every or self.refit_is_due(app, now):
+                outcomes.append(refit_app(self.store, app, self.config.learner.method))
+        return outcomes
+
+    def refit_is_due(self, app: AppKey, now: float) -> bool:
+        """policies/refit_cadence.py's rule for a dirty app, from its stored curve record and
+        the runs added since (an older record without the added count: due)."""
+        settings = self.config.learner
+        record = self.store.curve_record(app)
+        if record is None or record.added_total is None or record.fitted_at is None:
+            return True
+        added, sizes = self.store.added_since(app, record.added_total)
+        due = refit_due(
+            growth=settings.refit_growth,
+            max_age_s=settings.refit_max_age_s,
+            fitted_runs=record.n_observations,
+            added=added,
+            observed=None if record.curve is None else record.curve.observed_n,
+            new_sizes=sizes,
+            age_s=now - record.fitted_at,
+        )
+        if not due:
+            log.debug("refit_not_due", app=str(app), added=added, fitted_runs=record.n_observations)
+        return due
 
     def age_out(self) -> int:
         """Apply the retention limits to every app (observations removed); apps that lost

@@ -241,6 +241,8 @@ class CurveRecord:
     reliable: bool
     note: str = ""
     error: str = ""
+    #: The app's added_total when the fit read its runs (None: not kept, an older record).
+    added_total: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -291,6 +293,8 @@ class RefitInput:
     app: AppKey
     observations: tuple[Observation, ...]
     obs_version: int
+    #: Runs ever added to the app (its state's added_total) as of this snapshot.
+    added_total: int = 0
 
 
 def _float(value: str | None) -> float | None:
@@ -561,6 +565,7 @@ class CurveStore:
             reliable=raw.get("reliable") == "1" and curve is not None,
             note=raw.get("note", ""),
             error=error,
+            added_total=_count(raw["added_total"]) if raw.get("added_total") else None,
         )
 
     @guarded
@@ -569,11 +574,34 @@ class CurveStore:
         None when the app has none (never had, or was forgotten)."""
         pipe = self.client.pipeline(transaction=True)
         pipe.hgetall(keys.app_observations(app))
-        pipe.hget(keys.app_state(app), "obs_version")
-        raw, version = pipe.execute()
+        pipe.hmget(keys.app_state(app), ["obs_version", "added_total"])
+        raw, (version, added) = pipe.execute()
         if version is None:
             return None
-        return RefitInput(app, tuple(self._observations(app, raw)), int(version))
+        return RefitInput(app, tuple(self._observations(app, raw)), int(version), int(added or 0))
+
+    @guarded
+    def added_since(self, app: AppKey, added_total: int) -> tuple[int, list[int]]:
+        """The runs added to the app since its state's added_total was `added_total`, and
+        the sizes of as many of its newest runs by end time (at most the retention's cap):
+        what the refit cadence asks (policies/refit_cadence.py). Two reads, not atomic: a
+        run added in between is counted at the next round."""
+        now = _count(self.client.hget(keys.app_state(app), "added_total")) or 0
+        added = max(0, now - added_total)
+        newest = min(added, self.retention.max_observations)
+        if newest == 0:
+            return added, []
+        ids = self.client.zrange(keys.app_runs(app), -newest, -1)
+        docs = self.client.hmget(keys.app_observations(app), ids) if ids else []
+        sizes = []
+        for job_id, text in zip(ids, docs, strict=True):
+            if text is None:
+                continue
+            try:
+                sizes.append(Observation.from_json(app, job_id, text).nodes)
+            except CORRUPT_DOCUMENT:
+                self.skipped["observation"] += 1
+        return added, sizes
 
     @guarded
     def save_curve(
@@ -587,11 +615,13 @@ class CurveStore:
         note: str = "",
         fitted_at: float | None = None,
         node_type: str | None = None,
+        added_total: int | None = None,
     ) -> SaveResult:
         """Store a refit's result unless one from newer observations is stored (CAS).
 
         With `node_type`, the curve fitted from the app's runs on that type alone; save
-        those before the all-runs curve, whose save clears the dirty mark.
+        those before the all-runs curve, whose save clears the dirty mark. `added_total`:
+        the app's RefitInput.added_total, kept for the refit cadence (None: not kept).
         """
         curve_key = (
             keys.app_curve(app) if node_type is None else keys.app_type_curve(app, node_type)
@@ -607,6 +637,7 @@ class CurveStore:
                 "1" if curve is not None and curve.reliable else "0",
                 note,
                 node_type or "",
+                "" if added_total is None else added_total,
             ],
         )
         if int(fitted) >= 0:

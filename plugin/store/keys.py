@@ -14,7 +14,7 @@ Every key carries exactly one hash tag, so that Redis Cluster puts it in a known
 | ``A obs`` | hash | job id -> observation JSON (below) |
 | ``A runs`` | sorted set | job id -> end time (ageing out, trimming) |
 | ``A state`` | hash | obs_version, added_total, updated_at |
-| ``A curve`` | hash | curve JSON and its metadata (version, fitted_at, …) |
+| ``A curve`` | hash | curve JSON and its metadata (version, fitted_at, added_total, …) |
 | ``A curve:<type>`` | hash | the same, from the runs on one node type |
 | ``A types`` | set | node types that have a curve of their own |
 | ``A guard`` | hash | raised, killed, censored counts; limit safety |

@@ -56,6 +56,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from policies.config import DEFAULTS, PolicySettings
+from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import (
     PARALLELISM_FACTOR,
@@ -104,8 +105,9 @@ IDENTIFIED_ONLY = frozenset({"adaptive_identified"})
 ALL_POLICIES = (*POLICIES, *VARIANTS)
 #: Where the adaptalloc policies' curves come from.
 CURVES = ("learned", "oracle")
-#: When the learned curves are refitted: "daemon" (the learner's rounds, every change after
-#: the debounce, on up to 500 runs) or "sparse" (only when the runs grew by half, on the
+#: When the learned curves are refitted: "daemon" (the learner's rounds, after the debounce
+#: when the refit is due by policies/refit_cadence.py with g = Setup.refit_growth, on up to
+#: 500 runs) or "sparse" (only when the runs grew by half, on the
 #: latest 64: fewer fits, staler curves); learning.py.
 REFITS = ("daemon", "sparse")
 #: The policies that run adaptalloc's decide (oracle too, on the true curves).
@@ -121,7 +123,8 @@ class Setup:
     parallelism A of the workload model (None: the machine's size). settings: the adaptive
     policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
     range in A = r_app·F; noise: σ of the run noise (applications.py). refits: the learned
-    curves' refit cadence, one of REFITS.
+    curves' refit cadence, one of REFITS; refit_growth: the daemon cadence's g ([learner]
+    refit_growth; 0: refit on every change, the rule before issue 20).
     """
 
     machine: int
@@ -134,8 +137,11 @@ class Setup:
     parallelism_factor: tuple[float, float] = PARALLELISM_FACTOR
     noise: float = RUN_NOISE
     refits: str = "daemon"
+    refit_growth: float = REFIT_GROWTH
 
     def __post_init__(self) -> None:
+        if not self.refit_growth >= 0.0:
+            raise ValueError(f"refit_growth must be ≥ 0, got {self.refit_growth!r}")
         if self.curves not in CURVES:
             raise ValueError(f"curves must be one of {', '.join(CURVES)}, got {self.curves!r}")
         if self.refits not in REFITS:
@@ -233,7 +239,9 @@ class Experiment:
             if policy not in ORACLES and self.setup.curves == "learned":
                 growth = None if self.setup.refits == "daemon" else GROWTH
                 keys = self.time_apps if policy in KEYED_BY_TIME else self.apps
-                curve_learner = CurveLearner(len(keys), growth=growth, fits=self.fits)
+                curve_learner = CurveLearner(
+                    len(keys), growth=growth, fits=self.fits, refit_growth=self.setup.refit_growth
+                )
                 learner = (curve_learner, keys.index)
             release, guard = VARIANTS.get(policy, (None, False))
             settings = self.setup.settings

@@ -15,9 +15,15 @@ functions on the same kind of data:
   refits every application dirty for at least `debounce_s` (60 s, [learner]
   refit_debounce_s) on all its kept runs: the newest `window` (500, [learner]
   max_observations) that ended within `max_age_s` (365 days, [learner] max_age_days) of the
-  round. A decision at `now` sees the curve of the application's last refit round ≤ now.
+  round, when the refit is due by policies/refit_cadence.py's rule ([learner] refit_growth
+  g, refit_max_age_h H: refit once the runs added since the last fit reach max(1, ⌈g·n⌉),
+  or a run at a size the curve never saw arrives, or the curve has no fit or is H old; g = 0
+  is the rule before issue 20, every change); an application not due stays dirty, looked at
+  again at the next round where that can change (a run ingested, the curve H old). A
+  decision at `now` sees the curve of the application's last refit round ≤ now.
   The rounds are replayed lazily, when a decision asks: a round no decision saw the result
-  of is counted (`refits`) but not fitted (`fitted`), as its curve is replaced before use;
+  of is counted (`refits`) but not fitted (`fitted`), as its curve is replaced before use
+  (unless the rule needs to know whether that fit gave a curve);
 * `growth` (not the daemon's; None by default) is the cadence this module had before: refit
   only when the completed runs grew by that factor since the last fit (or a needed size
   appeared), lazily at the next decision once dirty for `debounce_s`, with its own `window`.
@@ -52,6 +58,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 import predictor
+from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S, refit_due, runs_needed
 from predictor import Curve
 from predictor.downey import FloatArray
 from predictor.intervals import LEVEL
@@ -91,8 +98,12 @@ class _App:
     fitted_cut: int = 0
     fitted_runs: int = 0
     fitted_sizes: int = 0
+    #: Runs the latest refit round kept (its window, after ageing: the rule's n).
+    kept: int = 0
     dirty_since: float = math.inf
     fitted_round: float = 0.0
+    #: Daemon cadence: the first round a refit not due may become due.
+    next_check: float = 0.0
 
 
 class CurveLearner:
@@ -107,11 +118,19 @@ class CurveLearner:
         fits: Fits | None = None,
         interval_s: float = INTERVAL_S,
         max_age_s: float | None = MAX_AGE_S,
+        refit_growth: float = REFIT_GROWTH,
+        refit_max_age_s: float | None = REFIT_MAX_AGE_S,
     ) -> None:
         """`growth` None: the daemon's cadence, else the sparse one (module doc); `window`
-        None: WINDOW for the daemon's, SPARSE_WINDOW for the sparse one."""
+        None: WINDOW for the daemon's, SPARSE_WINDOW for the sparse one. `refit_growth` (g)
+        and `refit_max_age_s` (H, None: never) are the daemon cadence's rule
+        (policies/refit_cadence.py); g = 0 refits on every change."""
         if interval_s <= 0.0 or debounce_s < 0.0:
             raise ValueError("interval_s must be > 0 and debounce_s ≥ 0")
+        if refit_growth < 0.0 or (refit_max_age_s is not None and refit_max_age_s <= 0.0):
+            raise ValueError("refit_growth must be ≥ 0 and refit_max_age_s > 0 or None")
+        self.refit_growth = refit_growth
+        self.refit_max_age_s = refit_max_age_s
         self._apps = [_App() for _ in range(apps)]
         self._fits: Fits = {} if fits is None else fits
         self.debounce_s = debounce_s
@@ -136,6 +155,7 @@ class CurveLearner:
         a.seen.append(seen)
         if a.dirty_since == math.inf:
             a.dirty_since = seen
+        a.next_check = min(a.next_check, seen)
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The curve a decision at `now` sees: refitted first when due (module doc)."""
@@ -147,16 +167,44 @@ class CurveLearner:
                 self._refit(a, len(a.nodes), now)
             return a.curve
         while a.dirty_since < math.inf:
-            due = self._round_at_or_after(a.dirty_since + self.debounce_s)
+            due = max(self._round_at_or_after(a.dirty_since + self.debounce_s), a.next_check)
             if due > now:
                 break
+            cut = bisect.bisect_right(a.seen, due, lo=a.cut)
+            if not self._due(a, cut, due):
+                a.next_check = self._next_check(a, cut)
+                continue
             self.refits += 1
-            a.cut = bisect.bisect_right(a.seen, due, lo=a.cut)
-            a.dirty_since = a.seen[a.cut] if a.cut < len(a.seen) else math.inf
-            a.fitted_round = due
+            a.cut, a.fitted_round, a.next_check = cut, due, 0.0
+            a.kept = cut - self._first_kept(a, cut, due)
+            a.dirty_since = a.seen[cut] if cut < len(a.seen) else math.inf
         if a.cut != a.fitted_cut:
             self._refit(a, a.cut, a.fitted_round)
         return a.curve
+
+    def _due(self, a: _App, cut: int, at: float) -> bool:
+        """Whether the round at `at`, seeing the first `cut` runs, refits (refit_cadence.py)."""
+        added = cut - a.cut
+        if self.refit_growth == 0.0 or added >= runs_needed(a.kept, self.refit_growth):
+            return True  # due whatever the last fit gave: no need to run it yet
+        if a.cut != a.fitted_cut:  # the rule asks whether the last refit gave a curve
+            self._refit(a, a.cut, a.fitted_round)
+        return refit_due(
+            growth=self.refit_growth,
+            max_age_s=self.refit_max_age_s,
+            fitted_runs=a.kept,
+            added=cut - a.cut,
+            observed=None if a.curve is None else a.curve.observed_n,
+            new_sizes=a.nodes[a.cut : cut],
+            age_s=at - a.fitted_round,
+        )
+
+    def _next_check(self, a: _App, cut: int) -> float:
+        """After a round not due: the next round a run is ingested or the curve is H old."""
+        nxt = a.seen[cut] if cut < len(a.seen) else math.inf
+        if self.refit_max_age_s is not None:
+            nxt = min(nxt, self._round_at_or_after(a.fitted_round + self.refit_max_age_s))
+        return nxt
 
     def _round_at_or_after(self, t: float) -> float:
         return math.ceil(t / self.interval_s - 1e-9) * self.interval_s
@@ -166,12 +214,17 @@ class CurveLearner:
             return True
         return a.fitted_sizes < _FEW_SIZES and len(set(a.nodes[-self.window :])) > a.fitted_sizes
 
-    def _refit(self, a: _App, cut: int, at: float) -> None:
-        """Fit the application's kept runs among its first `cut` as of time `at` (the
-        caller counts the refit: the daemon's cadence counts every round, fitted or not)."""
+    def _first_kept(self, a: _App, cut: int, at: float) -> int:
+        """The first of the runs a fit of the first `cut` at `at` keeps (window, age)."""
         first = max(0, cut - self.window)
         if self.growth is None and self.max_age_s is not None:
             first = bisect.bisect_left(a.seen, at - self.max_age_s, lo=first, hi=cut)
+        return first
+
+    def _refit(self, a: _App, cut: int, at: float) -> None:
+        """Fit the application's kept runs among its first `cut` as of time `at` (the
+        caller counts the refit: the daemon's cadence counts every round, fitted or not)."""
+        first = self._first_kept(a, cut, at)
         runs = sorted(zip(a.nodes[first:cut], a.runtimes[first:cut], strict=True))
         nodes, runtimes = tuple(n for n, _ in runs), tuple(t for _, t in runs)
         a.fitted_cut, a.fitted_runs, a.fitted_sizes = cut, cut, len(set(nodes))

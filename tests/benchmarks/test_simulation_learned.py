@@ -20,8 +20,9 @@ seconds, refits and fits run (the learner's fits are the cost to watch; the poli
 experiment share their fits, so a learned policy run after another costs less: the order is
 POLICIES'), and then the same cell in two processes, one per fit family (sweep.fit_families;
 the schedules are asserted equal). Both refit cadences: the daemon's (the default) and the
-sparse approximation. The suite runs 3,000 jobs to stay within CI's time;
-ADAPTALLOC_SIM_BENCH_JOBS=30000 ADAPTALLOC_SIM_BENCH_REFITS=sparse prints the issue's size.
+sparse approximation; ADAPTALLOC_SIM_BENCH_REFITS=every,daemon puts the learner's rule before
+the refit cadence (g = 0) beside it. The suite runs 3,000 jobs to stay within CI's time;
+ADAPTALLOC_SIM_BENCH_JOBS=30000 ADAPTALLOC_SIM_BENCH_REFITS=daemon prints the issue's size.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from rich.console import Console
 from rich.table import Table
 
 from plugin.formats.swf import read_swf
+from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation import POLICIES, Experiment, Setup, TraceJob, at_load, sweep
 from policies.simulation.adaptive import FALLBACK_NO_CURVE, FALLBACK_UNUSABLE
 from policies.simulation.applications import group
@@ -52,7 +54,9 @@ TIMECLASS = "adaptive_timeclass"
 #: Trace sizes of the speed table, side by side (ADAPTALLOC_SIM_BENCH_JOBS=30000 gives the
 #: issue's size).
 SPEED_JOBS = tuple(int(n) for n in os.environ.get("ADAPTALLOC_SIM_BENCH_JOBS", "3000").split(","))
-#: Refit cadences of the speed table (ADAPTALLOC_SIM_BENCH_REFITS=sparse for one).
+#: Refit cadences of the speed table (ADAPTALLOC_SIM_BENCH_REFITS=sparse for one): daemon (the
+#: learner's refit cadence, g = REFIT_GROWTH), every (the same at g = 0: every change, the
+#: daemon's rule before issue 20's cadence), sparse.
 SPEED_REFITS = tuple(os.environ.get("ADAPTALLOC_SIM_BENCH_REFITS", "daemon,sparse").split(","))
 
 
@@ -202,7 +206,10 @@ def test_speed_of_a_tiled_trace(capsys: pytest.CaptureFixture[str]) -> None:
     totals = []
     for count, cadence in runs:
         tiled = _tiled(trace.jobs, count)
-        setup = Setup(machine=trace.machine, refits=cadence)
+        if cadence == "every":
+            setup = Setup(machine=trace.machine, refits="daemon", refit_growth=0.0)
+        else:
+            setup = Setup(machine=trace.machine, refits=cadence)
         experiment = Experiment(at_load(tiled, trace.machine, 0.7), setup)
         total = 0.0
         serial = {}
@@ -236,7 +243,11 @@ def test_speed_of_a_tiled_trace(capsys: pytest.CaptureFixture[str]) -> None:
             + "; ".join(totals)
             + f". This machine has {os.cpu_count()} cores, shared with other sessions, whose "
             "figures vary up to 2x with their load (compare within one run). Refits: daemon = "
-            "the learner's cadence (the default), sparse = only once an application's runs grew "
-            "by half (an approximation). Before the daemon's cadence (sparse, serial), paired: "
-            "30,000 jobs 198 s before the learned curves' memo, 140 s after."
+            "the learner's cadence (the default: refit once the runs grew by "
+            f"g = {REFIT_GROWTH:g}, a new size, no curve, or a curve a day old; "
+            "policies/refit_cadence.py), every = "
+            "the learner's rule before it (g = 0, every change), sparse = only once an "
+            "application's runs grew by half, on the latest 64 (an approximation). Before the "
+            "daemon's cadence (sparse, serial), paired: 30,000 jobs 198 s before the learned "
+            "curves' memo, 140 s after."
         )

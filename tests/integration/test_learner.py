@@ -27,7 +27,7 @@ from plugin.config import Config, LearnerConfig
 from plugin.learning.learner import Learner
 from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
-from plugin.store.curves import CurveStore
+from plugin.store.curves import CurveStore, Observation
 
 from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, scratch_url
 
@@ -325,3 +325,62 @@ def test_runs_record_tasks_node_type_and_numeric_size_from_real_accounting(
         record = learner.store.curve_record(app, partition)
         assert record is not None
         assert record.n_observations == (2 if partition == "batch" else 3)
+
+
+class _Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_refit_cadence_waits_for_growth_a_new_size_or_an_old_curve(redis_client: Any) -> None:
+    """(New with issue 20's refit cadence, policies/refit_cadence.py: every change refitted.)
+    g = 0.5 on a fit of 8 runs: 3 more runs at known sizes are not due (the app stays dirty),
+    the 4th is; a run at a new size is due at once; so is any run once the curve is H old.
+    g = 0 refits on every change, as before."""
+    clock = _Clock(1_800_000_000.0)
+    store = CurveStore(connect(scratch_url()), clock=clock)
+    settings = LearnerConfig(refit_debounce_s=0.0, refit_growth=0.5, refit_max_age_h=1.0)
+    learner = Learner(store, CliSlurmReader(), Config(learner=settings), clock=clock)
+    app = AppKey(fresh_name())
+    job = iter(range(1_000_000))
+
+    def add(*sizes: int) -> None:
+        clock.now += 60.0
+        runs = [
+            Observation(str(next(job)), app, n, 100.0 * (0.1 + 0.9 / n), clock.now - 1.0)
+            for n in sizes
+        ]
+        assert store.add_observations(app, runs) == len(sizes)
+
+    def refitted() -> bool:
+        return any(o.app == app for o in learner.refit_dirty())
+
+    add(1, 2, 4, 8, 1, 2, 4, 8)
+    assert refitted()  # no curve yet: due
+    record = store.curve_record(app)
+    assert record is not None
+    assert (record.n_observations, record.added_total) == (8, 8)
+    add(1, 2, 4)  # 3 of the ⌈0.5 · 8⌉ = 4 runs it waits for
+    assert not refitted()
+    assert app in store.dirty_apps()  # still dirty: looked at again next round
+    add(8)
+    assert refitted()
+    add(2)  # a size it ran on: 1 of 6
+    assert not refitted()
+    add(16)  # a size the curve never saw
+    assert refitted()
+    add(4)
+    assert not refitted()
+    clock.now += 3600.0  # the curve is H = 1 h old
+    assert refitted()
+    every = Learner(
+        store,
+        CliSlurmReader(),
+        Config(learner=LearnerConfig(refit_debounce_s=0.0, refit_growth=0.0)),
+        clock=clock,
+    )
+    add(4)
+    assert any(o.app == app for o in every.refit_dirty())

@@ -19,6 +19,9 @@
 -- ARGV[7]  note: why there is no curve ('' otherwise)
 -- ARGV[8]  node type of a per-type curve, '' for the app's curve over all runs; a per-type
 --          save never clears the dirty mark (the all-runs curve, saved last, does)
+-- ARGV[9]  optional: the app's added_total (state) the fit's observations were read with, kept
+--          as the curve's added_total, so the learner's refit cadence counts the runs added
+--          since (policies/refit_cadence.py); absent or '': not kept
 -- Returns {status, version, fitted}: status 1 written, 0 stale (kept the stored one), -1
 -- forgotten; fitted the obs_version of the stored fit when the dirty mark may go (it is of
 -- the current observations and this is the all-runs curve), else -1.
@@ -51,6 +54,11 @@ else
 end
 redis.call('HSET', KEYS[1], 'obs_version', based, 'fitted_at', ARGV[3],
   'n_observations', ARGV[4], 'method', ARGV[5], 'reliable', ARGV[6], 'note', ARGV[7])
+if tonumber(ARGV[9] or '') ~= nil then
+  redis.call('HSET', KEYS[1], 'added_total', ARGV[9])
+else
+  redis.call('HDEL', KEYS[1], 'added_total')
+end
 version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 if not clears then
   redis.call('SADD', KEYS[3], node_type)

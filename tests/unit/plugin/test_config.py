@@ -45,10 +45,14 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
     path.write_text(
         '[redis]\nurl = "rediss://cache:6380/2"\nretries = 5\n'
         '[appkey]\ntemplate = "{account}.{name}"\ngeneric_names = ["wrap"]\n'
-        "[learner]\nmax_age_days = 30\nrefit_debounce_s = 5\n",
+        "[learner]\nmax_age_days = 30\nrefit_debounce_s = 5\nrefit_growth = 0\n"
+        "refit_max_age_h = 0\n",
         encoding="utf-8",
     )
     config = load_config(str(path))
+    assert config.learner.refit_growth == 0.0  # every change, as before issue 20
+    assert config.learner.refit_max_age_s is None  # 0: never
+    assert Config().learner.refit_max_age_s == 24 * 3600.0
     assert config.redis.url == "rediss://cache:6380/2"
     assert config.redis.retries == 5
     assert config.learner.max_age_s == 30 * 86400.0
@@ -75,6 +79,8 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
         ("[redis]\nsocket_timeout_s = 0\n", "[redis] socket_timeout_s", ("> 0", "got 0")),
         ("[learner]\nmax_age_days = -3\n", "[learner] max_age_days", ("≥ 0", "got -3")),
         ("[learner]\nmax_age_days = nan\n", "[learner] max_age_days", ("number", "got nan")),
+        ("[learner]\nrefit_growth = -0.5\n", "[learner] refit_growth", ("[0, 10]", "got -0.5")),
+        ("[learner]\nrefit_max_age_h = -1\n", "[learner] refit_max_age_h", ("≥ 0", "got -1")),
         ("[learner]\nsource = 'slurmdbd'\n", "[learner] source", ('"sacct"', '"slurmdbd"')),
         ("[learner]\nmethod = 'magic'\n", "[learner] method", ('"adept", "lm"', '"magic"')),
         ("[appkey]\ntemplate = '{nmae}'\n", "[appkey]", ("template", "{nmae}", "unknown")),

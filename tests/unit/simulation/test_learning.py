@@ -373,8 +373,9 @@ def test_refits_follow_the_daemons_rounds_on_every_change() -> None:
     """(New: the simulator refitted only when an application's runs had grown by half, so a
     9th run after a fit of 8 was never seen; the daemon refits on every change: this failed.)
     A run ending at e is ingested by the learner's round at the next multiple of 30 s; the
-    round 60 s after the first unfitted ingest refits on every run ingested by then."""
-    learner = CurveLearner(1)
+    round 60 s after the first unfitted ingest refits on every run ingested by then: g = 0,
+    the rule before issue 20's refit cadence (policies/refit_cadence.py)."""
+    learner = CurveLearner(1, refit_growth=0.0)
     runs = _daemon_runs(learner, [100.0 + k for k in range(8)])  # ingested at 120
     assert learner.curve(0, now=179.0) is None  # the round at 180 refits
     eight = learner.curve(0, now=180.0)
@@ -396,6 +397,36 @@ def test_refits_follow_the_daemons_rounds_on_every_change() -> None:
     first = sparse.curve(0, now=180.0)
     _daemon_runs(sparse, [200.0], k0=8)
     assert sparse.curve(0, now=1000.0) is first
+
+
+def test_the_refit_cadence_waits_for_growth_a_new_size_or_an_old_curve() -> None:
+    """(New with issue 20's refit cadence, policies/refit_cadence.py: every change was
+    refitted.) g = 0.5 on a fit of 8 runs: 3 more runs at known sizes leave the curve, the
+    4th refits; a run at a new size refits at once; so does any run on a curve H old."""
+    learner = CurveLearner(1, refit_growth=0.5, refit_max_age_s=3600.0)
+    runs = _daemon_runs(learner, [100.0 + k for k in range(8)])  # the round at 180
+    eight = learner.curve(0, now=200.0)
+    assert eight is not None
+    runs += _daemon_runs(learner, [300.0, 400.0, 500.0], k0=8)
+    assert learner.curve(0, now=1000.0) is eight
+    assert learner.refits == 1
+    runs += _daemon_runs(learner, [1100.0], k0=11)  # 4 = ⌈0.5 · 8⌉: the round at 1,110
+    twelve = learner.curve(0, now=1200.0)
+    assert twelve is not None
+    assert twelve is not eight
+    _same_curve(twelve, _fit_of(runs))
+    learner.observe(0, 4, runs[0][1], now=1300.0)  # 1 of 6
+    assert learner.curve(0, now=1500.0) is twelve
+    t64 = 3600.0 * float(relative_runtime(np.array([64.0]), 24.0, 0.5)[0])
+    learner.observe(0, 64, t64, now=1600.0)  # a size the curve never saw
+    fourteen = learner.curve(0, now=1700.0)
+    assert fourteen is not twelve
+    learner.observe(0, 8, runs[1][1], now=1800.0)
+    assert learner.curve(0, now=4700.0) is fourteen  # refitted at 1,620: H old at 5,220
+    assert learner.curve(0, now=5300.0) is not fourteen
+    assert learner.refits == 4
+    with pytest.raises(ValueError, match="refit_growth"):
+        CurveLearner(1, refit_growth=-1.0)
 
 
 def test_rounds_no_decision_saw_are_counted_not_fitted() -> None:

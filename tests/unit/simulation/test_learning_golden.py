@@ -5,8 +5,12 @@ rule counts, fallbacks and refit counts, recorded before the first speed-up
 change of results is intended and said so in its commit).
 
 The run: the first JOBS jobs of the NASA iPSC/860 trace (128 nodes) at load 0.7, seed 1, the
-command's defaults (learned curves, the daemon's refit cadence), the six POLICIES; and the
-sparse cadence for the learned policies.
+command's defaults (learned curves, the daemon's refit cadence), the six POLICIES; the same
+with the learner's rule before issue 20's refit cadence (g = 0, every change: "every", whose
+records are the "daemon" ones recorded before that cadence, unchanged); and the sparse
+cadence for the learned policies. Re-recorded once with the refit cadence
+(policies/refit_cadence.py), its default g changing the daemon's schedules: the commit says
+so.
 """
 
 from __future__ import annotations
@@ -27,16 +31,22 @@ from .helpers import NASA
 GOLDEN = Path(__file__).resolve().parents[2] / "data" / "golden" / "simulation_nasa.json.gz"
 JOBS = 400
 LEARNED = ("rigid_limits", "adaptive_fixed_limits", "adaptive")
-RUNS = [("daemon", p) for p in POLICIES] + [("sparse", p) for p in LEARNED]
+RUNS = (
+    [("daemon", p) for p in POLICIES]
+    + [("every", p) for p in POLICIES]
+    + [("sparse", p) for p in LEARNED]
+)
 
 
 def _experiments() -> dict[str, Experiment]:
     trace = read_swf(NASA).head(JOBS)
     jobs = at_load(trace.jobs, trace.machine, 0.7)
-    return {
-        cadence: Experiment(jobs, Setup(machine=trace.machine, refits=cadence, seed=1))
-        for cadence in ("daemon", "sparse")
+    setups = {
+        "daemon": Setup(machine=trace.machine, seed=1),
+        "every": Setup(machine=trace.machine, seed=1, refit_growth=0.0),
+        "sparse": Setup(machine=trace.machine, refits="sparse", seed=1),
     }
+    return {cadence: Experiment(jobs, setup) for cadence, setup in setups.items()}
 
 
 def _outputs(experiment: Experiment, policy: str) -> dict[str, Any]:
