@@ -35,6 +35,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
 from policies.simulation.engine import PartitionScheduler
@@ -123,11 +124,17 @@ class TypedLearner:
     refit rounds (with one pool: the application's, as without pools)."""
 
     def __init__(
-        self, apps: int, pools: int, growth: float | None, fits: Fits, fallback: bool = True
+        self,
+        apps: int,
+        pools: int,
+        growth: float | None,
+        fits: Fits,
+        fallback: bool = True,
+        refit_growth: float = REFIT_GROWTH,
     ) -> None:
         self.pools, self.fallback = pools, fallback
-        self.typed = CurveLearner(apps * pools, growth=growth, fits=fits)
-        self.generic = CurveLearner(apps, growth=growth, fits=fits)
+        self.typed = CurveLearner(apps * pools, growth=growth, fits=fits, refit_growth=refit_growth)
+        self.generic = CurveLearner(apps, growth=growth, fits=fits, refit_growth=refit_growth)
 
     @property
     def refits(self) -> int:
@@ -219,7 +226,9 @@ class PooledExperiment:
         if policy != "oracle" and self.setup.curves == "learned":
             growth = None if self.setup.refits == "daemon" else GROWTH
             fallback = self.plan.fallback
-            learner = TypedLearner(len(self.apps), len(pools), growth, self.fits, fallback)
+            learner = TypedLearner(
+                len(self.apps), len(pools), growth, self.fits, fallback, self.setup.refit_growth
+            )
         return [
             AdaptiveSizer(
                 self.pool_jobs[q],
