@@ -50,6 +50,8 @@ from policies.simulation import Experiment, Setup, TraceJob, at_load
 from policies.simulation.learning import CurveLearner
 from predictor import Curve
 
+from .tiling import tile
+
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"
 CURIE = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")
 FULL = os.environ.get("ADAPTALLOC_CADENCE_FULL") == "1"
@@ -114,26 +116,12 @@ def _recording_decide(learners: list[_RecordingLearner]) -> Callable[..., Any]:
     return wrapped
 
 
-def _tiled(jobs: tuple[TraceJob, ...], count: int) -> list[TraceJob]:
-    """The trace repeated in time (job ids renumbered) until it has `count` jobs."""
-    span = max(j.submit for j in jobs) - min(j.submit for j in jobs) + 1.0
-    out: list[TraceJob] = []
-    copy = 0
-    while len(out) < count:
-        for j in jobs:
-            if len(out) == count:
-                break
-            out.append(dataclasses.replace(j, job_id=len(out) + 1, submit=j.submit + copy * span))
-        copy += 1
-    return out
-
-
 @pytest.mark.benchmark
 def test_refits_per_application_and_those_that_change_a_decision(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trace = read_swf(SWF / "NASA-iPSC-1993-3.1-cln.swf")
-    tiled = _tiled(trace.jobs, TILED_JOBS)
+    tiled = tile(trace.jobs, TILED_JOBS)
     learners: list[_RecordingLearner] = []
 
     def make(*args: Any, **kwargs: Any) -> _RecordingLearner:

@@ -27,7 +27,6 @@ ADAPTALLOC_SIM_BENCH_JOBS=30000 ADAPTALLOC_SIM_BENCH_REFITS=daemon prints the is
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -43,6 +42,8 @@ from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation import POLICIES, Experiment, Setup, TraceJob, at_load, sweep
 from policies.simulation.adaptive import FALLBACK_NO_CURVE, FALLBACK_UNUSABLE
 from policies.simulation.applications import group
+
+from .tiling import tile
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"
 CURIE = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")
@@ -176,20 +177,6 @@ def _spread(jobs: tuple[TraceJob, ...]) -> float:
     return float(np.median([max(r) / min(r) for r in runs.values() if len(r) > 1]))
 
 
-def _tiled(jobs: tuple[TraceJob, ...], count: int) -> list[TraceJob]:
-    """The trace repeated in time (job ids renumbered) until it has `count` jobs."""
-    span = max(j.submit for j in jobs) - min(j.submit for j in jobs) + 1.0
-    out: list[TraceJob] = []
-    copy = 0
-    while len(out) < count:
-        for j in jobs:
-            if len(out) == count:
-                break
-            out.append(dataclasses.replace(j, job_id=len(out) + 1, submit=j.submit + copy * span))
-        copy += 1
-    return out
-
-
 @pytest.mark.benchmark
 def test_speed_of_a_tiled_trace(capsys: pytest.CaptureFixture[str]) -> None:
     trace = read_swf(SWF / "NASA-iPSC-1993-3.1-cln.swf")
@@ -205,7 +192,7 @@ def test_speed_of_a_tiled_trace(capsys: pytest.CaptureFixture[str]) -> None:
     columns: dict[str, list[str]] = {p: [] for p in POLICIES}
     totals = []
     for count, cadence in runs:
-        tiled = _tiled(trace.jobs, count)
+        tiled = tile(trace.jobs, count)
         if cadence == "every":
             setup = Setup(machine=trace.machine, refits="daemon", refit_growth=0.0)
         else:
