@@ -7,7 +7,22 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
+from integration.testbed import scratch_url
+
+from plugin.appkey import AppKey
+from plugin.learning.importers import import_csv
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
+
+#: The benchmarks' own Redis database: a long benchmark must not share db 15 with tests that
+#: flush it.
+BENCH_DB = 14
+#: The application the benchmarks' jobs belong to, and the real study its curve comes from.
+BENCH_APP = AppKey.parse("bench-lu")
+BENCH_STUDY = Path(__file__).resolve().parents[1] / "data" / "scaling" / "lan_thesis_npb_lu_W.csv"
 #: Threads submitting at once in a burst.
 SUBMITTERS = 4
 #: Threads that keep the steady rate (one sbatch takes longer than 1/rate here).
@@ -131,3 +146,14 @@ def held(name: str) -> int:
         timeout=60,
     ).stdout
     return sum(1 for line in out.split() if line.strip() == "0")
+
+
+def bench_store() -> tuple[str, Any]:
+    """(URL, client) of BENCH_DB, emptied, holding BENCH_APP's curve fitted from BENCH_STUDY."""
+    url = scratch_url(BENCH_DB)
+    client = connect(url)
+    client.flushdb()
+    store = CurveStore(client)
+    import_csv(store, BENCH_STUDY, BENCH_APP)
+    assert refit_app(store, BENCH_APP).status == "written"
+    return url, client

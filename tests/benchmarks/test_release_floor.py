@@ -59,22 +59,16 @@ import numpy.typing as npt
 import pytest
 from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
 from integration.sdiag import reset_rpc_stats, rpc_stats
-from integration.testbed import PROJECT_ROOT, LocalCluster, scratch_url
+from integration.testbed import PROJECT_ROOT, LocalCluster
 from rich.console import Console
 from rich.table import Table
 
-from plugin.appkey import AppKey
-from plugin.learning.importers import import_csv
-from plugin.learning.learner import refit_app
 from plugin.slurm.libslurm_backend import import_binding
-from plugin.store.connection import connect
-from plugin.store.curves import CurveStore
 
-from .slurm_load import Submitter, held, scancel
+from .slurm_load import Submitter, bench_store, held, scancel
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 RELEASER = Path(__file__).resolve().parent / "floor_releaser.py"
 #: Issue 16's aim: p99 <= 250 ms at this rate.
 RATE_PER_S = 50
@@ -85,8 +79,6 @@ LIGHT_S = STEADY_S
 #: The issue's burst is 5,000 jobs; 1,000 keeps the CI default near 3 minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
 MODES = tuple(os.environ.get("ADAPTALLOC_BENCH_MODES", "slurm,floor,daemon").split(","))
-#: Its own Redis database, as test_release_latency.py's.
-BENCH_DB = 14
 #: Seconds between looks at the queue while waiting for releases or for the jobs to end.
 POLL_S = 1.0
 #: The longest a phase may wait for its jobs to be released, then to leave the queue.
@@ -431,12 +423,7 @@ def test_release_floor(
 ) -> None:
     if import_binding() is None:
         pytest.skip("the libslurm binding is not built (deploy/setup.sh)")
-    url = scratch_url(BENCH_DB)
-    client = connect(url)
-    client.flushdb()
-    store = CurveStore(client)
-    import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("bench-lu"))
-    assert refit_app(store, AppKey.parse("bench-lu")).status == "written"
+    url, client = bench_store()
     stop_testbed_daemon(local_cluster)
 
     def make_daemon() -> DaemonProcess:

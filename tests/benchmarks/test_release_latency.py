@@ -42,22 +42,16 @@ import numpy as np
 import pytest
 from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
 from integration.sdiag import reset_rpc_stats, rpc_stats
-from integration.testbed import LocalCluster, SlurmCLI, scratch_url
+from integration.testbed import LocalCluster, SlurmCLI
 from rich.console import Console
 from rich.table import Table
 
-from plugin.appkey import AppKey
-from plugin.learning.importers import import_csv
-from plugin.learning.learner import refit_app
 from plugin.slurm.libslurm_backend import import_binding
-from plugin.store.connection import connect
-from plugin.store.curves import CurveStore
 
-from .slurm_load import SBATCH_TIMEOUT_S, Submitter, held, scancel
+from .slurm_load import SBATCH_TIMEOUT_S, Submitter, bench_store, held, scancel
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 RATE_PER_S = 50
 STEADY_S = 20
 #: A light stream first: the latency the daemon adds while it keeps up (the wake, one cycle).
@@ -65,8 +59,6 @@ LIGHT_RATE_PER_S = 10
 LIGHT_S = 15
 #: The issue's figure is 5,000; 1,000 keeps the default run to a couple of minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
-#: Its own Redis database: a long benchmark must not share db 15 with tests that flush it.
-BENCH_DB = 14
 #: "run" (default): the jobs run ``true`` once released, so slurmctld also starts and completes
 #: 50 jobs/s, as a cluster at that rate would. "stay": each job has a begin time an hour
 #: ahead, so it stays pending once released: no job starts or completions, the daemon's own
@@ -137,12 +129,7 @@ def test_release_latency(
 ) -> None:
     if backend.startswith("libslurm") and import_binding() is None:
         pytest.skip("the libslurm binding is not built (deploy/setup.sh)")
-    url = scratch_url(BENCH_DB)
-    client = connect(url)
-    client.flushdb()
-    store = CurveStore(client)
-    import_csv(store, DATA / "lan_thesis_npb_lu_W.csv", AppKey.parse("bench-lu"))
-    assert refit_app(store, AppKey.parse("bench-lu")).status == "written"
+    url, client = bench_store()
     daemon = daemon_factory(
         config=f'max_hold_s = 600.0\n[slurm]\nbackend = "{backend}"\n', args=("--redis-url", url)
     )
