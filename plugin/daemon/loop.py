@@ -33,7 +33,11 @@ back.
 
 Latency: a job's "held since" is the later of Slurm's submit time (whole seconds) and the
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
-after the release command returned.
+after the release command returned. Each ``decision`` log event of a released job carries its
+``timeline`` (Unix seconds): ``woke`` (the spool wake-up before the sweep that first found
+it held, absent for a periodic sweep), ``read`` and ``seen`` (that sweep's queue read began
+and returned), ``decided`` (its batch decided) and ``applied`` (its batch's writes returned),
+so the parts of a job's latency can be told apart (tests/benchmarks/test_release_floor.py).
 
 The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
 when the daemon starts deciding), off the decision path: it watches the jobs released with
@@ -258,6 +262,11 @@ class Daemon:
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
+        #: Job id -> the first sweep that found it held: woke, read, seen (module docstring).
+        self.first_seen: dict[int, dict[str, float]] = {}
+        #: The current sweep's (woke, read, seen) times, and its batch's decided/applied.
+        self.sweep_times: dict[str, float] = {}
+        self.batch_times: dict[str, float] = {}
         self.last_sweep_ok = -1e18
         self.next_sweep = 0.0
         self.next_beat = 0.0
@@ -528,6 +537,7 @@ class Daemon:
         self.applier.unreleased.clear()
         self.comments.clear()
         self.held_since.clear()
+        self.first_seen.clear()
         self._stop_learner()
         self.next_lease_try = time.monotonic() + lease.poll_s
 
@@ -722,10 +732,15 @@ class Daemon:
         self.wake_at = None
         self.slurm_ms.clear()
         self.next_sweep = time.monotonic() + d.sweep_interval_s
+        read = time.time()
         if jobs is None:
             jobs = self._read_queue()
         if jobs is None:
             return 0
+        self.sweep_times = {"read": read, "seen": time.time()}
+        if woke is not None:
+            self.sweep_times["woke"] = woke
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs}
         sweep = classify(
             jobs.values(), time.time(), d.max_hold_s, self.applier.unreleased, d.max_batch
         )
@@ -756,6 +771,7 @@ class Daemon:
             if job.job_id not in self.held_since:
                 submitted = float(job.submit_time or seen)
                 self.held_since[job.job_id] = max(submitted, woke) if woke else submitted
+            self.first_seen.setdefault(job.job_id, self.sweep_times)
 
     def handle(self, sweep: Sweep) -> None:
         """Decide the sweep's jobs, apply the outcomes, record them."""
@@ -792,10 +808,13 @@ class Daemon:
             if count % BEAT_EVERY == 0:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
+        self.batch_times = {"decided": time.time()}
         applied = self.applier.apply(outcomes)
+        self.batch_times["applied"] = time.time()
         self.forget_comments([o.job_id for o in outcomes])
         self.metrics.batch.observe(len(outcomes))
         self.record(applied)
+        self.batch_times = {}
         self.applier.commit()
         log.info(
             "batch",
@@ -829,6 +848,7 @@ class Daemon:
                 self.held_since[outcome.job_id] = since or now
                 log.warning("release_pending", job_id=outcome.job_id)
                 continue
+            seen = self.first_seen.pop(outcome.job_id, {})
             latency = None if since is None or item.status != RELEASED else max(now - since, 0.0)
             if item.status == GONE:
                 self.metrics.jobs.labels("gone").inc()
@@ -848,7 +868,11 @@ class Daemon:
             record = decision_record(outcome, item.status, latency)
             if item.status == RELEASED:
                 record = dataclasses.replace(record, released_at=round(now, 3))
-            log.info("decision", **record.to_dict())
+            if item.status == RELEASED and seen and self.batch_times:
+                timeline = {k: round(v, 3) for k, v in {**seen, **self.batch_times}.items()}
+                log.info("decision", **record.to_dict(), timeline=timeline)
+            else:
+                log.info("decision", **record.to_dict())
             if item.status == RELEASED:
                 records.append(record)
         self.recorder.record(records)
