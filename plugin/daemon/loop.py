@@ -89,7 +89,7 @@ from plugin.daemon.apply import (
     Applier,
     outcome_from_journal,
 )
-from plugin.daemon.cluster import ClusterView
+from plugin.daemon.cluster import ClusterPrefetch, ClusterView
 from plugin.daemon.decider import (
     RELEASE,
     RESIZE,
@@ -146,6 +146,12 @@ DRAIN_PAUSE_S = 0.3
 #: the milliseconds slurmctld takes to create a job, well below sweep_interval_s. The
 #: benchmark's 10 jobs/s p99 (1.7-1.9 s) did not move measurably with it on the shared testbed.
 FOLLOW_UP_S = 0.1
+#: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
+#: of cluster_cache_s.
+PREFETCH_MIN_POLL_S = 0.1
+#: The prefetch reads Slurm only while jobs come: within this long of the last batch (an idle
+#: daemon asks nothing; the first batch after a lull reads what expired, as before).
+PREFETCH_IDLE_S = 60.0
 
 
 def _version() -> str:
@@ -195,6 +201,11 @@ class Daemon:
         The Slurm adapter (default: chosen by [slurm] backend).
     """
 
+    #: The cluster prefetch thread (plugin/daemon/cluster.py), started when deciding starts.
+    prefetch: ClusterPrefetch | None = None
+    #: When the last batch ran (monotonic): the cluster prefetch reads only after one.
+    last_batch: float = -1e18
+
     def __init__(
         self,
         config: Config,
@@ -223,7 +234,11 @@ class Daemon:
         self.signals = Signals(self.wake)
         self.slurm_ms: defaultdict[str, float] = defaultdict(float)
         self.cluster = ClusterView(
-            self.slurm, d.cluster_cache_s, d.partition_cache_s, timed=self.timed
+            self.slurm,
+            d.cluster_cache_s,
+            d.partition_cache_s,
+            timed=self.timed,
+            metered=self.metrics.slurm_call,
         )
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
@@ -401,6 +416,13 @@ class Daemon:
         self.recover(journaled)
         if self.guard_thread is None:
             self.guard_thread = GuardThread(self.guard, self._guard_may_write).start()
+        if (
+            self.prefetch is None
+            and self.cluster.cache_s > 0
+            and self.config.daemon.prefetch_cluster
+        ):
+            poll_s = max(self.cluster.cache_s / 4, PREFETCH_MIN_POLL_S)
+            self.prefetch = ClusterPrefetch(self.cluster, self._prefetch_wanted, poll_s).start()
         if self.learn and self.learner is None:
             self.learner_stop = threading.Event()
             self.learner = LearnerThread(
@@ -755,6 +777,10 @@ class Daemon:
         self.fence()
         return sweep.deferred
 
+    def _prefetch_wanted(self) -> bool:
+        """The cluster prefetch's check: this daemon decides and jobs came lately."""
+        return self.active and time.monotonic() - self.last_batch < PREFETCH_IDLE_S
+
     def _guard_may_write(self) -> bool:
         """The guard thread's check before a tick: this daemon decides (`fence`)."""
         if not self.active:
@@ -776,6 +802,7 @@ class Daemon:
     def handle(self, sweep: Sweep) -> None:
         """Decide the sweep's jobs, apply the outcomes, record them."""
         started = time.perf_counter()
+        self.last_batch = time.monotonic()
         outcomes = []
         now = time.time()
         max_hold = self.config.daemon.max_hold_s
@@ -921,6 +948,8 @@ class Daemon:
         self._stop_learner()
         if self.guard_thread is not None:
             self.guard_thread.stop()
+        if self.prefetch is not None:
+            self.prefetch.stop()
         self.spool_wake.close()
         self.metrics.close()
         self.state.unlock()
