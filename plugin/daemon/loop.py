@@ -396,7 +396,8 @@ class Daemon:
 
     def take_over(self, starting: bool = False) -> None:
         """Start deciding: the journal, the kill guard's watches, recovery of held jobs, the
-        learner (at start-up; with HA, each time this daemon takes the lease)."""
+        guard and cluster prefetch threads (once), the learner (at start-up; with HA, each
+        time this daemon takes the lease)."""
         journaled = self.journal.load()
         watched = self.guard.load()
         log.info(
