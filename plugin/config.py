@@ -214,6 +214,9 @@ class DaemonConfig:
     max_hold_s: float = field(default=120.0, metadata=_key(_POSITIVE, "watchdog bound"))
     cluster_cache_s: float = field(default=2.0, metadata=_key(_number(0), ""))
     partition_cache_s: float = field(default=60.0, metadata=_key(_number(0), ""))
+    prefetch_cluster: bool = field(
+        default=True, metadata=_key(_boolean, "refresh those caches off the decision path")
+    )
     slurm_timeout_s: float = field(default=20.0, metadata=_key(_POSITIVE, ""))
     slurm_parallelism: int = field(default=4, metadata=_key(_integer(1, 64), ""))
     redis_timeout_s: float = field(default=0.5, metadata=_key(_POSITIVE, ""))

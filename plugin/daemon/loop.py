@@ -33,7 +33,11 @@ back.
 
 Latency: a job's "held since" is the later of Slurm's submit time (whole seconds) and the
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
-after the release command returned.
+after the release command returned. Each ``decision`` log event of a released job carries its
+``timeline`` (Unix seconds): ``woke`` (the spool wake-up before the sweep that first found
+it held, absent for a periodic sweep), ``read`` and ``seen`` (that sweep's queue read began
+and returned), ``decided`` (its batch decided) and ``applied`` (its batch's writes returned),
+so the parts of a job's latency can be told apart (tests/benchmarks/test_release_floor.py).
 
 The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
 when the daemon starts deciding), off the decision path: it watches the jobs released with
@@ -85,7 +89,7 @@ from plugin.daemon.apply import (
     Applier,
     outcome_from_journal,
 )
-from plugin.daemon.cluster import ClusterView
+from plugin.daemon.cluster import ClusterPrefetch, ClusterView
 from plugin.daemon.decider import (
     RELEASE,
     RESIZE,
@@ -142,6 +146,12 @@ DRAIN_PAUSE_S = 0.3
 #: the milliseconds slurmctld takes to create a job, well below sweep_interval_s. The
 #: benchmark's 10 jobs/s p99 (1.7-1.9 s) did not move measurably with it on the shared testbed.
 FOLLOW_UP_S = 0.1
+#: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
+#: of cluster_cache_s.
+PREFETCH_MIN_POLL_S = 0.1
+#: The prefetch reads Slurm only while jobs come: within this long of the last batch (an idle
+#: daemon asks nothing; the first batch after a lull reads what expired, as before).
+PREFETCH_IDLE_S = 60.0
 
 
 def _version() -> str:
@@ -191,6 +201,11 @@ class Daemon:
         The Slurm adapter (default: chosen by [slurm] backend).
     """
 
+    #: The cluster prefetch thread (plugin/daemon/cluster.py), started when deciding starts.
+    prefetch: ClusterPrefetch | None = None
+    #: When the last batch ran (monotonic): the cluster prefetch reads only after one.
+    last_batch: float = -1e18
+
     def __init__(
         self,
         config: Config,
@@ -219,7 +234,11 @@ class Daemon:
         self.signals = Signals(self.wake)
         self.slurm_ms: defaultdict[str, float] = defaultdict(float)
         self.cluster = ClusterView(
-            self.slurm, d.cluster_cache_s, d.partition_cache_s, timed=self.timed
+            self.slurm,
+            d.cluster_cache_s,
+            d.partition_cache_s,
+            timed=self.timed,
+            metered=self.metrics.slurm_call,
         )
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
@@ -258,6 +277,11 @@ class Daemon:
         self.learner_stop = threading.Event()
         self.learner: LearnerThread | None = None
         self.held_since: dict[int, float] = {}
+        #: Job id -> the first sweep that found it held: woke, read, seen (module docstring).
+        self.first_seen: dict[int, dict[str, float]] = {}
+        #: The current sweep's (woke, read, seen) times, and its batch's decided/applied.
+        self.sweep_times: dict[str, float] = {}
+        self.batch_times: dict[str, float] = {}
         self.last_sweep_ok = -1e18
         self.next_sweep = 0.0
         self.next_beat = 0.0
@@ -372,7 +396,8 @@ class Daemon:
 
     def take_over(self, starting: bool = False) -> None:
         """Start deciding: the journal, the kill guard's watches, recovery of held jobs, the
-        learner (at start-up; with HA, each time this daemon takes the lease)."""
+        guard and cluster prefetch threads (once), the learner (at start-up; with HA, each
+        time this daemon takes the lease)."""
         journaled = self.journal.load()
         watched = self.guard.load()
         log.info(
@@ -392,6 +417,13 @@ class Daemon:
         self.recover(journaled)
         if self.guard_thread is None:
             self.guard_thread = GuardThread(self.guard, self._guard_may_write).start()
+        if (
+            self.prefetch is None
+            and self.cluster.cache_s > 0
+            and self.config.daemon.prefetch_cluster
+        ):
+            poll_s = max(self.cluster.cache_s / 4, PREFETCH_MIN_POLL_S)
+            self.prefetch = ClusterPrefetch(self.cluster, self._prefetch_wanted, poll_s).start()
         if self.learn and self.learner is None:
             self.learner_stop = threading.Event()
             self.learner = LearnerThread(
@@ -528,6 +560,7 @@ class Daemon:
         self.applier.unreleased.clear()
         self.comments.clear()
         self.held_since.clear()
+        self.first_seen.clear()
         self._stop_learner()
         self.next_lease_try = time.monotonic() + lease.poll_s
 
@@ -722,10 +755,15 @@ class Daemon:
         self.wake_at = None
         self.slurm_ms.clear()
         self.next_sweep = time.monotonic() + d.sweep_interval_s
+        read = time.time()
         if jobs is None:
             jobs = self._read_queue()
         if jobs is None:
             return 0
+        self.sweep_times = {"read": read, "seen": time.time()}
+        if woke is not None:
+            self.sweep_times["woke"] = woke
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs}
         sweep = classify(
             jobs.values(), time.time(), d.max_hold_s, self.applier.unreleased, d.max_batch
         )
@@ -739,6 +777,10 @@ class Daemon:
             self.next_sweep = min(self.next_sweep, time.monotonic() + FOLLOW_UP_S)
         self.fence()
         return sweep.deferred
+
+    def _prefetch_wanted(self) -> bool:
+        """The cluster prefetch's check: this daemon decides and jobs came lately."""
+        return self.active and time.monotonic() - self.last_batch < PREFETCH_IDLE_S
 
     def _guard_may_write(self) -> bool:
         """The guard thread's check before a tick: this daemon decides (`fence`)."""
@@ -756,10 +798,12 @@ class Daemon:
             if job.job_id not in self.held_since:
                 submitted = float(job.submit_time or seen)
                 self.held_since[job.job_id] = max(submitted, woke) if woke else submitted
+            self.first_seen.setdefault(job.job_id, self.sweep_times)
 
     def handle(self, sweep: Sweep) -> None:
         """Decide the sweep's jobs, apply the outcomes, record them."""
         started = time.perf_counter()
+        self.last_batch = time.monotonic()
         outcomes = []
         now = time.time()
         max_hold = self.config.daemon.max_hold_s
@@ -792,10 +836,13 @@ class Daemon:
             if count % BEAT_EVERY == 0:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
+        self.batch_times = {"decided": time.time()}
         applied = self.applier.apply(outcomes)
+        self.batch_times["applied"] = time.time()
         self.forget_comments([o.job_id for o in outcomes])
         self.metrics.batch.observe(len(outcomes))
         self.record(applied)
+        self.batch_times = {}
         self.applier.commit()
         log.info(
             "batch",
@@ -829,6 +876,7 @@ class Daemon:
                 self.held_since[outcome.job_id] = since or now
                 log.warning("release_pending", job_id=outcome.job_id)
                 continue
+            seen = self.first_seen.pop(outcome.job_id, {})
             latency = None if since is None or item.status != RELEASED else max(now - since, 0.0)
             if item.status == GONE:
                 self.metrics.jobs.labels("gone").inc()
@@ -848,7 +896,11 @@ class Daemon:
             record = decision_record(outcome, item.status, latency)
             if item.status == RELEASED:
                 record = dataclasses.replace(record, released_at=round(now, 3))
-            log.info("decision", **record.to_dict())
+            if item.status == RELEASED and seen and self.batch_times:
+                timeline = {k: round(v, 3) for k, v in {**seen, **self.batch_times}.items()}
+                log.info("decision", **record.to_dict(), timeline=timeline)
+            else:
+                log.info("decision", **record.to_dict())
             if item.status == RELEASED:
                 records.append(record)
         self.recorder.record(records)
@@ -897,6 +949,8 @@ class Daemon:
         self._stop_learner()
         if self.guard_thread is not None:
             self.guard_thread.stop()
+        if self.prefetch is not None:
+            self.prefetch.stop()
         self.spool_wake.close()
         self.metrics.close()
         self.state.unlock()

@@ -7,7 +7,8 @@ The active daemon hangs (SIGSTOP) while jobs are submitted: the standby takes th
 daemon writes nothing. The promise, as with one Redis: every held job released within the
 bound, within its range, exactly once (slurmctld's log), one decision record each, decided
 by one daemon. Then a master of the cluster stops while jobs are held: the daemon fails
-open (every held job released within its range, once) and the master is started again.
+open (every held job released within its range, once, as ``store_unavailable``) and the
+master is started again.
 """
 
 from __future__ import annotations
@@ -38,6 +39,22 @@ pytestmark = pytest.mark.integration
 __all__ = ["cluster_url"]  # the fixture, imported on purpose
 
 APP = "it-cluster-master-down"
+#: How long a SIGTERM'd Redis may take to exit: it shuts down in its next serverCron (hz 10,
+#: so within ~0.1 s), and answers commands until then.
+EXIT_WAIT_S = 10.0
+
+
+def stopped(pid: int) -> None:
+    """SIGTERM Redis node `pid` and wait until the process is gone (not our child)."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.01)
+    pytest.fail(f"Redis node {pid} still runs {EXIT_WAIT_S:g} s after SIGTERM", pytrace=False)
 
 
 def test_ha_daemons_on_a_cluster_take_over_and_release_each_once(
@@ -87,13 +104,14 @@ def test_a_master_down_while_jobs_are_held_fails_open(
 ) -> None:
     daemon = with_redis_url(daemon_factory(), cluster_url).start()
     store: Any = connect(cluster_url)
-    # The master of the app's slot, which every decision on the app reads. (The global
-    # slot's master holds the app's keys only when the cluster's layout of the moment puts
-    # both slots there; elsewhere the store rightly answers "no curve".)
+    # The master of the app's slot, which every decision on the app reads.
     master = store.get_node_from_key(keys.app_curve(AppKey.parse(APP)))
     pid_file = PROJECT_ROOT / ".local" / "cluster" / f"node-{master.port}.pid"
     since = log_offset(local_cluster)
-    os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+    # Gone before the first job is submitted: a SIGTERM'd Redis answers commands until its
+    # next serverCron (up to ~0.1 s, 10-84 ms measured on Redis 7.0), and a job decided in
+    # that window read "no curve is stored" from the live master (the one run in four).
+    stopped(int(pid_file.read_text().strip()))
     stopped_at = time.monotonic()
     try:
         jobs = submit_held(slurm, submit_job, APP)
@@ -104,14 +122,12 @@ def test_a_master_down_while_jobs_are_held_fails_open(
             assert_within_range(slurm, job, 1, 4, 10)
         assert daemon.alive()
         assert took < 60.0
-        # Each job fails open as "store_unavailable" (not an internal error: a ConnectionError
-        # once escaped from the store's constructor), or, in about one run in four, the
-        # store answers and the job gets the ordinary "no curve is stored" fallback (seen
-        # 2026-11-26, not yet explained: the cluster's failover or a cached answer). Both
-        # keep the job as submitted; neither may be an internal error.
+        # Each job fails open as "store_unavailable": not an internal error (a ConnectionError
+        # once escaped from the store's constructor), not "no curve" (the slot's master is
+        # gone, nothing can answer for the app's keys).
         decided = [daemon.wait_decision(j) for j in jobs]
         outcomes = [(d.get("fail_open"), d.get("rule")) for d in decided]
-        assert all(o in {("store_unavailable", None), (None, "fallback")} for o in outcomes), (
+        assert all(o == ("store_unavailable", None) for o in outcomes), (
             decided,
             daemon.log_text()[-3000:],
         )
