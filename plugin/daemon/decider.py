@@ -308,6 +308,7 @@ class Decider:
             Callable[[], Iterable[str]] | None,
         ] = (None, None, None)
         self._cluster: Callable[[JobRecord], ClusterState] = lambda job: ClusterState()
+        self._core_counts: Callable[[], frozenset[int] | None] | None = None
 
     def decide(
         self,
@@ -316,15 +317,19 @@ class Decider:
         queue: Callable[[str], Queue | None] | None = None,
         cpus: Callable[[str], int | None] | None = None,
         known_partitions: Callable[[], Iterable[str]] | None = None,
+        core_counts: Callable[[], frozenset[int] | None] | None = None,
     ) -> Outcome:
         """The outcome for one held job; never raises (an error is ``internal_error``).
 
         queue, cpus and known_partitions (optional) describe the partitions for the
         partition choice and the placement: a partition's queue, its nodes' CPUs, and the
         partitions Slurm knows that admit the job (a listed name outside them is never a
-        candidate; plugin/daemon/access.py).
+        candidate; plugin/daemon/access.py). core_counts (optional): the distinct CPU counts
+        of the cluster's nodes; one count means no fallback can be refused, and the app's
+        runs are not read to find out.
         """
         self._where = (queue, cpus, known_partitions)
+        self._core_counts = core_counts
         self._cluster = cluster
         try:
             return self._decide(job, cluster)
@@ -520,6 +525,9 @@ class Decider:
         target = cpus(name) if cpus is not None else None
         if generic is None or target is None:
             return generic, ""
+        counts = self._core_counts() if self._core_counts is not None else None
+        if counts is not None and counts <= {target}:
+            return generic, ""  # every node has this core count: nothing to refuse
         types = self.curves.run_node_types(app)
         cores = [None if t is None or cpus is None else cpus(t) for t in types]
         refusal = fallback_refusal(cores, target)

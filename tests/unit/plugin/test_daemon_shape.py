@@ -333,3 +333,34 @@ def test_a_job_on_one_partition_uses_the_curve_of_that_node_type() -> None:
     assert on_big.time_limit_min is not None
     assert on_debug.time_limit_min is not None
     assert on_big.time_limit_min < on_debug.time_limit_min
+
+
+def test_on_a_cluster_of_one_core_count_the_runs_are_not_read_for_the_fallback() -> None:
+    """Every node has 16 cores: no fallback can be refused, so the decision reads no runs
+    (a read per app per batch on the latency path); with 16- and 32-core nodes it reads
+    them, and refuses."""
+    store = Store(fat_runs(), curve_record(1000.0))
+    read: list[AppKey] = []
+    plain_read = store.observations
+
+    def counted(app: AppKey) -> list[Observation]:
+        read.append(app)
+        return plain_read(app)
+
+    store.observations = counted  # type: ignore[method-assign]
+    uniform = decider(store).decide(
+        job(partition="standard"),
+        open_state,
+        cpus=CURIE_CPUS.get,
+        core_counts=lambda: frozenset({16}),
+    )
+    assert read == []
+    assert uniform.rule != "fallback"
+    mixed = decider(store).decide(
+        job(partition="standard"),
+        open_state,
+        cpus=CURIE_CPUS.get,
+        core_counts=lambda: frozenset({16, 32}),
+    )
+    assert len(read) == 1
+    assert mixed.rule == "fallback"
