@@ -58,6 +58,7 @@ from plugin.formats.observations_csv import (
 )
 from plugin.learning.learner import curve_from_fit
 from plugin.policy_file import load_policy_config
+from policies.fallback import fallback_refusal
 from policies.rules import load_rule_words
 
 __all__ = [
@@ -712,6 +713,10 @@ class _WhatIf:
     def wait(self, name: str, nodes: int) -> float:
         return self.waits[name]
 
+    def cpus(self, name: str) -> int | None:
+        """Cores per node are not given in a what-if: unknown (refuses no fallback)."""
+        return None
+
 
 class _LiveQueues:
     """Each partition's state and wait from Slurm now, as the daemon reads them
@@ -730,6 +735,10 @@ class _LiveQueues:
         from policies.partition import wait_estimate  # noqa: PLC0415
 
         return wait_estimate(self.queues[name], nodes)
+
+    def cpus(self, name: str) -> int | None:
+        """The partition's CPUs per node from sinfo (None: unknown), as the daemon's."""
+        return self.view.cpus_per_node(name)  # type: ignore[no-any-return]
 
 
 def _live_queues(request: policies.Request, listed: list[str]) -> _LiveQueues:
@@ -796,15 +805,29 @@ def _shaped_decision(
     curve, missing, borrowed = runs.curve()
     shown: dict[str, Any] = {}
     decision: policies.Decision | None = None
+    refused: dict[str, str] = {}
+
+    def curve_on(name: str) -> predictor.Curve | None:
+        # Decider._curve_on: the type's own curve, else all runs' unless on other cores.
+        typed = runs.typed(name)
+        target = where.cpus(name)
+        if typed is not None or curve is None or target is None:
+            return typed or curve
+        types = {r.node_type for r in runs.runs()}
+        cores = [None if t is None else where.cpus(t) for t in types]
+        why = fallback_refusal(cores, target)
+        refused[name] = f"no curve on {name} ({why})" if why else ""
+        return None if why else curve
+
     if len(listed) >= 2:
         pick = shape.partition_decision(
             request,
             listed,
-            lambda name: runs.typed(name) or curve,
+            curve_on,
             where.state,
             settings_for,
             where.wait,
-            missing=missing or "no curve is known",
+            missing=lambda name: refused.get(name) or missing or "no curve is known",
         )
         if pick is not None:
             shown = {"partition": pick.partition, "partitions": pick.detail["options"]}
@@ -812,6 +835,9 @@ def _shaped_decision(
             if decision is None:
                 missing = missing or pick.reason
     if decision is None:
+        if len(listed) == 1:
+            curve = curve_on(listed[0])
+            missing = refused.get(listed[0]) or missing
         decision = policies.decide(
             request, curve, cluster, settings, missing=missing or "no curve is known"
         )

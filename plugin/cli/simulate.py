@@ -592,7 +592,9 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     "large=360x32:4,standard=5040x16:10): a pool of NODES nodes of CORES cores runs the jobs "
     "of the SWF partitions PART (field 16) at SPEED (default 1) per core; jobs of other "
     "partitions are dropped. auto (default): the header's node types where it gives them "
-    "(CEA Curie: large and standard), else one partition; none: one partition.",
+    "(CEA Curie: large and standard), else one partition; none: one partition. Curves are "
+    "learned per application and pool; a pool without its own takes the curve of all the "
+    "application's runs only when none ran on a pool of other cores per node, as the daemon.",
 )
 @click.option(
     "--multi-partition",

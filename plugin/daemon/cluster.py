@@ -294,6 +294,13 @@ class ClusterView:
         cpus = [n.cpus for n in nodes if name in n.partitions and n.cpus > 0]
         return min(cpus) if cpus else None
 
+    def core_counts(self) -> frozenset[int] | None:
+        """The distinct CPU counts of the cluster's nodes, None when sinfo is unavailable."""
+        nodes = self.nodes()
+        if nodes is None:
+            return None
+        return frozenset(n.cpus for n in nodes if n.cpus > 0)
+
     def running(self) -> list[JobRecord] | None:
         """The running jobs (``squeue --json``, cached ``cluster_cache_s``); None when squeue
         fails. Read only for jobs that list several partitions (the sweep reads pending

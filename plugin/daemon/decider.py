@@ -10,7 +10,10 @@ failure becomes a release as submitted with a reason code (reasons.py).
    tag) is not a failure: the policy's fallback decides it, like an app without a curve.
 4. The curve, from Redis through `CurveSource` (short timeouts; once Redis fails, every read
    fails at once for ``redis_retry_s``, so a burst does not wait on a dead Redis job by job):
-   ``store_unavailable``.
+   ``store_unavailable``. On a job's partition (each listed one, or its only one) the curve
+   is the app's curve on that node type when the learner fitted one, else the curve of all
+   its runs, refused when those ran on nodes of another core count (policies/fallback.py):
+   the job is then decided as an app without a curve.
 5. The policy (policies.decide) with the partition's load and limits; an exception is
    ``policy_error``. The size is checked against the user's own range before anything is
    applied (root may set sizes below the user's minimum): ``out_of_range`` otherwise.
@@ -47,6 +50,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
+from policies.fallback import fallback_refusal
 from policies.partition import Queue, wait_estimate
 
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
@@ -152,12 +156,16 @@ class CurveSource:
         self._down_until = -1e18
         self._down_reason = ""
         self._cache: dict[AppKey, CurveRecord | None] = {}
+        self._typed: dict[tuple[AppKey, str], CurveRecord | None] = {}
+        self._run_types: dict[AppKey, frozenset[str | None]] = {}
         self._safety: dict[AppKey, float] = {}
         self._on_failure = on_failure
 
     def begin_batch(self) -> None:
         """Forget cached curves: each batch reads each app's curve once."""
         self._cache = {}
+        self._typed = {}
+        self._run_types = {}
         self._safety = {}
 
     def safety(self, app: AppKey) -> float:
@@ -208,7 +216,19 @@ class CurveSource:
     def typed(self, app: AppKey, node_type: str) -> CurveRecord | None:
         """The app's curve on `node_type` (a partition name) when the learner fitted one (the
         app ran on several types), else None; StoreError as `get`."""
-        return self._read("curve", lambda: self.store().curve_record(app, node_type))
+        key = (app, node_type)
+        if key not in self._typed:
+            self._typed[key] = self._read(
+                "curve", lambda: self.store().curve_record(app, node_type)
+            )
+        return self._typed[key]
+
+    def run_node_types(self, app: AppKey) -> frozenset[str | None]:
+        """The node types the app's stored runs ran on (None: a run without one), read once
+        a batch; StoreError as `get`."""
+        if app not in self._run_types:
+            self._run_types[app] = frozenset(o.node_type for o in self.observations(app))
+        return self._run_types[app]
 
     def observations(self, app: AppKey) -> list[Any]:
         """The app's observations (for placement and weak scaling); StoreError as `get`."""
@@ -231,8 +251,7 @@ class CurveSource:
         self._store_factory = store
         self._store = None
         self._down_until = -1e18
-        self._cache = {}
-        self._safety = {}
+        self.begin_batch()
 
 
 @dataclass
@@ -289,6 +308,7 @@ class Decider:
             Callable[[], Iterable[str]] | None,
         ] = (None, None, None)
         self._cluster: Callable[[JobRecord], ClusterState] = lambda job: ClusterState()
+        self._core_counts: Callable[[], frozenset[int] | None] | None = None
 
     def decide(
         self,
@@ -297,15 +317,19 @@ class Decider:
         queue: Callable[[str], Queue | None] | None = None,
         cpus: Callable[[str], int | None] | None = None,
         known_partitions: Callable[[], Iterable[str]] | None = None,
+        core_counts: Callable[[], frozenset[int] | None] | None = None,
     ) -> Outcome:
         """The outcome for one held job; never raises (an error is ``internal_error``).
 
         queue, cpus and known_partitions (optional) describe the partitions for the
         partition choice and the placement: a partition's queue, its nodes' CPUs, and the
         partitions Slurm knows that admit the job (a listed name outside them is never a
-        candidate; plugin/daemon/access.py).
+        candidate; plugin/daemon/access.py). core_counts (optional): the distinct CPU counts
+        of the cluster's nodes; one count means no fallback can be refused, and the app's
+        runs are not read to find out.
         """
         self._where = (queue, cpus, known_partitions)
+        self._core_counts = core_counts
         self._cluster = cluster
         try:
             return self._decide(job, cluster)
@@ -389,6 +413,11 @@ class Decider:
                 decision, partition, chosen = options
                 extra["placement"] = chosen
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
+            listed = listed_partitions(job.partition)
+            if len(listed) == 1 and app is not None and record is not None:
+                curve, refused = self._curve_on(app, listed[0], curve)
+                missing = refused or missing
+                extra["curve_model"] = curve.model if curve is not None else None
             decision = policies.decide(
                 request, curve, state, settings, self.budget.value(), missing or "no curve"
             )
@@ -455,11 +484,13 @@ class Decider:
         names = set(known())
         listed = [name for name in listed_partitions(job.partition) if name in names]
 
+        refused: dict[str, str] = {}
+
         def curve_for(name: str) -> Any:
-            # The curve of the runs on this node type when the app ran on several, else the
-            # curve of all its runs (one type: the same machine as far as the runs tell).
-            typed = self.curves.typed(app, name) if app is not None else None
-            return typed.curve if typed is not None and typed.curve is not None else generic
+            if app is None:
+                return generic
+            curve, refused[name] = self._curve_on(app, name, generic)
+            return curve
 
         def wait_for(name: str, n: int) -> float:
             q = queue(name)
@@ -473,11 +504,36 @@ class Decider:
             lambda name: policies.effective(self.policy, name, job.account),
             wait_for,
             self.budget.value(),
-            missing or "no curve",
+            lambda name: refused.get(name) or missing or "no curve",
         )
         if pick is None or pick.decision is None:
             return None
         return pick.decision, pick.partition, pick.detail
+
+    def _curve_on(self, app: AppKey, name: str, generic: Any) -> tuple[Any, str]:
+        """The app's curve on partition `name`'s node type and, when there is none, why.
+
+        The curve of the runs on that type when the learner fitted one (the app ran on
+        several types), else the curve of all its runs, unless those runs are on nodes of a
+        core count other than `name`'s (policies/fallback.py: the job is then decided as an
+        app without a curve). StoreError as CurveSource.get.
+        """
+        typed = self.curves.typed(app, name)
+        if typed is not None and typed.curve is not None:
+            return typed.curve, ""
+        _, cpus, _ = self._where
+        target = cpus(name) if cpus is not None else None
+        if generic is None or target is None:
+            return generic, ""
+        counts = self._core_counts() if self._core_counts is not None else None
+        if counts is not None and counts <= {target}:
+            return generic, ""  # every node has this core count: nothing to refuse
+        types = self.curves.run_node_types(app)
+        cores = [None if t is None or cpus is None else cpus(t) for t in types]
+        refusal = fallback_refusal(cores, target)
+        if refusal:
+            return None, f"app {app} has no curve on {printable(name)[:64]} ({refusal})"
+        return generic, ""
 
     def _outcome(
         self,

@@ -831,6 +831,7 @@ class Daemon:
                     queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
                     cpus=self.cluster.cpus_per_node,
                     known_partitions=functools.partial(self._usable_partitions, job),
+                    core_counts=self.cluster.core_counts,
                 )
             )
             if count % BEAT_EVERY == 0:

@@ -203,15 +203,17 @@ def partition_decision(
     settings_for: Callable[[str], PolicySettings],
     wait_for: Callable[[str, int], float],
     budget: ExplorationBudget = NO_BUDGET,
-    missing: str = "no curve",
+    missing: str | Callable[[str], str] = "no curve",
 ) -> PartitionPick | None:
     """Each partition's own decision, pinned (a completion needs one size to predict), and
     the earliest predicted completion among them (policies/partition.py); None with fewer
     than two partitions.
 
-    curve_for(p): the curve on p's node type (the app's typed curve, else its only one);
+    curve_for(p): the curve on p's node type (the app's typed curve, else the curve of all
+    its runs when they ran on nodes of p's core count, policies/fallback.py; else None);
     state_for(p), settings_for(p): p's cluster state and policy settings; wait_for(p, n): the
-    wait in seconds for n nodes in p (inf: unknown or never).
+    wait in seconds for n nodes in p (inf: unknown or never); missing: why there is no
+    curve, or missing(p) why there is none on p.
     """
     if len(names) < 2:
         return None
@@ -225,7 +227,7 @@ def partition_decision(
             state_for(name),
             replace(settings_for(name), release="pinned"),
             budget,
-            missing,
+            missing(name) if callable(missing) else missing,
         )
         decisions[name] = decision
         n = decision.nodes

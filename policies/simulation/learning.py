@@ -149,13 +149,18 @@ class CurveLearner:
         """A completed run of `app` on `nodes` nodes that took `runtime` seconds, ended at
         `now` (daemon cadence: ingested by the next round)."""
         a = self._apps[app]
-        seen = now if self.growth is not None else self._round_at_or_after(now)
+        seen = self.seen_at(now)
         a.nodes.append(nodes)
         a.runtimes.append(runtime)
         a.seen.append(seen)
         if a.dirty_since == math.inf:
             a.dirty_since = seen
         a.next_check = min(a.next_check, seen)
+
+    def seen_at(self, now: float) -> float:
+        """When a run that ended at `now` is in the store (the daemon's cadence: the next
+        learner round; the sparse one: at once)."""
+        return now if self.growth is not None else self._round_at_or_after(now)
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The curve a decision at `now` sees: refitted first when due (module doc)."""

@@ -15,8 +15,9 @@ model exactly. The node form A/c is a modelling choice (Downey's formulas are no
 invariant under n → c·n); it makes the oracle's curve per pool exact.
 
 Learned curves are keyed by (application, pool) as the daemon keys them by (application, node
-type), with its fallback to the curve of all the application's runs while a pool has none
-(`TypedLearner`; learning.py unchanged).
+type), with its fallback to the curve of all the application's runs while a pool has none,
+refused when those runs include any on another core count (`TypedLearner`,
+policies/fallback.py; learning.py unchanged).
 
 The multi-partition what-if: every job of a pool listed in `multi` is taken to be submitted
 with ``-p`` those pools (in that order). Its request is processors: on pool q it asks for
@@ -35,6 +36,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from policies.fallback import fallback_refusal
 from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.applications import draw_true_curves, group
@@ -115,13 +117,18 @@ def relative_on_pool(
 
 
 class TypedLearner:
-    """The daemon's curves with node types (plugin/daemon/decider.py, `curve_for`; the
+    """The daemon's curves with node types (plugin/daemon/decider.py, `_curve_on`; the
     learner's `refit_app` fits one curve per node type beside the one over all runs): slot
     k = application·pools + pool. A decision on pool q sees the curve of the application's
     runs on q when the learner has one, else the curve of all its runs on every pool (sizes
-    in each run's own pool's nodes, as the daemon's observations are). Both are CurveLearners
-    at the same cadence, sharing `fits`; `refits` counts the (application, pool) curves'
-    refit rounds (with one pool: the application's, as without pools)."""
+    in each run's own pool's nodes, as the daemon's observations are) unless a run in the
+    store by then (CurveLearner.seen_at) ran on a pool of other cores per node than q's
+    (policies/fallback.py; the daemon reads the stored runs' node types as they are, this
+    counts every run seen, the learner's age and count windows aside). Both are
+    CurveLearners at the same cadence, sharing `fits`; `refits` counts the (application,
+    pool) curves' refit rounds (with one pool: the application's, as without pools).
+
+    cores: each pool's cores per node (None: all alike, the fallback is never refused)."""
 
     def __init__(
         self,
@@ -131,10 +138,16 @@ class TypedLearner:
         fits: Fits,
         fallback: bool = True,
         refit_growth: float = REFIT_GROWTH,
+        cores: Sequence[int] | None = None,
     ) -> None:
         self.pools, self.fallback = pools, fallback
+        self.cores = tuple(cores) if cores is not None else (1,) * pools
+        if len(self.cores) != pools:
+            raise ValueError(f"cores: one count per pool ({pools}), got {len(self.cores)}")
         self.typed = CurveLearner(apps * pools, growth=growth, fits=fits, refit_growth=refit_growth)
         self.generic = CurveLearner(apps, growth=growth, fits=fits, refit_growth=refit_growth)
+        #: Per application, each core count's first run's time in the store.
+        self._first_seen: list[dict[int, float]] = [{} for _ in range(apps)]
 
     @property
     def refits(self) -> int:
@@ -143,12 +156,16 @@ class TypedLearner:
     def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
         self.typed.observe(app, nodes, runtime, now)
         self.generic.observe(app // self.pools, nodes, runtime, now)
+        first = self._first_seen[app // self.pools]
+        first.setdefault(self.cores[app % self.pools], self.generic.seen_at(now))
 
     def curve(self, app: int, now: float) -> Curve | None:
         typed = self.typed.curve(app, now)
         if typed is not None or not self.fallback:
             return typed
-        return self.generic.curve(app // self.pools, now)
+        generic = self.generic.curve(app // self.pools, now)
+        stored = [c for c, t in self._first_seen[app // self.pools].items() if t <= now]
+        return None if fallback_refusal(stored, self.cores[app % self.pools]) else generic
 
 
 class PooledExperiment:
@@ -227,7 +244,13 @@ class PooledExperiment:
             growth = None if self.setup.refits == "daemon" else GROWTH
             fallback = self.plan.fallback
             learner = TypedLearner(
-                len(self.apps), len(pools), growth, self.fits, fallback, self.setup.refit_growth
+                len(self.apps),
+                len(pools),
+                growth,
+                self.fits,
+                fallback,
+                self.setup.refit_growth,
+                [p.cores for p in pools],
             )
         return [
             AdaptiveSizer(

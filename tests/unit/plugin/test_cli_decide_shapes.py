@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+import policies
+from plugin.cli import policy as policy_cli
 from predictor.weak import fit_weak
 
 from .conftest import RunCli, assert_one_error_line, json_document
@@ -250,3 +252,59 @@ def test_bad_shapes_are_one_clear_line(
     result = run_cli("decide", "--observations", str(runs), "--nodes", "4-16", *args)
     line = assert_one_error_line(result, exit_code=code)
     assert message in line, line
+
+
+def test_one_partition_is_decided_on_its_node_types_curve(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    """As the daemon: a job on one partition gets that node type's curve, not the curve of
+    all the runs. Here big scales poorly (T = 400·(0.4 + 0.6/n): efficiency 1/(0.4n + 0.6)
+    falls under 50% past 3 nodes) and std well, so they are sized apart."""
+    csv = "n,runtime,node_type\n" + "".join(
+        f"{n},{t!r},{kind}\n"
+        for n in (1, 2, 4, 8, 16)
+        for kind, t in (("std", 1000.0 * (0.05 + 0.95 / n)), ("big", 400.0 * (0.4 + 0.6 / n)))
+    )
+    runs = write_file("typed.csv", csv)
+    args = ("--observations", str(runs), "--nodes", "2-8")
+    big, std = (
+        json_document(run_cli("decide", *args, "--partition", name, "--format", "json"))
+        for name in ("big", "std")
+    )
+    assert 2 <= big["nodes"] <= 3  # the fitted Downey curve, not Amdahl's law exactly
+    assert std["nodes"] == 8
+
+
+class _Sized(policy_cli._WhatIf):
+    """A what-if whose partitions have the cores per node sinfo would give (--queue's)."""
+
+    def cpus(self, name: str) -> int | None:
+        return {"fat": 32, "thin": 16}.get(name)
+
+
+def test_the_all_runs_curve_is_not_read_in_another_node_size(write_file: WriteFile) -> None:
+    """--queue's cores per node refuse the fallback as the daemon does (policies/fallback.py):
+    runs all on 32-core nodes give no curve on 16-core ones."""
+    csv = TYPED_CSV.replace(",std\n", ",fat\n").replace(",big\n", ",fat\n")
+    runs = policy_cli._FileRuns(
+        policy_cli._raw(str(write_file("fat.csv", csv)), 1000), "adept", None
+    )
+    cluster = policies.ClusterState(idle_nodes=16, total_nodes=16)
+    settings = policies.effective(policies.default_config(), "thin", "")
+
+    def decide(listed: list[str]) -> policies.Decision:
+        request = policies.Request(2, 8, 600, ",".join(listed))
+        where = _Sized(cluster, dict.fromkeys(listed, 0.0))
+        decision, _ = policy_cli._shaped_decision(
+            request, cluster, settings, runs, listed, where, None, None, "strong",
+            lambda name: settings,
+        )  # fmt: skip
+        return decision
+
+    on_thin = decide(["thin"])
+    assert on_thin.rule == "fallback"
+    assert "32 cores" in on_thin.reason
+    assert decide(["fat"]).rule != "fallback"
+    both = decide(["thin", "fat"])
+    assert both.nodes is not None
+    assert "on fat" in both.reason

@@ -120,11 +120,12 @@ class FakeStore:
         self.down = False
         self.safety: dict[str, float] = {}
 
-    def curve_record(self, app: AppKey) -> CurveRecord | None:
+    def curve_record(self, app: AppKey, node_type: str | None = None) -> CurveRecord | None:
+        """The app's curve; none per node type (the apps here ran on one)."""
         self.calls += 1
         if self.down:
             raise StoreUnavailable("Redis at redis://x: connection refused")
-        return self.records.get(str(app))
+        return self.records.get(str(app)) if node_type is None else None
 
     def limit_safety(self, app: AppKey) -> float:
         return self.safety.get(str(app), 1.0)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -270,3 +271,96 @@ def test_a_partition_that_is_not_a_plain_name_never_reaches_scontrol(name: str) 
     with pytest.raises(ValueError, match="partition"):
         Resize(7, 2, 2, None, partition=name)
     assert Resize(7, 2, 2, None, partition="debug,big").line().endswith(" Partition=debug,big")
+
+
+CURIE_CPUS = {"large": 32, "standard": 16, "thin": 16}
+
+
+def fat_runs() -> list[Observation]:
+    """The app's runs, all on 32-core `large` nodes."""
+    return [obs(i, n, 1000.0 / n**0.8, node_type="large") for i, n in enumerate((1, 2, 4, 8))]
+
+
+def test_the_all_runs_curve_is_not_read_in_another_node_size() -> None:
+    """Runs on 32-core nodes are not a curve in 16-core nodes (policies/fallback.py): the
+    job listing large and standard gets no standard option; until this change the curve of
+    the large runs was read as standard nodes."""
+    store = Store(fat_runs(), curve_record(1000.0))
+    free = Queue(idle_nodes=8)
+    got = decider(store).decide(
+        job(partition="large,standard"),
+        open_state,
+        queue=queues({"large": free, "standard": free}),
+        cpus=CURIE_CPUS.get,
+        known_partitions=lambda: ["large", "standard"],
+    )
+    assert got.placement is not None
+    options = {o["partition"]: o for o in got.placement["options"]}
+    assert options["standard"]["runtime_s"] is None
+    assert options["large"]["runtime_s"] is not None
+    assert got.resize is not None
+    assert got.resize.partition == "large"
+
+
+def test_a_job_on_another_node_size_is_decided_as_an_app_without_a_curve() -> None:
+    store = Store(fat_runs(), curve_record(1000.0))
+    got = decider(store).decide(job(partition="standard"), open_state, cpus=CURIE_CPUS.get)
+    assert got.rule == "fallback"
+    assert "32 cores" in got.reason
+    assert "standard" in got.reason
+
+
+def test_on_one_node_size_the_all_runs_curve_decides_as_before() -> None:
+    """thin has standard's 16 cores: the curve of the runs on standard stands in, and the
+    decision is the one made without knowing any core count."""
+    runs = [replace(o, node_type="standard") for o in fat_runs()]
+    store = Store(runs, curve_record(1000.0))
+    kept = decider(store).decide(job(partition="thin"), open_state, cpus=CURIE_CPUS.get)
+    plain = decider(store).decide(job(partition="thin"), open_state)
+    assert kept.rule != "fallback"
+    assert (kept.rule, kept.reason, kept.resize) == (plain.rule, plain.reason, plain.resize)
+
+
+def test_a_job_on_one_partition_uses_the_curve_of_that_node_type() -> None:
+    """The app ran on both types: a job on big is sized and limited by big's own curve
+    (2.5x faster), not by the curve of all runs."""
+    store = Store([], curve_record(10_000.0), {"big": curve_record(4_000.0)})
+    on_big = decider(store).decide(job(partition="big"), open_state, cpus=lambda _: 16)
+    on_debug = decider(store).decide(job(partition="debug"), open_state, cpus=lambda _: 16)
+    assert on_big.resize is not None
+    assert on_debug.resize is not None
+    assert on_big.resize.min_nodes == on_debug.resize.min_nodes
+    assert on_big.time_limit_min is not None
+    assert on_debug.time_limit_min is not None
+    assert on_big.time_limit_min < on_debug.time_limit_min
+
+
+def test_on_a_cluster_of_one_core_count_the_runs_are_not_read_for_the_fallback() -> None:
+    """Every node has 16 cores: no fallback can be refused, so the decision reads no runs
+    (a read per app per batch on the latency path); with 16- and 32-core nodes it reads
+    them, and refuses."""
+    store = Store(fat_runs(), curve_record(1000.0))
+    read: list[AppKey] = []
+    plain_read = store.observations
+
+    def counted(app: AppKey) -> list[Observation]:
+        read.append(app)
+        return plain_read(app)
+
+    store.observations = counted  # type: ignore[method-assign]
+    uniform = decider(store).decide(
+        job(partition="standard"),
+        open_state,
+        cpus=CURIE_CPUS.get,
+        core_counts=lambda: frozenset({16}),
+    )
+    assert read == []
+    assert uniform.rule != "fallback"
+    mixed = decider(store).decide(
+        job(partition="standard"),
+        open_state,
+        cpus=CURIE_CPUS.get,
+        core_counts=lambda: frozenset({16, 32}),
+    )
+    assert len(read) == 1
+    assert mixed.rule == "fallback"

@@ -196,6 +196,34 @@ def test_without_the_fallback_a_pool_without_runs_has_no_curve() -> None:
     assert learner.curve(1, 1000.0) is None
 
 
+def test_the_fallback_is_refused_across_cores_per_node_and_kept_within_one() -> None:
+    """As the daemon (policies/fallback.py): runs on 32-core nodes are not read as 16-core
+    nodes; on pools of one core count the curve of all runs stands in, as before."""
+    for cores, kept in (((32, 16), False), ((16, 16), True)):
+        learner = TypedLearner(apps=1, pools=2, growth=None, fits={}, cores=cores)
+        for n in (1, 2, 4, 8):
+            learner.observe(0, n, 1000.0 / n**0.8, 0.0)  # pool 0 only
+        assert learner.curve(0, 1000.0) is not None
+        assert (learner.curve(1, 1000.0) is not None) is kept
+
+
+def test_a_run_on_other_cores_refuses_the_fallback_only_once_it_is_stored() -> None:
+    """The daemon's cadence: a run ending at 2,015 s is in the store at the next learner
+    round (2,015 s rounded up to a multiple of INTERVAL_S = 30 s: 2,040 s)."""
+    learner = TypedLearner(apps=1, pools=3, growth=None, fits={}, cores=(16, 16, 32))
+    for n in (1, 2, 4, 8):
+        learner.observe(0, n, 1000.0 / n**0.8, 0.0)  # pool 0 (16 cores)
+    assert learner.curve(1, 1000.0) is not None  # pool 1 (16 cores): the fallback
+    learner.observe(2, 2, 600.0, 2015.0)  # one run on pool 2 (32 cores)
+    assert learner.curve(1, 2020.0) is not None  # not in the store yet
+    assert learner.curve(1, 2040.0) is None
+
+
+def test_typed_learner_wants_one_core_count_per_pool() -> None:
+    with pytest.raises(ValueError, match="one count per pool"):
+        TypedLearner(apps=1, pools=2, growth=None, fits={}, cores=(16,))
+
+
 def test_the_per_pool_curve_is_downeys_in_processors_at_one_node_and_in_nodes_beyond() -> None:
     A, sigma = np.array([64.0, 10.0]), np.array([0.5, 1.5])
     n = np.array([4.0, 4.0])
