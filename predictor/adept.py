@@ -512,29 +512,50 @@ def _refine(
     step = 4.0 / (first - 1)
     half_A = np.repeat(half_A * step, pick.shape[-1], axis=1)
     half_s = np.repeat(half_s * step, pick.shape[-1], axis=1)
+    # A grid with fewer local minima than branches repeats its best one (local_minima), and
+    # a repeated branch walks the same path: only its first copy is searched, as one row of
+    # the (branch rows, M) layout with its target's weights.
+    src = _first_copies(pick)
+    rows = np.unique(src)
+    best_err, best_c = best_err.ravel()[rows], best_c.ravel()[rows]
+    best_A, best_s = best_A.ravel()[rows], best_s.ravel()[rows]
+    half_A, half_s = half_A.ravel()[rows], half_s.ravel()[rows]
+    w_rows = w[rows // pick[0].size]
     g = settings.grid_zoom
-    rows = np.arange(best_A.size)
+    every = np.arange(rows.size)
     u = linspace(-1.0, 1.0, g)
     for _ in range(settings.rounds_2d - 1):
         axis_A, axis_s = _window(best_A, best_s, half_A, half_s, u, domain)
-        err, c = _evaluate_window(n, t, w, axis_A, axis_s, env, scale)
+        err, c = _evaluate_window(n, t, w_rows, axis_A, axis_s, env, scale)
         flat = err.reshape(rows.size, -1)
         idx = np.argmin(flat, axis=1)
-        better = (flat[rows, idx] < best_err.ravel()).reshape(best_err.shape)
-        i, j = (idx // g).reshape(best_err.shape), (idx % g).reshape(best_err.shape)
-        found_A = axis_A.reshape(rows.size, g)[rows, i.ravel()].reshape(best_err.shape)
-        found_s = axis_s.reshape(rows.size, g)[rows, j.ravel()].reshape(best_err.shape)
-        found_err = flat[rows, idx].reshape(best_err.shape)
-        found_c = c.reshape(rows.size, -1)[rows, idx].reshape(best_err.shape)
+        found_err = flat[every, idx]
+        better = found_err < best_err
+        i, j = idx // g, idx % g
         best_err = np.where(better, found_err, best_err)
-        best_A, best_s = np.where(better, found_A, best_A), np.where(better, found_s, best_s)
-        best_c = np.where(better, found_c, best_c)
+        best_A = np.where(better, axis_A[every, i], best_A)
+        best_s = np.where(better, axis_s[every, j], best_s)
+        best_c = np.where(better, c.reshape(rows.size, -1)[every, idx], best_c)
         on_edge = better & ((i == 0) | (i == g - 1) | (j == 0) | (j == g - 1))
         shrink = np.where(on_edge, 1.0, 4.0 / (g - 1))
         half_A, half_s = half_A * shrink, half_s * shrink
+    # Back to (T, branches), every repeat a copy of its first, so the argmin's first-index
+    # tie-break picks what searching every copy picked.
+    back = np.searchsorted(rows, src)
+    best_err, best_A, best_s, best_c = (x[back] for x in (best_err, best_A, best_s, best_c))
     winner = np.argmin(best_err, axis=1)
     row = np.arange(T)
     return best_err[row, winner], best_A[row, winner], best_s[row, winner], best_c[row, winner]
+
+
+def _first_copies(pick: IntArray) -> IntArray:
+    """For picks (T, S, B), the flat index of each branch's first copy within its seed's
+    branches (a branch repeats the grid's best one, branch 0, when it found no other local
+    minimum): (T, S·B)."""
+    T, S, B = pick.shape
+    own = np.arange(T * S * B).reshape(T, S, B)
+    out: IntArray = np.where(pick == pick[..., :1], own[..., :1], own).reshape(T, -1)
+    return out
 
 
 def first_piece_end(A: FloatArray, s: FloatArray) -> FloatArray:
