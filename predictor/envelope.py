@@ -245,15 +245,23 @@ def drop_redundant(
     return keep
 
 
-def pairs_of(n: FloatArray, t: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """All pairs i < j of observations: sizes n_i, n_j and runtime ratios t_j/t_i."""
-    i, j = np.triu_indices(n.size, k=1)
+Pairs = tuple[FloatArray, FloatArray, FloatArray]
+
+
+def pairs_of(n: FloatArray, t: FloatArray) -> Pairs:
+    """All pairs i < j of observations, row by row (np.triu_indices' order): sizes n_i, n_j
+    and runtime ratios t_j/t_i."""
+    index = np.arange(n.size)
+    i, j = np.nonzero(index[:, None] < index[None, :])
     return n[i], n[j], t[j] / t[i]
 
 
-def envelope_at(n: FloatArray, t: FloatArray, delta: float, domain: Domain) -> Envelope:
-    """The envelope for a given δ: all valid, non-redundant range pairs."""
-    ni, nj, x = pairs_of(n, t)
+def envelope_at(
+    n: FloatArray, t: FloatArray, delta: float, domain: Domain, pairs: Pairs | None = None
+) -> Envelope:
+    """The envelope for a given δ: all valid, non-redundant range pairs (`pairs`: pairs_of(n,
+    t) when the caller has it)."""
+    ni, nj, x = pairs if pairs is not None else pairs_of(n, t)
     a_lo, a_hi, s_lo, s_hi, valid = range_pairs(ni, nj, x, delta, domain)
     piece = np.broadcast_to(np.arange(len(PIECES)), valid.shape)
     pair = np.stack(
@@ -370,7 +378,7 @@ def curve_shape(
 
 
 def pair_curve_instances(
-    n: FloatArray, t: FloatArray, domain: Domain, samples: int
+    n: FloatArray, t: FloatArray, domain: Domain, samples: int, pairs: Pairs | None = None
 ) -> CurveInstances:
     """Sample each pair's exact (δ = 0) curve in each piece; see "Choosing δ" above.
 
@@ -378,8 +386,9 @@ def pair_curve_instances(
     a_max (past n_max every observation sits in the first piece and nothing changes).
     Second low piece: σ = 2g/(2A-1+g) for A on [(n_j+1)/2, n_i]. Flat pieces: A on
     [1, (n_i+1)/2] with σ = 0, 1 and σ_max. Samples outside their piece's validity are dropped.
+    `pairs`: pairs_of(n, t) when the caller has it.
     """
-    ni, nj, x = pairs_of(n, t)
+    ni, nj, x = pairs if pairs is not None else pairs_of(n, t)
     xc = np.clip(x, ni / nj, 1.0)
     # A pair whose runtime rose (x > 1) has sloped range pairs only once x(1-δ)/(1+δ) ≤ 1.
     # A superlinear pair (x < n_i/n_j) always has them: its g range reaches ∞ (κ_lo = 0).
@@ -443,7 +452,8 @@ def derive_envelope(
     `scale` is T(1) when it was observed (then it is not fitted). Returns the envelope, the
     sampled curve instances and their relative runtimes at n (the search reuses them as seeds).
     """
-    cands = pair_curve_instances(n, t, domain, samples)
+    pairs = pairs_of(n, t)
+    cands = pair_curve_instances(n, t, domain, samples, pairs)
     tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     needed = np.maximum(minimax_relative_error(tau, t, scale), cands.delta_enter)
     # Zoom along the most promising curves: the first sampling steps ~10% in A.
@@ -478,4 +488,4 @@ def derive_envelope(
     if not feasible.any():
         return whole_domain(domain, float(ladder[-1])), cands, tau
     delta = float(ladder[np.argmax(feasible)])
-    return envelope_at(n, t, delta, domain), cands, tau
+    return envelope_at(n, t, delta, domain, pairs), cands, tau
