@@ -42,6 +42,7 @@ in A and then resampled, twice, around the most promising samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -107,13 +108,8 @@ class Envelope:
         """Whether each instance (A, s) lies in some range pair; broadcasts A with s."""
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        tol = 1e-9
-        inside = (
-            (Ab >= self.a_lo * (1 - tol))
-            & (Ab <= self.a_hi * (1 + tol))
-            & (sb >= self.s_lo - tol)
-            & (sb <= self.s_hi + tol)
-        )
+        a_lo, a_hi, s_lo, s_hi = self._tolerant
+        inside = (Ab >= a_lo) & (Ab <= a_hi) & (sb >= s_lo) & (sb <= s_hi)
         return np.asarray(inside.any(axis=-1))
 
     def contains_grid(self, A: FloatArray, s: FloatArray) -> BoolArray:
@@ -123,12 +119,24 @@ class Envelope:
         any_k a_in[i, k]·s_in[j, k], a matrix product of the two indicator matrices, which
         costs (g + h)·K comparisons instead of g·h·K.
         """
-        tol = 1e-9
+        a_lo, a_hi, s_lo, s_hi = self._tolerant
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        a_in = ((Ab >= self.a_lo * (1 - tol)) & (Ab <= self.a_hi * (1 + tol))).astype(float)
-        s_in = ((sb >= self.s_lo - tol) & (sb <= self.s_hi + tol)).astype(float)
+        a_in = ((Ab >= a_lo) & (Ab <= a_hi)).astype(float)
+        s_in = ((sb >= s_lo) & (sb <= s_hi)).astype(float)
         return np.asarray((a_in @ np.swapaxes(s_in, -1, -2)) > 0.5)
+
+    @cached_property
+    def _tolerant(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """The bounds `contains` tests, widened by a relative 1e-9 in A and 1e-9 in s; once
+        per envelope, which the search tests a few dozen times."""
+        tol = 1e-9
+        return (
+            self.a_lo * (1 - tol),
+            self.a_hi * (1 + tol),
+            self.s_lo - tol,
+            self.s_hi + tol,
+        )
 
     @property
     def sigma_lo(self) -> FloatArray:
@@ -202,13 +210,13 @@ def range_pairs(
 
     # 4. high-1
     with np.errstate(divide="ignore"):
-        a4_lo = np.maximum.reduce([np.ones_like(ni), 1.0 / k_hi, (nj + sig_max) / (1.0 + sig_max)])
+        a4_lo = np.maximum(np.maximum(1.0, 1.0 / k_hi), (nj + sig_max) / (1.0 + sig_max))
     a4_hi = np.minimum(a_max, s_max * inv_k_lo)
     a_lo[:, HIGH1], a_hi[:, HIGH1] = a4_lo, a4_hi
     with np.errstate(divide="ignore", invalid="ignore"):
         knee_sigma = np.where(a4_hi > 1.0, (nj - a4_hi) / (a4_hi - 1.0), np.inf)
-    s_lo[:, HIGH1] = np.maximum.reduce(
-        [np.ones_like(ni), k_lo * a4_lo, sigma_to_s(np.maximum(knee_sigma, 1.0))]
+    s_lo[:, HIGH1] = np.maximum(
+        np.maximum(1.0, k_lo * a4_lo), sigma_to_s(np.maximum(knee_sigma, 1.0))
     )
     s_hi[:, HIGH1] = np.minimum(s_max, k_hi * a4_hi)
 
@@ -318,7 +326,7 @@ class CurveInstances:
 
     def moved_to(self, A: FloatArray, domain: Domain) -> CurveInstances:
         """The same curves at new A values (broadcast with the candidates); invalid ones dropped."""
-        A = np.broadcast_to(A, np.broadcast_shapes((self.kind.size, 1), np.shape(A)))
+        A = np.broadcast_to(A, np.broadcast(self.kind[:, None], A).shape)
         s, ok = curve_shape(
             self.kind[:, None], self.param[:, None], A, self.ni[:, None], self.nj[:, None], domain
         )
@@ -367,7 +375,9 @@ def curve_shape(
     finite_g = np.where(np.isinf(param), 0.0, param)
     s_second = np.where(np.isinf(param), 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
     s = np.where(kind == FIRST, param * A, np.where(kind == SECOND, s_second, param))
-    sigma = s_to_sigma(np.minimum(s, domain.s_max))
+    # s_to_sigma inlined (no 2 - s = 0 to guard against: s ≤ s_max < 2 here).
+    capped = np.minimum(s, domain.s_max)
+    sigma = np.where(capped <= 1.0, capped, capped / (2.0 - capped))
     end_first = np.where(s <= 1.0, A, A + (A - 1.0) * sigma)
     ok_first = (s <= domain.s_max) & (end_first >= nj)
     ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & (s <= 1.0)
@@ -398,7 +408,7 @@ def pair_curve_instances(
     kappa = 2.0 / (np.where(np.isinf(g), np.inf, g) + 1.0)
 
     u = linspace(0.0, 1.0, samples)
-    a_first = np.r_[np.exp(u * np.log(2.0 * n.max())), domain.a_max]
+    a_first = np.append(np.exp(u * np.log(2.0 * n.max())), domain.a_max)
     a2_lo, a2_hi = np.maximum((nj + 1.0) / 2.0, 1.0), ni
     a_second = a2_lo[:, None] + u[None, :] * np.maximum(a2_hi - a2_lo, 0.0)[:, None]
     few = max(samples // 8, 2)
@@ -410,20 +420,16 @@ def pair_curve_instances(
     # of A values per curve, rows padded with NaN (never valid) to the widest.
     width = max(a_first.size, a_second.shape[1], a_flat.shape[1])
 
-    def padded(sizes: FloatArray, rows: int) -> FloatArray:
-        out = np.full((rows, width), np.nan)
-        out[:, : sizes.shape[1]] = sizes
-        return out
-
-    sizes = np.concatenate(
-        [padded(a_first[None, :], P), padded(a_second, P), padded(np.repeat(a_flat, L, 0), P * L)]
-    )
+    sizes = np.full((P * (2 + L), width), np.nan)
+    sizes[:P, : a_first.size] = a_first
+    sizes[P : 2 * P, : a_second.shape[1]] = a_second
+    sizes[2 * P :, : a_flat.shape[1]] = np.repeat(a_flat, L, 0)
     return CurveInstances(
         A=np.zeros(0),
         s=np.zeros(0),
         delta_enter=np.concatenate([enter, enter, np.repeat(flat_enter, L)]),
         kind=np.repeat([FIRST, SECOND, FLAT], [P, P, P * L]),
-        param=np.concatenate([kappa, g, np.tile(s_levels, P)]),
+        param=np.concatenate([kappa, g, np.broadcast_to(s_levels, (P, L)).ravel()]),
         ni=np.concatenate([ni, ni, np.repeat(ni, L)]),
         nj=np.concatenate([nj, nj, np.repeat(nj, L)]),
     ).moved_to(sizes, domain)
