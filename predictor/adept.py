@@ -406,7 +406,7 @@ def _evaluate(
         s_safe = np.fmax(s, 0.0)  # NaN becomes 0 here; such entries are marked invalid below
         inside = env.contains(A, s_safe) & (s_safe == s)
         s = s_safe
-    lead = np.broadcast_shapes(A.shape, s.shape)
+    lead = np.broadcast(A, s).shape
     tau = relative_runtime_s(n.reshape(n.shape + (1,) * len(lead)), A, s)  # (M, ...)
     T = w.shape[0]
     if tau.shape[1] != T:  # instances shared by every target (the lattice)
@@ -524,6 +524,9 @@ def _refine(
     g = settings.grid_zoom
     every = np.arange(rows.size)
     u = linspace(-1.0, 1.0, g)
+    edge = np.ones((g, g), dtype=bool)  # flat index -> on the window's edge
+    edge[1:-1, 1:-1] = False
+    edge = edge.ravel()
     for _ in range(settings.rounds_2d - 1):
         axis_A, axis_s = _window(best_A, best_s, half_A, half_s, u, domain)
         err, c = _evaluate_window(n, t, w_rows, axis_A, axis_s, env, scale)
@@ -531,13 +534,12 @@ def _refine(
         idx = np.argmin(flat, axis=1)
         found_err = flat[every, idx]
         better = found_err < best_err
-        i, j = idx // g, idx % g
+        i, j = np.divmod(idx, g)
         best_err = np.where(better, found_err, best_err)
         best_A = np.where(better, axis_A[every, i], best_A)
         best_s = np.where(better, axis_s[every, j], best_s)
         best_c = np.where(better, c.reshape(rows.size, -1)[every, idx], best_c)
-        on_edge = better & ((i == 0) | (i == g - 1) | (j == 0) | (j == g - 1))
-        shrink = np.where(on_edge, 1.0, 4.0 / (g - 1))
+        shrink = np.where(better & edge[idx], 1.0, 4.0 / (g - 1))
         half_A, half_s = half_A * shrink, half_s * shrink
     # Back to (T, branches), every repeat a copy of its first, so the argmin's first-index
     # tie-break picks what searching every copy picked.
