@@ -399,7 +399,7 @@ def pair_curve_instances(
     `pairs`: pairs_of(n, t) when the caller has it.
     """
     ni, nj, x = pairs if pairs is not None else pairs_of(n, t)
-    xc = np.clip(x, ni / nj, 1.0)
+    xc = np.minimum(np.maximum(x, ni / nj), 1.0)  # np.clip's arithmetic, ni/nj < 1
     # A pair whose runtime rose (x > 1) has sloped range pairs only once x(1-δ)/(1+δ) ≤ 1.
     # A superlinear pair (x < n_i/n_j) always has them: its g range reaches ∞ (κ_lo = 0).
     enter = np.where(x > 1.0, (x - 1.0) / (x + 1.0), 0.0)
