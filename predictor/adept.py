@@ -96,7 +96,7 @@ from predictor.amdahl import AmdahlFit, fit_amdahl
 from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope, derive_envelope
 from predictor.grids import clip, linspace
-from predictor.objective import distance_weights, wssre, wssre_leading
+from predictor.objective import distance_weights, wssre_leading
 
 VALLEY_RULES = ("far", "sigma1", "near")
 
@@ -712,7 +712,7 @@ def search(
 
     # Seed 1: the best pair-curve instance inside the envelope.
     in_env = (cands.delta_enter <= env.delta) | (not env.bounded)
-    err_c, _ = wssre(cand_tau[None, :, :], t, w[:, None, :], scale)
+    err_c, _ = wssre_leading(cand_tau.T[:, None, :], t, w.T[:, :, None], scale)  # (T, curves)
     err_c = np.where(in_env[None, :], err_c, np.inf)
     seeds_A = [np.broadcast_to(cands.A, err_c.shape)]
     seeds_s = [np.broadcast_to(cands.s, err_c.shape)]
