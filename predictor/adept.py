@@ -336,19 +336,23 @@ LATTICE = 16
 
 
 def lattice_axes(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
-    """Axes of `envelope_lattice`: A (K, size) log-spaced and s (K, size) even per range pair."""
+    """Axes of a size × size lattice in each range pair: A (K, size) log-spaced and s (K, size)
+    even; the lattice is A[k, :, None] × s[k, None, :]."""
     u = linspace(0.0, 1.0, size)
     A = env.a_lo[:, None] * (env.a_hi / env.a_lo)[:, None] ** u[None, :]
     s = env.s_lo[:, None] + (env.s_hi - env.s_lo)[:, None] * u[None, :]
     return A, s
 
 
-def envelope_lattice(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
-    """A size × size lattice in each range pair (log-spaced A, even s), flattened: (A, s)."""
-    A, s = lattice_axes(env, size)
-    A_grid = np.repeat(A, size, axis=1).ravel()
-    s_grid = np.tile(s, (1, size)).ravel()
-    return A_grid, s_grid
+def lattice_best(
+    err: FloatArray, axis_A: FloatArray, axis_s: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(A, s) per target of the lowest err (T, K·size·size) on the lattice of `lattice_axes`
+    (first on ties, as argmin)."""
+    size = axis_A.shape[1]
+    k, rest = np.divmod(np.argmin(err, axis=1), size * size)
+    i, j = np.divmod(rest, size)
+    return axis_A[k, i], axis_s[k, j]
 
 
 def _search_1d(
@@ -714,28 +718,26 @@ def search(
     in_env = (cands.delta_enter <= env.delta) | (not env.bounded)
     err_c, _ = wssre_leading(cand_tau.T[:, None, :], t, w.T[:, :, None], scale)  # (T, curves)
     err_c = np.where(in_env[None, :], err_c, np.inf)
-    seeds_A = [np.broadcast_to(cands.A, err_c.shape)]
-    seeds_s = [np.broadcast_to(cands.s, err_c.shape)]
-    seed_err = [err_c]
+    _, A_c, s_c = _take_best(
+        err_c, np.broadcast_to(cands.A, err_c.shape), np.broadcast_to(cands.s, err_c.shape)
+    )
+    seeds_A, seeds_s = [A_c], [s_c]
 
     # Seed 2: the one-dimensional pass through the anchors nearest each target.
     if targets is not None:
-        err_1, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale, full)
-        seeds_A.append(A_1[:, None])
-        seeds_s.append(s_1[:, None])
-        seed_err.append(err_1[:, None])
+        _, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale, full)
+        seeds_A.append(A_1)
+        seeds_s.append(s_1)
 
     # Seed 3: the best point of a coarse lattice over every range pair of the envelope.
     axis_A, axis_s = lattice_axes(env, LATTICE)
     err_l, _ = _evaluate_window(n, t, w, axis_A[None], axis_s[None], env, scale)
-    lat_A, lat_s = envelope_lattice(env, LATTICE)
-    seeds_A.append(np.broadcast_to(lat_A, (len(tg), lat_A.size)))
-    seeds_s.append(np.broadcast_to(lat_s, (len(tg), lat_s.size)))
-    seed_err.append(err_l.reshape(len(tg), -1))
+    A_l, s_l = lattice_best(err_l.reshape(len(tg), -1), axis_A, axis_s)
+    seeds_A.append(A_l)
+    seeds_s.append(s_l)
 
-    picks = [_take_best(e, A, s) for e, A, s in zip(seed_err, seeds_A, seeds_s, strict=True)]
-    sA = np.stack([p[1] for p in picks], axis=1)
-    ss = np.stack([p[2] for p in picks], axis=1)
+    sA = np.stack(seeds_A, axis=1)
+    ss = np.stack(seeds_s, axis=1)
     best_err, best_A, best_s, best_c = _refine(n, t, w, sA, ss, env, settings, domain, scale)
     n_max = float(n[-1])
     found_A, found_s = best_A, best_s
