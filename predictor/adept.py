@@ -578,14 +578,21 @@ def valley_representative(
     f: FloatArray, n_max: float, rule: str, domain: Domain
 ) -> tuple[FloatArray, FloatArray]:
     """(A, s) on the line s = 2fA chosen by `rule`; see "the unidentified valley" above."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if rule == "far":
-            s = np.where(f > 0, domain.s_max, 0.0)
-        elif rule == "sigma1":
-            s = np.where(f > 0, 1.0, 0.0)
-        else:
-            s = np.where(2 * f * n_max <= 1.0, 2 * f * n_max, 2 * f * n_max / (1 - f + f * n_max))
-        A = np.where(f > 0, s / (2.0 * f), domain.a_max if rule != "near" else n_max)
+    # Divided only where f > 0 (elsewhere the other branch is taken; 1 - f + f·n_max ≥ 1 for
+    # f ≥ 0), so no 0/0 needs silencing: np.errstate costs ~5 µs a use in numpy 1.x.
+    positive = f > 0
+    if rule == "far":
+        s = np.where(positive, domain.s_max, 0.0)
+    elif rule == "sigma1":
+        s = np.where(positive, 1.0, 0.0)
+    else:
+        twice = 2 * f * n_max
+        s = np.where(twice <= 1.0, twice, twice / (1 - f + f * n_max))
+    A = np.where(
+        positive,
+        s / (2.0 * np.where(positive, f, 1.0)),
+        domain.a_max if rule != "near" else n_max,
+    )
     too_far = A > domain.a_max
     A, s = np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
     # f near 1 (no speedup at all) puts the far end below A = 1; A = 1 is S(n) = 1 for any s.

@@ -50,8 +50,9 @@ def sigma_to_s(sigma: ArrayLike) -> FloatArray:
 def s_to_sigma(s: ArrayLike) -> FloatArray:
     """σ from the shape coordinate s ∈ [0, 2): σ = s for s ≤ 1, σ = s/(2-s) for s ≥ 1."""
     sv = np.asarray(s, dtype=float)
-    with np.errstate(divide="ignore"):
-        high = sv / (2.0 - sv)
+    rest = 2.0 - sv
+    # s/0 = ∞ at s = 2, set instead of divided: np.errstate costs ~5 µs a use in numpy 1.x.
+    high = np.divide(sv, rest, out=np.full(sv.shape, np.inf), where=rest != 0.0)
     return np.where(sv <= 1.0, sv, high)
 
 
