@@ -236,11 +236,11 @@ def _low_coefficients(nv: FloatArray, A: FloatArray) -> tuple[FloatArray, FloatA
     Flat (n > 2A-1): 1/A.
     """
     first = nv <= A
-    flat = nv > 2.0 * A - 1.0
-    c0 = np.where(first, 1.0 / nv, 1.0 / A)
-    c1 = np.where(first, 1.0 - 1.0 / nv, np.where(flat, 0.0, (2.0 * A - 1.0) / nv - 1.0)) / (
-        2.0 * A
-    )
+    twice_A = 2.0 * A
+    last = twice_A - 1.0  # the second piece's end, 2A - 1
+    inv_n = 1.0 / nv
+    c0 = np.where(first, inv_n, 1.0 / A)
+    c1 = np.where(first, 1.0 - inv_n, np.where(nv > last, 0.0, last / nv - 1.0)) / twice_A
     return c0, c1
 
 

@@ -372,17 +372,20 @@ def curve_shape(
     mode, n_j ≤ A + (A-1)σ in high mode). SECOND: σ = 2g/(2A-1+g) (2 for g = ∞), valid for
     (n_j+1)/2 ≤ A ≤ n_i and σ ≤ 1. FLAT: s as given, valid for A ≤ (n_i+1)/2.
     """
-    finite_g = np.where(np.isinf(param), 0.0, param)
-    s_second = np.where(np.isinf(param), 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
-    s = np.where(kind == FIRST, param * A, np.where(kind == SECOND, s_second, param))
+    infinite_g = np.isinf(param)
+    finite_g = np.where(infinite_g, 0.0, param)
+    s_second = np.where(infinite_g, 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
+    first, second = kind == FIRST, kind == SECOND
+    s = np.where(first, param * A, np.where(second, s_second, param))
     # s_to_sigma inlined (no 2 - s = 0 to guard against: s ≤ s_max < 2 here).
     capped = np.minimum(s, domain.s_max)
     sigma = np.where(capped <= 1.0, capped, capped / (2.0 - capped))
-    end_first = np.where(s <= 1.0, A, A + (A - 1.0) * sigma)
+    low = s <= 1.0
+    end_first = np.where(low, A, A + (A - 1.0) * sigma)
     ok_first = (s <= domain.s_max) & (end_first >= nj)
-    ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & (s <= 1.0)
+    ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & low
     ok_flat = A <= (ni + 1.0) / 2.0
-    ok = np.where(kind == FIRST, ok_first, np.where(kind == SECOND, ok_second, ok_flat))
+    ok = np.where(first, ok_first, np.where(second, ok_second, ok_flat))
     ok &= (A >= 1.0) & (A <= domain.a_max)
     return s, ok
 
