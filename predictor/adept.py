@@ -96,7 +96,7 @@ from predictor.amdahl import AmdahlFit, fit_amdahl
 from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope, derive_envelope
 from predictor.grids import clip, linspace
-from predictor.objective import distance_weights, wssre, wssre_leading
+from predictor.objective import distance_weights, wssre_leading
 
 VALLEY_RULES = ("far", "sigma1", "near")
 
@@ -236,11 +236,11 @@ def _low_coefficients(nv: FloatArray, A: FloatArray) -> tuple[FloatArray, FloatA
     Flat (n > 2A-1): 1/A.
     """
     first = nv <= A
-    flat = nv > 2.0 * A - 1.0
-    c0 = np.where(first, 1.0 / nv, 1.0 / A)
-    c1 = np.where(first, 1.0 - 1.0 / nv, np.where(flat, 0.0, (2.0 * A - 1.0) / nv - 1.0)) / (
-        2.0 * A
-    )
+    twice_A = 2.0 * A
+    last = twice_A - 1.0  # the second piece's end, 2A - 1
+    inv_n = 1.0 / nv
+    c0 = np.where(first, inv_n, 1.0 / A)
+    c1 = np.where(first, 1.0 - inv_n, np.where(nv > last, 0.0, last / nv - 1.0)) / twice_A
     return c0, c1
 
 
@@ -336,19 +336,23 @@ LATTICE = 16
 
 
 def lattice_axes(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
-    """Axes of `envelope_lattice`: A (K, size) log-spaced and s (K, size) even per range pair."""
+    """Axes of a size × size lattice in each range pair: A (K, size) log-spaced and s (K, size)
+    even; the lattice is A[k, :, None] × s[k, None, :]."""
     u = linspace(0.0, 1.0, size)
     A = env.a_lo[:, None] * (env.a_hi / env.a_lo)[:, None] ** u[None, :]
     s = env.s_lo[:, None] + (env.s_hi - env.s_lo)[:, None] * u[None, :]
     return A, s
 
 
-def envelope_lattice(env: Envelope, size: int) -> tuple[FloatArray, FloatArray]:
-    """A size × size lattice in each range pair (log-spaced A, even s), flattened: (A, s)."""
-    A, s = lattice_axes(env, size)
-    A_grid = np.repeat(A, size, axis=1).ravel()
-    s_grid = np.tile(s, (1, size)).ravel()
-    return A_grid, s_grid
+def lattice_best(
+    err: FloatArray, axis_A: FloatArray, axis_s: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """(A, s) per target of the lowest err (T, K·size·size) on the lattice of `lattice_axes`
+    (first on ties, as argmin)."""
+    size = axis_A.shape[1]
+    k, rest = np.divmod(np.argmin(err, axis=1), size * size)
+    i, j = np.divmod(rest, size)
+    return axis_A[k, i], axis_s[k, j]
 
 
 def _search_1d(
@@ -406,7 +410,7 @@ def _evaluate(
         s_safe = np.fmax(s, 0.0)  # NaN becomes 0 here; such entries are marked invalid below
         inside = env.contains(A, s_safe) & (s_safe == s)
         s = s_safe
-    lead = np.broadcast_shapes(A.shape, s.shape)
+    lead = np.broadcast(A, s).shape
     tau = relative_runtime_s(n.reshape(n.shape + (1,) * len(lead)), A, s)  # (M, ...)
     T = w.shape[0]
     if tau.shape[1] != T:  # instances shared by every target (the lattice)
@@ -512,29 +516,52 @@ def _refine(
     step = 4.0 / (first - 1)
     half_A = np.repeat(half_A * step, pick.shape[-1], axis=1)
     half_s = np.repeat(half_s * step, pick.shape[-1], axis=1)
+    # A grid with fewer local minima than branches repeats its best one (local_minima), and
+    # a repeated branch walks the same path: only its first copy is searched, as one row of
+    # the (branch rows, M) layout with its target's weights.
+    src = _first_copies(pick)
+    rows = np.unique(src)
+    best_err, best_c = best_err.ravel()[rows], best_c.ravel()[rows]
+    best_A, best_s = best_A.ravel()[rows], best_s.ravel()[rows]
+    half_A, half_s = half_A.ravel()[rows], half_s.ravel()[rows]
+    w_rows = w[rows // pick[0].size]
     g = settings.grid_zoom
-    rows = np.arange(best_A.size)
+    every = np.arange(rows.size)
     u = linspace(-1.0, 1.0, g)
+    edge = np.ones((g, g), dtype=bool)  # flat index -> on the window's edge
+    edge[1:-1, 1:-1] = False
+    edge = edge.ravel()
     for _ in range(settings.rounds_2d - 1):
         axis_A, axis_s = _window(best_A, best_s, half_A, half_s, u, domain)
-        err, c = _evaluate_window(n, t, w, axis_A, axis_s, env, scale)
+        err, c = _evaluate_window(n, t, w_rows, axis_A, axis_s, env, scale)
         flat = err.reshape(rows.size, -1)
         idx = np.argmin(flat, axis=1)
-        better = (flat[rows, idx] < best_err.ravel()).reshape(best_err.shape)
-        i, j = (idx // g).reshape(best_err.shape), (idx % g).reshape(best_err.shape)
-        found_A = axis_A.reshape(rows.size, g)[rows, i.ravel()].reshape(best_err.shape)
-        found_s = axis_s.reshape(rows.size, g)[rows, j.ravel()].reshape(best_err.shape)
-        found_err = flat[rows, idx].reshape(best_err.shape)
-        found_c = c.reshape(rows.size, -1)[rows, idx].reshape(best_err.shape)
+        found_err = flat[every, idx]
+        better = found_err < best_err
+        i, j = np.divmod(idx, g)
         best_err = np.where(better, found_err, best_err)
-        best_A, best_s = np.where(better, found_A, best_A), np.where(better, found_s, best_s)
-        best_c = np.where(better, found_c, best_c)
-        on_edge = better & ((i == 0) | (i == g - 1) | (j == 0) | (j == g - 1))
-        shrink = np.where(on_edge, 1.0, 4.0 / (g - 1))
+        best_A = np.where(better, axis_A[every, i], best_A)
+        best_s = np.where(better, axis_s[every, j], best_s)
+        best_c = np.where(better, c.reshape(rows.size, -1)[every, idx], best_c)
+        shrink = np.where(better & edge[idx], 1.0, 4.0 / (g - 1))
         half_A, half_s = half_A * shrink, half_s * shrink
+    # Back to (T, branches), every repeat a copy of its first, so the argmin's first-index
+    # tie-break picks what searching every copy picked.
+    back = np.searchsorted(rows, src)
+    best_err, best_A, best_s, best_c = (x[back] for x in (best_err, best_A, best_s, best_c))
     winner = np.argmin(best_err, axis=1)
     row = np.arange(T)
     return best_err[row, winner], best_A[row, winner], best_s[row, winner], best_c[row, winner]
+
+
+def _first_copies(pick: IntArray) -> IntArray:
+    """For picks (T, S, B), the flat index of each branch's first copy within its seed's
+    branches (a branch repeats the grid's best one, branch 0, when it found no other local
+    minimum): (T, S·B)."""
+    T, S, B = pick.shape
+    own = np.arange(T * S * B).reshape(T, S, B)
+    out: IntArray = np.where(pick == pick[..., :1], own[..., :1], own).reshape(T, -1)
+    return out
 
 
 def first_piece_end(A: FloatArray, s: FloatArray) -> FloatArray:
@@ -551,14 +578,21 @@ def valley_representative(
     f: FloatArray, n_max: float, rule: str, domain: Domain
 ) -> tuple[FloatArray, FloatArray]:
     """(A, s) on the line s = 2fA chosen by `rule`; see "the unidentified valley" above."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if rule == "far":
-            s = np.where(f > 0, domain.s_max, 0.0)
-        elif rule == "sigma1":
-            s = np.where(f > 0, 1.0, 0.0)
-        else:
-            s = np.where(2 * f * n_max <= 1.0, 2 * f * n_max, 2 * f * n_max / (1 - f + f * n_max))
-        A = np.where(f > 0, s / (2.0 * f), domain.a_max if rule != "near" else n_max)
+    # Divided only where f > 0 (elsewhere the other branch is taken; 1 - f + f·n_max ≥ 1 for
+    # f ≥ 0), so no 0/0 needs silencing: np.errstate costs ~5 µs a use in numpy 1.x.
+    positive = f > 0
+    if rule == "far":
+        s = np.where(positive, domain.s_max, 0.0)
+    elif rule == "sigma1":
+        s = np.where(positive, 1.0, 0.0)
+    else:
+        twice = 2 * f * n_max
+        s = np.where(twice <= 1.0, twice, twice / (1 - f + f * n_max))
+    A = np.where(
+        positive,
+        s / (2.0 * np.where(positive, f, 1.0)),
+        domain.a_max if rule != "near" else n_max,
+    )
     too_far = A > domain.a_max
     A, s = np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
     # f near 1 (no speedup at all) puts the far end below A = 1; A = 1 is S(n) = 1 for any s.
@@ -689,30 +723,28 @@ def search(
 
     # Seed 1: the best pair-curve instance inside the envelope.
     in_env = (cands.delta_enter <= env.delta) | (not env.bounded)
-    err_c, _ = wssre(cand_tau[None, :, :], t, w[:, None, :], scale)
+    err_c, _ = wssre_leading(cand_tau.T[:, None, :], t, w.T[:, :, None], scale)  # (T, curves)
     err_c = np.where(in_env[None, :], err_c, np.inf)
-    seeds_A = [np.broadcast_to(cands.A, err_c.shape)]
-    seeds_s = [np.broadcast_to(cands.s, err_c.shape)]
-    seed_err = [err_c]
+    _, A_c, s_c = _take_best(
+        err_c, np.broadcast_to(cands.A, err_c.shape), np.broadcast_to(cands.s, err_c.shape)
+    )
+    seeds_A, seeds_s = [A_c], [s_c]
 
     # Seed 2: the one-dimensional pass through the anchors nearest each target.
     if targets is not None:
-        err_1, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale, full)
-        seeds_A.append(A_1[:, None])
-        seeds_s.append(s_1[:, None])
-        seed_err.append(err_1[:, None])
+        _, A_1, s_1 = _search_1d(n, t, w, tg, env, settings, domain, scale, full)
+        seeds_A.append(A_1)
+        seeds_s.append(s_1)
 
     # Seed 3: the best point of a coarse lattice over every range pair of the envelope.
     axis_A, axis_s = lattice_axes(env, LATTICE)
     err_l, _ = _evaluate_window(n, t, w, axis_A[None], axis_s[None], env, scale)
-    lat_A, lat_s = envelope_lattice(env, LATTICE)
-    seeds_A.append(np.broadcast_to(lat_A, (len(tg), lat_A.size)))
-    seeds_s.append(np.broadcast_to(lat_s, (len(tg), lat_s.size)))
-    seed_err.append(err_l.reshape(len(tg), -1))
+    A_l, s_l = lattice_best(err_l.reshape(len(tg), -1), axis_A, axis_s)
+    seeds_A.append(A_l)
+    seeds_s.append(s_l)
 
-    picks = [_take_best(e, A, s) for e, A, s in zip(seed_err, seeds_A, seeds_s, strict=True)]
-    sA = np.stack([p[1] for p in picks], axis=1)
-    ss = np.stack([p[2] for p in picks], axis=1)
+    sA = np.stack(seeds_A, axis=1)
+    ss = np.stack(seeds_s, axis=1)
     best_err, best_A, best_s, best_c = _refine(n, t, w, sA, ss, env, settings, domain, scale)
     n_max = float(n[-1])
     found_A, found_s = best_A, best_s

@@ -35,6 +35,8 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 BoolArray = NDArray[np.bool_]
 
+FLOAT_MAX = float(np.finfo(float).max)
+
 
 def sigma_to_s(sigma: ArrayLike) -> FloatArray:
     """Shape coordinate s from σ: s = σ for σ ≤ 1, s = 2σ/(σ+1) for σ ≥ 1 (σ = ∞ gives s = 2)."""
@@ -48,8 +50,9 @@ def sigma_to_s(sigma: ArrayLike) -> FloatArray:
 def s_to_sigma(s: ArrayLike) -> FloatArray:
     """σ from the shape coordinate s ∈ [0, 2): σ = s for s ≤ 1, σ = s/(2-s) for s ≥ 1."""
     sv = np.asarray(s, dtype=float)
-    with np.errstate(divide="ignore"):
-        high = sv / (2.0 - sv)
+    rest = 2.0 - sv
+    # s/0 = ∞ at s = 2, set instead of divided: np.errstate costs ~5 µs a use in numpy 1.x.
+    high = np.divide(sv, rest, out=np.full(sv.shape, np.inf), where=rest != 0.0)
     return np.where(sv <= 1.0, sv, high)
 
 
@@ -110,7 +113,7 @@ def _piece_stationary_points(A: FloatArray, s: FloatArray) -> FloatArray:
     """
     # 2A/s overflows for s near the smallest doubles: such a curve is linear up to A anyway,
     # and the candidates are clipped to the maximum useful size below.
-    tiny = s <= 2.0 * A / np.finfo(float).max
+    tiny = s <= 2.0 * A / FLOAT_MAX
     first = np.where(tiny, np.inf, 2.0 * A / np.where(tiny, 1.0, s) - 1.0)
     second = np.where(s <= 1.0, s * (2.0 * A - 1.0) / (2.0 - s), 1.0)
     knee_low = np.where(s <= 1.0, A, 1.0)
@@ -128,7 +131,8 @@ def processor_working_set(A: ArrayLike, sigma: ArrayLike) -> IntArray:
     Av, sig = np.broadcast_arrays(np.asarray(A, dtype=float), np.asarray(sigma, dtype=float))
     s = sigma_to_s(sig)
     end = max_useful_size(Av, sig)
-    cont = np.clip(_piece_stationary_points(Av, s), 1.0, end[..., None])
+    # np.clip's arithmetic (max, then min) without its Python-level argument handling.
+    cont = np.minimum(np.maximum(_piece_stationary_points(Av, s), 1.0), end[..., None])
     cand = np.concatenate([np.floor(cont), np.ceil(cont), np.ones_like(cont[..., :1])], axis=-1)
     cand = np.maximum(cand, 1.0)
     eta = 1.0 / (cand * relative_runtime_s(cand, Av[..., None], s[..., None]) ** 2)

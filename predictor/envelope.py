@@ -42,6 +42,7 @@ in A and then resampled, twice, around the most promising samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -107,13 +108,8 @@ class Envelope:
         """Whether each instance (A, s) lies in some range pair; broadcasts A with s."""
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        tol = 1e-9
-        inside = (
-            (Ab >= self.a_lo * (1 - tol))
-            & (Ab <= self.a_hi * (1 + tol))
-            & (sb >= self.s_lo - tol)
-            & (sb <= self.s_hi + tol)
-        )
+        a_lo, a_hi, s_lo, s_hi = self._tolerant
+        inside = (Ab >= a_lo) & (Ab <= a_hi) & (sb >= s_lo) & (sb <= s_hi)
         return np.asarray(inside.any(axis=-1))
 
     def contains_grid(self, A: FloatArray, s: FloatArray) -> BoolArray:
@@ -123,12 +119,24 @@ class Envelope:
         any_k a_in[i, k]·s_in[j, k], a matrix product of the two indicator matrices, which
         costs (g + h)·K comparisons instead of g·h·K.
         """
-        tol = 1e-9
+        a_lo, a_hi, s_lo, s_hi = self._tolerant
         Ab = np.asarray(A, dtype=float)[..., None]
         sb = np.asarray(s, dtype=float)[..., None]
-        a_in = ((Ab >= self.a_lo * (1 - tol)) & (Ab <= self.a_hi * (1 + tol))).astype(float)
-        s_in = ((sb >= self.s_lo - tol) & (sb <= self.s_hi + tol)).astype(float)
+        a_in = ((Ab >= a_lo) & (Ab <= a_hi)).astype(float)
+        s_in = ((sb >= s_lo) & (sb <= s_hi)).astype(float)
         return np.asarray((a_in @ np.swapaxes(s_in, -1, -2)) > 0.5)
+
+    @cached_property
+    def _tolerant(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+        """The bounds `contains` tests, widened by a relative 1e-9 in A and 1e-9 in s; once
+        per envelope, which the search tests a few dozen times."""
+        tol = 1e-9
+        return (
+            self.a_lo * (1 - tol),
+            self.a_hi * (1 + tol),
+            self.s_lo - tol,
+            self.s_hi + tol,
+        )
 
     @property
     def sigma_lo(self) -> FloatArray:
@@ -202,13 +210,13 @@ def range_pairs(
 
     # 4. high-1
     with np.errstate(divide="ignore"):
-        a4_lo = np.maximum.reduce([np.ones_like(ni), 1.0 / k_hi, (nj + sig_max) / (1.0 + sig_max)])
+        a4_lo = np.maximum(np.maximum(1.0, 1.0 / k_hi), (nj + sig_max) / (1.0 + sig_max))
     a4_hi = np.minimum(a_max, s_max * inv_k_lo)
     a_lo[:, HIGH1], a_hi[:, HIGH1] = a4_lo, a4_hi
     with np.errstate(divide="ignore", invalid="ignore"):
         knee_sigma = np.where(a4_hi > 1.0, (nj - a4_hi) / (a4_hi - 1.0), np.inf)
-    s_lo[:, HIGH1] = np.maximum.reduce(
-        [np.ones_like(ni), k_lo * a4_lo, sigma_to_s(np.maximum(knee_sigma, 1.0))]
+    s_lo[:, HIGH1] = np.maximum(
+        np.maximum(1.0, k_lo * a4_lo), sigma_to_s(np.maximum(knee_sigma, 1.0))
     )
     s_hi[:, HIGH1] = np.minimum(s_max, k_hi * a4_hi)
 
@@ -245,15 +253,23 @@ def drop_redundant(
     return keep
 
 
-def pairs_of(n: FloatArray, t: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """All pairs i < j of observations: sizes n_i, n_j and runtime ratios t_j/t_i."""
-    i, j = np.triu_indices(n.size, k=1)
+Pairs = tuple[FloatArray, FloatArray, FloatArray]
+
+
+def pairs_of(n: FloatArray, t: FloatArray) -> Pairs:
+    """All pairs i < j of observations, row by row (np.triu_indices' order): sizes n_i, n_j
+    and runtime ratios t_j/t_i."""
+    index = np.arange(n.size)
+    i, j = np.nonzero(index[:, None] < index[None, :])
     return n[i], n[j], t[j] / t[i]
 
 
-def envelope_at(n: FloatArray, t: FloatArray, delta: float, domain: Domain) -> Envelope:
-    """The envelope for a given δ: all valid, non-redundant range pairs."""
-    ni, nj, x = pairs_of(n, t)
+def envelope_at(
+    n: FloatArray, t: FloatArray, delta: float, domain: Domain, pairs: Pairs | None = None
+) -> Envelope:
+    """The envelope for a given δ: all valid, non-redundant range pairs (`pairs`: pairs_of(n,
+    t) when the caller has it)."""
+    ni, nj, x = pairs if pairs is not None else pairs_of(n, t)
     a_lo, a_hi, s_lo, s_hi, valid = range_pairs(ni, nj, x, delta, domain)
     piece = np.broadcast_to(np.arange(len(PIECES)), valid.shape)
     pair = np.stack(
@@ -310,7 +326,7 @@ class CurveInstances:
 
     def moved_to(self, A: FloatArray, domain: Domain) -> CurveInstances:
         """The same curves at new A values (broadcast with the candidates); invalid ones dropped."""
-        A = np.broadcast_to(A, np.broadcast_shapes((self.kind.size, 1), np.shape(A)))
+        A = np.broadcast_to(A, np.broadcast(self.kind[:, None], A).shape)
         s, ok = curve_shape(
             self.kind[:, None], self.param[:, None], A, self.ni[:, None], self.nj[:, None], domain
         )
@@ -356,21 +372,26 @@ def curve_shape(
     mode, n_j ≤ A + (A-1)σ in high mode). SECOND: σ = 2g/(2A-1+g) (2 for g = ∞), valid for
     (n_j+1)/2 ≤ A ≤ n_i and σ ≤ 1. FLAT: s as given, valid for A ≤ (n_i+1)/2.
     """
-    finite_g = np.where(np.isinf(param), 0.0, param)
-    s_second = np.where(np.isinf(param), 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
-    s = np.where(kind == FIRST, param * A, np.where(kind == SECOND, s_second, param))
-    sigma = s_to_sigma(np.minimum(s, domain.s_max))
-    end_first = np.where(s <= 1.0, A, A + (A - 1.0) * sigma)
+    infinite_g = np.isinf(param)
+    finite_g = np.where(infinite_g, 0.0, param)
+    s_second = np.where(infinite_g, 2.0, 2.0 * finite_g / (2.0 * A - 1.0 + finite_g))
+    first, second = kind == FIRST, kind == SECOND
+    s = np.where(first, param * A, np.where(second, s_second, param))
+    # s_to_sigma inlined (no 2 - s = 0 to guard against: s ≤ s_max < 2 here).
+    capped = np.minimum(s, domain.s_max)
+    sigma = np.where(capped <= 1.0, capped, capped / (2.0 - capped))
+    low = s <= 1.0
+    end_first = np.where(low, A, A + (A - 1.0) * sigma)
     ok_first = (s <= domain.s_max) & (end_first >= nj)
-    ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & (s <= 1.0)
+    ok_second = ((nj + 1.0) / 2.0 <= A) & (A <= ni) & low
     ok_flat = A <= (ni + 1.0) / 2.0
-    ok = np.where(kind == FIRST, ok_first, np.where(kind == SECOND, ok_second, ok_flat))
+    ok = np.where(first, ok_first, np.where(second, ok_second, ok_flat))
     ok &= (A >= 1.0) & (A <= domain.a_max)
     return s, ok
 
 
 def pair_curve_instances(
-    n: FloatArray, t: FloatArray, domain: Domain, samples: int
+    n: FloatArray, t: FloatArray, domain: Domain, samples: int, pairs: Pairs | None = None
 ) -> CurveInstances:
     """Sample each pair's exact (δ = 0) curve in each piece; see "Choosing δ" above.
 
@@ -378,9 +399,10 @@ def pair_curve_instances(
     a_max (past n_max every observation sits in the first piece and nothing changes).
     Second low piece: σ = 2g/(2A-1+g) for A on [(n_j+1)/2, n_i]. Flat pieces: A on
     [1, (n_i+1)/2] with σ = 0, 1 and σ_max. Samples outside their piece's validity are dropped.
+    `pairs`: pairs_of(n, t) when the caller has it.
     """
-    ni, nj, x = pairs_of(n, t)
-    xc = np.clip(x, ni / nj, 1.0)
+    ni, nj, x = pairs if pairs is not None else pairs_of(n, t)
+    xc = np.minimum(np.maximum(x, ni / nj), 1.0)  # np.clip's arithmetic, ni/nj < 1
     # A pair whose runtime rose (x > 1) has sloped range pairs only once x(1-δ)/(1+δ) ≤ 1.
     # A superlinear pair (x < n_i/n_j) always has them: its g range reaches ∞ (κ_lo = 0).
     enter = np.where(x > 1.0, (x - 1.0) / (x + 1.0), 0.0)
@@ -389,7 +411,7 @@ def pair_curve_instances(
     kappa = 2.0 / (np.where(np.isinf(g), np.inf, g) + 1.0)
 
     u = linspace(0.0, 1.0, samples)
-    a_first = np.r_[np.exp(u * np.log(2.0 * n.max())), domain.a_max]
+    a_first = np.append(np.exp(u * np.log(2.0 * n.max())), domain.a_max)
     a2_lo, a2_hi = np.maximum((nj + 1.0) / 2.0, 1.0), ni
     a_second = a2_lo[:, None] + u[None, :] * np.maximum(a2_hi - a2_lo, 0.0)[:, None]
     few = max(samples // 8, 2)
@@ -401,20 +423,16 @@ def pair_curve_instances(
     # of A values per curve, rows padded with NaN (never valid) to the widest.
     width = max(a_first.size, a_second.shape[1], a_flat.shape[1])
 
-    def padded(sizes: FloatArray, rows: int) -> FloatArray:
-        out = np.full((rows, width), np.nan)
-        out[:, : sizes.shape[1]] = sizes
-        return out
-
-    sizes = np.concatenate(
-        [padded(a_first[None, :], P), padded(a_second, P), padded(np.repeat(a_flat, L, 0), P * L)]
-    )
+    sizes = np.full((P * (2 + L), width), np.nan)
+    sizes[:P, : a_first.size] = a_first
+    sizes[P : 2 * P, : a_second.shape[1]] = a_second
+    sizes[2 * P :, : a_flat.shape[1]] = np.repeat(a_flat, L, 0)
     return CurveInstances(
         A=np.zeros(0),
         s=np.zeros(0),
         delta_enter=np.concatenate([enter, enter, np.repeat(flat_enter, L)]),
         kind=np.repeat([FIRST, SECOND, FLAT], [P, P, P * L]),
-        param=np.concatenate([kappa, g, np.tile(s_levels, P)]),
+        param=np.concatenate([kappa, g, np.broadcast_to(s_levels, (P, L)).ravel()]),
         ni=np.concatenate([ni, ni, np.repeat(ni, L)]),
         nj=np.concatenate([nj, nj, np.repeat(nj, L)]),
     ).moved_to(sizes, domain)
@@ -443,7 +461,8 @@ def derive_envelope(
     `scale` is T(1) when it was observed (then it is not fitted). Returns the envelope, the
     sampled curve instances and their relative runtimes at n (the search reuses them as seeds).
     """
-    cands = pair_curve_instances(n, t, domain, samples)
+    pairs = pairs_of(n, t)
+    cands = pair_curve_instances(n, t, domain, samples, pairs)
     tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     needed = np.maximum(minimax_relative_error(tau, t, scale), cands.delta_enter)
     # Zoom along the most promising curves: the first sampling steps ~10% in A.
@@ -478,4 +497,4 @@ def derive_envelope(
     if not feasible.any():
         return whole_domain(domain, float(ladder[-1])), cands, tau
     delta = float(ladder[np.argmax(feasible)])
-    return envelope_at(n, t, delta, domain), cands, tau
+    return envelope_at(n, t, delta, domain, pairs), cands, tau

@@ -137,7 +137,9 @@ class Predictions:
 def residual_rms(obs: Observations, A: FloatArray, sigma: FloatArray, t1: FloatArray) -> FloatArray:
     """Per target, the RMS of log(T_model(n_i)/t_i) over the observations, for its instance."""
     model = t1[:, None] * relative_runtime(obs.n[None, :].astype(float), A[:, None], sigma[:, None])
-    out: FloatArray = np.sqrt(np.mean(np.log(model / obs.runtime[None, :]) ** 2, axis=1))
+    squared = np.log(model / obs.runtime[None, :]) ** 2
+    # np.mean's arithmetic (add.reduce, then divide by the count) without its Python wrapper.
+    out: FloatArray = np.sqrt(np.add.reduce(squared, axis=1) / squared.shape[1])
     return out
 
 

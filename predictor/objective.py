@@ -77,7 +77,7 @@ def sum_leading(x: FloatArray) -> FloatArray:
     """
     M = x.shape[0]
     if M < PAIRWISE_UNROLL:
-        out: FloatArray = x.sum(axis=0)
+        out: FloatArray = np.add.reduce(x, axis=0)  # x.sum(axis=0) without its Python wrapper
         return out
     if M > PAIRWISE_BLOCK:
         far: FloatArray = np.ascontiguousarray(np.moveaxis(x, 0, -1)).sum(axis=-1)

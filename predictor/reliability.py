@@ -47,7 +47,8 @@ from predictor.adept import FAST, SearchSettings, _refine
 from predictor.diagnostics import ReliabilityProblem
 from predictor.downey import FloatArray, IntArray, relative_runtime_s, s_to_sigma
 from predictor.envelope import Domain, Envelope
-from predictor.objective import wssre
+from predictor.grids import geomspace, linspace
+from predictor.objective import wssre, wssre_leading
 
 MIN_RESOLVABLE = 0.05
 # Candidate sizes scanned on each side of the observed range.
@@ -124,6 +125,10 @@ def amdahl_working_set(best: Instance, n_max: float, settings: ReliabilitySettin
     return None if size <= n_max else size
 
 
+# The runner-up's seed lattice: A values per side region (log-spaced) and s values (even).
+LATTICE_A, LATTICE_S = 48, 40
+
+
 def runner_up(
     n: FloatArray,
     t: FloatArray,
@@ -153,14 +158,13 @@ def runner_up(
         pair=np.zeros((len(boxes), 2), dtype=np.int64),
         bounded=True,
     )
-    A = np.concatenate([np.geomspace(a, b, 48) for a, b in boxes])[:, None]
-    s = np.linspace(0.0, domain.s_max, 40)[None, :]
-    A, s = np.broadcast_arrays(A, s)
-    tau = relative_runtime_s(n, A[..., None], s[..., None])
-    err, _ = wssre(tau, t, w, scale)
-    flat = err.ravel()
-    order = np.argsort(flat)[:3]
-    seed_A, seed_s = A.ravel()[order][None, :], s.ravel()[order][None, :]
+    A = np.concatenate([geomspace(a, b, LATTICE_A) for a, b in boxes])
+    s = linspace(0.0, domain.s_max, LATTICE_S)
+    # Observations leading (objective.wssre_leading): the same values as the last-axis layout.
+    tau = relative_runtime_s(n[:, None, None], A[:, None], s[None, :])
+    err, _ = wssre_leading(tau, t, w[:, None, None], scale)
+    order = np.argsort(err.ravel())[:3]
+    seed_A, seed_s = A[order // LATTICE_S][None, :], s[order % LATTICE_S][None, :]
     found_err, found_A, found_s, found_c = _refine(
         n, t, w[None, :], seed_A, seed_s, region, search, domain, scale
     )

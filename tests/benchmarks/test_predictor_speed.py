@@ -15,6 +15,14 @@ for bit (tests/unit/predictor/test_search_speedups.py).
 With the plausible instances of unidentified fits (adept.py) 11.98 vs 6.04 (1.98x; the same
 problems alternating between the two commits in a script: 19.3-20.0 ms before, 19.9-23.4 after,
 the machine's load swinging between runs).
+Call-count work of 2026-11-26 (h/speed: repeated pattern-search branches searched once, the
+envelope's and the runner-up's numpy calls trimmed; fits unchanged bit for bit, golden tests),
+measured with numpy's native kernels, load 3-8 on the 2 shared cores, the commit before it
+(cdce8bf) and after it alternating problem by problem in one process, 5 repeats: predict with
+one target (these problems) 9.90 -> 8.80 ms median CPU (-11%), ADEPT/LM 2.28x -> 2.04x in the
+same run (LM 3.83 ms); learner refit (learner_problems) 8.19 -> 7.23 ms median (-12%; mean
+9.12 -> 8.02). Several such runs: -11% to -12% each, the absolute figures varying ~1.5x with
+the load.
 """
 
 from __future__ import annotations

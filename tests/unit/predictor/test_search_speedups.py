@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 
 import predictor
+from predictor.adept import _first_copies
 from predictor.anomalies import AnomalySettings
 from predictor.envelope import Domain, derive_envelope
-from predictor.grids import clip, linspace
+from predictor.grids import clip, geomspace, linspace
 from predictor.objective import sum_leading, wssre, wssre_leading
 
 RNG = np.random.default_rng(17)
@@ -80,7 +81,20 @@ def test_linspace_equals_numpy_bit_for_bit(num: int) -> None:
     assert np.array_equal(linspace(2.5, 2.5, num), np.linspace(2.5, 2.5, num))
 
 
+@pytest.mark.parametrize("num", [2, 3, 17, 48])
+def test_geomspace_equals_numpy_bit_for_bit(num: int) -> None:
+    ends = np.exp(RNG.uniform(-3.0, 12.0, (200, 2)))
+    for start, stop in [(1.0, 1e5), (2.5, 2.5), *ends.tolist()]:
+        assert np.array_equal(geomspace(start, stop, num), np.geomspace(start, stop, num))
+
+
 def test_clip_equals_numpy() -> None:
     x = RNG.normal(0, 3, 200)
     x[::17] = np.nan
     assert np.array_equal(clip(x, -1.0, 2.0), np.clip(x, -1.0, 2.0), equal_nan=True)
+
+
+def test_a_repeated_branch_is_searched_once_as_its_first_copy() -> None:
+    # local_minima repeats a grid's best pick (branch 0) when it found fewer minima.
+    pick = np.array([[[5, 9, 5], [3, 3, 3]], [[7, 8, 2], [4, 4, 1]]])
+    assert _first_copies(pick).tolist() == [[0, 1, 0, 3, 3, 3], [6, 7, 8, 9, 9, 11]]
