@@ -144,7 +144,8 @@ DRAIN_PAUSE_S = 0.3
 #: before slurmctld has created the job, so a sweep started at once can miss it, which then
 #: waits for the periodic sweep (sweep_interval_s). 0.1 s is chosen, not fitted: well above
 #: the milliseconds slurmctld takes to create a job, well below sweep_interval_s. The
-#: benchmark's 10 jobs/s p99 (1.7-1.9 s) did not move measurably with it on the shared testbed.
+#: release benchmark's 10 jobs/s tail did not move measurably with it on the shared testbed
+#: (measured when that p99 was 1.7-1.9 s, before the cluster prefetch).
 FOLLOW_UP_S = 0.1
 #: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
 #: of cluster_cache_s.
