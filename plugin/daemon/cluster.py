@@ -37,6 +37,7 @@ from contextlib import AbstractContextManager
 
 import structlog
 
+from plugin.daemon.periodic import PeriodicThread
 from plugin.errors import printable
 from plugin.slurm import (
     AssocRecord,
@@ -350,31 +351,12 @@ class ClusterView:
         return Queue(idle, ahead, tuple(ends))
 
 
-class ClusterPrefetch:
+class ClusterPrefetch(PeriodicThread):
     """Calls `view.prefetch()` in a thread of its own (module docstring) every `poll_s`
-    while `wanted()` (the daemon decides: a standby reads nothing). An error is logged and
-    the next round tries again: the thread never dies of one."""
+    while `wanted()` (the daemon decides: a standby reads nothing; plugin/daemon/periodic.py)."""
 
     def __init__(self, view: ClusterView, wanted: Callable[[], bool], poll_s: float) -> None:
+        super().__init__(
+            "adaptalloc-cluster", view.prefetch, wanted, poll_s, "cluster_prefetch_failed"
+        )
         self.view = view
-        self.wanted = wanted
-        self.poll_s = poll_s
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="adaptalloc-cluster", daemon=True)
-
-    def start(self) -> ClusterPrefetch:
-        self.thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self.stopping.wait(self.poll_s):
-            try:
-                if self.wanted():
-                    self.view.prefetch()
-            except Exception as exc:  # a bug must not end the prefetch; the batch reads then
-                log.error("cluster_prefetch_failed", error=printable(str(exc))[:200])
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        self.stopping.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout_s)

@@ -50,6 +50,7 @@ import structlog
 
 from plugin.appkey import AppKey, AppKeyError
 from plugin.daemon.decider import RESIZE, Outcome
+from plugin.daemon.periodic import PeriodicThread
 from plugin.errors import printable
 from plugin.metrics import Metrics
 from plugin.slurm import JobRecord, SlurmClient, SlurmError
@@ -294,34 +295,13 @@ class KillGuard:
         return 1
 
 
-class GuardThread:
+class GuardThread(PeriodicThread):
     """Ticks `guard` in a thread of its own (module docstring), every `poll_s` while
     `may_write()` (the daemon decides: not a standby, the lease still held); the guard's
-    own GUARD_INTERVAL_S spaces the reads. A tick that raises is logged and the next one
-    tries again: the thread never dies of one."""
+    own GUARD_INTERVAL_S spaces the reads (plugin/daemon/periodic.py)."""
 
     def __init__(
         self, guard: KillGuard, may_write: Callable[[], bool], poll_s: float = 1.0
     ) -> None:
+        super().__init__("adaptalloc-guard", guard.tick, may_write, poll_s, "guard_tick_failed")
         self.guard = guard
-        self.may_write = may_write
-        self.poll_s = poll_s
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="adaptalloc-guard", daemon=True)
-
-    def start(self) -> GuardThread:
-        self.thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self.stopping.wait(self.poll_s):
-            try:
-                if self.may_write():
-                    self.guard.tick()
-            except Exception as exc:  # a bug must not end the guard; logged, tried again
-                log.error("guard_tick_failed", error=printable(str(exc))[:200])
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        self.stopping.set()
-        if self.thread.is_alive():
-            self.thread.join(timeout_s)
