@@ -243,8 +243,9 @@ class ClusterView:
                 log.warning("assoc_limits_unknown", error=printable(str(exc))[:200])
             self._assoc_failing = True
         if len(self._assoc) >= ASSOC_CACHE_SIZE:
+            # A snapshot (list() is one C call): the prefetch thread may add entries meanwhile.
             self._assoc = {
-                k: v for k, v in self._assoc.items() if now - v[0] < self.partition_cache_s
+                k: v for k, v in list(self._assoc.items()) if now - v[0] < self.partition_cache_s
             }
         self._assoc[key] = (now, found)
         return found
