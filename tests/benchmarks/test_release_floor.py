@@ -53,6 +53,7 @@ tests/benchmarks/test_release_floor.py -s``.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import signal
@@ -311,9 +312,12 @@ def parts(
         if job not in submitter.done or job not in times.submitted or job not in times.released:
             continue
         points = {"created": times.submitted[job][0], "released": times.released[job][0], **line}
-        rows.append([points[p] - submitter.done[job] for p in PARTS])
-    table = np.array(rows, dtype=float).reshape(-1, len(PARTS))
-    return {p: table[:, i] for i, p in enumerate(PARTS)}
+        woke = points.get("woke", math.nan)  # absent: a periodic sweep found it
+        rows.append([points[p] - submitter.done[job] for p in PARTS] + [woke - points["created"]])
+    table = np.array(rows, dtype=float).reshape(-1, len(PARTS) + 1)
+    out = {p: table[:, i] for i, p in enumerate(PARTS)}
+    out["woke_after_created"] = table[:, -1]
+    return out
 
 
 def releaser_times(daemon: DaemonProcess | None, out: Path) -> dict[int, float]:
@@ -483,7 +487,10 @@ def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
 
 def parts_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
     """The daemon's jobs' latency in parts (module docstring of plugin/daemon/loop.py):
-    each part's p50 / p99, and its mean over the slowest 5% of the jobs (the tail)."""
+    each part's p50 / p99, and its mean over the slowest 5% of the jobs (the tail); of the
+    tail, how many a periodic sweep found (no wake-up before it) and how many a wake-up 0.1 s
+    or more after their creation (a later job's spool line: their own wake-up's sweeps,
+    FOLLOW_UP_S included, did not find them held)."""
     view = Table(
         title=f"{mode}: the daemon's held jobs, sbatch returned -> eligible in parts (slurmctld's"
         " log, the daemon's decision timelines), ms p50 / p99 | mean over the slowest 5%"
@@ -495,6 +502,7 @@ def parts_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
         "decide",
         "decided -> released",
         "total",
+        "tail found by: periodic sweep / a wake ≥ 0.1 s after its creation",
     )
     for column in ("phase", *names):
         view.add_column(column, justify="left" if column == "phase" else "right")
@@ -510,7 +518,10 @@ def parts_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
             f" | {v[tail].mean() * 1000:.0f}"
             for v in spans
         ]
-        view.add_row(phase.name, str(total.size), *cells)
+        woke = o.parts["woke_after_created"][tail]
+        late = int(np.count_nonzero(woke >= 0.1))
+        found = f"{int(np.count_nonzero(np.isnan(woke)))} / {late} of {int(tail.sum())}"
+        view.add_row(phase.name, str(total.size), *cells, found)
     return view
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from plugin.appkey import AppKey
+from plugin.config import DaemonConfig
 from plugin.learning.learner import refit_app
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Observation
@@ -31,6 +32,8 @@ Factory = Callable[..., DaemonProcess]
 #: NAS LU class W's relative speedups (the thesis' Table 5.1 shape) at 1..8 nodes.
 LU_SPEEDUP = {1: 1.0, 2: 1.97, 4: 3.83, 8: 7.24, 3: 2.92, 6: 5.6}
 BIG_NODES = {"node5", "node6", "node7", "node8"}
+#: The daemon's cluster_cache_s (the harness keeps the default, plugin/config.py).
+CLUSTER_CACHE_S = DaemonConfig().cluster_cache_s
 
 
 def store_runs(
@@ -87,6 +90,10 @@ def test_two_partitions_go_to_the_earliest_completion(
     # big taken for an hour by another job: debug's idle nodes finish first.
     blocker = submit_job("-p", "big", "--nodes=4", "--time=60", as_user=user, wrap="sleep 300")
     slurm.wait_job_state(blocker, {"RUNNING"})
+    # The daemon sees the nodes through its cache (cluster_cache_s, 2 s by default), which
+    # its prefetch thread keeps refreshing while jobs come: wait until a read taken after
+    # the blocker started is in it, or big may still look idle to the decision.
+    time.sleep(CLUSTER_CACHE_S + 0.5)
     job = submit_job(
         "-p", "debug,big", "--nodes=1-4", "--time=60",
         "--comment=adaptalloc:v1 app=it-types", as_user=user, wrap="sleep 1",
