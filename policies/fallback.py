@@ -23,9 +23,12 @@ so a cluster whose runs all have one core count decides exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
-__all__ = ["fallback_refusal"]
+CurveT = TypeVar("CurveT")
+
+__all__ = ["curve_on_type", "fallback_refusal"]
 
 
 def fallback_refusal(run_cores: Iterable[int | None], target_cores: int | None) -> str:
@@ -46,3 +49,23 @@ def fallback_refusal(run_cores: Iterable[int | None], target_cores: int | None) 
         f"the curve of all the app's runs counts nodes of {shown} cores, not this type's "
         f"{target_cores}: not used across node sizes"
     )
+
+
+def curve_on_type(
+    typed: CurveT | None,
+    generic: CurveT | None,
+    target_cores: int | None,
+    run_cores: Callable[[], Iterable[int | None]],
+) -> tuple[CurveT | None, str]:
+    """The curve a decision on a node type reads, and why there is none when refused.
+
+    The type's own curve (`typed`) when the learner fitted one, else the curve of all the
+    runs (`generic`) unless `fallback_refusal` refuses it; `run_cores()` (the cores per node
+    of each run's type) is called only when that question arises, since it may need a read.
+    """
+    if typed is not None:
+        return typed, ""
+    if generic is None or target_cores is None:
+        return generic, ""
+    refusal = fallback_refusal(run_cores(), target_cores)
+    return (None, refusal) if refusal else (generic, "")

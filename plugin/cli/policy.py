@@ -58,7 +58,7 @@ from plugin.formats.observations_csv import (
 )
 from plugin.learning.learner import curve_from_fit
 from plugin.policy_file import load_policy_config
-from policies.fallback import fallback_refusal
+from policies.fallback import curve_on_type
 from policies.rules import load_rule_words
 
 __all__ = [
@@ -808,16 +808,14 @@ def _shaped_decision(
     refused: dict[str, str] = {}
 
     def curve_on(name: str) -> predictor.Curve | None:
-        # Decider._curve_on: the type's own curve, else all runs' unless on other cores.
-        typed = runs.typed(name)
-        target = where.cpus(name)
-        if typed is not None or curve is None or target is None:
-            return typed or curve
-        types = {r.node_type for r in runs.runs()}
-        cores = [None if t is None else where.cpus(t) for t in types]
-        why = fallback_refusal(cores, target)
+        # As the daemon's Decider._curve_on (policies/fallback.py).
+        def run_cores() -> list[int | None]:
+            types = {r.node_type for r in runs.runs()}
+            return [None if t is None else where.cpus(t) for t in types]
+
+        chosen, why = curve_on_type(runs.typed(name), curve, where.cpus(name), run_cores)
         refused[name] = f"no curve on {name} ({why})" if why else ""
-        return None if why else curve
+        return chosen
 
     if len(listed) >= 2:
         pick = shape.partition_decision(

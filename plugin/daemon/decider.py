@@ -50,7 +50,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
-from policies.fallback import fallback_refusal
+from policies.fallback import curve_on_type
 from policies.partition import Queue, wait_estimate
 
 __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
@@ -519,21 +519,22 @@ class Decider:
         app without a curve). StoreError as CurveSource.get.
         """
         typed = self.curves.typed(app, name)
-        if typed is not None and typed.curve is not None:
-            return typed.curve, ""
         _, cpus, _ = self._where
         target = cpus(name) if cpus is not None else None
-        if generic is None or target is None:
-            return generic, ""
-        counts = self._core_counts() if self._core_counts is not None else None
-        if counts is not None and counts <= {target}:
-            return generic, ""  # every node has this core count: nothing to refuse
-        types = self.curves.run_node_types(app)
-        cores = [None if t is None or cpus is None else cpus(t) for t in types]
-        refusal = fallback_refusal(cores, target)
+
+        def run_cores() -> list[int | None]:
+            counts = self._core_counts() if self._core_counts is not None else None
+            if counts is not None and counts <= {target}:
+                return []  # every node has this core count: nothing to refuse, nothing read
+            types = self.curves.run_node_types(app)
+            return [None if t is None or cpus is None else cpus(t) for t in types]
+
+        curve, refusal = curve_on_type(
+            typed.curve if typed is not None else None, generic, target, run_cores
+        )
         if refusal:
             return None, f"app {app} has no curve on {printable(name)[:64]} ({refusal})"
-        return generic, ""
+        return curve, ""
 
     def _outcome(
         self,
