@@ -649,9 +649,9 @@ def _representative(
     )
     too_far = A > domain.a_max
     A, s = np.where(too_far, domain.a_max, A), np.where(too_far, 2 * f * domain.a_max, s)
-    # f near 1 (no speedup at all) puts the far end below A = 1, and f = 1 the near end at
-    # A = 1 with s = 2 (σ = ∞); A = 1 is S(n) = 1 for any s, so s = 0 stands for them all.
-    no_speedup = A <= 1.0
+    # f near 1 (no speedup at all) puts the far end below A = 1, and the near end at A = 1 up
+    # to rounding with s = 2 (σ = ∞); A = 1 is S(n) = 1 for any s, so (1, 0) stands for them.
+    no_speedup = A <= 1.0 + 1e-9
     return np.where(no_speedup, 1.0, A), np.where(no_speedup, 0.0, s)
 
 
