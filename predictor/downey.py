@@ -104,6 +104,18 @@ def max_useful_size(A: ArrayLike, sigma: ArrayLike) -> FloatArray:
     return np.where(sig <= 1.0, 2.0 * Av - 1.0, Av + (Av - 1.0) * sig)
 
 
+def first_piece_end(A: ArrayLike, s: ArrayLike) -> FloatArray:
+    """Largest n still on the first (Amdahl) piece: A in low mode, A + (A-1)σ in high mode.
+
+    At σ = 1 exactly the two low-variance pieces coincide, so the Amdahl form holds to 2A-1.
+    """
+    Av = np.asarray(A, dtype=float)
+    sv = np.asarray(s, dtype=float)
+    sigma = s_to_sigma(np.minimum(sv, 2.0 - 1e-12))
+    out: FloatArray = np.where(sv < 1.0, Av, Av + (Av - 1.0) * sigma)
+    return out
+
+
 def _piece_stationary_points(A: FloatArray, s: FloatArray) -> FloatArray:
     """Continuous maximisers of η = S²/n = 1/(n τ²) within each piece, stacked on the last axis.
 

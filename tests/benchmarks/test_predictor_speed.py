@@ -23,6 +23,12 @@ one target (these problems) 9.90 -> 8.80 ms median CPU (-11%), ADEPT/LM 2.28x ->
 same run (LM 3.83 ms); learner refit (learner_problems) 8.19 -> 7.23 ms median (-12%; mean
 9.12 -> 8.02). Several such runs: -11% to -12% each, the absolute figures varying ~1.5x with
 the load.
+Issue 17's at-knee work of 2026-11-26 (h/knee: one Gauss-Newton step after the pattern search,
+predictor/polish.py; the valley's near end where f·n_max > 3), measured against the settings
+that undo it (polish_steps=0, near_above=inf) alternating problem by problem in one process,
+5 repeats, 3 runs, load 2.7-4 on the 2 shared cores: predict with one target +2.4%, +3.0%,
++2.6% median CPU (ADEPT/LM 2.21-2.24x -> 2.27-2.29x); learner refit +5.0%, +2.8%, +0.3%
+median, +3.7-4.4% mean. The polish costs ~160 µs a search (timeit, 6 sizes, one target).
 """
 
 from __future__ import annotations

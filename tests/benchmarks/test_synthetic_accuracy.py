@@ -42,6 +42,16 @@ from data that cannot tell them apart; the interval spans both ends instead (cov
 in those cells). Every "before" cell meets the aim (ADEPT 3.2-21.5% against LM 29-45%);
 false identified 0.8% of 128 hidden-knee cases; 90% coverage 93.8% (LM 90.1%; 92.8% before
 the misfit term for fits on 3 sizes, intervals.py).
+
+Measured 2026-11-26 after the Gauss-Newton polish (predictor/polish.py) and the valley's near
+end where f·n_max > 3 (adept.py, "A valley that needs a high variance"), seed 2026, 16 cases
+per cell: 5 cells miss, 1 beyond noise. at / uneven / 0% extrap 0.1 -> 0.0 (LM 0.0; the
+pattern search had stopped short of the exact fit), at / even / 2% 7.6 -> 3.7 (LM 3.7), at /
+even / 5% 5.2 -> 4.9 (LM 3.5, p=0.56); every "before" and "past" cell as before. Still
+missed beyond noise: at / uneven / 2%, 14.0 vs LM 3.2 (p=0.01): tests/benchmarks/
+test_valley_choice.py measures the rules tried for it (a bend test at the data's end, the
+knee at 1.5x the largest size, averaging by leave-last-out error), none of which wins there
+without losing the "before" cells or the real curves. Coverage 93.9%, false identified 0.8%.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from predictor.adept import (
     search,
 )
 from predictor.downey import FloatArray, relative_runtime, relative_runtime_s, s_to_sigma
+from predictor.envelope import Domain
 from predictor.lm import fit_lm
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "scaling"
@@ -209,9 +210,32 @@ def test_valley_rules_place_the_representative_where_documented() -> None:
     assert one.A[0] == pytest.approx(1 / (2 * f_val), rel=1e-3)
     near = search(n, t, None, SearchSettings(valley="near"))
     assert near.A[0] == pytest.approx(81.0, rel=1e-3)  # knee right after the data
+    later = search(n, t, None, SearchSettings(valley="near", valley_knee=2.0))
+    assert later.A[0] == pytest.approx(162.0, rel=1e-3)  # knee at twice the largest size
+    assert later.s[0] == pytest.approx(2 * f_val * 162.0, rel=1e-3)
     assert not (far.identified[0])
     assert not (one.identified[0])
     assert not (near.identified[0])
+
+
+def test_a_valley_that_needs_a_high_variance_ends_after_the_data() -> None:
+    """Amdahl's law with f·n_max = 4.2 at the largest size: still before the knee only if
+    σ > 4.2, so the valley ends right after the data (adept.py, near_above = 3)."""
+    n = np.array([8.0, 16.0, 32.0, 64.0, 100.0])
+    t = 50 * relative_runtime(n, 20.0, 5.0)  # knee at 20 + 19·5 = 115
+    at = np.array([200.0, 400.0])
+    truth = 50 * relative_runtime(at, 20.0, 5.0)
+    fit = search(n, t, None)
+    assert not fit.identified[0]
+    assert fit.A[0] + (fit.A[0] - 1) * float(s_to_sigma(fit.s[0])) == pytest.approx(100.0, rel=1e-3)
+    near = np.abs(predictor.predict(n, t, at) / truth - 1)
+    far = np.abs(
+        predictor.predict(n, t, at, settings=SearchSettings(near_above=np.inf)) / truth - 1
+    )
+    assert near.max() < 0.03  # flat from 100 on, the truth's knee at 115
+    assert far.min() > 0.07  # Amdahl's law continued
+    # Below the threshold the shipped far end stays: f·n_max = 2.1 at n_max = 50.
+    assert search(n[:4], t[:4], None).s[0] == pytest.approx(Domain().s_max)
 
 
 def test_three_noisy_sizes_do_not_invent_a_knee() -> None:
@@ -263,6 +287,9 @@ def test_search_settings_are_validated() -> None:
         {"valley": "middle"},
         {"parsimony_tol": 1.5},
         {"parsimony_alpha": 0.0},
+        {"valley_knee": 0.5},
+        {"near_above": 0.0},
+        {"polish_steps": -1},
     ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SearchSettings(**bad)
