@@ -18,7 +18,10 @@ safety net, a sweep every
 binding one ``slurm_load_jobs``, admin comments included, plugin/slurm/libslurm_backend.py;
 else the cheap, nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the
 admin comment of held jobs it has not seen yet) and takes every held job it finds (at most
-``max_batch``), so a burst of submissions becomes a few batches.
+``max_batch``), so a burst of submissions becomes a few batches. job_submit.lua writes its
+line before slurmctld creates the job, so a wake-up's sweep can come too early: while a
+spool line's job has not been found held, follow-up sweeps run every 0.1 s, at most
+``[daemon] follow_ups`` of them after the last wake-up (plugin/daemon/follow_up.py).
 
 Health and the heartbeat: the heartbeat is written only while the daemon's account has the
 Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
@@ -35,9 +38,10 @@ Latency: a job's "held since" is the later of Slurm's submit time (whole seconds
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
 after the release command returned. Each ``decision`` log event of a released job carries its
 ``timeline`` (Unix seconds): ``woke`` (the spool wake-up before the sweep that first found
-it held, absent for a periodic sweep), ``read`` and ``seen`` (that sweep's queue read began
-and returned), ``decided`` (its batch decided) and ``applied`` (its batch's writes returned),
-so the parts of a job's latency can be told apart (tests/benchmarks/test_release_floor.py).
+it held, or the one a follow-up sweep follows; absent for a periodic sweep), ``read`` and
+``seen`` (that sweep's queue read began and returned), ``decided`` (its batch decided) and
+``applied`` (its batch's writes returned), so the parts of a job's latency can be told apart
+(tests/benchmarks/test_release_floor.py).
 
 The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
 when the daemon starts deciding), off the decision path: it watches the jobs released with
@@ -99,6 +103,7 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
+from plugin.daemon.follow_up import FOLLOW_UP_S, FollowUps
 from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
@@ -140,13 +145,6 @@ log = structlog.get_logger("adaptalloc.daemon")
 BEAT_EVERY = 200
 #: Pause after the heartbeat is removed, for submissions that read it just before.
 DRAIN_PAUSE_S = 0.3
-#: A sweep this long after one a spool wake-up started: job_submit.lua appends to the spool
-#: before slurmctld has created the job, so a sweep started at once can miss it, which then
-#: waits for the periodic sweep (sweep_interval_s). 0.1 s is chosen, not fitted: well above
-#: the milliseconds slurmctld takes to create a job, well below sweep_interval_s. The
-#: release benchmark's 10 jobs/s tail did not move measurably with it on the shared testbed
-#: (measured when that p99 was 1.7-1.9 s, before the cluster prefetch).
-FOLLOW_UP_S = 0.1
 #: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
 #: of cluster_cache_s.
 PREFETCH_MIN_POLL_S = 0.1
@@ -293,6 +291,7 @@ class Daemon:
         #: Why the daemon's account lacks the Slurm privileges it needs (start-up, SIGHUP).
         self.privileges_missing: str | None = None
         self.wake_at: float | None = None
+        self.follow_ups = FollowUps(d.follow_ups)
         self.port = 0
         #: (job id, submit time) -> admin comment, for held jobs (read once per job).
         self.comments: dict[tuple[int, int | None], str] = {}
@@ -679,6 +678,7 @@ class Daemon:
             if self.spool.woken():
                 if self.wake_at is None:
                     self.wake_at = time.time()
+                self.follow_ups.wake(self.wake_at)
                 if d.batch_window_s:
                     time.sleep(d.batch_window_s)
                 return True
@@ -754,8 +754,13 @@ class Daemon:
         d = self.config.daemon
         woke = self.wake_at
         self.wake_at = None
+        if woke is None:
+            woke = self.follow_ups.follow_up()
         self.slurm_ms.clear()
         self.next_sweep = time.monotonic() + d.sweep_interval_s
+        # The lines written so far, just before the read (their jobs may be in it).
+        self.spool.woken()
+        lines = self.spool.take_lines()
         read = time.time()
         if jobs is None:
             jobs = self._read_queue()
@@ -770,11 +775,12 @@ class Daemon:
         )
         self.metrics.held.set(sweep.held)
         self._note_held(sweep, woke)
+        self.follow_ups.read(lines, (i for i, job in jobs.items() if held_by_us(job)))
         if sweep.work:
             self.handle(sweep)
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
-        elif woke is not None:  # one follow-up (not a chain): a job mid-submission (FOLLOW_UP_S)
+        elif self.follow_ups.wanted():  # a spool line's job not created yet (follow_up.py)
             self.next_sweep = min(self.next_sweep, time.monotonic() + FOLLOW_UP_S)
         self.fence()
         return sweep.deferred
@@ -981,6 +987,7 @@ class Daemon:
         if (config.daemon.ha, config.daemon.lease_ttl_s) != (old.daemon.ha, old.daemon.lease_ttl_s):
             log.warning("reload_partial", note="ha and lease_ttl_s changes need a restart")
         self.curves.retry_s = config.daemon.redis_retry_s
+        self.follow_ups.limit = config.daemon.follow_ups
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
         self.check_privileges()
