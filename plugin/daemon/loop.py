@@ -267,6 +267,7 @@ class Daemon:
             self.timed,
             fence=self.fence if self.lease else None,
             parallelism=d.slurm_parallelism,
+            on_return=self.wake.set,  # a straggler's update returned: record it
         )
         self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
@@ -558,6 +559,7 @@ class Daemon:
             note="standby from now on; the holder finishes the journal",
         )
         self.applier.unreleased.clear()
+        self.applier.inflight.clear()
         self.comments.clear()
         self.held_since.clear()
         self.first_seen.clear()
@@ -674,6 +676,9 @@ class Daemon:
         while not self.signals.stop_requested:
             if not self.active:
                 return False
+            if any(e.future.done() for e in self.applier.inflight.values()):
+                self.fenced(self.finish_inflight)
+                continue
             now = time.monotonic()
             if self.spool.woken():
                 if self.wake_at is None:
@@ -752,6 +757,7 @@ class Daemon:
     def cycle(self, jobs: dict[int, Any] | None = None) -> int:
         """One sweep and its batch; returns how many held jobs were left for the next one."""
         d = self.config.daemon
+        self.finish_inflight()
         woke = self.wake_at
         self.wake_at = None
         if woke is None:
@@ -771,7 +777,12 @@ class Daemon:
             self.sweep_times["woke"] = woke
         self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs}
         sweep = classify(
-            jobs.values(), time.time(), d.max_hold_s, self.applier.unreleased, d.max_batch
+            jobs.values(),
+            time.time(),
+            d.max_hold_s,
+            self.applier.unreleased,
+            d.max_batch,
+            in_flight=self.applier.inflight,
         )
         self.metrics.held.set(sweep.held)
         self._note_held(sweep, woke)
@@ -845,7 +856,7 @@ class Daemon:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
         self.batch_times = {"decided": time.time()}
-        applied = self.applier.apply(outcomes)
+        applied = self.applier.apply(outcomes, leave_stragglers=True)
         self.batch_times["applied"] = time.time()
         self.forget_comments([o.job_id for o in outcomes])
         self.metrics.batch.observe(len(outcomes))
@@ -873,8 +884,23 @@ class Daemon:
         """Partition `name`'s queue for deciding `job` (policies/partition.py)."""
         return self.cluster.queue(name, sweep.jobs.values(), job, now)
 
-    def record(self, applied: Sequence[Applied]) -> None:
-        """Metrics, one ``decision`` log event per job, the stream entries."""
+    def finish_inflight(self) -> None:
+        """Record the jobs whose update was left in flight and has returned since (plugin/
+        daemon/apply.py, stragglers); their timeline's ``decided`` and ``applied`` are when
+        their update was sent and returned."""
+        applied, times = self.applier.harvest()
+        if not applied:
+            return
+        self.forget_comments([a.outcome.job_id for a in applied])
+        lines = {j: {"decided": sent, "applied": back} for j, (sent, back) in times.items()}
+        self.record(applied, lines)
+        self.applier.commit()
+
+    def record(
+        self, applied: Sequence[Applied], times: dict[int, dict[str, float]] | None = None
+    ) -> None:
+        """Metrics, one ``decision`` log event per job, the stream entries; `times`: a job's
+        decided and applied times when not its batch's (`batch_times`)."""
         now = time.time()
         records: list[DecisionRecord] = []
         for item in applied:
@@ -904,8 +930,9 @@ class Daemon:
             record = decision_record(outcome, item.status, latency)
             if item.status == RELEASED:
                 record = dataclasses.replace(record, released_at=round(now, 3))
-            if item.status == RELEASED and seen and self.batch_times:
-                timeline = {k: round(v, 3) for k, v in {**seen, **self.batch_times}.items()}
+            batch = (times or {}).get(outcome.job_id) or self.batch_times
+            if item.status == RELEASED and seen and batch:
+                timeline = {k: round(v, 3) for k, v in {**seen, **batch}.items()}
                 log.info("decision", **record.to_dict(), timeline=timeline)
             else:
                 log.info("decision", **record.to_dict())
@@ -924,6 +951,8 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.cycle() == 0:
                 break
+        self.applier.wait_inflight()
+        self.finish_inflight()
         jobs = self._read_queue()
         if jobs is None:
             return
