@@ -84,9 +84,9 @@ PENDING_RELEASE = "pending_release"
 
 Timer = Callable[[str], contextlib.AbstractContextManager[None]]
 #: Once every update of a batch was sent, the longest it waits with none returning before it
-#: leaves the rest in flight (module docstring). Chosen, not fitted: above an ordinary
-#: update inside slurmctld (p99 1-64 ms in the release floor runs of 2026-11-26), far below
-#: its 1-2 s stalls.
+#: leaves the rest in flight (module docstring; ``[daemon] straggler_s``, 0: never). Chosen,
+#: not fitted: above an ordinary update inside slurmctld (p99 1-64 ms in the release floor
+#: runs of 2026-11-26), far below its 1-2 s stalls.
 STRAGGLER_S = 0.1
 
 
@@ -191,6 +191,7 @@ class Applier:
         fence: Callable[[], object] | None = None,
         parallelism: int = 4,
         on_return: Callable[[], None] | None = None,
+        straggler_s: float = STRAGGLER_S,
     ) -> None:
         self.slurm = slurm
         #: Worker threads for one batch's writes (the resize and the comments at once).
@@ -208,6 +209,7 @@ class Applier:
         self.inflight: dict[int, InFlight] = {}
         #: Called (from a sender thread) when an update in flight returns.
         self.on_return = on_return
+        self.straggler_s = straggler_s
 
     def _fenced(self) -> None:
         """Before a write: LeaseLost (propagated, never caught here) unless we may write."""
@@ -252,7 +254,8 @@ class Applier:
         current = {o.job_id: o for o in outcomes}
         # getattr: clients written before update_jobs existed (tests' fakes) lack the flag.
         combined = getattr(self.slurm, "combined_updates", False)
-        steps = self._combined(current, leave_stragglers) if combined else current
+        leave = leave_stragglers and self.straggler_s > 0
+        steps = self._combined(current, leave) if combined else current
         for job_id in self.inflight.keys() & current.keys():
             self.unreleased[job_id] = current.pop(job_id)
         return self._steps(current, steps)
@@ -323,11 +326,11 @@ class Applier:
 
     def _wait(self, futures: Sequence[Future[str | None]]) -> set[Future[str | None]]:
         """Wait for the updates until every one returned, or none of the last few (at most
-        the sender threads' number) returned for STRAGGLER_S; the ones still out."""
+        the sender threads' number) returned for `straggler_s`; the ones still out."""
         out = set(futures)
         while out:
             before = len(out)
-            _, out = wait(out, timeout=STRAGGLER_S)
+            _, out = wait(out, timeout=self.straggler_s)
             if len(out) == before and before <= self.parallelism:
                 break
         return out

@@ -268,6 +268,7 @@ class Daemon:
             fence=self.fence if self.lease else None,
             parallelism=d.slurm_parallelism,
             on_return=self.wake.set,  # a straggler's update returned: record it
+            straggler_s=d.straggler_s,
         )
         self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
@@ -1017,6 +1018,7 @@ class Daemon:
             log.warning("reload_partial", note="ha and lease_ttl_s changes need a restart")
         self.curves.retry_s = config.daemon.redis_retry_s
         self.follow_ups.limit = config.daemon.follow_ups
+        self.applier.straggler_s = config.daemon.straggler_s
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
         self.check_privileges()

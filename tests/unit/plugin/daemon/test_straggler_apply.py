@@ -140,3 +140,14 @@ def test_the_daemon_sends_a_straggler_once_and_records_it_when_it_returns(
     assert line["read"] <= line["decided"] <= line["applied"]
     assert found[8]["status"] == "released"
     assert not d.applier.inflight
+
+
+def test_straggler_s_zero_waits_for_every_update_of_the_daemons_batch(tmp_path: Path) -> None:
+    slurm = SlowSlurm(held_back=[2])
+    applier = Applier(slurm, Journal(tmp_path / "j"), nothing, straggler_s=0)  # type: ignore[arg-type]
+    answer = threading.Timer(3 * STRAGGLER_S, slurm.answer, args=(2,))
+    answer.start()
+    applied = applier.apply(outcomes(3), leave_stragglers=True)
+    answer.join()
+    assert [a.status for a in applied] == [RELEASED] * 3
+    assert not applier.inflight
