@@ -300,7 +300,7 @@ class Applier:
             with self.timed("update"):
                 futures = _send(self.slurm, updates)
                 sent = time.time()
-                out = self._wait(futures) if leave else set()
+                out = self._wait(futures, leave)
         except (SlurmError, ValueError) as exc:
             log.warning("update_failed", jobs=len(updates), error=printable(str(exc))[:300])
             return dict(current)
@@ -324,9 +324,13 @@ class Applier:
         if len(errors) < returned:
             self._writes(ok=True)
 
-    def _wait(self, futures: Sequence[Future[str | None]]) -> set[Future[str | None]]:
-        """Wait for the updates until every one returned, or none of the last few (at most
-        the sender threads' number) returned for `straggler_s`; the ones still out."""
+    def _wait(self, futures: Sequence[Future[str | None]], leave: bool) -> set[Future[str | None]]:
+        """Wait for the updates until every one returned, or (with `leave`) none of the last
+        few (at most the sender threads' number) returned for `straggler_s`; the ones still
+        out."""
+        if not leave:
+            wait(futures)
+            return set()
         out = set(futures)
         while out:
             before = len(out)
