@@ -40,8 +40,9 @@ after the release command returned. Each ``decision`` log event of a released jo
 ``timeline`` (Unix seconds): ``woke`` (the spool wake-up before the sweep that first found
 it held, or the one a follow-up sweep follows; absent for a periodic sweep), ``read`` and
 ``seen`` (that sweep's queue read began and returned), ``decided`` (its batch decided) and
-``applied`` (its batch's writes returned), so the parts of a job's latency can be told apart
-(tests/benchmarks/test_release_floor.py).
+``applied`` (its batch's writes returned; for a job whose update the batch left in flight,
+plugin/daemon/apply.py, when its update was sent and returned), so the parts of a job's
+latency can be told apart (tests/benchmarks/test_release_floor.py).
 
 The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
 when the daemon starts deciding), off the decision path: it watches the jobs released with
@@ -776,7 +777,10 @@ class Daemon:
         self.sweep_times = {"read": read, "seen": time.time()}
         if woke is not None:
             self.sweep_times["woke"] = woke
-        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs}
+        # A job in flight may have left the queue (released, started) before its update's
+        # return is recorded: its first sweep stays for its timeline.
+        inflight = self.applier.inflight
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs or k in inflight}
         sweep = classify(
             jobs.values(),
             time.time(),
