@@ -211,6 +211,12 @@ class DaemonConfig:
     spool_poll_s: float = field(default=0.05, metadata=_key(_POSITIVE, ""))
     batch_window_s: float = field(default=0.02, metadata=_key(_number(0), ""))
     max_batch: int = field(default=1000, metadata=_key(_integer(1), ""))
+    straggler_s: float = field(
+        default=0.1, metadata=_key(_number(0), "leave slow updates in flight after; 0: wait")
+    )
+    follow_ups: int = field(
+        default=10, metadata=_key(_integer(0, 100), "sweeps after a wake-up for a job not yet seen")
+    )
     max_hold_s: float = field(default=120.0, metadata=_key(_POSITIVE, "watchdog bound"))
     cluster_cache_s: float = field(default=2.0, metadata=_key(_number(0), ""))
     partition_cache_s: float = field(default=60.0, metadata=_key(_number(0), ""))

@@ -32,6 +32,16 @@ batch's jobs are read back (one ``squeue --json``) and each is judged on what Sl
 * a release that did not take: retried once per job; a job still held stays in the
   journal and is released at the next cycle (status ``pending_release``).
 
+Stragglers (the daemon's batches, ``leave_stragglers``): slurmctld holds some updates for 1
+or 2 s before their work (tests/benchmarks/test_release_floor.py), and a batch that waited
+for them held every job created meanwhile back by as much: the next sweep came only after
+it. Once every update of the batch has been sent and none has returned for ``STRAGGLER_S``,
+the batch stops waiting for the ones still out (at most the sender threads' number): they
+stay journaled and *in flight* (`inflight`), no sweep decides or finishes them, and
+`harvest` sorts each out when its update returns (released, or refused: then the
+step-by-step path below), for the loop to record then. Every other caller (recovery, a
+stop, ``--release-held``) waits for all of its updates.
+
 Write health: `writes_failed_at` is the monotonic time of the first release the batch could
 not make (Slurm refused the writes: no operator privileges, slurmctld refusing updates) and
 None again once a release goes through. The loop counts it in the daemon's health, so the
@@ -51,7 +61,7 @@ import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import structlog
@@ -73,6 +83,29 @@ GONE = "gone"
 PENDING_RELEASE = "pending_release"
 
 Timer = Callable[[str], contextlib.AbstractContextManager[None]]
+#: Once every update of a batch was sent, the longest it waits with none returning before it
+#: leaves the rest in flight (module docstring; ``[daemon] straggler_s``, 0: never). Chosen,
+#: not fitted: above an ordinary update inside slurmctld (p99 1-64 ms in the release floor
+#: runs of 2026-11-26), far below its 1-2 s stalls.
+STRAGGLER_S = 0.1
+
+
+@dataclass
+class InFlight:
+    """A job's combined update, sent and not yet returned: its outcome, the future, when it
+    was sent and (set by the sender thread) when it returned, wall clock."""
+
+    outcome: Outcome
+    future: Future[str | None]
+    sent: float
+    returned: float | None = None
+    #: Called (from the sender thread) when the update returns.
+    notify: Callable[[], None] | None = None
+
+    def on_return(self, _: object) -> None:
+        self.returned = time.time()
+        if self.notify is not None:
+            self.notify()
 
 
 @dataclass(frozen=True)
@@ -157,6 +190,8 @@ class Applier:
         clock: Callable[[], float] = time.monotonic,
         fence: Callable[[], object] | None = None,
         parallelism: int = 4,
+        on_return: Callable[[], None] | None = None,
+        straggler_s: float = STRAGGLER_S,
     ) -> None:
         self.slurm = slurm
         #: Worker threads for one batch's writes (the resize and the comments at once).
@@ -169,6 +204,12 @@ class Applier:
         self.unreleased: dict[int, Outcome] = {}
         #: When releases started failing (module docstring); None while they work.
         self.writes_failed_at: float | None = None
+        #: Job id -> its update still out (module docstring: stragglers); these jobs are
+        #: in `unreleased` too (journaled).
+        self.inflight: dict[int, InFlight] = {}
+        #: Called (from a sender thread) when an update in flight returns.
+        self.on_return = on_return
+        self.straggler_s = straggler_s
 
     def _fenced(self) -> None:
         """Before a write: LeaseLost (propagated, never caught here) unless we may write."""
@@ -204,16 +245,24 @@ class Applier:
         except OSError as exc:  # no journal: still apply (a crash then redoes the decision)
             log.error("journal_write_failed", error=printable(str(exc))[:200])
 
-    def apply(self, outcomes: Sequence[Outcome]) -> list[Applied]:
-        """Apply `outcomes` (distinct jobs) and return each one's final outcome and status."""
+    def apply(self, outcomes: Sequence[Outcome], leave_stragglers: bool = False) -> list[Applied]:
+        """Apply `outcomes` (distinct jobs) and return each one's final outcome and status;
+        with `leave_stragglers`, the jobs left in flight are not among them (`harvest`)."""
         if not outcomes:
             return []
         self._write_journal(outcomes)
         current = {o.job_id: o for o in outcomes}
-        gone: set[int] = set()
         # getattr: clients written before update_jobs existed (tests' fakes) lack the flag.
         combined = getattr(self.slurm, "combined_updates", False)
-        steps = self._combined(current) if combined else current
+        leave = leave_stragglers and self.straggler_s > 0
+        steps = self._combined(current, leave) if combined else current
+        for job_id in self.inflight.keys() & current.keys():
+            self.unreleased[job_id] = current.pop(job_id)
+        return self._steps(current, steps)
+
+    def _steps(self, current: dict[int, Outcome], steps: dict[int, Outcome]) -> list[Applied]:
+        """Steps 2-4 for the outcomes of `steps` (of `current`), then every job's status."""
+        gone: set[int] = set()
         pending: set[int] = set()
         if steps:
             self._resize_and_comment(steps, gone)
@@ -233,9 +282,10 @@ class Applier:
             out.append(Applied(outcome, status))
         return out
 
-    def _combined(self, current: dict[int, Outcome]) -> dict[int, Outcome]:
+    def _combined(self, current: dict[int, Outcome], leave: bool) -> dict[int, Outcome]:
         """Each job's changes and release as one update (one fence check for the batch);
-        the outcomes Slurm refused, or that could not be sent, to apply step by step."""
+        the outcomes Slurm refused, or that could not be sent, to apply step by step. With
+        `leave`, the stragglers go in flight (module docstring)."""
         updates = []
         refused: dict[int, Outcome] = {}
         for job_id, outcome in current.items():
@@ -248,17 +298,65 @@ class Applier:
         self._fenced()
         try:
             with self.timed("update"):
-                errors = self.slurm.update_jobs(updates)
+                futures = _send(self.slurm, updates)
+                sent = time.time()
+                out = self._wait(futures, leave)
         except (SlurmError, ValueError) as exc:
             log.warning("update_failed", jobs=len(updates), error=printable(str(exc))[:300])
             return dict(current)
+        errors: dict[int, str] = {}
+        for update, future in zip(updates, futures, strict=True):
+            if future in out:
+                entry = InFlight(current[update.job_id], future, sent, notify=self.on_return)
+                self.inflight[update.job_id] = entry
+                future.add_done_callback(entry.on_return)
+            elif (error := _refusal(future)) is not None:
+                errors[update.job_id] = error
+        self._refused(errors, len(updates) - len(out))
+        refused.update({job_id: current[job_id] for job_id in errors})
+        return refused
+
+    def _refused(self, errors: dict[int, str], returned: int) -> None:
+        """Log the refusals among `returned` updates; writes work if any went through."""
         if errors:
             first = next(iter(errors.items()))
             log.warning("update_refused", jobs=len(errors), job_id=first[0], error=first[1])
-        if len(errors) < len(updates):
+        if len(errors) < returned:
             self._writes(ok=True)
-        refused.update({job_id: current[job_id] for job_id in errors})
-        return refused
+
+    def _wait(self, futures: Sequence[Future[str | None]], leave: bool) -> set[Future[str | None]]:
+        """Wait for the updates until every one returned, or (with `leave`) none of the last
+        few (at most the sender threads' number) returned for `straggler_s`; the ones still
+        out."""
+        if not leave:
+            wait(futures)
+            return set()
+        out = set(futures)
+        while out:
+            before = len(out)
+            _, out = wait(out, timeout=self.straggler_s)
+            if len(out) == before and before <= self.parallelism:
+                break
+        return out
+
+    def harvest(self) -> tuple[list[Applied], dict[int, tuple[float, float]]]:
+        """The jobs in flight whose update returned: each one's status (a refused update
+        went step by step, as in `apply`), and its (sent, returned) wall-clock times."""
+        back = {job_id: e for job_id, e in self.inflight.items() if e.future.done()}
+        if not back:
+            return [], {}
+        for job_id in back:
+            del self.inflight[job_id]
+        errors = {j: error for j, e in back.items() if (error := _refusal(e.future)) is not None}
+        self._refused(errors, len(back))
+        current = {job_id: e.outcome for job_id, e in back.items()}
+        steps = {job_id: current[job_id] for job_id in errors}
+        times = {j: (e.sent, e.returned or time.time()) for j, e in back.items()}
+        return self._steps(current, steps), times
+
+    def wait_inflight(self) -> None:
+        """Wait until every update in flight returned (each ends by Slurm's timeout)."""
+        wait([e.future for e in self.inflight.values()])
 
     def _resize_and_comment(self, current: dict[int, Outcome], gone: set[int]) -> None:
         """Steps 2 and 3 at once: they change different fields of held jobs, and each scontrol
@@ -464,3 +562,27 @@ def released(applied: Iterable[Applied]) -> Iterator[Applied]:
 
 def is_fail_open(outcome: Outcome) -> bool:
     return outcome.action == RELEASE
+
+
+def _send(slurm: SlurmClient, updates: Sequence[JobUpdate]) -> list[Future[str | None]]:
+    """`SlurmWriter.send_updates`, or `update_jobs` for clients without it (tests' fakes)."""
+    send = getattr(slurm, "send_updates", None)
+    if send is not None:
+        futures: list[Future[str | None]] = send(updates)
+        return futures
+    refused = slurm.update_jobs(updates)
+    done = []
+    for update in updates:
+        future: Future[str | None] = Future()
+        future.set_result(refused.get(update.job_id))
+        done.append(future)
+    return done
+
+
+def _refusal(future: Future[str | None]) -> str | None:
+    """A returned update's refusal (None: it went through); an exception in the sender
+    thread counts as a refusal, so the job goes step by step."""
+    try:
+        return future.result()
+    except Exception as exc:  # the binding failing for this one job
+        return printable(repr(exc))[:200]

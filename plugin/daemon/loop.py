@@ -18,7 +18,10 @@ safety net, a sweep every
 binding one ``slurm_load_jobs``, admin comments included, plugin/slurm/libslurm_backend.py;
 else the cheap, nonce-separated ``squeue --Format`` read of plugin/slurm/pending.py, plus the
 admin comment of held jobs it has not seen yet) and takes every held job it finds (at most
-``max_batch``), so a burst of submissions becomes a few batches.
+``max_batch``), so a burst of submissions becomes a few batches. job_submit.lua writes its
+line before slurmctld creates the job, so a wake-up's sweep can come too early: while a
+spool line's job has not been found held, follow-up sweeps run every 0.1 s, at most
+``[daemon] follow_ups`` of them after the last wake-up (plugin/daemon/follow_up.py).
 
 Health and the heartbeat: the heartbeat is written only while the daemon's account has the
 Slurm privileges it needs (checked at start-up and on SIGHUP, ``[daemon] check_privileges``),
@@ -35,9 +38,11 @@ Latency: a job's "held since" is the later of Slurm's submit time (whole seconds
 moment the daemon saw the spool grow before the sweep that found it; "released at" is taken
 after the release command returned. Each ``decision`` log event of a released job carries its
 ``timeline`` (Unix seconds): ``woke`` (the spool wake-up before the sweep that first found
-it held, absent for a periodic sweep), ``read`` and ``seen`` (that sweep's queue read began
-and returned), ``decided`` (its batch decided) and ``applied`` (its batch's writes returned),
-so the parts of a job's latency can be told apart (tests/benchmarks/test_release_floor.py).
+it held, or the one a follow-up sweep follows; absent for a periodic sweep), ``read`` and
+``seen`` (that sweep's queue read began and returned), ``decided`` (its batch decided) and
+``applied`` (its batch's writes returned; for a job whose update the batch left in flight,
+plugin/daemon/apply.py, when its update was sent and returned), so the parts of a job's
+latency can be told apart (tests/benchmarks/test_release_floor.py).
 
 The kill guard (plugin/daemon/guard.py) ticks in its own thread (`GuardThread`, started
 when the daemon starts deciding), off the decision path: it watches the jobs released with
@@ -99,6 +104,7 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
+from plugin.daemon.follow_up import FOLLOW_UP_S, FollowUps
 from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
@@ -140,13 +146,6 @@ log = structlog.get_logger("adaptalloc.daemon")
 BEAT_EVERY = 200
 #: Pause after the heartbeat is removed, for submissions that read it just before.
 DRAIN_PAUSE_S = 0.3
-#: A sweep this long after one a spool wake-up started: job_submit.lua appends to the spool
-#: before slurmctld has created the job, so a sweep started at once can miss it, which then
-#: waits for the periodic sweep (sweep_interval_s). 0.1 s is chosen, not fitted: well above
-#: the milliseconds slurmctld takes to create a job, well below sweep_interval_s. The
-#: release benchmark's 10 jobs/s tail did not move measurably with it on the shared testbed
-#: (measured when that p99 was 1.7-1.9 s, before the cluster prefetch).
-FOLLOW_UP_S = 0.1
 #: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
 #: of cluster_cache_s.
 PREFETCH_MIN_POLL_S = 0.1
@@ -269,6 +268,8 @@ class Daemon:
             self.timed,
             fence=self.fence if self.lease else None,
             parallelism=d.slurm_parallelism,
+            on_return=self.wake.set,  # a straggler's update returned: record it
+            straggler_s=d.straggler_s,
         )
         self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
@@ -293,6 +294,7 @@ class Daemon:
         #: Why the daemon's account lacks the Slurm privileges it needs (start-up, SIGHUP).
         self.privileges_missing: str | None = None
         self.wake_at: float | None = None
+        self.follow_ups = FollowUps(d.follow_ups)
         self.port = 0
         #: (job id, submit time) -> admin comment, for held jobs (read once per job).
         self.comments: dict[tuple[int, int | None], str] = {}
@@ -559,6 +561,7 @@ class Daemon:
             note="standby from now on; the holder finishes the journal",
         )
         self.applier.unreleased.clear()
+        self.applier.inflight.clear()
         self.comments.clear()
         self.held_since.clear()
         self.first_seen.clear()
@@ -675,10 +678,14 @@ class Daemon:
         while not self.signals.stop_requested:
             if not self.active:
                 return False
+            if any(e.future.done() for e in self.applier.inflight.values()):
+                self.fenced(self.finish_inflight)
+                continue
             now = time.monotonic()
             if self.spool.woken():
                 if self.wake_at is None:
                     self.wake_at = time.time()
+                self.follow_ups.wake(self.wake_at)
                 if d.batch_window_s:
                     time.sleep(d.batch_window_s)
                 return True
@@ -752,10 +759,16 @@ class Daemon:
     def cycle(self, jobs: dict[int, Any] | None = None) -> int:
         """One sweep and its batch; returns how many held jobs were left for the next one."""
         d = self.config.daemon
+        self.finish_inflight()
         woke = self.wake_at
         self.wake_at = None
+        if woke is None:
+            woke = self.follow_ups.follow_up()
         self.slurm_ms.clear()
         self.next_sweep = time.monotonic() + d.sweep_interval_s
+        # The lines written so far, just before the read (their jobs may be in it).
+        self.spool.woken()
+        lines = self.spool.take_lines()
         read = time.time()
         if jobs is None:
             jobs = self._read_queue()
@@ -764,17 +777,26 @@ class Daemon:
         self.sweep_times = {"read": read, "seen": time.time()}
         if woke is not None:
             self.sweep_times["woke"] = woke
-        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs}
+        # A job in flight may have left the queue (released, started) before its update's
+        # return is recorded: its first sweep stays for its timeline.
+        inflight = self.applier.inflight
+        self.first_seen = {k: v for k, v in self.first_seen.items() if k in jobs or k in inflight}
         sweep = classify(
-            jobs.values(), time.time(), d.max_hold_s, self.applier.unreleased, d.max_batch
+            jobs.values(),
+            time.time(),
+            d.max_hold_s,
+            self.applier.unreleased,
+            d.max_batch,
+            in_flight=self.applier.inflight,
         )
         self.metrics.held.set(sweep.held)
         self._note_held(sweep, woke)
+        self.follow_ups.read(lines, (i for i, job in jobs.items() if held_by_us(job)))
         if sweep.work:
             self.handle(sweep)
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
-        elif woke is not None:  # one follow-up (not a chain): a job mid-submission (FOLLOW_UP_S)
+        elif self.follow_ups.wanted():  # a spool line's job not created yet (follow_up.py)
             self.next_sweep = min(self.next_sweep, time.monotonic() + FOLLOW_UP_S)
         self.fence()
         return sweep.deferred
@@ -839,7 +861,7 @@ class Daemon:
                 self.maintenance()
         decided_ms = (time.perf_counter() - started) * 1000.0
         self.batch_times = {"decided": time.time()}
-        applied = self.applier.apply(outcomes)
+        applied = self.applier.apply(outcomes, leave_stragglers=True)
         self.batch_times["applied"] = time.time()
         self.forget_comments([o.job_id for o in outcomes])
         self.metrics.batch.observe(len(outcomes))
@@ -867,8 +889,23 @@ class Daemon:
         """Partition `name`'s queue for deciding `job` (policies/partition.py)."""
         return self.cluster.queue(name, sweep.jobs.values(), job, now)
 
-    def record(self, applied: Sequence[Applied]) -> None:
-        """Metrics, one ``decision`` log event per job, the stream entries."""
+    def finish_inflight(self) -> None:
+        """Record the jobs whose update was left in flight and has returned since (plugin/
+        daemon/apply.py, stragglers); their timeline's ``decided`` and ``applied`` are when
+        their update was sent and returned."""
+        applied, times = self.applier.harvest()
+        if not applied:
+            return
+        self.forget_comments([a.outcome.job_id for a in applied])
+        lines = {j: {"decided": sent, "applied": back} for j, (sent, back) in times.items()}
+        self.record(applied, lines)
+        self.applier.commit()
+
+    def record(
+        self, applied: Sequence[Applied], times: dict[int, dict[str, float]] | None = None
+    ) -> None:
+        """Metrics, one ``decision`` log event per job, the stream entries; `times`: a job's
+        decided and applied times when not its batch's (`batch_times`)."""
         now = time.time()
         records: list[DecisionRecord] = []
         for item in applied:
@@ -898,8 +935,9 @@ class Daemon:
             record = decision_record(outcome, item.status, latency)
             if item.status == RELEASED:
                 record = dataclasses.replace(record, released_at=round(now, 3))
-            if item.status == RELEASED and seen and self.batch_times:
-                timeline = {k: round(v, 3) for k, v in {**seen, **self.batch_times}.items()}
+            batch = (times or {}).get(outcome.job_id) or self.batch_times
+            if item.status == RELEASED and seen and batch:
+                timeline = {k: round(v, 3) for k, v in {**seen, **batch}.items()}
                 log.info("decision", **record.to_dict(), timeline=timeline)
             else:
                 log.info("decision", **record.to_dict())
@@ -918,6 +956,8 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.cycle() == 0:
                 break
+        self.applier.wait_inflight()
+        self.finish_inflight()
         jobs = self._read_queue()
         if jobs is None:
             return
@@ -981,6 +1021,8 @@ class Daemon:
         if (config.daemon.ha, config.daemon.lease_ttl_s) != (old.daemon.ha, old.daemon.lease_ttl_s):
             log.warning("reload_partial", note="ha and lease_ttl_s changes need a restart")
         self.curves.retry_s = config.daemon.redis_retry_s
+        self.follow_ups.limit = config.daemon.follow_ups
+        self.applier.straggler_s = config.daemon.straggler_s
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
         self.check_privileges()

@@ -195,11 +195,14 @@ class StateDir:
 
 
 class SpoolWatcher:
-    """Notices job_submit.lua's wake-up lines by the spool's size (one stat per poll)."""
+    """Notices job_submit.lua's wake-up lines by the spool's size (one stat per poll), and
+    counts them (one line per held job) for the loop's follow-up sweeps."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._seen = self._size()
+        #: Whole lines appended since the last `take_lines`.
+        self._lines = 0
 
     def _size(self) -> int:
         try:
@@ -211,9 +214,26 @@ class SpoolWatcher:
         """True when lines were appended since the last call (truncating a large spool)."""
         size = self._size()
         grew = size != self._seen
+        if grew:
+            self._lines += self._count_lines(self._seen if size > self._seen else 0, size)
         if size > SPOOL_TRUNCATE_BYTES:
             with contextlib.suppress(OSError):
                 os.truncate(self.path, 0)
             size = 0
         self._seen = size
         return grew
+
+    def _count_lines(self, start: int, end: int) -> int:
+        """Newlines in the spool's bytes [start, end): job_submit.lua writes each line whole.
+        An unreadable spool counts as one line (it grew, so at least one job is coming)."""
+        try:
+            with self.path.open("rb") as spool:
+                spool.seek(start)
+                return spool.read(end - start).count(b"\n")
+        except OSError:
+            return 1
+
+    def take_lines(self) -> int:
+        """The lines counted by `woken` since the last call (then zero again)."""
+        lines, self._lines = self._lines, 0
+        return lines

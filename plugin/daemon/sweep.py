@@ -69,13 +69,16 @@ def classify(
     max_hold_s: float,
     journaled: Collection[int],
     max_batch: int,
+    in_flight: Collection[int] = (),
 ) -> Sweep:
-    """Sort the queue (module docstring); at most `max_batch` jobs to decide, oldest first."""
+    """Sort the queue (module docstring); at most `max_batch` jobs to decide, oldest first.
+    Jobs `in_flight` (their update sent, not returned: plugin/daemon/apply.py) are in none
+    of the lists, whatever they show."""
     table = {job.job_id: job for job in jobs}
     sweep = Sweep(table, demand=pending_demand(table.values()))
     candidates = []
     for job in table.values():
-        if not on_hold(job):
+        if not on_hold(job) or job.job_id in in_flight:
             continue
         if job.job_id in journaled and (
             marks.is_held(job.admin_comment) or marks.record_word(job.admin_comment)

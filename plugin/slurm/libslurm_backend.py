@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -174,6 +174,8 @@ class LibslurmSlurm(CliSlurm):
         self.unchanged_reads = 0
         #: The last read's records by their members (`_convert`).
         self._records: dict[tuple[Any, ...], JobRecord] = {}
+        #: The threads that send updates (`send_updates`), started at the first.
+        self._senders: ThreadPoolExecutor | None = None
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -394,17 +396,25 @@ class LibslurmSlurm(CliSlurm):
         super().set_time_limit(job_id, minutes)
 
     def update_jobs(self, updates: Sequence[JobUpdate]) -> dict[int, str]:
+        futures = self.send_updates(updates)
+        results = [future.result() for future in futures]
+        return {u.job_id: error for u, error in zip(updates, results, strict=True) if error}
+
+    def send_updates(self, updates: Sequence[JobUpdate]) -> list[Future[str | None]]:
+        """Each update to the sender threads (`parallelism` of them, kept for the client's
+        life): a job's update does not wait for another's, so one that slurmctld holds for a
+        second does not hold back the jobs sent after it (plugin/daemon/apply.py)."""
         if not updates:
-            return {}
+            return []
         self._written()
         # No comment check here: a JobUpdate cannot be made with one Slurm must not get.
-        workers = max(1, min(self.parallelism, len(updates)))
-        if workers == 1:
-            results = [self._update(u) for u in updates]
-        else:
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(self._update, updates))
-        return {u.job_id: error for u, error in zip(updates, results, strict=True) if error}
+        with self._read_lock:
+            if self._senders is None:
+                self._senders = ThreadPoolExecutor(
+                    max_workers=max(1, self.parallelism), thread_name_prefix="slurm-update"
+                )
+            senders = self._senders
+        return [senders.submit(self._update, u) for u in updates]
 
     def _admin_comment(self, job_id: int) -> str | None:
         ffi, lib = self._ffi, self._lib

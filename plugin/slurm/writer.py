@@ -32,6 +32,7 @@ import re
 import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from plugin.errors import printable
@@ -200,6 +201,18 @@ class SlurmWriter(ABC):
         the jobs it refused (the rest went through). A refused update may have been partly
         applied: the caller reads the job back or applies it again step by step."""
         raise SlurmCommandError(f"{type(self).__name__} cannot combine a job's changes")
+
+    def send_updates(self, updates: Sequence[JobUpdate]) -> list[Future[str | None]]:
+        """`update_jobs` without waiting: one future per update (in order), its result
+        None or Slurm's refusal. Here: `update_jobs` itself, the futures already done (its
+        SlurmError raised here); a backend with its own senders returns at once."""
+        refused = self.update_jobs(updates)
+        futures: list[Future[str | None]] = []
+        for update in updates:
+            future: Future[str | None] = Future()
+            future.set_result(refused.get(update.job_id))
+            futures.append(future)
+        return futures
 
 
 class SlurmClient(SlurmReader, SlurmWriter, ABC):

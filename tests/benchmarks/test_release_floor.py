@@ -21,6 +21,12 @@ Three modes submit the same stream (same sbatch line, same job_submit.lua, jobs 
   batches read sinfo, the partitions, the QOS table and the associations themselves when
   their caches expire (the daemon before the cluster prefetch, plugin/daemon/cluster.py),
   for the before/after side by side in one run.
+* ``daemon-onefollowup`` (opt-in): the same daemon with ``follow_ups = 1``: one follow-up
+  sweep after a wake-up's (the daemon before the follow-up chain, plugin/daemon/loop.py
+  FOLLOW_UP_S), for the before/after of the chain.
+* ``daemon-before`` (opt-in): ``follow_ups = 1`` and ``straggler_s = 0``: also waiting for
+  every update of a batch before the next sweep (plugin/daemon/apply.py, stragglers), the
+  daemon before both changes, for the before/after of the pair.
 
 For each daemon mode the benchmark prints its cycles' parts (its ``batch`` events) and each
 held job's latency in parts (its ``decision`` event's timeline, plugin/daemon/loop.py, with
@@ -537,7 +543,11 @@ def test_release_floor(
     stop_testbed_daemon(local_cluster)
 
     def make_daemon(mode: str) -> DaemonProcess:
-        before = "prefetch_cluster = false\n" if mode == "daemon-noprefetch" else ""
+        before = {
+            "daemon-noprefetch": "prefetch_cluster = false\n",
+            "daemon-onefollowup": "follow_ups = 1\n",
+            "daemon-before": "follow_ups = 1\nstraggler_s = 0\n",
+        }.get(mode, "")
         return daemon_factory(
             config=f'{before}max_hold_s = 600.0\n[slurm]\nbackend = "libslurm"\n',
             args=("--redis-url", url),

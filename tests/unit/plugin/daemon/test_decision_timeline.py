@@ -59,15 +59,27 @@ def test_a_woken_sweep_gives_each_released_job_its_timeline_in_order(tmp_path: P
 
 
 def test_a_job_missed_by_its_wake_up_keeps_the_sweep_that_found_it(tmp_path: Path) -> None:
-    """The woken sweep ran before slurmctld created the job; the follow-up (not woken) found
-    it: its timeline says so (no wake-up; read after the first sweep's)."""
+    """The woken sweep ran before slurmctld created the job; the follow-up found it: its
+    timeline says so (the wake-up it followed; read after the first sweep's)."""
     slurm = HeldQueue([job(9)], absent_first=1)
     d = daemon(tmp_path, slurm)
-    d.wake_at = time.time()
+    d.state.path.mkdir(parents=True)
+    d.state.spool.write_text("held 1 1000\n")
+    assert d.wait_for_work()
+    woke = d.wake_at
+    assert woke is not None
     with capture_logs() as logs:
         d.cycle()
         missed_read = d.sweep_times["read"]
         d.cycle()
     line = decisions(logs)[9]["timeline"]
-    assert "woke" not in line
+    assert line["woke"] == round(woke, 3)
     assert line["read"] >= round(missed_read, 3)
+
+
+def test_a_job_found_by_a_periodic_sweep_has_no_wake_up(tmp_path: Path) -> None:
+    slurm = HeldQueue([job(9)])
+    d = daemon(tmp_path, slurm)
+    with capture_logs() as logs:
+        d.cycle()
+    assert "woke" not in decisions(logs)[9]["timeline"]
