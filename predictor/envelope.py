@@ -237,8 +237,39 @@ def drop_redundant(
 ) -> BoolArray:
     """Mask of range pairs to keep: a pair contained in another one is redundant (section V.A).
 
-    Of several identical range pairs the first is kept.
+    Of several identical range pairs the first is kept. Identical pairs are common (the flat
+    pieces' bounds depend on n_i only), so the K² containment test runs on the distinct
+    pairs: a pair is kept when it is the first of its kind and no other distinct pair
+    contains it (two distinct pairs cannot contain each other).
     """
+    k = a_lo.size
+    if k <= _FEW_PAIRS:
+        return _drop_redundant_all(a_lo, a_hi, s_lo, s_hi)
+    order = np.lexsort((s_hi, s_lo, a_hi, a_lo))  # stable: a kind's first pair leads it
+    bounds = np.stack([a_lo, a_hi, s_lo, s_hi], axis=1)[order]
+    new = np.ones(k, dtype=bool)
+    new[1:] = (bounds[1:] != bounds[:-1]).any(axis=1)
+    lo_a, hi_a, lo_s, hi_s = bounds[new].T
+    inside = (
+        (lo_a[None, :] <= lo_a[:, None])
+        & (hi_a[:, None] <= hi_a[None, :])
+        & (lo_s[None, :] <= lo_s[:, None])
+        & (hi_s[:, None] <= hi_s[None, :])
+    )  # inside[l, j]: distinct pair l lies within distinct pair j (or is j)
+    np.fill_diagonal(inside, False)
+    keep = np.zeros(k, dtype=bool)
+    keep[order[new][~inside.any(axis=1)]] = True
+    return keep
+
+
+#: Up to this many range pairs `drop_redundant` compares them all (fewer numpy calls).
+_FEW_PAIRS = 24
+
+
+def _drop_redundant_all(
+    a_lo: FloatArray, a_hi: FloatArray, s_lo: FloatArray, s_hi: FloatArray
+) -> BoolArray:
+    """`drop_redundant` by comparing every pair with every other one."""
     inside = (
         (a_lo[None, :] <= a_lo[:, None])
         & (a_hi[:, None] <= a_hi[None, :])
