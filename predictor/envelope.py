@@ -450,23 +450,35 @@ def pair_curve_instances(
     s_levels = np.array([0.0, 1.0, domain.s_max])
 
     P, L = ni.size, s_levels.size
-    # All curves in one pass, in the order first pieces, second pieces, flat pieces: one row
-    # of A values per curve, rows padded with NaN (never valid) to the widest.
-    width = max(a_first.size, a_second.shape[1], a_flat.shape[1])
-
-    sizes = np.full((P * (2 + L), width), np.nan)
-    sizes[:P, : a_first.size] = a_first
-    sizes[P : 2 * P, : a_second.shape[1]] = a_second
-    sizes[2 * P :, : a_flat.shape[1]] = np.repeat(a_flat, L, 0)
-    return CurveInstances(
-        A=np.zeros(0),
-        s=np.zeros(0),
-        delta_enter=np.concatenate([enter, enter, np.repeat(flat_enter, L)]),
-        kind=np.repeat([FIRST, SECOND, FLAT], [P, P, P * L]),
-        param=np.concatenate([kappa, g, np.broadcast_to(s_levels, (P, L)).ravel()]),
-        ni=np.concatenate([ni, ni, np.repeat(ni, L)]),
-        nj=np.concatenate([nj, nj, np.repeat(nj, L)]),
-    ).moved_to(sizes, domain)
+    # The curves in the order first pieces, second pieces, flat pieces, one row of A values
+    # each: the instances in the row-major order of one array of rows padded with never-valid
+    # NaN to the widest, in two blocks so the flat rows (4 values of 33) are not padded.
+    width = max(a_first.size, a_second.shape[1])
+    sloped = np.full((2 * P, width), np.nan)
+    sloped[:P, : a_first.size] = a_first
+    sloped[P:, : a_second.shape[1]] = a_second
+    none = np.zeros(0)
+    first_second = CurveInstances(
+        none,
+        none,
+        delta_enter=np.concatenate([enter, enter]),
+        kind=np.repeat([FIRST, SECOND], P),
+        param=np.concatenate([kappa, g]),
+        ni=np.concatenate([ni, ni]),
+        nj=np.concatenate([nj, nj]),
+    )
+    flat = CurveInstances(
+        none,
+        none,
+        delta_enter=np.repeat(flat_enter, L),
+        kind=np.full(P * L, FLAT),
+        param=np.broadcast_to(s_levels, (P, L)).ravel(),
+        ni=np.repeat(ni, L),
+        nj=np.repeat(nj, L),
+    )
+    return first_second.moved_to(sloped, domain).concat(
+        flat.moved_to(np.repeat(a_flat, L, 0), domain)
+    )
 
 
 def delta_ladder(delta0: float, growth: float, delta_max: float) -> FloatArray:
