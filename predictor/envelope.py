@@ -508,6 +508,7 @@ def derive_envelope(
     cands = pair_curve_instances(n, t, domain, samples, pairs)
     tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     needed = np.maximum(minimax_relative_error(tau, t, scale), cands.delta_enter)
+    taus = [tau]  # joined once at the end: each join copies every candidate's row
     # Zoom along the most promising curves: the first sampling steps ~10% in A.
     half = np.log(2.0 * n.max()) / (samples - 1)
     for _ in range(ZOOM_ROUNDS):
@@ -530,11 +531,12 @@ def derive_envelope(
         more = best.moved_to(near, domain)
         more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])
         cands = cands.concat(more)
-        tau = np.concatenate([tau, more_tau])
+        taus.append(more_tau)
         needed = np.concatenate(
             [needed, np.maximum(minimax_relative_error(more_tau, t, scale), more.delta_enter)]
         )
         half *= 2.0 / (ZOOM_SAMPLES - 1)
+    tau = np.concatenate(taus)
     ladder = delta_ladder(delta0, growth, delta_max)
     feasible = ladder >= needed.min()
     if not feasible.any():
