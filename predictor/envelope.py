@@ -237,8 +237,39 @@ def drop_redundant(
 ) -> BoolArray:
     """Mask of range pairs to keep: a pair contained in another one is redundant (section V.A).
 
-    Of several identical range pairs the first is kept.
+    Of several identical range pairs the first is kept. Identical pairs are common (the flat
+    pieces' bounds depend on n_i only), so the K² containment test runs on the distinct
+    pairs: a pair is kept when it is the first of its kind and no other distinct pair
+    contains it (two distinct pairs cannot contain each other).
     """
+    k = a_lo.size
+    if k <= _FEW_PAIRS:
+        return _drop_redundant_all(a_lo, a_hi, s_lo, s_hi)
+    order = np.lexsort((s_hi, s_lo, a_hi, a_lo))  # stable: a kind's first pair leads it
+    bounds = np.stack([a_lo, a_hi, s_lo, s_hi], axis=1)[order]
+    new = np.ones(k, dtype=bool)
+    new[1:] = (bounds[1:] != bounds[:-1]).any(axis=1)
+    lo_a, hi_a, lo_s, hi_s = bounds[new].T
+    inside = (
+        (lo_a[None, :] <= lo_a[:, None])
+        & (hi_a[:, None] <= hi_a[None, :])
+        & (lo_s[None, :] <= lo_s[:, None])
+        & (hi_s[:, None] <= hi_s[None, :])
+    )  # inside[l, j]: distinct pair l lies within distinct pair j (or is j)
+    np.fill_diagonal(inside, False)
+    keep = np.zeros(k, dtype=bool)
+    keep[order[new][~inside.any(axis=1)]] = True
+    return keep
+
+
+#: Up to this many range pairs `drop_redundant` compares them all (fewer numpy calls).
+_FEW_PAIRS = 24
+
+
+def _drop_redundant_all(
+    a_lo: FloatArray, a_hi: FloatArray, s_lo: FloatArray, s_hi: FloatArray
+) -> BoolArray:
+    """`drop_redundant` by comparing every pair with every other one."""
     inside = (
         (a_lo[None, :] <= a_lo[:, None])
         & (a_hi[:, None] <= a_hi[None, :])
@@ -419,23 +450,35 @@ def pair_curve_instances(
     s_levels = np.array([0.0, 1.0, domain.s_max])
 
     P, L = ni.size, s_levels.size
-    # All curves in one pass, in the order first pieces, second pieces, flat pieces: one row
-    # of A values per curve, rows padded with NaN (never valid) to the widest.
-    width = max(a_first.size, a_second.shape[1], a_flat.shape[1])
-
-    sizes = np.full((P * (2 + L), width), np.nan)
-    sizes[:P, : a_first.size] = a_first
-    sizes[P : 2 * P, : a_second.shape[1]] = a_second
-    sizes[2 * P :, : a_flat.shape[1]] = np.repeat(a_flat, L, 0)
-    return CurveInstances(
-        A=np.zeros(0),
-        s=np.zeros(0),
-        delta_enter=np.concatenate([enter, enter, np.repeat(flat_enter, L)]),
-        kind=np.repeat([FIRST, SECOND, FLAT], [P, P, P * L]),
-        param=np.concatenate([kappa, g, np.broadcast_to(s_levels, (P, L)).ravel()]),
-        ni=np.concatenate([ni, ni, np.repeat(ni, L)]),
-        nj=np.concatenate([nj, nj, np.repeat(nj, L)]),
-    ).moved_to(sizes, domain)
+    # The curves in the order first pieces, second pieces, flat pieces, one row of A values
+    # each: the instances in the row-major order of one array of rows padded with never-valid
+    # NaN to the widest, in two blocks so the flat rows (4 values of 33) are not padded.
+    width = max(a_first.size, a_second.shape[1])
+    sloped = np.full((2 * P, width), np.nan)
+    sloped[:P, : a_first.size] = a_first
+    sloped[P:, : a_second.shape[1]] = a_second
+    none = np.zeros(0)
+    first_second = CurveInstances(
+        none,
+        none,
+        delta_enter=np.concatenate([enter, enter]),
+        kind=np.repeat([FIRST, SECOND], P),
+        param=np.concatenate([kappa, g]),
+        ni=np.concatenate([ni, ni]),
+        nj=np.concatenate([nj, nj]),
+    )
+    flat = CurveInstances(
+        none,
+        none,
+        delta_enter=np.repeat(flat_enter, L),
+        kind=np.full(P * L, FLAT),
+        param=np.broadcast_to(s_levels, (P, L)).ravel(),
+        ni=np.repeat(ni, L),
+        nj=np.repeat(nj, L),
+    )
+    return first_second.moved_to(sloped, domain).concat(
+        flat.moved_to(np.repeat(a_flat, L, 0), domain)
+    )
 
 
 def delta_ladder(delta0: float, growth: float, delta_max: float) -> FloatArray:
@@ -465,6 +508,7 @@ def derive_envelope(
     cands = pair_curve_instances(n, t, domain, samples, pairs)
     tau = relative_runtime_s(n, cands.A[:, None], cands.s[:, None])
     needed = np.maximum(minimax_relative_error(tau, t, scale), cands.delta_enter)
+    taus = [tau]  # joined once at the end: each join copies every candidate's row
     # Zoom along the most promising curves: the first sampling steps ~10% in A.
     half = np.log(2.0 * n.max()) / (samples - 1)
     for _ in range(ZOOM_ROUNDS):
@@ -487,11 +531,12 @@ def derive_envelope(
         more = best.moved_to(near, domain)
         more_tau = relative_runtime_s(n, more.A[:, None], more.s[:, None])
         cands = cands.concat(more)
-        tau = np.concatenate([tau, more_tau])
+        taus.append(more_tau)
         needed = np.concatenate(
             [needed, np.maximum(minimax_relative_error(more_tau, t, scale), more.delta_enter)]
         )
         half *= 2.0 / (ZOOM_SAMPLES - 1)
+    tau = np.concatenate(taus)
     ladder = delta_ladder(delta0, growth, delta_max)
     feasible = ladder >= needed.min()
     if not feasible.any():

@@ -104,12 +104,19 @@ def wssre_leading(
     extra = (1,) * (tau.ndim - 1)
     r = tau / t.reshape(t.shape + extra)
     wr = w * r
+    # Where w adds no axis to r (the search's layouts), the temporaries reuse r's and wr's
+    # memory: the same operations on the same operands in the same order, so the same bits,
+    # without allocating an instances × observations array per step.
+    reuse = wr.shape == r.shape
     if scale is None:
-        c = sum_leading(wr) / sum_leading(wr * r)
+        c = sum_leading(wr) / sum_leading(np.multiply(wr, r, out=wr if reuse else None))
     else:
         c = np.full(np.broadcast_shapes(r.shape, np.shape(w))[1:], scale)
-    err = 1.0 - c * r
-    return sum_leading(w * err * err), c
+    if not reuse:
+        err = 1.0 - c * r
+        return sum_leading(w * err * err), c
+    err = np.subtract(1.0, np.multiply(c, r, out=r), out=r)
+    return sum_leading(np.multiply(np.multiply(w, err, out=wr), err, out=wr)), c
 
 
 def minimax_relative_error(

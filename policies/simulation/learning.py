@@ -231,7 +231,7 @@ class CurveLearner:
         caller counts the refit: the daemon's cadence counts every round, fitted or not)."""
         first = self._first_kept(a, cut, at)
         runs = sorted(zip(a.nodes[first:cut], a.runtimes[first:cut], strict=True))
-        nodes, runtimes = tuple(n for n, _ in runs), tuple(t for _, t in runs)
+        nodes, runtimes = (tuple(x) for x in zip(*runs, strict=True)) if runs else ((), ())
         a.fitted_cut, a.fitted_runs, a.fitted_sizes = cut, cut, len(set(nodes))
         key = (nodes, runtimes)
         if key not in self._fits:

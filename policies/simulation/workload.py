@@ -41,6 +41,8 @@ from predictor.downey import (
     max_useful_size,
     processor_working_set,
     relative_runtime,
+    relative_runtime_s,
+    sigma_to_s,
 )
 
 #: Downey's workload model: σ is uniform on [0, SIGMA_MAX].
@@ -190,6 +192,8 @@ class JobCurves:
         self.noise = [1.0] * len(jobs) if noise is None else [float(e) for e in noise]
         self.A = [float(a) for a in draws.A]
         self.sigma = [float(s) for s in draws.sigma]
+        # Each job's shape coordinate once (relative_runtime converts σ at every call).
+        self._s = [float(s) for s in sigma_to_s(draws.sigma)]
         self._useful, self._pws = useful_sizes(draws.A, draws.sigma)
         # T(1) = T_r/τ(r), for all jobs at once.
         tau = relative_runtime(np.array([float(j.nodes) for j in jobs]), draws.A, draws.sigma)
@@ -207,7 +211,7 @@ class JobCurves:
         curve = self.stored[job]
         if curve is not None:
             return curve.runtime(np.asarray(sizes))
-        return relative_runtime(np.asarray(sizes), self.A[job], self.sigma[job])
+        return relative_runtime_s(np.asarray(sizes), self.A[job], self._s[job])
 
     def runtime(self, job: int, n: int) -> float:
         """T(n) = T_r · τ(n)/τ(r) · ε; the trace's run time (times ε) at the requested size r."""

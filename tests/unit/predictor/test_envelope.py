@@ -7,6 +7,7 @@ import pytest
 
 from predictor.downey import max_useful_size, relative_runtime, sigma_to_s
 from predictor.envelope import (
+    _FEW_PAIRS,
     HIGH1,
     HIGHFLAT,
     LOW1,
@@ -14,6 +15,7 @@ from predictor.envelope import (
     LOWFLAT,
     PIECES,
     Domain,
+    _drop_redundant_all,
     delta_ladder,
     derive_envelope,
     drop_redundant,
@@ -105,6 +107,23 @@ def test_redundant_range_pairs_are_dropped_without_changing_the_union() -> None:
     keep = drop_redundant(a_lo, a_hi, s_lo, s_hi)
     # 1 and 4 lie in 0; 2 is identical to 0 (the first copy is kept); 3 stands alone.
     assert keep.tolist() == [True, False, False, True, False]
+
+
+def test_redundant_range_pairs_on_many_copies_match_every_pair_compared() -> None:
+    """Past _FEW_PAIRS, drop_redundant compares the distinct range pairs only; on bounds
+    drawn from few values (many identical pairs, ±0.0 among them) it keeps exactly what
+    comparing every pair with every other one keeps."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        k = int(rng.integers(_FEW_PAIRS + 1, 120))
+        v = rng.integers(0, 4, (k, 4)).astype(float)
+        v[:, 2] = np.where((v[:, 2] == 0) & (rng.random(k) < 0.5), -0.0, v[:, 2])
+        a_lo, a_hi = np.minimum(v[:, 0], v[:, 1]), np.maximum(v[:, 0], v[:, 1])
+        s_lo, s_hi = np.minimum(v[:, 2], v[:, 3]), np.maximum(v[:, 2], v[:, 3])
+        keep = drop_redundant(a_lo, a_hi, s_lo, s_hi)
+        assert np.array_equal(keep, _drop_redundant_all(a_lo, a_hi, s_lo, s_hi))
+        assert keep.any()
+        assert keep.sum() < k  # bounds from four values: some pair is a copy or covered
 
 
 def test_envelope_grows_with_delta() -> None:
