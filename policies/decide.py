@@ -140,6 +140,35 @@ def decide(
 
     `missing` says why `curve` is None, for the fallback's reason.
     """
+    return _decide(request, curve, cluster, settings, budget, missing)[0]
+
+
+def decide_with_runtime(
+    request: Request,
+    curve: Curve | None,
+    cluster: ClusterState,
+    settings: PolicySettings = DEFAULTS,
+    budget: ExplorationBudget = NO_BUDGET,
+    missing: str = "no curve is known for this application",
+) -> tuple[Decision, float | None]:
+    """`decide`, and the curve's runtime T(nodes) at the decision's size from the runtimes the
+    decision evaluated (None without a curve or a size): what a caller counts the exploration
+    budget's node-hours with, without evaluating the curve once more."""
+    decision, profile = _decide(request, curve, cluster, settings, budget, missing)
+    if profile is None or decision.nodes is None:
+        return decision, None
+    return decision, profile.at(decision.nodes)
+
+
+def _decide(
+    request: Request,
+    curve: Curve | None,
+    cluster: ClusterState,
+    settings: PolicySettings,
+    budget: ExplorationBudget,
+    missing: str,
+) -> tuple[Decision, RuntimeProfile | None]:
+    """The decision (module docstring: the flow) and the runtime profile it evaluated."""
     lo, limit = request.min_nodes, cluster.node_limit
     if limit is not None and lo > limit:
         return Decision(
@@ -148,7 +177,7 @@ def decide(
             PARTITION_LIMIT,
             f"the job asks for at least {nodes(lo)} but the partition allows at most "
             f"{limit} per job, so it is left as submitted",
-        )
+        ), None
     if lo > MAX_NODES:
         return Decision(
             None,
@@ -156,12 +185,13 @@ def decide(
             PARTITION_LIMIT,
             f"the job asks for at least {nodes(lo)}, more than the {MAX_NODES:,} adaptalloc "
             "considers, so it is left as submitted",
-        )
+        ), None
     hi = min(request.max_nodes, MAX_NODES if limit is None else limit)
     pattern = pattern_feasible(curve.diagnostics.patterns) if curve is not None else None
     allowed = allowed_sizes(lo, hi, request.feasible, pattern)
 
     candidates: list[Candidate] = []
+    profile: RuntimeProfile | None = None
     usable: RuntimeProfile | None = None
     max_nodes: int | None = None
     if curve is None:
@@ -209,4 +239,4 @@ def decide(
         reason += f"; {limit_for.note}"
     return Decision(
         size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason, max_nodes
-    )
+    ), profile
