@@ -4,7 +4,8 @@ A decision looks at the curve many times: efficiency and S(n)²/n at every size 
 the smallest observed size (the efficiency baseline), the chosen and the reference size (the
 time limit), a suggested size (exploration). Each `Curve.runtime` call costs far more in
 fixed overhead than per size, so `decide` evaluates all of them in one vectorised call and
-the rules read the result.
+the rules read the result (the time limit hands the two it needs to
+`Curve.runtime_interval`, and n·T(n) is formed once for E(n) and S(n)²/n).
 """
 
 from __future__ import annotations

@@ -418,7 +418,7 @@ class Decider:
                 curve, refused = self._curve_on(app, listed[0], curve)
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
-            decision, runtime = policies.decide_with_runtime(
+            decision = policies.decide(
                 request, curve, state, settings, self.budget.value(), missing or "no curve"
             )
         except StoreError as exc:
@@ -431,7 +431,7 @@ class Decider:
             )
         if record is not None and record.method == BORROWED:
             decision = replace(decision, reason=f"{decision.reason}; {record.note}")
-        return self._outcome(job, low, high, app, runtime, decision, extra)
+        return self._outcome(job, low, high, app, curve, decision, extra)
 
     def _shaped(
         self,
@@ -542,13 +542,11 @@ class Decider:
         low: int,
         high: int,
         app: AppKey | None,
-        runtime: float | None,
+        curve: Any,
         decision: Decision,
         extra: dict[str, Any],
         partition: str | None = None,
     ) -> Outcome:
-        """The outcome of `decision`; `runtime`: the curve's T(nodes) from the decision
-        (policies.decide_with_runtime), for the exploration budget; None without a curve."""
         prior = marks.prior_text(job.admin_comment)
         common = {
             "rule": decision.rule,
@@ -593,7 +591,8 @@ class Decider:
                 limit = guarded
         moved = partition if partition is not None and partition != job.partition else None
         resize = Resize(job.job_id, n, top, limit, partition=moved)
-        if runtime is not None:
+        if curve is not None:
+            runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")
         comment = marks.admin_comment(marks.sized_record(n, low, high, decision.rule), prior, app)
         return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)
