@@ -22,7 +22,7 @@ from policies.config import (
     effective,
     parse_config,
 )
-from policies.decide import decide
+from policies.decide import decide, decide_with_runtime
 from policies.decision import RULES, Candidate, Decision
 from policies.feasible import Feasible, parse_feasible
 from policies.inputs import ClusterState, ExplorationBudget, Request
@@ -41,6 +41,7 @@ __all__ = [
     "PolicySettings",
     "Request",
     "decide",
+    "decide_with_runtime",
     "default_config",
     "effective",
     "parse_config",

@@ -12,7 +12,8 @@ The flow (rules.py states each rule and its literature):
 3. No curve: the fallback (leave as submitted, or the range's min or max).
 4. With a curve, its runtime is evaluated once at every size in [lo, hi] (profile.py), and
    every rule proposes a size: efficiency, pws, cap, load_adaptive and exploration. They are
-   all listed in the decision, for ``--explain``.
+   all listed in the decision, for ``--explain``. The time limit's interval and the caller's
+   budget count (`decide_with_runtime`) read the same runtimes: nothing evaluates it again.
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
    error above max_fit_error) gets the fallback. Otherwise the configured strategy's candidate
@@ -140,6 +141,35 @@ def decide(
 
     `missing` says why `curve` is None, for the fallback's reason.
     """
+    return _decide(request, curve, cluster, settings, budget, missing)[0]
+
+
+def decide_with_runtime(
+    request: Request,
+    curve: Curve | None,
+    cluster: ClusterState,
+    settings: PolicySettings = DEFAULTS,
+    budget: ExplorationBudget = NO_BUDGET,
+    missing: str = "no curve is known for this application",
+) -> tuple[Decision, float | None]:
+    """`decide`, and the curve's runtime T(nodes) at the decision's size from the runtimes the
+    decision evaluated (None without a curve or a size): what a caller counts the exploration
+    budget's node-hours with, without evaluating the curve once more."""
+    decision, profile = _decide(request, curve, cluster, settings, budget, missing)
+    if profile is None or decision.nodes is None:
+        return decision, None
+    return decision, profile.at(decision.nodes)
+
+
+def _decide(
+    request: Request,
+    curve: Curve | None,
+    cluster: ClusterState,
+    settings: PolicySettings,
+    budget: ExplorationBudget,
+    missing: str,
+) -> tuple[Decision, RuntimeProfile | None]:
+    """The decision (module docstring: the flow) and the runtime profile it evaluated."""
     lo, limit = request.min_nodes, cluster.node_limit
     if limit is not None and lo > limit:
         return Decision(
@@ -148,7 +178,7 @@ def decide(
             PARTITION_LIMIT,
             f"the job asks for at least {nodes(lo)} but the partition allows at most "
             f"{limit} per job, so it is left as submitted",
-        )
+        ), None
     if lo > MAX_NODES:
         return Decision(
             None,
@@ -156,12 +186,13 @@ def decide(
             PARTITION_LIMIT,
             f"the job asks for at least {nodes(lo)}, more than the {MAX_NODES:,} adaptalloc "
             "considers, so it is left as submitted",
-        )
+        ), None
     hi = min(request.max_nodes, MAX_NODES if limit is None else limit)
     pattern = pattern_feasible(curve.diagnostics.patterns) if curve is not None else None
     allowed = allowed_sizes(lo, hi, request.feasible, pattern)
 
     candidates: list[Candidate] = []
+    profile: RuntimeProfile | None = None
     usable: RuntimeProfile | None = None
     max_nodes: int | None = None
     if curve is None:
@@ -209,4 +240,4 @@ def decide(
         reason += f"; {limit_for.note}"
     return Decision(
         size, limit_for.minutes, rule, reason, tuple(candidates), limit_for.reason, max_nodes
-    )
+    ), profile

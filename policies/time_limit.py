@@ -111,7 +111,10 @@ def pessimistic_bounds(profile: RuntimeProfile, chosen: int, ref: int) -> Bounds
             f"T({chosen})·(1+m)/(T({ref})·(1-m)) with the fit error m = {number(100.0 * m)}% "
             "(the curve has no residual for an interval)",
         )
-    low, high = curve.runtime_interval(np.array([float(ref), float(chosen)]))
+    low, high = curve.runtime_interval(
+        np.array([float(ref), float(chosen)]),
+        runtime=np.array([profile.at(ref), profile.at(chosen)]),
+    )
     return Bounds(
         float(high[1]),
         float(low[0]),

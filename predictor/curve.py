@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
-from predictor.downey import FloatArray
+from predictor.downey import FloatArray, relative_runtime
 from predictor.fitting import Fit, span_interval
 from predictor.intervals import LEVEL, SPREAD, interval
 from predictor.models import Choice, ModelFit
@@ -124,6 +124,11 @@ class Curve:
         observation."""
         if self.selected is not None:
             return self.selected.runtime(n)
+        if not self.segments:  # one phase: segment_runtime's own formula, no Segment built
+            one: FloatArray = self.t1 * relative_runtime(
+                np.asarray(n, dtype=float), self.A, self.sigma
+            )
+            return one
         return segment_runtime(self.phases, n)
 
     def speedup(self, n: ArrayLike) -> FloatArray:
@@ -144,7 +149,9 @@ class Curve:
         out: FloatArray = (n0 * self.runtime(n0)) / (nv * self.runtime(nv))
         return out
 
-    def runtime_interval(self, n: ArrayLike, level: float = LEVEL) -> tuple[FloatArray, FloatArray]:
+    def runtime_interval(
+        self, n: ArrayLike, level: float = LEVEL, runtime: FloatArray | None = None
+    ) -> tuple[FloatArray, FloatArray]:
         """(lower, upper) prediction interval of the runtime at sizes n (intervals.py):
         runtime·exp(∓z·s(n)), s(n) = sqrt(a² + r² + (b·d(n))²), r = `residual` (the RMS log
         residual over the observations), d(n) the log distance outside the observed sizes;
@@ -154,10 +161,11 @@ class Curve:
         calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there).
         Where the curve is not identified the interval also reaches the runtime of every
         `plausible` instance (at sizes whose closest observation is in the last phase), as
-        `predict`'s does."""
+        `predict`'s does. `runtime`: `self.runtime(n)` when the caller has it already (a
+        decision's profile), so that the curve is not evaluated again."""
         nv = np.atleast_1d(np.asarray(n, dtype=float))
         lower, upper = interval(
-            self.runtime(nv),
+            self.runtime(nv) if runtime is None else runtime,
             nv,
             np.full(nv.shape, self.residual),
             float(self.smallest_observed),

@@ -28,6 +28,8 @@ term; the thesis' eq. 3.4 (σ(A-1/2)/n + 1 - σ/2) is the one consistent with S 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -68,6 +70,8 @@ def relative_runtime_s(n: ArrayLike, A: ArrayLike, s: ArrayLike) -> FloatArray:
     so for s > 1 it never wins the maximum.
     """
     nv = np.asarray(n, dtype=float)
+    if isinstance(A, float) and isinstance(s, float) and A != 0.0:
+        return _relative_runtime_one(nv, A, s)
     Av = np.asarray(A, dtype=float)
     sv = np.asarray(s, dtype=float)
     f = sv / (2.0 * Av)
@@ -78,9 +82,29 @@ def relative_runtime_s(n: ArrayLike, A: ArrayLike, s: ArrayLike) -> FloatArray:
     return out
 
 
+def _relative_runtime_one(n: FloatArray, A: float, s: float) -> FloatArray:
+    """`relative_runtime_s` for one instance (A, s floats, A ≠ 0): the same IEEE operations
+    in the same order, so the same bits, with the instance's terms in Python floats instead
+    of 0-d arrays (a decision evaluates one curve; each 0-d operation costs ~1 µs)."""
+    f = s / (2.0 * A)
+    first = f + (1.0 - f) / n
+    u = min(s, 1.0)  # min(nan, 1.0) is nan, as np.minimum gives
+    second = ((1.0 - 0.5 * u) + u * (A - 0.5) / n) / A
+    out: FloatArray = np.maximum(np.maximum(first, second), 1.0 / A)
+    return out
+
+
+def _sigma_to_s_one(sigma: float) -> float:
+    """`sigma_to_s` for one float: the same operations, without 0-d arrays."""
+    if sigma <= 1.0:
+        return sigma
+    return 2.0 if math.isinf(sigma) else 2.0 * sigma / (sigma + 1.0)
+
+
 def relative_runtime(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> FloatArray:
     """Normalised runtime T(n)/T(1) = 1/S(n) of the Downey model; arguments broadcast."""
-    return relative_runtime_s(n, A, sigma_to_s(sigma))
+    s = _sigma_to_s_one(sigma) if isinstance(sigma, float) else sigma_to_s(sigma)
+    return relative_runtime_s(n, A, s)
 
 
 def speedup(n: ArrayLike, A: ArrayLike, sigma: ArrayLike) -> FloatArray:

@@ -40,7 +40,7 @@ from typing import Protocol
 import numpy as np
 
 from policies.config import PolicySettings
-from policies.decide import decide
+from policies.decide import decide, decide_with_runtime
 from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
@@ -127,9 +127,11 @@ class AdaptiveSizer:
         learner, apps = self.learner
         return learner.curve(int(apps[job]), now)
 
-    def _decide(self, job: int, view: ClusterView) -> tuple[Decision, Curve | None, int, float]:
-        """(decision, curve, requested minimum, user's limit in s) for `job` now; no state
-        changes."""
+    def _decide(
+        self, job: int, view: ClusterView
+    ) -> tuple[Decision, Curve | None, int, float, float | None]:
+        """(decision, curve, requested minimum, user's limit in s, the curve's runtime at the
+        decided size when decide evaluated it, else None) for `job` now; no state changes."""
         if self.pinned:
             j = self.jobs[job]
             lo, hi, user_limit = j.nodes, j.nodes, j.limit
@@ -143,30 +145,33 @@ class AdaptiveSizer:
             pending_demand_nodes=view.pending_demand_nodes,
             total_nodes=view.total_nodes,
         )
+        runtime = None
         if self.identified_only and curve is not None and not curve.identified:
             decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
         else:
-            decision = decide(request, curve, cluster, self.settings, self.budget)
-        return decision, curve, lo, user_limit
+            decision, runtime = decide_with_runtime(
+                request, curve, cluster, self.settings, self.budget
+            )
+        return decision, curve, lo, user_limit, runtime
 
     def propose(self, job: int, view: ClusterView) -> tuple[int | None, float]:
         """What `allocate` would decide now, without counting it: (size, the curve's runtime
         there in s); (None, nan) when it would leave the job as submitted (pooled.py asks
         each listed partition before choosing one)."""
-        decision, curve, _, _ = self._decide(job, view)
+        decision, curve, _, _, runtime = self._decide(job, view)
         if decision.nodes is None or curve is None:
             return None, math.nan
-        return decision.nodes, float(curve.runtime(np.array([float(decision.nodes)]))[0])
+        return decision.nodes, _runtime_at(curve, decision.nodes, runtime)
 
     def allocate(self, job: int, view: ClusterView) -> Allocation:
-        decision, curve, lo, user_limit = self._decide(job, view)
+        decision, curve, lo, user_limit, runtime = self._decide(job, view)
         hi = self.requests.hi[job] if not self.pinned else lo
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
-        self._count(decision.nodes, decision.rule == EXPLORATION, curve)
+        self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
         high = decision.nodes if decision.max_nodes is None else decision.max_nodes
         if self.fixed_limits or decision.time_limit_min is None:
             return Allocation(decision.nodes, high, user_limit, decision.rule)
@@ -190,15 +195,22 @@ class AdaptiveSizer:
             learner, apps = self.learner
             learner.observe(int(apps[job]), nodes, runtime, now)
 
-    def _count(self, n: int, explored: bool, curve: Curve | None) -> None:
+    def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
         """Add one decision with a curve to the exploration budget (predicted node-hours)."""
         b = self.budget
         hours = 0.0
         if self._track_node_hours and curve is not None:
-            hours = n * float(curve.runtime(np.array([float(n)]))[0]) / 3600.0
+            hours = n * _runtime_at(curve, n, runtime) / 3600.0
         self.budget = ExplorationBudget(
             jobs_decided=b.jobs_decided + 1,
             jobs_explored=b.jobs_explored + explored,
             node_hours_decided=b.node_hours_decided + hours,
             node_hours_explored=b.node_hours_explored + (hours if explored else 0.0),
         )
+
+
+def _runtime_at(curve: Curve, n: int, known: float | None) -> float:
+    """T(n): `known` when decide evaluated it (decide_with_runtime), else from the curve."""
+    if known is not None:
+        return known
+    return float(curve.runtime(np.array([float(n)]))[0])

@@ -285,10 +285,12 @@ class MemoCurve(Curve):
             out = self._runtime[key] = super().runtime(nv)
         return out.copy()  # a caller may change its array; the memo's stays
 
-    def runtime_interval(self, n: ArrayLike, level: float = LEVEL) -> tuple[FloatArray, FloatArray]:
+    def runtime_interval(
+        self, n: ArrayLike, level: float = LEVEL, runtime: FloatArray | None = None
+    ) -> tuple[FloatArray, FloatArray]:
         nv = np.atleast_1d(np.asarray(n, dtype=float))
         key = ((nv.shape, nv.tobytes()), level)
         out = self._interval.get(key)
         if out is None:
-            out = self._interval[key] = super().runtime_interval(nv, level)
+            out = self._interval[key] = super().runtime_interval(nv, level, runtime)
         return out[0].copy(), out[1].copy()

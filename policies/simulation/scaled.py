@@ -143,7 +143,11 @@ class ScaledCurve(Curve):
         out: FloatArray = self._shape().runtime(n) * self.scale
         return out
 
-    def runtime_interval(self, n: ArrayLike, level: float = LEVEL) -> tuple[FloatArray, FloatArray]:
+    def runtime_interval(
+        self, n: ArrayLike, level: float = LEVEL, runtime: FloatArray | None = None
+    ) -> tuple[FloatArray, FloatArray]:
+        """The shape's interval times the scale; `runtime` (this curve's, scaled) is not used:
+        the shape's runtime is not recovered from it to the bit."""
         low, high = self._shape().runtime_interval(n, level)
         return low * self.scale, high * self.scale
 

@@ -12,7 +12,7 @@ the curve from its stored JSON form (what the daemon does per held job: `Curve.f
 `decide`); and, for scale, fit + model choice + decide (the ``decide --observations`` path).
 Times come from time.perf_counter on a shared machine, so nothing is asserted about them; only
 that what was timed is right (sizes inside the range and the partition limit, the same
-decision twice).
+decision twice, and decide_with_runtime's decision and runtime as decide's and the curve's).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from policies import (
     PolicySettings,
     Request,
     decide,
+    decide_with_runtime,
 )
 from policies.config import STRATEGIES
 from predictor.downey import max_useful_size, processor_working_set
@@ -176,3 +177,10 @@ def test_policy_speed(capsys: pytest.CaptureFixture[str]) -> None:
 
     again = [decide(*case) for case in cases[:200]]
     assert again == decisions[:200]
+    # decide_with_runtime (what the daemon and the simulator call): the same decision, and the
+    # curve's own runtime at its size to the bit (the budget's node-hours count with it).
+    for case, decision in zip(cases[:200], decisions, strict=False):
+        with_runtime, runtime = decide_with_runtime(*case)
+        assert with_runtime == decision
+        if decision.nodes is not None:
+            assert runtime == float(case[1].runtime(np.array([float(decision.nodes)]))[0])

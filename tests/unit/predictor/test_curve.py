@@ -10,6 +10,7 @@ from numpy.testing import assert_allclose
 
 import predictor
 from predictor.downey import relative_runtime
+from predictor.segments import segment_runtime
 
 N = np.array([4.0, 8.0, 16.0, 32.0, 64.0])
 T = 900 * relative_runtime(N, 40.0, 0.5)
@@ -140,3 +141,20 @@ def test_a_plausible_instance_out_of_range_is_refused() -> None:
     doc["plausible"] = [{"sizes": [4, 8], "A": 0.5, "sigma": 1.0, "t1": 1.0, "identified": False}]
     with pytest.raises(ValueError, match="plausible"):
         predictor.Curve.from_dict(doc)
+
+
+def test_a_single_phase_curve_and_a_given_runtime_evaluate_to_the_same_bits() -> None:
+    """Curve.runtime's one-phase path is segment_runtime's formula; runtime_interval reading
+    the caller's runtimes (a decision's profile) gives the interval it computes itself."""
+    rng = np.random.default_rng(8)
+    n = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
+    t = 100 * relative_runtime(n, 200.0, 0.5) * np.exp(rng.normal(0, 0.03, n.size))
+    curve = predictor.Curve.from_fit(predictor.fit(n, t))
+    at = np.arange(1.0, 600.0)
+    assert not curve.segments
+    assert np.array_equal(curve.runtime(at), segment_runtime(curve.phases, at))
+    for some in (curve, *(predictor.Curve.from_fit(predictor.fit(n[:k], t[:k])) for k in (3, 4))):
+        given = some.runtime_interval(at, runtime=some.runtime(at))
+        assert all(
+            np.array_equal(a, b) for a, b in zip(given, some.runtime_interval(at), strict=True)
+        )

@@ -136,3 +136,15 @@ def test_processor_working_set_for_vanishing_sigma() -> None:
     """2A/σ overflows for σ near the smallest doubles; the curve is linear up to A there."""
     for sigma in (1e-308, 5e-324, 1e-300):
         assert processor_working_set(50.0, sigma) == processor_working_set(50.0, 0.0) == 50
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.4, 1.0, 1.0 + 1e-12, 3.7, 250.0, np.inf, np.nan, 5e-324])
+@pytest.mark.parametrize("A", [1.0, 1.5, 37.25, 4096.0, 1e300])
+def test_one_instance_evaluates_to_the_bit_of_the_array_path(A: float, sigma: float) -> None:
+    """Float parameters take relative_runtime's scalar path (a decision's one curve); it must
+    give the same bits as the general path, which 1-element parameter arrays take."""
+    n = np.concatenate([np.arange(1.0, 3000.0), np.exp(np.linspace(0.0, 14.0, 200))])
+    scalar = relative_runtime(n, A, sigma)
+    general = relative_runtime(n, np.array([A]), np.array([sigma]))
+    assert np.array_equal(scalar, general, equal_nan=True)
+    assert np.array_equal(relative_runtime(n, np.float64(A), np.float64(sigma)), general, True)
