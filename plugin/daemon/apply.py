@@ -71,7 +71,7 @@ from plugin.daemon.decider import RELEASE, Outcome, release_outcome
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.errors import printable
 from plugin.slurm import JobRecord, Resize, SlurmClient, SlurmError
-from plugin.slurm.writer import JobUpdate, check_admin_comment
+from plugin.slurm.writer import JobUpdate, SlurmWriter, check_admin_comment
 
 __all__ = ["Applied", "Applier", "journal_entry", "outcome_from_journal"]
 
@@ -565,18 +565,13 @@ def is_fail_open(outcome: Outcome) -> bool:
 
 
 def _send(slurm: SlurmClient, updates: Sequence[JobUpdate]) -> list[Future[str | None]]:
-    """`SlurmWriter.send_updates`, or `update_jobs` for clients without it (tests' fakes)."""
+    """`slurm.send_updates`; for clients without it (tests' fakes), the base class's, which
+    wraps their `update_jobs` in done futures."""
     send = getattr(slurm, "send_updates", None)
     if send is not None:
         futures: list[Future[str | None]] = send(updates)
         return futures
-    refused = slurm.update_jobs(updates)
-    done = []
-    for update in updates:
-        future: Future[str | None] = Future()
-        future.set_result(refused.get(update.job_id))
-        done.append(future)
-    return done
+    return SlurmWriter.send_updates(slurm, updates)
 
 
 def _refusal(future: Future[str | None]) -> str | None:
