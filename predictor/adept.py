@@ -454,9 +454,11 @@ def _evaluate(
     lead = np.broadcast(A, s).shape
     tau = relative_runtime_s(n.reshape(n.shape + (1,) * len(lead)), A, s)  # (M, ...)
     T = w.shape[0]
-    if tau.shape[1] != T:  # instances shared by every target (the lattice)
+    shared = tau.shape[1] != T  # instances shared by every target (the lattice)
+    if shared:
         tau = np.broadcast_to(tau, (n.size, T, *lead[1:]))
-    err, c = wssre_leading(tau, t, w.T.reshape(w.T.shape + (1,) * (len(lead) - 1)), scale)
+    w_lead = w.T.reshape(w.T.shape + (1,) * (len(lead) - 1))
+    err, c = wssre_leading(tau, t, w_lead, scale, overwrite=not shared)
     return np.where(inside, err, np.inf), c
 
 
@@ -514,7 +516,9 @@ def local_minima(err: FloatArray, count: int) -> IntArray:
     score = np.where(err <= lowest, err, np.inf).reshape(*err.shape[:-2], -1)
     order = np.argsort(score, axis=-1)[..., :count]
     best = order[..., :1]
-    found = np.take_along_axis(score, order, -1) < np.inf
+    rows = np.arange(score.size // score.shape[-1])[:, None]
+    found = score.reshape(rows.size, -1)[rows, order.reshape(rows.size, -1)].reshape(order.shape)
+    found = found < np.inf
     out: IntArray = np.where(found, order, best)
     return out
 
@@ -548,12 +552,17 @@ def _refine(
     err, c = _evaluate_window(n, t, w, axis_A, axis_s, env, scale)
     pick = local_minima(err, settings.branches if settings.rounds_2d > 1 else 1)  # (T, S, B)
 
-    def take(arr: FloatArray) -> FloatArray:
-        return np.take_along_axis(arr.reshape(*arr.shape[:2], -1), pick, -1).reshape(T, -1)
+    # The picks as (grid row, flat index) pairs: what np.take_along_axis gathers, without
+    # the index arrays it builds on every call.
+    grids = np.arange(pick.shape[0] * pick.shape[1])[:, None]
+    flat_pick = pick.reshape(grids.size, -1)
 
-    best_err, best_c = take(err), take(c)
-    best_A = np.take_along_axis(axis_A, pick // first, -1).reshape(T, -1)
-    best_s = np.take_along_axis(axis_s, pick % first, -1).reshape(T, -1)
+    def take(arr: FloatArray, index: IntArray) -> FloatArray:
+        out: FloatArray = arr.reshape(grids.size, -1)[grids, index].reshape(T, -1)
+        return out
+
+    best_err, best_c = take(err, flat_pick), take(c, flat_pick)
+    best_A, best_s = take(axis_A, flat_pick // first), take(axis_s, flat_pick % first)
     step = 4.0 / (first - 1)
     half_A = np.repeat(half_A * step, pick.shape[-1], axis=1)
     half_s = np.repeat(half_s * step, pick.shape[-1], axis=1)

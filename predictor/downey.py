@@ -75,11 +75,22 @@ def relative_runtime_s(n: ArrayLike, A: ArrayLike, s: ArrayLike) -> FloatArray:
     Av = np.asarray(A, dtype=float)
     sv = np.asarray(s, dtype=float)
     f = sv / (2.0 * Av)
-    first = f + (1.0 - f) / nv
+    first = (1.0 - f) / nv
     u = np.minimum(sv, 1.0)
-    second = ((1.0 - 0.5 * u) + u * (Av - 0.5) / nv) / Av
-    out: FloatArray = np.maximum(np.maximum(first, second), 1.0 / Av)
-    return out
+    second = u * (Av - 0.5) / nv
+    if first.ndim == 0:  # scalars: nothing to write into
+        out: FloatArray = np.maximum(
+            np.maximum(f + first, ((1.0 - 0.5 * u) + second) / Av), 1.0 / Av
+        )
+        return out
+    # The sizes × instances terms in place: the same operations in the same order (IEEE
+    # addition commutes exactly), so the same bits, without a new array per step; on the
+    # search's grids the allocations cost as much as the arithmetic.
+    np.add(f, first, out=first)
+    np.add(1.0 - 0.5 * u, second, out=second)
+    np.divide(second, Av, out=second)
+    np.maximum(first, second, out=first)
+    return np.maximum(first, 1.0 / Av, out=first)
 
 
 def _relative_runtime_one(n: FloatArray, A: float, s: float) -> FloatArray:

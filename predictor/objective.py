@@ -93,16 +93,21 @@ def sum_leading(x: FloatArray) -> FloatArray:
 
 
 def wssre_leading(
-    tau: FloatArray, t: FloatArray, w: FloatArray, scale: float | None = None
+    tau: FloatArray,
+    t: FloatArray,
+    w: FloatArray,
+    scale: float | None = None,
+    overwrite: bool = False,
 ) -> tuple[FloatArray, FloatArray]:
     """`wssre` with the observation axis first: tau (M, ...), t (M,), w (M, ...) broadcasting.
 
     The same operations in the same order as `wssre`, so the same values bit for bit; with
     the observations leading, each sum is M - 1 additions of whole arrays over the instances
-    instead of one short reduction per instance.
+    instead of one short reduction per instance. overwrite: tau is the caller's scratch
+    (a fresh array it no longer needs) and holds the relative runtimes' ratios afterwards.
     """
     extra = (1,) * (tau.ndim - 1)
-    r = tau / t.reshape(t.shape + extra)
+    r = np.divide(tau, t.reshape(t.shape + extra), out=tau if overwrite else None)
     wr = w * r
     # Where w adds no axis to r (the search's layouts), the temporaries reuse r's and wr's
     # memory: the same operations on the same operands in the same order, so the same bits,

@@ -162,7 +162,7 @@ def runner_up(
     s = linspace(0.0, domain.s_max, LATTICE_S)
     # Observations leading (objective.wssre_leading): the same values as the last-axis layout.
     tau = relative_runtime_s(n[:, None, None], A[:, None], s[None, :])
-    err, _ = wssre_leading(tau, t, w[:, None, None], scale)
+    err, _ = wssre_leading(tau, t, w[:, None, None], scale, overwrite=True)
     order = np.argsort(err.ravel())[:3]
     seed_A, seed_s = A[order // LATTICE_S][None, :], s[order % LATTICE_S][None, :]
     found_err, found_A, found_s, found_c = _refine(

@@ -38,6 +38,22 @@ base e018e18 and this alternating fit by fit in one process, native kernels, loa
 the 25-75-size synthetic suite 21.5 -> 18.6 ms mean (-13%; median 19.7 -> 17.8, LM 4.4);
 these problems unchanged (ADEPT 4.93 -> 4.99 ms, LM 2.49: 1.98x -> 2.01x, noise): with 4-8
 sizes a fit is numpy call overhead, which this work did not cut.
+Work of 2026-11-26 (h/small: relative_runtime_s and wssre_leading's ratios written in place,
+the pattern search's picks gathered by direct indexing instead of np.take_along_axis; results
+unchanged bit for bit: golden and search-speedup tests, and 880 predict / fit / Curve outputs
+of these and the learner's problems compared field for field with native kernels), base
+3aa3c9c and this alternating problem by problem in one process, native kernels, 5 repeats,
+two runs at load 5-10 and 10-15 (one earlier run of 3 repeats at load 13-25): predict with
+one target (these problems) 5.02 -> 4.94 and 5.57 -> 5.49 ms median CPU (-1.6%, -1.5%; the
+earlier run -7.6%, noise), ADEPT/LM 2.75x and 2.72x in the same runs (LM 1.80 and 2.02 ms);
+learner refit (learner_problems) 4.92 -> 4.77 and 5.77 -> 5.62 ms median (-3.1%, -2.6%; mean
+-3.3%, -3.4%); the 25-75-size suite 12.43 -> 11.59 and 18.49 -> 17.53 ms median (-6.8%, -5.2%;
+mean -6.2%, -4.8%; LM 2.2-3.8). This benchmark at load 17: ADEPT 8.69 vs LM 3.08 ms CPU
+(2.82x). The profile (cProfile, these 60 problems): the search is 84% of a predict, the
+pattern search 25%, the envelope 21%, the 1-D pass 18%; per predict ~230 np.where, ~110
+reductions, 17 runtime evaluations, 14 np.errstate (~5 µs each, ~1.4%): no step dominates,
+and issue 17's aim (within 2x of LM in every run) stays unmet: 2.7-2.8x in these runs, LM's
+own time moving 1.8-3.1 ms between them.
 """
 
 from __future__ import annotations
