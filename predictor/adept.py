@@ -687,22 +687,30 @@ def resolve_valley(
     return np.where(usable, new_A, A), np.where(usable, new_s, s), ~in_valley
 
 
-def knee_significant(
-    rss_amdahl: FloatArray, rss_downey: FloatArray, sizes: int, t1_known: bool, alpha: float
-) -> BoolArray:
-    """Whether the Downey instance fits significantly better than Amdahl's law (F-test).
-
-    See "Parsimony" above. Returns False where there are no residual degrees of freedom.
+def knee_p_value(
+    rss_amdahl: FloatArray, rss_downey: FloatArray, sizes: int, t1_known: bool
+) -> FloatArray:
+    """p of the F-test for nested least-squares models that the Downey instance fits better
+    than Amdahl's law (see "Parsimony" above); 1 where there are no residual degrees of freedom.
     """
     k_downey = 2 if t1_known else 3
     dof = sizes - k_downey
     if dof <= 0:
-        return np.zeros(np.shape(rss_downey), dtype=bool)
+        return np.ones(np.shape(rss_downey))
     gain = np.maximum(rss_amdahl - rss_downey, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         F = gain / (rss_downey / dof)
     F = np.where(rss_downey > 0, F, np.where(gain > 0, np.inf, 0.0))
-    out: BoolArray = fdtrc(1, dof, F) < alpha  # F-distribution survival function
+    out: FloatArray = fdtrc(1, dof, F)  # F-distribution survival function
+    return out
+
+
+def knee_significant(
+    rss_amdahl: FloatArray, rss_downey: FloatArray, sizes: int, t1_known: bool, alpha: float
+) -> BoolArray:
+    """Whether the Downey instance fits significantly better than Amdahl's law (F-test at level
+    alpha, `knee_p_value`). False where there are no residual degrees of freedom."""
+    out: BoolArray = knee_p_value(rss_amdahl, rss_downey, sizes, t1_known) < alpha
     return out
 
 

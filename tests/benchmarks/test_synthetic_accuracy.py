@@ -52,6 +52,10 @@ missed beyond noise: at / uneven / 2%, 14.0 vs LM 3.2 (p=0.01): tests/benchmarks
 test_valley_choice.py measures the rules tried for it (a bend test at the data's end, the
 knee at 1.5x the largest size, averaging by leave-last-out error), none of which wins there
 without losing the "before" cells or the real curves. Coverage 93.9%, false identified 0.8%.
+tests/benchmarks/test_knee_diagnosis.py takes that cell case by case: the parsimony rule
+costs the most (three Downey fits with the knee just inside the data replaced by Amdahl's law
+continued), and no level of its F-test separates those knees from the noise knees it removes
+before the knee.
 """
 
 from __future__ import annotations

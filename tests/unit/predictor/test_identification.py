@@ -13,7 +13,7 @@ import pytest
 from numpy.typing import NDArray
 
 import predictor
-from predictor.adept import amdahl_rejected
+from predictor.adept import amdahl_rejected, knee_p_value, knee_significant
 from predictor.downey import FloatArray, relative_runtime
 
 # numpy's stubs type rounded sizes as some float; the values are float64.
@@ -66,3 +66,15 @@ def test_amdahl_rejection_is_a_chi_square_test_at_the_assumed_noise() -> None:
     assert amdahl_rejected(np.array([0.07**2]), 3, 0.05, 0.05)[0]  # X = 5.9
     assert not amdahl_rejected(np.array([1.0]), 2, 0.05, 0.05)[0]  # no degree of freedom
     assert amdahl_rejected(np.array([0.0]), 3, 0.0, 0.05)[0]  # the test off
+
+
+def test_the_knee_f_test_p_value() -> None:
+    # F = (RSS_a - RSS_d) / (RSS_d / dof): 5 sizes, T(1) free -> dof 2; F = 0.02 / 0.005 = 4.
+    rss_a, rss_d = np.array([0.03]), np.array([0.01])
+    p = knee_p_value(rss_a, rss_d, 5, False)[0]
+    assert p == pytest.approx(1.0 - (4.0 / 6.0) ** 0.5)  # F(1, 2) survival: 1 - sqrt(F/(F+2))
+    assert knee_significant(rss_a, rss_d, 5, False, 0.6)[0]
+    assert not knee_significant(rss_a, rss_d, 5, False, p)[0]
+    assert knee_p_value(rss_a, rss_d, 3, False)[0] == 1.0  # no residual degree of freedom
+    assert knee_p_value(np.array([0.01]), rss_d, 5, False)[0] == 1.0  # no gain: F = 0
+    assert knee_p_value(rss_a, np.array([0.0]), 5, False)[0] == 0.0  # exact knee: F = inf
