@@ -27,6 +27,10 @@ Three modes submit the same stream (same sbatch line, same job_submit.lua, jobs 
 * ``daemon-before`` (opt-in): ``follow_ups = 1`` and ``straggler_s = 0``: also waiting for
   every update of a batch before the next sweep (plugin/daemon/apply.py, stragglers), the
   daemon before both changes, for the before/after of the pair.
+* ``daemon-base`` (opt-in, with ``ADAPTALLOC_BENCH_BASE_TREE=DIR``): the daemon of another
+  source tree, same config, for a before/after of code changes in one run. Make the tree
+  with ``git archive <commit> | tar -x -C DIR`` and copy the built binding beside it
+  (``cp plugin/slurm/_libslurm*.so DIR/plugin/slurm/``).
 
 For each daemon mode the benchmark prints its cycles' parts (its ``batch`` events) and each
 held job's latency in parts (its ``decision`` event's timeline, plugin/daemon/loop.py, with
@@ -77,7 +81,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
+from integration.daemon_harness import START_TIMEOUT_S, DaemonProcess, stop_testbed_daemon
 from integration.sdiag import reset_rpc_stats, rpc_stats
 from integration.testbed import PROJECT_ROOT, LocalCluster
 from rich.console import Console
@@ -90,6 +94,8 @@ from .slurm_load import Submitter, bench_store, held, scancel
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
 RELEASER = Path(__file__).resolve().parent / "floor_releaser.py"
+#: The source tree of the ``daemon-base`` mode (module docstring).
+BASE_TREE = os.environ.get("ADAPTALLOC_BENCH_BASE_TREE", "")
 #: Issue 16's aim: p99 <= 250 ms at this rate.
 RATE_PER_S = 50
 STEADY_S = float(os.environ.get("ADAPTALLOC_BENCH_STEADY_S", "10"))
@@ -205,6 +211,29 @@ def wait_until(what: str, done: Callable[[], bool]) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"gave up after {WAIT_S:.0f} s waiting for {what}", pytrace=False)
         time.sleep(POLL_S)
+
+
+class TreeDaemon(DaemonProcess):
+    """The harness's daemon, run from the source tree `tree` (the ``daemon-base`` mode)."""
+
+    def __init__(self, tree: Path, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tree = tree
+
+    def start(self, wait: bool = True) -> DaemonProcess:
+        env = dict(os.environ, PYTHONPATH=str(self.tree))
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - our interpreter and module, no shell
+                [sys.executable, "-m", "plugin", "daemon", *self.args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                cwd=self.tree,
+            )
+        if wait:
+            self.wait_for("the daemon's heartbeat", self.fresh_heartbeat, START_TIMEOUT_S)
+        return self
 
 
 @contextmanager
@@ -548,10 +577,14 @@ def test_release_floor(
             "daemon-onefollowup": "follow_ups = 1\n",
             "daemon-before": "follow_ups = 1\nstraggler_s = 0\n",
         }.get(mode, "")
-        return daemon_factory(
-            config=f'{before}max_hold_s = 600.0\n[slurm]\nbackend = "libslurm"\n',
-            args=("--redis-url", url),
-        )
+        config = f'{before}max_hold_s = 600.0\n[slurm]\nbackend = "libslurm"\n'
+        if mode == "daemon-base":
+            if not BASE_TREE:
+                pytest.fail("daemon-base needs ADAPTALLOC_BENCH_BASE_TREE", pytrace=False)
+            return TreeDaemon(
+                Path(BASE_TREE), local_cluster, tmp_path, url, config, None, ("--redis-url", url)
+            )
+        return daemon_factory(config=config, args=("--redis-url", url))
 
     results: dict[Phase, dict[str, Outcome]] = {}
     try:
