@@ -485,11 +485,29 @@ def rpc_table(phase: Phase, by_mode: dict[str, Outcome]) -> Table:
     return view
 
 
+#: The batch event's Slurm timers that run before the batch (the sweep's queue read), not in
+#: its total_ms.
+READ_TIMERS = frozenset({"squeue", "admin_comment", "squeue_json"})
+
+
+def own_ms_per_job(batches: list[dict[str, Any]]) -> float:
+    """The daemon's own time per job: its batches' total_ms less the Slurm calls made in
+    them (cluster reads, updates), over the jobs they handled: deciding, the journal,
+    recording and logging, in ms per job (CPU and, under load, waiting for a core)."""
+    jobs = sum(b["jobs"] for b in batches)
+    own = sum(
+        b["total_ms"] - sum(v for k, v in b["slurm_ms"].items() if k not in READ_TIMERS)
+        for b in batches
+    )
+    return own / jobs if jobs else math.nan
+
+
 def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
     """Where the daemon's time goes, per phase: its batches' parts (the daemon's own log)."""
     view = Table(
         title=f"{mode}: the daemon's cycles (its batch events): ms p50 / p99; read = its libslurm"
-        " queue read, before the batch; update = the batch's slurm_update_job calls (4 threads)"
+        " queue read, before the batch; update = the batch's slurm_update_job calls (4 threads);"
+        " own = the batches' time outside Slurm calls per job (own_ms_per_job)"
     )
     for column in (
         "phase",
@@ -499,6 +517,7 @@ def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
         "decide",
         "update",
         "batch total",
+        "own ms/job",
     ):
         view.add_column(column, justify="left" if column == "phase" else "right")
     for phase, o in by_phase.items():
@@ -516,6 +535,7 @@ def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
             str(len(o.batches)),
             f"{int(np.median(jobs))} / {max(jobs)}",
             *(" / ".join(f"{np.percentile(v, q):.0f}" for q in (50, 99)) for v in parts.values()),
+            f"{own_ms_per_job(o.batches):.2f}",
         )
     return view
 
