@@ -444,8 +444,12 @@ class Daemon:
         yet, so no job waits on these reads; the first batch found them all expired and read
         them with its jobs in hand (a QOS read took 270 ms of a one-job batch's 309 ms on the
         testbed, tests/benchmarks/test_release_floor.py). The start counts as a batch, so the
-        prefetch keeps them fresh for ``PREFETCH_IDLE_S`` while the first jobs come."""
-        self.cluster.prefetch()
+        prefetch keeps them fresh for ``PREFETCH_IDLE_S`` while the first jobs come. Never
+        raises: a read that fails here is made by the first batch, as before."""
+        try:
+            self.cluster.prefetch()
+        except Exception as exc:  # as in the prefetch thread: logged, the batch reads instead
+            log.error("cluster_prefetch_failed", error=printable(str(exc))[:200])
         self.last_batch = time.monotonic()
 
     def recover(self, journaled: dict[int, JournalEntry | None]) -> None:

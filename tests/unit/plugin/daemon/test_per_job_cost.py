@@ -130,3 +130,28 @@ def test_a_daemon_that_starts_deciding_has_read_the_cluster_before_its_first_job
         assert dict(d.slurm_ms) == {}  # read nothing itself
     finally:
         d.teardown()
+
+
+class Broken(Queue):
+    """A reader whose QOS table cannot be parsed (a bug, not a SlurmError)."""
+
+    def qos_limits(self) -> list[Any]:
+        raise KeyError("MaxTRESPerJob")
+
+
+def test_a_bug_in_the_first_cluster_read_does_not_stop_the_start(tmp_path: Path) -> None:
+    config = tmp_path / "adaptalloc.toml"
+    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\ncheck_privileges = false\n")
+    d = Daemon(
+        load_config(str(config)),
+        tmp_path / "state",
+        redis_url="redis://127.0.0.1:1/0",
+        metrics_port=0,
+        learn=False,
+        slurm=Broken(),  # type: ignore[arg-type]
+    )
+    try:
+        d.startup()  # logged, not raised
+        assert d.active
+    finally:
+        d.teardown()
