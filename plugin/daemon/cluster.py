@@ -34,6 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from typing import Any, TypeVar
 
 import structlog
 
@@ -54,6 +55,7 @@ from policies.partition import Queue, overlap_share
 __all__ = ["ClusterPrefetch", "ClusterView", "listed_partitions", "pending_demand", "tighter"]
 
 log = structlog.get_logger("adaptalloc.daemon")
+T = TypeVar("T")
 
 #: Cached associations kept before expired ones are dropped (bounds the cache on a big site).
 ASSOC_CACHE_SIZE = 4096
@@ -137,6 +139,9 @@ class ClusterView:
         self._timed = timed
         self._metered = metered
         self._local = threading.local()
+        #: What the per-job questions derive from one node list (`_of_nodes`): the list
+        #: and its answers by question.
+        self._derived: tuple[list[NodeRecord] | None, dict[Any, Any]] = (None, {})
 
     def _call(self, name: str, fn: Callable[[], object]) -> object:
         timer = self._metered if getattr(self._local, "prefetching", False) else self._timed
@@ -181,6 +186,19 @@ class ClusterView:
         nodes = found if isinstance(found, list) else None
         self._nodes = (now, nodes)
         return nodes
+
+    def _of_nodes(self, nodes: list[NodeRecord], question: Any, answer: Callable[[], T]) -> T:
+        """`answer()` about `nodes`, worked out once per node list (a read replaces the list):
+        each job of a batch asks the same few questions (idle nodes of its partition, CPUs
+        per node, core counts), and a pass over every node per job grows with the cluster."""
+        of, answers = self._derived
+        if of is not nodes:
+            answers = {}
+            self._derived = (nodes, answers)
+        if question not in answers:
+            answers[question] = answer()
+        found: T = answers[question]
+        return found
 
     def partitions(self) -> dict[str, PartitionRecord]:
         stamp, cached = self._partitions
@@ -264,7 +282,11 @@ class ClusterView:
         nodes = self.nodes()
         idle: int | None = None
         if nodes is not None:
-            idle = sum(1 for n in nodes if n.idle and (not name or name in n.partitions))
+            idle = self._of_nodes(
+                nodes,
+                ("idle", name),
+                lambda: sum(1 for n in nodes if n.idle and (not name or name in n.partitions)),
+            )
         total = part.total_nodes if part is not None and part.total_nodes > 0 else None
         if idle is not None and total is not None:
             idle = min(idle, total)
@@ -293,15 +315,21 @@ class ClusterView:
         nodes = self.nodes()
         if nodes is None:
             return None
-        cpus = [n.cpus for n in nodes if name in n.partitions and n.cpus > 0]
-        return min(cpus) if cpus else None
+
+        def fewest() -> int | None:
+            cpus = [n.cpus for n in nodes if name in n.partitions and n.cpus > 0]
+            return min(cpus) if cpus else None
+
+        return self._of_nodes(nodes, ("cpus", name), fewest)
 
     def core_counts(self) -> frozenset[int] | None:
         """The distinct CPU counts of the cluster's nodes, None when sinfo is unavailable."""
         nodes = self.nodes()
         if nodes is None:
             return None
-        return frozenset(n.cpus for n in nodes if n.cpus > 0)
+        return self._of_nodes(
+            nodes, "cores", lambda: frozenset(n.cpus for n in nodes if n.cpus > 0)
+        )
 
     def running(self) -> list[JobRecord] | None:
         """The running jobs (``squeue --json``, cached ``cluster_cache_s``); None when squeue

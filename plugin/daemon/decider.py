@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 import structlog
 
 import policies
-from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size, parse_tag
+from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size
 from plugin.daemon import marks, reasons, shape
 from plugin.daemon.cluster import first_partition, listed_partitions
 from plugin.errors import printable
@@ -57,6 +57,9 @@ __all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 T = TypeVar("T")
+#: App keys the decider remembers before it starts afresh (`Decider.app_key`): a burst's
+#: jobs share a few (name, comment) pairs; a site's whole set of apps fits many times over.
+KEY_MEMO_SIZE = 4096
 
 RESIZE = "resize"
 KEEP = "keep"
@@ -309,6 +312,8 @@ class Decider:
         ] = (None, None, None)
         self._cluster: Callable[[JobRecord], ClusterState] = lambda job: ClusterState()
         self._core_counts: Callable[[], frozenset[int] | None] | None = None
+        #: `app_key`'s memo: (rule, {what the rule reads of a job: its key}).
+        self._keys: tuple[AppKeyRule, dict[tuple[Any, ...], AppKey]] = (rule, {})
 
     def decide(
         self,
@@ -341,10 +346,31 @@ class Decider:
         """A fail-open reason when the job's tags forbid deciding it, else None."""
         prior = marks.prior_text(job.admin_comment)
         for text, where in ((prior, "admin_comment"), (job.comment, "comment")):
-            tag = parse_tag(text, where)
+            tag = shape.tag_in(text, where)
             if tag is not None and tag.resize is False:
                 return reasons.OPTED_OUT
         return None
+
+    def app_key(self, job: JobRecord) -> AppKey:
+        """``rule.key_for`` of the job without job_submit.lua's held marker in its admin
+        comment (a plain word, never a tag anyway); AppKeyError as key_for.
+
+        The key depends only on the rule and on what it reads of the job (its admin comment
+        and comment, for tags, and its template's fields), so it is remembered by those
+        (`KEY_MEMO_SIZE` of them, per rule; an error is not remembered): the jobs of a burst
+        share a handful; the copy of the job, and the parses of its tags here and in
+        `_tags` and shape.job_scaling (`shape.tag_in`), were about a sixth of `decide`'s time
+        per job (cProfile, the release benchmark's jobs; issue 16).
+        """
+        rule, memo = self._keys
+        if rule is not self.rule or len(memo) >= KEY_MEMO_SIZE:
+            rule, memo = self._keys = (self.rule, {})
+        prior = marks.prior_text(job.admin_comment)
+        reads = (prior, job.comment, *(getattr(job, name) for name in rule.fields))
+        key = memo.get(reads)
+        if key is None:
+            key = memo[reads] = rule.key_for(replace(job, admin_comment=prior))
+        return key
 
     def _decide(self, job: JobRecord, cluster: Callable[[JobRecord], ClusterState]) -> Outcome:
         low, high = _range(job)
@@ -359,12 +385,10 @@ class Decider:
             return release_outcome(job, reasons.BAD_TAG, f"bad tag: {exc}")
         if opted_out:
             return release_outcome(job, opted_out, "the job's tag says resize=no")
-        # The key from a copy without the held marker (a plain word, never a tag anyway).
-        keyed = replace(job, admin_comment=marks.prior_text(job.admin_comment))
         app: AppKey | None = None
         missing = ""
         try:
-            app = self.rule.key_for(keyed)
+            app = self.app_key(job)
         except AppKeyError as exc:
             missing = f"the job has no app key ({exc})"
         record: CurveRecord | None = None
@@ -479,10 +503,11 @@ class Decider:
         completion (shape.partition_decision); None when the job lists one partition or the
         queues cannot be read."""
         queue, _, known = self._where
-        if queue is None or known is None:
-            return None
+        listed = listed_partitions(job.partition)
+        if queue is None or known is None or len(listed) < 2:
+            return None  # shape.partition_decision chooses among two or more
         names = set(known())
-        listed = [name for name in listed_partitions(job.partition) if name in names]
+        listed = [name for name in listed if name in names]
 
         refused: dict[str, str] = {}
 

@@ -417,14 +417,13 @@ class Daemon:
             guard_watched=watched,
             **({} if starting else {"ha": True, "token": self.lease and self.lease.token}),
         )
+        prefetching = self.cluster.cache_s > 0 and self.config.daemon.prefetch_cluster
+        if prefetching:
+            self.warm_cluster()
         self.recover(journaled)
         if self.guard_thread is None:
             self.guard_thread = GuardThread(self.guard, self._guard_may_write).start()
-        if (
-            self.prefetch is None
-            and self.cluster.cache_s > 0
-            and self.config.daemon.prefetch_cluster
-        ):
+        if self.prefetch is None and prefetching:
             poll_s = max(self.cluster.cache_s / 4, PREFETCH_MIN_POLL_S)
             self.prefetch = ClusterPrefetch(self.cluster, self._prefetch_wanted, poll_s).start()
         if self.learn and self.learner is None:
@@ -438,6 +437,20 @@ class Daemon:
                 self.learner_stop,
             )
             self.learner.start()
+
+    def warm_cluster(self) -> None:
+        """Read the cluster (nodes, partitions, QOS table) before the first job, as the
+        prefetch would: a daemon that starts deciding (start-up, a lease taken) has not beaten
+        yet, so no job waits on these reads; the first batch found them all expired and read
+        them with its jobs in hand (a QOS read took 270 ms of a one-job batch's 309 ms on the
+        testbed, tests/benchmarks/test_release_floor.py). The start counts as a batch, so the
+        prefetch keeps them fresh for ``PREFETCH_IDLE_S`` while the first jobs come. Never
+        raises: a read that fails here is made by the first batch, as before."""
+        try:
+            self.cluster.prefetch()
+        except Exception as exc:  # as in the prefetch thread: logged, the batch reads instead
+            log.error("cluster_prefetch_failed", error=printable(str(exc))[:200])
+        self.last_batch = time.monotonic()
 
     def recover(self, journaled: dict[int, JournalEntry | None]) -> None:
         """Finish the journal's decisions and decide every job held while the daemon was down."""
@@ -746,8 +759,9 @@ class Daemon:
         out: dict[int, Any] = {}
         for job in pending:
             key = (job.job_id, job.submit_time)
-            if key in self.comments:
-                job = dataclasses.replace(job, admin_comment=self.comments[key])  # noqa: PLW2901
+            text = self.comments.get(key)
+            if text is not None and text != job.admin_comment:  # no copy when it has it
+                job = dataclasses.replace(job, admin_comment=text)  # noqa: PLW2901
             out[job.job_id] = job
         return out
 
@@ -908,6 +922,7 @@ class Daemon:
         decided and applied times when not its batch's (`batch_times`)."""
         now = time.time()
         records: list[DecisionRecord] = []
+        rendered: list[dict[str, Any]] = []
         for item in applied:
             outcome = item.outcome
             since = self.held_since.pop(outcome.job_id, None)
@@ -932,18 +947,19 @@ class Daemon:
                     )
             if latency is not None:
                 self.metrics.latency.observe(latency)
-            record = decision_record(outcome, item.status, latency)
-            if item.status == RELEASED:
-                record = dataclasses.replace(record, released_at=round(now, 3))
+            released = item.status == RELEASED
+            record = decision_record(outcome, item.status, latency, now if released else None)
+            doc = record.to_dict()
             batch = (times or {}).get(outcome.job_id) or self.batch_times
-            if item.status == RELEASED and seen and batch:
+            if released and seen and batch:
                 timeline = {k: round(v, 3) for k, v in {**seen, **batch}.items()}
-                log.info("decision", **record.to_dict(), timeline=timeline)
+                log.info("decision", **doc, timeline=timeline)
             else:
-                log.info("decision", **record.to_dict())
-            if item.status == RELEASED:
+                log.info("decision", **doc)
+            if released:
                 records.append(record)
-        self.recorder.record(records)
+                rendered.append(doc)
+        self.recorder.record(records, rendered)
         self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:

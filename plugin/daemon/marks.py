@@ -19,6 +19,7 @@ administrators, escaped and cut).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from plugin.appkey import TAG_MARKER, AppKey, AppKeyError, parse_tag
@@ -88,9 +89,11 @@ def parse_record(admin_comment: str | None) -> dict[str, str]:
     return {}
 
 
+@functools.lru_cache(maxsize=4096)
 def prior_text(admin_comment: str | None) -> str:
     """The admin text the job had before job_submit.lua's marker: marker removed once,
-    escaped, cut to PRIOR_LIMIT characters."""
+    escaped, cut to PRIOR_LIMIT characters. Remembered per text (the decider asks for it
+    several times per job, and a burst's jobs share their admin comments)."""
     words = _words(admin_comment)
     if HELD in words:
         words.remove(HELD)

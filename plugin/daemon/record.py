@@ -36,8 +36,11 @@ log = structlog.get_logger("adaptalloc.daemon")
 CHUNK = 500
 
 
-def decision_record(outcome: Outcome, status: str, latency_s: float | None) -> DecisionRecord:
-    """Everything needed to replay the decision (and to report on it)."""
+def decision_record(
+    outcome: Outcome, status: str, latency_s: float | None, released_at: float | None = None
+) -> DecisionRecord:
+    """Everything needed to replay the decision (and to report on it); `released_at`: when
+    the release returned (Unix seconds, rounded to ms), for a released job."""
     job = outcome.job
     cluster = outcome.cluster
     # A release's resize only puts the submitted range back (the watchdog): no size chosen.
@@ -71,6 +74,7 @@ def decision_record(outcome: Outcome, status: str, latency_s: float | None) -> D
         decided_at=round(time.time(), 3),
         latency_s=None if latency_s is None else round(latency_s, 3),
         recovered=outcome.recovered,
+        released_at=None if released_at is None else round(released_at, 3),
         tasks=outcome.tasks,
         tasks_per_node=outcome.tasks_per_node,
         scaling=outcome.scaling,
@@ -114,8 +118,11 @@ class DecisionRecorder:
         self._client = None
         self._down_until = -1e18
 
-    def record(self, docs: Sequence[DecisionRecord]) -> int:
-        """Write `docs` (from decision_record); returns how many were new. Never raises."""
+    def record(
+        self, docs: Sequence[DecisionRecord], rendered: Sequence[dict[str, Any]] | None = None
+    ) -> int:
+        """Write `docs` (from decision_record); returns how many were new. Never raises.
+        `rendered`: the docs' `to_dict`, when the caller has them already (in order)."""
         if not docs or self.clock() < self._down_until:
             if docs:
                 self._failed(len(docs), "Redis marked unavailable")
@@ -127,9 +134,11 @@ class DecisionRecorder:
                 with client.pipeline(transaction=self.fence is not None) as pipe:
                     if self.fence is not None:
                         self.fence.watch(pipe)
-                    for doc in docs[start : start + CHUNK]:
+                    for at in range(start, min(start + CHUNK, len(docs))):
+                        doc = docs[at]
                         guard = keys.decided(doc.job_id, doc.submit_time or 0)
-                        text = json.dumps(doc.to_dict(), separators=(",", ":"), default=str)
+                        fields = doc.to_dict() if rendered is None else rendered[at]
+                        text = json.dumps(fields, separators=(",", ":"), default=str)
                         scripts.queue(  # a plain or a Redis Cluster pipeline
                             pipe,
                             self._script,

@@ -17,13 +17,14 @@ tasks per node and node type are optional there, and runs without them are left 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import policies
-from plugin.appkey import AppKeyError, parse_tag
+from plugin.appkey import AppKeyError, Tag, parse_tag
 from plugin.daemon import marks
 from plugin.slurm import JobRecord
 from policies import ClusterState, Decision, ExplorationBudget, PolicySettings
@@ -44,9 +45,18 @@ __all__ = [
     "partition_decision",
     "placement_decision",
     "placement_model",
+    "tag_in",
     "weak_decision",
     "weak_fit",
 ]
+
+
+@functools.lru_cache(maxsize=4096)
+def tag_in(text: str | None, where: str) -> Tag | None:
+    """`plugin.appkey.parse_tag`, remembered per (text, where) (an error is not: it is raised
+    again each time): the decider reads a job's tags twice (opt-out, scaling), and a burst's
+    jobs share their comments."""
+    return parse_tag(text, where)
 
 
 def job_scaling(job: JobRecord) -> str | None:
@@ -55,7 +65,7 @@ def job_scaling(job: JobRecord) -> str | None:
     prior = marks.prior_text(job.admin_comment)
     for text, where in ((job.comment, "comment"), (prior, "admin_comment")):
         try:
-            tag = parse_tag(text, where)
+            tag = tag_in(text, where)
         except AppKeyError:
             return None
         if tag is not None and tag.scaling is not None:

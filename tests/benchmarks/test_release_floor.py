@@ -27,6 +27,10 @@ Three modes submit the same stream (same sbatch line, same job_submit.lua, jobs 
 * ``daemon-before`` (opt-in): ``follow_ups = 1`` and ``straggler_s = 0``: also waiting for
   every update of a batch before the next sweep (plugin/daemon/apply.py, stragglers), the
   daemon before both changes, for the before/after of the pair.
+* ``daemon-base`` (opt-in, with ``ADAPTALLOC_BENCH_BASE_TREE=DIR``): the daemon of another
+  source tree, same config, for a before/after of code changes in one run. Make the tree
+  with ``git archive <commit> | tar -x -C DIR`` and copy the built binding beside it
+  (``cp plugin/slurm/_libslurm*.so DIR/plugin/slurm/``).
 
 For each daemon mode the benchmark prints its cycles' parts (its ``batch`` events) and each
 held job's latency in parts (its ``decision`` event's timeline, plugin/daemon/loop.py, with
@@ -53,7 +57,13 @@ one run with the 1-minute load average at the end of its phase; only correctness
 The constants (rates, durations) are the issue's aims; the durations are short so the CI
 default stays near 3 minutes (``ADAPTALLOC_BENCH_STEADY_S`` lengthens the phases). The issue's
 5,000-job burst: ``ADAPTALLOC_BENCH_BURST=5000 deploy/test.sh
-tests/benchmarks/test_release_floor.py -s``.
+tests/benchmarks/test_release_floor.py -s``. Measured once (2026-11-26 20:35-20:50 UTC,
+modes slurm, floor, daemon-base, daemon; 1-minute load average at the end of each burst in
+brackets): Slurm alone accepted the 5,000 jobs in 42.4 s (12.4); the floor's were accepted
+in 284.0 s and the last eligible at 285.6 s, 6.73x (8.7); the daemon's accepted in 209.0 s,
+the last eligible at 217.1 s, 5.12x (18.5); the daemon before the per-job changes of that
+day 137.8 s, 3.25x (24.9). The ratio there is mostly slurmctld accepting submissions more
+slowly with any releaser beside them (README, the daemon's own cost per job).
 """
 
 from __future__ import annotations
@@ -77,7 +87,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
+from integration.daemon_harness import START_TIMEOUT_S, DaemonProcess, stop_testbed_daemon
 from integration.sdiag import reset_rpc_stats, rpc_stats
 from integration.testbed import PROJECT_ROOT, LocalCluster
 from rich.console import Console
@@ -90,6 +100,8 @@ from .slurm_load import Submitter, bench_store, held, scancel
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 
 RELEASER = Path(__file__).resolve().parent / "floor_releaser.py"
+#: The source tree of the ``daemon-base`` mode (module docstring).
+BASE_TREE = os.environ.get("ADAPTALLOC_BENCH_BASE_TREE", "")
 #: Issue 16's aim: p99 <= 250 ms at this rate.
 RATE_PER_S = 50
 STEADY_S = float(os.environ.get("ADAPTALLOC_BENCH_STEADY_S", "10"))
@@ -205,6 +217,29 @@ def wait_until(what: str, done: Callable[[], bool]) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"gave up after {WAIT_S:.0f} s waiting for {what}", pytrace=False)
         time.sleep(POLL_S)
+
+
+class TreeDaemon(DaemonProcess):
+    """The harness's daemon, run from the source tree `tree` (the ``daemon-base`` mode)."""
+
+    def __init__(self, tree: Path, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tree = tree
+
+    def start(self, wait: bool = True) -> DaemonProcess:
+        env = dict(os.environ, PYTHONPATH=str(self.tree))
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603 - our interpreter and module, no shell
+                [sys.executable, "-m", "plugin", "daemon", *self.args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=env,
+                cwd=self.tree,
+            )
+        if wait:
+            self.wait_for("the daemon's heartbeat", self.fresh_heartbeat, START_TIMEOUT_S)
+        return self
 
 
 @contextmanager
@@ -456,11 +491,29 @@ def rpc_table(phase: Phase, by_mode: dict[str, Outcome]) -> Table:
     return view
 
 
+#: The batch event's Slurm timers that run before the batch (the sweep's queue read), not in
+#: its total_ms.
+READ_TIMERS = frozenset({"squeue", "admin_comment", "squeue_json"})
+
+
+def own_ms_per_job(batches: list[dict[str, Any]]) -> float:
+    """The daemon's own time per job: its batches' total_ms less the Slurm calls made in
+    them (cluster reads, updates), over the jobs they handled: deciding, the journal,
+    recording and logging, in ms per job (CPU and, under load, waiting for a core)."""
+    jobs = sum(b["jobs"] for b in batches)
+    own = sum(
+        b["total_ms"] - sum(v for k, v in b["slurm_ms"].items() if k not in READ_TIMERS)
+        for b in batches
+    )
+    return own / jobs if jobs else math.nan
+
+
 def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
     """Where the daemon's time goes, per phase: its batches' parts (the daemon's own log)."""
     view = Table(
         title=f"{mode}: the daemon's cycles (its batch events): ms p50 / p99; read = its libslurm"
-        " queue read, before the batch; update = the batch's slurm_update_job calls (4 threads)"
+        " queue read, before the batch; update = the batch's slurm_update_job calls (4 threads);"
+        " own = the batches' time outside Slurm calls per job (own_ms_per_job)"
     )
     for column in (
         "phase",
@@ -470,6 +523,7 @@ def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
         "decide",
         "update",
         "batch total",
+        "own ms/job",
     ):
         view.add_column(column, justify="left" if column == "phase" else "right")
     for phase, o in by_phase.items():
@@ -487,6 +541,7 @@ def cycle_table(by_phase: dict[Phase, Outcome], mode: str) -> Table:
             str(len(o.batches)),
             f"{int(np.median(jobs))} / {max(jobs)}",
             *(" / ".join(f"{np.percentile(v, q):.0f}" for q in (50, 99)) for v in parts.values()),
+            f"{own_ms_per_job(o.batches):.2f}",
         )
     return view
 
@@ -548,10 +603,14 @@ def test_release_floor(
             "daemon-onefollowup": "follow_ups = 1\n",
             "daemon-before": "follow_ups = 1\nstraggler_s = 0\n",
         }.get(mode, "")
-        return daemon_factory(
-            config=f'{before}max_hold_s = 600.0\n[slurm]\nbackend = "libslurm"\n',
-            args=("--redis-url", url),
-        )
+        config = f'{before}max_hold_s = 600.0\n[slurm]\nbackend = "libslurm"\n'
+        if mode == "daemon-base":
+            if not BASE_TREE:
+                pytest.fail("daemon-base needs ADAPTALLOC_BENCH_BASE_TREE", pytrace=False)
+            return TreeDaemon(
+                Path(BASE_TREE), local_cluster, tmp_path, url, config, None, ("--redis-url", url)
+            )
+        return daemon_factory(config=config, args=("--redis-url", url))
 
     results: dict[Phase, dict[str, Outcome]] = {}
     try:
