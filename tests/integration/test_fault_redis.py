@@ -1,10 +1,13 @@
-"""Fault matrix (issue 16), Redis restarted empty (its data lost) while jobs are held.
+"""Fault matrix (issue 16), Redis restarted empty (its data lost) or hanging while jobs are held.
 
 A redis-server of the test's own, without persistence (tests/integration/testbed.py's
 PrivateRedis): stopped and started again, it comes back empty. The curves are gone, so the
 held jobs are decided by the policy's fallback (or released as submitted while Redis is
 away), each once, within range; the daemon keeps running and beating, and writes its
 decision records into the new, empty Redis.
+
+Frozen instead (SIGSTOP: the port still accepts, nothing answers), every Redis call waits for
+the daemon's ``redis_timeout_s`` and fails; the held jobs are released as submitted.
 """
 
 from __future__ import annotations
@@ -86,3 +89,46 @@ def test_redis_restarted_empty_while_jobs_are_held(
         ),
         30,
     )
+
+
+def test_a_hanging_redis_while_jobs_are_held(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    private_redis: PrivateRedis,
+) -> None:
+    """Redis frozen (SIGSTOP: its port accepts, nothing answers): every read times out after
+    the daemon's redis_timeout_s, so the held jobs are released as submitted, each once and
+    within the bound; the daemon keeps running and beating; thawed, it sizes with the curve
+    again."""
+    private_redis.start()
+    learn_curve(private_redis.url, "it-lu", "lan_thesis_npb_lu_W.csv")
+    since = log_offset(local_cluster)
+    daemon = daemon_factory(
+        config="redis_retry_s = 1.0\n", args=("--redis-url", private_redis.url)
+    ).start()
+    before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
+    assert daemon.wait_decision(before)["action"] == "resize"  # the curve was there
+    private_redis.signal(signal.SIGSTOP)
+    try:
+        hung = time.monotonic()
+        jobs = [
+            submit_job("--nodes=2-6", "--time=30", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
+            for _ in range(3)
+        ]
+        wait_released(slurm, jobs, hung, "Redis hanging")
+        released = releases_logged(local_cluster, since)
+        for job in jobs:
+            decision = decisions_of(daemon, job)
+            assert len(decision) == 1
+            assert decision[0]["fail_open"] == "store_unavailable"
+            assert released[job] == 1
+            assert_within_range(slurm, job, 2, 6, 30)
+        assert daemon.alive()
+        assert daemon.fresh_heartbeat()
+    finally:
+        private_redis.signal(signal.SIGCONT)
+    time.sleep(1.5)  # past redis_retry_s
+    after = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
+    assert daemon.wait_decision(after)["action"] == "resize"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -117,10 +118,15 @@ class PrivateRedis:
                     pytest.fail(f"redis-server on port {self.port} did not start", pytrace=False)
                 time.sleep(0.05)
 
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the running server (SIGSTOP: it hangs, its connections stay open)."""
+        self.procs[-1].send_signal(sig)
+
     def stop(self) -> None:
         """Stop every server this object started (SIGTERM, then wait)."""
         for proc in self.procs:
             if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a frozen server cannot act on SIGTERM
                 proc.terminate()
                 proc.wait(timeout=30)
 
