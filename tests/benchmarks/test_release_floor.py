@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
-from integration.daemon_harness import START_TIMEOUT_S, DaemonProcess, stop_testbed_daemon
+from integration.daemon_harness import DaemonProcess, stop_testbed_daemon
 from integration.sdiag import reset_rpc_stats, rpc_stats
 from integration.testbed import PROJECT_ROOT, LocalCluster
 from rich.console import Console
@@ -225,21 +225,6 @@ class TreeDaemon(DaemonProcess):
     def __init__(self, tree: Path, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tree = tree
-
-    def start(self, wait: bool = True) -> DaemonProcess:
-        env = dict(os.environ, PYTHONPATH=str(self.tree))
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(  # noqa: S603 - our interpreter and module, no shell
-                [sys.executable, "-m", "plugin", "daemon", *self.args],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=env,
-                cwd=self.tree,
-            )
-        if wait:
-            self.wait_for("the daemon's heartbeat", self.fresh_heartbeat, START_TIMEOUT_S)
-        return self
 
 
 @contextmanager

@@ -67,8 +67,11 @@ class DaemonProcess:
             self.args += ["--policy", str(policy_path)]
         self.proc: subprocess.Popen[bytes] | None = None
 
+    #: The source tree the daemon runs from (a benchmark may run another build's).
+    tree: Path = PROJECT_ROOT
+
     def start(self, wait: bool = True) -> DaemonProcess:
-        env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+        env = dict(os.environ, PYTHONPATH=str(self.tree))
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(  # noqa: S603 - our interpreter and module, no shell
                 [sys.executable, "-m", "plugin", "daemon", *self.args],
@@ -76,7 +79,7 @@ class DaemonProcess:
                 stdout=log,
                 stderr=log,
                 env=env,
-                cwd=PROJECT_ROOT,
+                cwd=self.tree,
             )
         if wait:
             self.wait_for("the daemon's heartbeat", self.fresh_heartbeat, START_TIMEOUT_S)

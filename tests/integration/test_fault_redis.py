@@ -42,13 +42,14 @@ pytestmark = pytest.mark.integration
 Factory = Callable[..., DaemonProcess]
 
 
-def test_redis_restarted_empty_while_jobs_are_held(
+def sizing_daemon(
     local_cluster: LocalCluster,
-    slurm: SlurmCLI,
     submit_job: SubmitJob,
     daemon_factory: Factory,
     private_redis: PrivateRedis,
-) -> None:
+) -> tuple[DaemonProcess, int]:
+    """A daemon on the private Redis, holding NPB LU's curve as it-lu, seen to size a job
+    with it; and the slurmctld log's offset from before it started."""
     private_redis.start()
     learn_curve(private_redis.url, "it-lu", "lan_thesis_npb_lu_W.csv")
     since = log_offset(local_cluster)
@@ -57,6 +58,17 @@ def test_redis_restarted_empty_while_jobs_are_held(
     ).start()
     before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
     assert daemon.wait_decision(before)["action"] == "resize"  # the curve was there
+    return daemon, since
+
+
+def test_redis_restarted_empty_while_jobs_are_held(
+    local_cluster: LocalCluster,
+    slurm: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    private_redis: PrivateRedis,
+) -> None:
+    daemon, since = sizing_daemon(local_cluster, submit_job, daemon_factory, private_redis)
     daemon.signal(signal.SIGSTOP)
     try:
         jobs = [
@@ -102,14 +114,7 @@ def test_a_hanging_redis_while_jobs_are_held(
     the daemon's redis_timeout_s, so the held jobs are released as submitted, each once and
     within the bound; the daemon keeps running and beating; thawed, it sizes with the curve
     again."""
-    private_redis.start()
-    learn_curve(private_redis.url, "it-lu", "lan_thesis_npb_lu_W.csv")
-    since = log_offset(local_cluster)
-    daemon = daemon_factory(
-        config="redis_retry_s = 1.0\n", args=("--redis-url", private_redis.url)
-    ).start()
-    before = submit_job("--nodes=1-8", "--comment=adaptalloc:v1 app=it-lu", wrap="true")
-    assert daemon.wait_decision(before)["action"] == "resize"  # the curve was there
+    daemon, since = sizing_daemon(local_cluster, submit_job, daemon_factory, private_redis)
     private_redis.signal(signal.SIGSTOP)
     try:
         hung = time.monotonic()
