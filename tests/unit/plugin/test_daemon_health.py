@@ -46,9 +46,10 @@ def test_refused_releases_mark_writes_failing_until_one_goes_through(tmp_path: P
     assert applier.writes_failed_at is None
 
 
-def daemon(tmp_path: Path, slurm: FakeSlurm) -> Daemon:
+def daemon(tmp_path: Path, slurm: FakeSlurm, settings: str = "unhealthy_after_s = 30\n") -> Daemon:
+    """A daemon on `slurm` without Redis, metrics or learner; `settings`: more [daemon] lines."""
     config = tmp_path / "adaptalloc.toml"
-    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\nunhealthy_after_s = 30\n")
+    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\n" + settings)
     return Daemon(
         load_config(str(config)),
         tmp_path / "state",

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 
 from plugin.appkey import AppKey, AppKeyError, AppKeyRule
-from plugin.config import load_config
 from plugin.daemon import marks, reasons
 from plugin.daemon.cluster import ClusterView
-from plugin.daemon.loop import Daemon
 from plugin.slurm import NodeRecord
 
 from ..test_daemon import FakeSlurm, FakeStore, decider, idle, job
+from ..test_daemon_health import daemon
 from .test_cluster_prefetch import Counting
 
 
@@ -107,20 +106,8 @@ class Queue(FakeSlurm, Nodes):
 def test_a_daemon_that_starts_deciding_has_read_the_cluster_before_its_first_job(
     tmp_path: Path,
 ) -> None:
-    config = tmp_path / "adaptalloc.toml"
-    config.write_text(
-        "[daemon]\nmetrics_port = 0\nlearn = false\ncheck_privileges = false\n"
-        "cluster_cache_s = 30\n"
-    )
     slurm = Queue()
-    d = Daemon(
-        load_config(str(config)),
-        tmp_path / "state",
-        redis_url="redis://127.0.0.1:1/0",
-        metrics_port=0,
-        learn=False,
-        slurm=slurm,  # type: ignore[arg-type]
-    )
+    d = daemon(tmp_path, slurm, "check_privileges = false\ncluster_cache_s = 30\n")
     try:
         d.startup()
         assert {"nodes", "partitions", "qos"} <= set(slurm.reads)
@@ -140,16 +127,7 @@ class Broken(Queue):
 
 
 def test_a_bug_in_the_first_cluster_read_does_not_stop_the_start(tmp_path: Path) -> None:
-    config = tmp_path / "adaptalloc.toml"
-    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\ncheck_privileges = false\n")
-    d = Daemon(
-        load_config(str(config)),
-        tmp_path / "state",
-        redis_url="redis://127.0.0.1:1/0",
-        metrics_port=0,
-        learn=False,
-        slurm=Broken(),  # type: ignore[arg-type]
-    )
+    d = daemon(tmp_path, Broken(), "check_privileges = false\n")
     try:
         d.startup()  # logged, not raised
         assert d.active

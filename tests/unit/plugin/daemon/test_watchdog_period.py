@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from plugin.config import DaemonConfig, load_config
-from plugin.daemon.loop import Daemon
+from plugin.config import DaemonConfig
 from plugin.daemon.watchdog import Watchdog
 
 from ..test_daemon import FakeSlurm
+from ..test_daemon_health import daemon as offline_daemon
 
 UNIT = Path(__file__).resolve().parents[4] / "deploy" / "systemd" / "adaptalloc.service"
 #: The fault matrix's bound (tests/integration/fault_harness.py RELEASE_BOUND_S) and what
@@ -62,16 +62,7 @@ def test_a_slow_slurm_command_is_bracketed_by_pings(
     tmp_path: Path, notify: tuple[socket.socket, str]
 ) -> None:
     sock, address = notify
-    config = tmp_path / "adaptalloc.toml"
-    config.write_text("[daemon]\nmetrics_port = 0\nlearn = false\n")
-    daemon = Daemon(
-        load_config(str(config)),
-        tmp_path / "state",
-        redis_url="redis://127.0.0.1:1/0",
-        metrics_port=0,
-        learn=False,
-        slurm=FakeSlurm(),  # type: ignore[arg-type]
-    )
+    daemon = offline_daemon(tmp_path, FakeSlurm(), settings="")
     daemon.watchdog = Watchdog({"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "200000"})
     daemon.watchdog.ping()
     assert drain(sock) == [b"WATCHDOG=1"]
