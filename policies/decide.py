@@ -12,8 +12,10 @@ The flow (rules.py states each rule and its literature):
 3. No curve: the fallback (leave as submitted, or the range's min or max).
 4. With a curve, its runtime is evaluated once at every size in [lo, hi] (profile.py), and
    every rule proposes a size: efficiency, pws, cap, load_adaptive and exploration. They are
-   all listed in the decision, for ``--explain``. The time limit's interval and the caller's
-   budget count (`decide_with_runtime`) read the same runtimes: nothing evaluates it again.
+   all listed in the decision, for ``--explain``. The time limit's interval reads the same
+   runtimes, and so does a caller's budget count through `decide_with_runtime` (the
+   simulator's; the daemon's decider calls `decide` and evaluates T at the chosen size once
+   more).
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
    error above max_fit_error) gets the fallback. Otherwise the configured strategy's candidate
