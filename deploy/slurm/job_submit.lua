@@ -9,9 +9,10 @@ a job array, not submitted held or with a priority of its own, that the daemon c
 heartbeat is fresh, is held (priority 0) and marked in admin_comment with
 "adaptalloc:v1:held", once a line announcing it is appended to the daemon's spool file. The
 daemon then picks the size, sets it and the time limit, and releases the job. Every other job
-passes untouched. It sets job_desc.admin_comment and job_desc.priority and nothing else, and
-logs (slurm.log_info, with the submitting uid) what it held and which moldable jobs it left
-alone and why.
+passes untouched. At submission it sets job_desc.admin_comment and job_desc.priority and
+nothing else, and logs (slurm.log_info, with the submitting uid) what it held and which
+moldable jobs it left alone and why. On a change to a job it refuses one thing, described
+below the configuration: the job's own user changing its size or limits while it is held.
 
 Fail-open: any error in here (missing or bad config, unreadable heartbeat, spool not written,
 a Lua fault) leaves the job exactly as submitted. A Lua runtime error escaping this hook is
@@ -34,6 +35,20 @@ comment, wherever it is, so values cannot contain one):
                      (if exactly one is), else it is not held
 A bad state_dir or heartbeat_max_age holds nothing.
 Opting out: a comment with the tag "adaptalloc:v1 resize=no".
+
+While a job is held for sizing (priority 0 and the marker in its admin comment, which only
+this hook and admins can write), slurm_job_modify refuses its own user's changes to what the
+daemon's decision rests on (node range, time limit, partition, QOS, account, reservation,
+constraints, node lists, tasks and CPUs, TRES, licenses; SIZING_FIELDS below) with Slurm's
+"Job can not be altered now, try again later". The daemon reads those fields, checks them
+against the partition, QOS and association limits and then sets NumNodes and TimeLimit as an
+admin, which slurmctld marks as admin-set and no longer checks against those limits: a change
+landing between the daemon's read and its update (QOS or partition swapped for a tighter one,
+the node range narrowed) would otherwise be sized past the new limits or outside the new
+range. Every other change (name, comment, release, ...) passes, and so does every change by
+root or another user (the daemon, admins, operators and coordinators, who may already set
+those fields past the limits). Once the daemon has released the job the hook refuses nothing.
+Fail-open: an error in the check lets the change through.
 --]]
 
 local MARKER = "adaptalloc:v1:held"
@@ -298,8 +313,72 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
     return slurm.SUCCESS
 end
 
+-- Slurm's ESLURM_TRANSITION_STATE_NO_UPDATE, "Job can not be altered now, try again later"
+-- (22.05's job_submit/lua exports few error names, so the number; slurm.log_user does not
+-- reach the user from slurm_job_modify there).
+local ALTERED_LATER = 2020
+
+-- The job_desc fields of a modify request the daemon's sizing rests on, by how "not set"
+-- reads: 32-bit numbers (NO_VAL), 16-bit numbers (NO_VAL16), text (nil or "").
+local SIZING_FIELDS = {
+    number = { "min_nodes", "max_nodes", "time_limit", "time_min", "num_tasks", "min_cpus",
+               "max_cpus" },
+    small = { "contiguous", "cpus_per_task", "ntasks_per_node" },
+    text = { "partition", "qos", "account", "reservation", "features", "req_nodes",
+             "exc_nodes", "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task",
+             "licenses" },
+}
+
+-- The first sizing field the request sets, or nil.
+local function sizing_change(job_desc)
+    for _, name in ipairs(SIZING_FIELDS.number) do
+        local value = job_desc[name]
+        if value ~= nil and value ~= NO_VAL then
+            return name
+        end
+    end
+    for _, name in ipairs(SIZING_FIELDS.small) do
+        local value = job_desc[name]
+        if value ~= nil and value ~= NO_VAL16 then
+            return name
+        end
+    end
+    for _, name in ipairs(SIZING_FIELDS.text) do
+        if given(job_desc[name]) then
+            return name
+        end
+    end
+    return nil
+end
+
+-- Held for sizing: priority 0 with the marker as a word of the admin comment.
+local function held_for_sizing(job_rec)
+    local comment = " " .. (job_rec.admin_comment or "") .. " "
+    return job_rec.priority == 0 and comment:find("%s" .. MARKER .. "%s") ~= nil
+end
+
+-- The field a change must not touch now, or nil (see the header: only the job's own user,
+-- only while the job is held for sizing).
+local function refused(job_desc, job_rec, modify_uid)
+    if modify_uid == 0 or modify_uid ~= job_rec.user_id or not held_for_sizing(job_rec) then
+        return nil
+    end
+    return sizing_change(job_desc)
+end
+
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-    return slurm.SUCCESS
+    local ok, field = pcall(refused, job_desc, job_rec, modify_uid)
+    if not (ok and field) then
+        return slurm.SUCCESS
+    end
+    pcall(
+        slurm.log_info,
+        "adaptalloc: refused uid %d's change of %s on job %d while it is held for sizing",
+        modify_uid,
+        field,
+        job_rec.job_id
+    )
+    return ALTERED_LATER
 end
 
 return slurm.SUCCESS
