@@ -166,7 +166,8 @@ class CliSlurmReader(SlurmReader):
 
         Read from ``sacct --json``; when that call fails or prints no JSON (Slurm 22.05's
         sacct can abort in json_object.c), from the same query's text output instead
-        (`_finished_jobs_text`), with one warning naming the JSON call's error.
+        (`_finished_jobs_text`), with one warning naming the JSON call's error, which
+        `sacct_json_error` keeps until a JSON call works again (adaptalloc doctor shows it).
         """
         wanted = sorted(states) if states else sorted(FINAL_STATES)
         first, last = math.floor(since), math.floor(until)  # sacct works in whole seconds
@@ -181,8 +182,10 @@ class CliSlurmReader(SlurmReader):
         ]
         try:
             found = parse_sacct_json(self.run("sacct", "--json", *query))
+            self.sacct_json_error = None
         except (SlurmCommandError, SlurmParseError) as exc:
-            log.warning("sacct_json_failed", error=printable(str(exc))[:300], fallback="sacct text")
+            self.sacct_json_error = printable(str(exc))[:300]
+            log.warning("sacct_json_failed", error=self.sacct_json_error, fallback="sacct text")
             found = self._finished_jobs_text(query)
         records = [
             job

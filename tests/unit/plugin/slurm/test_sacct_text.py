@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from plugin.doctor.check import OK, WARN
+from plugin.doctor.services import accounting_answers
 from plugin.slurm import CliSlurmReader, SlurmCommandError, SlurmError, SlurmParseError
 from plugin.slurm.parse import parse_sacct_json
 from plugin.slurm.records import JobRecord
@@ -215,3 +217,27 @@ def test_a_json_error_sacct_reports_is_not_a_crash() -> None:
 
     with pytest.raises(SlurmError, match="db down"):
         CliSlurmReader(runner=runner).finished_jobs(0, 1)
+
+
+def test_doctor_warns_while_accounting_is_read_from_text() -> None:
+    runner = FailingJson("abort")
+    reader = CliSlurmReader(runner=runner)
+    with capture_logs():
+        check = accounting_answers(reader, now=2_000_000_000)
+    assert check.status == WARN
+    assert "from its text output" in check.detail
+    assert "exit -6" in check.detail
+
+
+class WorkingJson(FailingJson):
+    def __call__(self, args: Sequence[str], timeout_s: float) -> str:
+        return JSON if "--json" in args else super().__call__(args, timeout_s)
+
+
+def test_doctor_is_ok_again_once_sacct_json_works() -> None:
+    reader = CliSlurmReader(runner=FailingJson("abort"))
+    with capture_logs():
+        assert accounting_answers(reader, now=2_000_000_000).status == WARN
+    reader._runner = WorkingJson("none")
+    check = accounting_answers(reader, now=2_000_000_000)
+    assert (check.status, reader.sacct_json_error) == (OK, None)
