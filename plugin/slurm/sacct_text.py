@@ -72,7 +72,7 @@ SACCT_TEXT_FIELDS = (
     "NTasks",
 )
 #: The job's own line ("123"), or one of its steps' ("123.batch", "123.0", "123.0+1").
-_ID = re.compile(r"(\d+)(?:\.([A-Za-z0-9_+]+))?")
+_ID = re.compile(r"([0-9]+)(?:\.([A-Za-z0-9_+]+))?")
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def _epoch(value: str) -> int | None:
         return None
     try:
         return int(time.mktime(time.strptime(value, "%Y-%m-%dT%H:%M:%S")))
-    except ValueError as exc:
+    except (ValueError, OverflowError) as exc:
         raise _BadRecordError(f"not a time: {value[:30]!r}") from exc
 
 
