@@ -3,11 +3,14 @@
 Commands run as argument lists (never through a shell: job names and comments are hostile
 text), with stdin closed, a timeout, and stderr captured into the error message so that
 Slurm's own words reach the admin (reportseff drops them). The output is parsed by
-plugin/slurm/parse.py.
+plugin/slurm/parse.py; when ``sacct --json`` fails (a non-zero exit, a signal: 22.05's can
+abort in json_object.c, or no JSON), finished_jobs asks the same query as text and logs
+one ``sacct_json_failed`` warning.
 
 | method | command |
 |---|---|
 | finished_jobs | ``sacct --json --allusers --starttime S --endtime E [--state ...]`` |
+| (its fallback) | the same query as ``sacct --parsable2 --delimiter=NONCE ...`` (sacct_text.py) |
 | jobs | ``squeue --json`` (22.05 ignores --jobs/--states, so no filters are passed) |
 | nodes | ``sinfo --json`` |
 | partitions | ``scontrol show partition -o`` |
@@ -29,8 +32,10 @@ import subprocess
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+import structlog
+
 from plugin.errors import printable
-from plugin.slurm.errors import SlurmCommandError
+from plugin.slurm.errors import SlurmCommandError, SlurmParseError
 from plugin.slurm.parse import (
     QOS_FORMAT,
     parse_accounting_type,
@@ -54,6 +59,7 @@ from plugin.slurm.records import (
     PartitionRecord,
     QosRecord,
 )
+from plugin.slurm.sacct_text import parse_sacct_text, sacct_text_args
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -63,6 +69,8 @@ __all__ = [
     "slurm_environ",
     "slurm_time",
 ]
+
+log = structlog.get_logger("adaptalloc.slurm")
 
 DEFAULT_TIMEOUT_S = 60.0
 #: Characters of a command's stderr kept in an error message.
@@ -154,11 +162,16 @@ class CliSlurmReader(SlurmReader):
     def finished_jobs(
         self, since: float, until: float, states: Collection[str] | None = None
     ) -> list[JobRecord]:
+        """Jobs that ended in [since, until] in `states` (default: every final state).
+
+        Read from ``sacct --json``; when that call fails or prints no JSON (Slurm 22.05's
+        sacct can abort in json_object.c), from the same query's text output instead
+        (`_finished_jobs_text`), with one warning naming the JSON call's error, which
+        `sacct_json_error` keeps until a JSON call works again (adaptalloc doctor shows it).
+        """
         wanted = sorted(states) if states else sorted(FINAL_STATES)
         first, last = math.floor(since), math.floor(until)  # sacct works in whole seconds
-        out = self.run(
-            "sacct",
-            "--json",
+        query = [
             "--allusers",
             "--starttime",
             slurm_time(first),
@@ -166,13 +179,29 @@ class CliSlurmReader(SlurmReader):
             slurm_time(last),
             "--state",
             ",".join(wanted),
-        )
+        ]
+        try:
+            found = parse_sacct_json(self.run("sacct", "--json", *query))
+            self.sacct_json_error = None
+        except (SlurmCommandError, SlurmParseError) as exc:
+            self.sacct_json_error = printable(str(exc))[:300]
+            log.warning("sacct_json_failed", error=self.sacct_json_error, fallback="sacct text")
+            found = self._finished_jobs_text(query)
         records = [
             job
-            for job in parse_sacct_json(out)
+            for job in found
             if job.state in wanted and job.end_time is not None and first <= job.end_time <= last
         ]
         return sorted(records, key=lambda job: (job.end_time or 0, job.job_id))
+
+    def _finished_jobs_text(self, query: Sequence[str]) -> list[JobRecord]:
+        """The jobs of ``sacct QUERY`` read from its text output (sacct_text.py), with a
+        separator drawn for this call; records that do not read are skipped, with a warning."""
+        sep = new_separator()
+        read = parse_sacct_text(self.run("sacct", *sacct_text_args(sep), *query), sep)
+        if read.skipped:
+            log.warning("sacct_text_records_skipped", skipped=read.skipped, read=len(read.jobs))
+        return read.jobs
 
     def jobs(self) -> list[JobRecord]:
         return parse_squeue_json(self.run("squeue", "--json"))

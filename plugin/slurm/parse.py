@@ -31,6 +31,7 @@ from plugin.slurm.errors import SlurmError, SlurmParseError
 from plugin.slurm.records import AssocRecord, JobRecord, NodeRecord, PartitionRecord, QosRecord
 
 __all__ = [
+    "HELPER_STEPS",
     "UNRELIABLE_EXIT_CODE_PLUGINS",
     "exit_from_status",
     "field_int",
@@ -48,6 +49,7 @@ __all__ = [
     "parse_squeue_json",
     "parse_time_minutes",
     "pick_association",
+    "tres_nodes",
 ]
 
 #: sacct JSON plugins whose exit codes say SUCCESS/0 for failed jobs (see the module docstring).
@@ -163,7 +165,7 @@ def exit_from_status(value: Any) -> tuple[int | None, int | None]:
 # --- sacct ------------------------------------------------------------------------------------
 
 #: Steps that are not the application's tasks (the batch script, the extern container).
-_HELPER_STEPS = frozenset({"batch", "extern", "interactive"})
+HELPER_STEPS = frozenset({"batch", "extern", "interactive"})
 
 
 def _sacct_tasks(steps: Any) -> int | None:
@@ -176,7 +178,7 @@ def _sacct_tasks(steps: Any) -> int | None:
             continue
         name = field_str(_map(step.get("step")).get("name"))
         count = field_int(_map(step.get("tasks")).get("count"))
-        if name not in _HELPER_STEPS and count is not None and count >= 1:
+        if name not in HELPER_STEPS and count is not None and count >= 1:
             counts.append(count)
     return max(counts) if counts else None
 
@@ -431,7 +433,7 @@ def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
 QOS_FORMAT = "Name,MaxTRESPerJob,MaxWall"
 
 
-def _tres_nodes(text: str) -> int | None:
+def tres_nodes(text: str) -> int | None:
     """The node count in a TRES list ("cpu=4,node=2" -> 2), None when it has none."""
     for item in text.split(","):
         key, sep, value = item.partition("=")
@@ -459,7 +461,7 @@ def parse_qos_limits(text: str) -> list[QosRecord]:
             raise SlurmParseError(
                 f"sacctmgr show qos printed a MaxWall that is no time: {quote_value(fields[2])}"
             ) from exc
-        out.append(QosRecord(fields[0], _tres_nodes(fields[1]), wall))
+        out.append(QosRecord(fields[0], tres_nodes(fields[1]), wall))
     return out
 
 
@@ -475,7 +477,7 @@ def _assoc_record(words: dict[str, str]) -> AssocRecord:
         # "aatest(1001)": the name, then the uid
         user=words.get("UserName", "").split("(", 1)[0],
         partition=words.get("Partition", ""),
-        max_nodes_per_job=_tres_nodes(words.get("MaxTRESPJ", "")),
+        max_nodes_per_job=tres_nodes(words.get("MaxTRESPJ", "")),
         max_wall_min=int(wall_text) if wall_text else None,
     )
 

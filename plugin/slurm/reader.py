@@ -24,6 +24,9 @@ class SlurmReader(ABC):
 
     #: Short backend name for logs ("cli", "pyslurm").
     backend: str = ""
+    #: Why the last finished_jobs call could not use ``sacct --json`` and read sacct's text
+    #: output instead (cli_backend); None when it did not have to.
+    sacct_json_error: str | None = None
 
     @abstractmethod
     def finished_jobs(

@@ -7,6 +7,9 @@ huge strings. Properties, per parser:
 
 * squeue's nonce-separated view (`parse_pending`): every field comes back exactly; any
   other text gives records or SlurmParseError, nothing else.
+* sacct's nonce-separated text (`parse_sacct_text`, the fallback of ``sacct --json``):
+  every field comes back exactly, each job's tasks from its own steps only; any other
+  text gives records or SlurmParseError, nothing else.
 * scontrol's job line (`admin_comment_of`, `from_all_records`): the held marker is
   reported only when the job's real AdminComment is exactly the marker; "no marker" only
   when the real one has none. Unsure is None (the daemon then reads the exact JSON).
@@ -49,6 +52,7 @@ from plugin.slurm.pending import (
     from_all_records,
     parse_pending,
 )
+from plugin.slurm.sacct_text import SACCT_TEXT_FIELDS, parse_sacct_text
 
 MARKER = "adaptalloc:v1:held"
 #: Extra address space the parsers may take over the process's size at start.
@@ -197,6 +201,130 @@ def test_pending_garbage_is_records_or_a_parse_error(text: str, sep: str) -> Non
     except SlurmParseError:
         return
     assert all(job.job_id >= 0 for job in jobs)
+
+
+# --- sacct's nonce-separated text (the fallback of sacct --json) ----------------------------
+
+SACCT_FREE_TEXT = ("JobName", "Comment", "AdminComment", "WCKey", "WorkDir", "Reason")
+
+
+def sacct_output(sep: str, lines: list[dict[str, str]]) -> str:
+    """What ``sacct --parsable2 --delimiter=SEP`` prints for `lines`: fields, closing id."""
+    return "".join(
+        sep.join([*(line[name] for name in SACCT_TEXT_FIELDS), line["JobIDRaw"]]) + "\n"
+        for line in lines
+    )
+
+
+@st.composite
+def sacct_lines(draw: st.DrawFn) -> list[dict[str, str]]:
+    """1-3 jobs, each followed by its batch step and 0-2 srun steps with hostile names."""
+    out = []
+    for k in range(draw(st.integers(1, 3))):
+        job = dict.fromkeys(SACCT_TEXT_FIELDS, "")
+        job.update(
+            JobIDRaw=str(200 + k),
+            User="aatest",
+            State=draw(st.sampled_from(["COMPLETED", "FAILED", "CANCELLED by 0"])),
+            ExitCode=f"{draw(st.integers(0, 255))}:{draw(st.integers(0, 64))}",
+            ReqTRES=f"billing=1,node={draw(st.integers(1, 64))}",
+            AllocNodes=str(draw(st.integers(0, 64))),
+            TimelimitRaw=draw(st.sampled_from(["UNLIMITED", "Partition_Limit", "30"])),
+            Submit="2026-01-02T03:04:05",
+            Start="Unknown",
+            End="2026-01-02T03:05:05",
+            ElapsedRaw=str(draw(st.integers(0, 10**6))),
+            Priority=str(draw(st.integers(0, 2**32))),
+        )
+        for name in SACCT_FREE_TEXT:
+            job[name] = draw(user_text)
+        out.append(job)
+        steps = [("batch", "batch", "1")]
+        steps += [
+            (str(n), draw(user_text), str(draw(st.integers(1, 512))))
+            for n in range(draw(st.integers(0, 2)))
+        ]
+        for step_id, name, tasks in steps:
+            line = dict.fromkeys(SACCT_TEXT_FIELDS, "")
+            line.update(JobIDRaw=f"{200 + k}.{step_id}", JobName=name, ExitCode="0:0")
+            line.update(NTasks=tasks, State="COMPLETED")
+            out.append(line)
+    return out
+
+
+@pytest.mark.slow
+@FUZZ
+@given(sacct_lines())
+def test_sacct_text_fields_come_back_exactly(lines: list[dict[str, str]]) -> None:
+    CASES_SEEN["sacct text (fallback)"] += 1
+    sep = "~3f9a0c21be77~"  # a nonce: a user cannot know it, so it is not in their text
+    if any(sep in line[name] for line in lines for name in SACCT_FREE_TEXT):
+        return
+    read = parse_sacct_text(sacct_output(sep, lines), sep)
+    jobs = [line for line in lines if "." not in line["JobIDRaw"]]
+    assert read.skipped == 0
+    assert [j.job_id for j in read.jobs] == [int(line["JobIDRaw"]) for line in jobs]
+    for job, line in zip(read.jobs, jobs, strict=True):
+        assert (job.name, job.wckey, job.workdir) == (
+            line["JobName"],
+            line["WCKey"],
+            line["WorkDir"],
+        )
+        assert job.comment == (line["Comment"] or None)
+        assert job.admin_comment == (line["AdminComment"] or None)
+        assert job.state_reason == line["Reason"]
+        steps = [
+            int(s["NTasks"])
+            for s in lines
+            if s["JobIDRaw"].startswith(line["JobIDRaw"] + ".")
+            and s["JobName"] not in ("batch", "extern", "interactive")
+        ]
+        assert job.tasks == (max(steps) if steps else None)
+        assert job.exit_code == int(line["ExitCode"].split(":")[0])
+
+
+@pytest.mark.slow
+@FUZZ
+@given(sacct_lines(), st.integers(0, 10**6), hostile)
+def test_sacct_text_cut_into_anywhere_gives_no_job_another_jobs_fields(
+    lines: list[dict[str, str]], where: int, inserted: str
+) -> None:
+    """Text put anywhere into good output (not the nonce): the same jobs, each with its own
+    id, or skipped, or SlurmParseError; never a job with another job's id."""
+    CASES_SEEN["sacct text (cut into)"] += 1
+    sep = "~3f9a0c21be77~"
+    if sep in inserted or any(sep in line[n] for line in lines for n in SACCT_FREE_TEXT):
+        return
+    text = sacct_output(sep, lines)
+    at = where % (len(text) + 1)
+    try:
+        read = parse_sacct_text(text[:at] + inserted + text[at:], sep)
+    except SlurmParseError:
+        return
+    jobs = {int(line["JobIDRaw"]): line for line in lines if "." not in line["JobIDRaw"]}
+    assert len(read.jobs) + read.skipped >= len(jobs)
+    for job in read.jobs:
+        original = jobs[job.job_id]
+        same = [
+            job.name == original["JobName"],
+            job.wckey == original["WCKey"],
+            job.workdir == original["WorkDir"],
+            job.state_reason == original["Reason"],
+        ]
+        assert sum(same) >= len(same) - 1  # only the field written into may differ
+
+
+@pytest.mark.slow
+@FUZZ
+@given(st.one_of(hostile, st.text()), st.sampled_from(["~ab~", "|", "~3f9a0c21be77~"]))
+def test_sacct_text_garbage_is_records_or_a_parse_error(text: str, sep: str) -> None:
+    CASES_SEEN["sacct text (garbage)"] += 1
+    try:
+        read = parse_sacct_text(text, sep)
+    except SlurmParseError:
+        return
+    assert all(job.job_id >= 0 for job in read.jobs)
+    assert read.skipped >= 0
 
 
 # --- scontrol show job -o: the held marker --------------------------------------------------
