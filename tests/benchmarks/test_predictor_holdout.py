@@ -21,6 +21,7 @@ error over the OTHER curves of the same table and protocol, printed per curve; L
 (peers.lm_multistart: 10 starts, free scale, the lowest cost wins). Figure: per curve the
 median |error| over its splits' targets; the summary row the median over curves.
 Nothing here was tuned on these figures; no synthetic data are involved.
+The same tables on 13 curves nobody tuned on: test_predictor_unseen.py.
 
 Measured 2026-11-23 (13 curves as measured / 12 without n = 1: qualitedev keeps 3 sizes),
 median over curves, ADEPT / held out / LM / multi-start LM:
@@ -59,6 +60,7 @@ the local minimum LM's single start happens to stop in; no fit on the objective 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,9 +101,11 @@ def splits(sizes: NDArray[np.int64]) -> dict[str, list[Split]]:
     return {p: [(g, x) for g, x in cases if x.size] for p, cases in out.items()}
 
 
-def curves(variant: str) -> Iterator[tuple[str, NDArray[np.int64], FloatArray]]:
-    """(name, n, runtime) of every curve of tests/data/scaling in the variant."""
-    for path in sorted(DATA.glob("*.csv")):
+def curves(
+    variant: str, folder: Path = DATA
+) -> Iterator[tuple[str, NDArray[np.int64], FloatArray]]:
+    """(name, n, runtime) of every curve of `folder` (not recursing) in the variant."""
+    for path in sorted(folder.glob("*.csv")):
         data = np.loadtxt(path, delimiter=",", skiprows=1)
         if variant == "T(1) not observed":
             data = data[data[:, 0] > 1]
@@ -123,11 +127,14 @@ def predictors() -> dict[str, Predict]:
     return out
 
 
-def curve_errors(variant: str) -> dict[str, dict[str, dict[str, float]]]:
-    """{protocol: {curve: {predictor: median |error| % over the curve's predicted sizes}}}."""
-    methods = predictors()
+def curve_errors(
+    variant: str, methods: dict[str, Predict] | None = None, folder: Path = DATA
+) -> dict[str, dict[str, dict[str, float]]]:
+    """{protocol: {curve: {predictor: median |error| % over the curve's predicted sizes}}},
+    for `methods` (default: predictors()) on the curves of `folder`."""
+    methods = predictors() if methods is None else methods
     out: dict[str, dict[str, dict[str, float]]] = {p: {} for p in PROTOCOLS}
-    for name, n, t in curves(variant):
+    for name, n, t in curves(variant, folder):
         obs = predictor.prepare(n, t)
         for protocol, cases in splits(obs.n).items():
             pooled: dict[str, list[FloatArray]] = {m: [] for m in methods}
@@ -166,6 +173,45 @@ def chosen_line(choice: dict[str, str]) -> str:
     )
 
 
+def tables(
+    figures: dict[str, dict[str, dict[str, dict[str, float]]]],
+    columns: tuple[str, ...],
+    label: str,
+) -> list[Table]:
+    """One table per protocol of figures[protocol][variant][curve][column] (median |error| %),
+    a row per curve and the median over curves, each variant's columns side by side."""
+    views = []
+    for protocol in PROTOCOLS:
+        view = Table(title=f"{protocol}: median |runtime error| %, {label} (lower is better)")
+        view.add_column("curve")
+        for variant in VARIANTS:
+            for column in columns:
+                view.add_column(f"{column} ({variant})", justify="right")
+        names = sorted({c for v in figures[protocol].values() for c in v})
+        for curve in names:
+            view.add_row(
+                curve[:24],
+                *(
+                    f"{figures[protocol][v][curve][c]:.1f}"
+                    if curve in figures[protocol][v]
+                    else "-"
+                    for v in VARIANTS
+                    for c in columns
+                ),
+            )
+        view.add_section()
+        view.add_row(
+            "median over curves",
+            *(
+                f"{np.median([row[c] for row in figures[protocol][v].values()]):.1f}"
+                for v in VARIANTS
+                for c in columns
+            ),
+        )
+        views.append(view)
+    return views
+
+
 @pytest.mark.benchmark
 def test_line_to_beat_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None:
     # figures[protocol][variant][curve][column]
@@ -186,35 +232,7 @@ def test_line_to_beat_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None
                 for curve, row in table.items()
             }
             lines.append(f"  {protocol}, {variant}: {chosen_line(choice)}")
-    views = []
-    for protocol in PROTOCOLS:
-        view = Table(title=f"{protocol}: median |runtime error| %, REAL curves (lower is better)")
-        view.add_column("curve")
-        for variant in VARIANTS:
-            for column in COLUMNS:
-                view.add_column(f"{column} ({variant})", justify="right")
-        names = sorted({c for v in figures[protocol].values() for c in v})
-        for curve in names:
-            view.add_row(
-                curve[:24],
-                *(
-                    f"{figures[protocol][v][curve][c]:.1f}"
-                    if curve in figures[protocol][v]
-                    else "-"
-                    for v in VARIANTS
-                    for c in COLUMNS
-                ),
-            )
-        view.add_section()
-        view.add_row(
-            "median over curves",
-            *(
-                f"{np.median([row[c] for row in figures[protocol][v].values()]):.1f}"
-                for v in VARIANTS
-                for c in COLUMNS
-            ),
-        )
-        views.append(view)
+    views = tables(figures, COLUMNS, "REAL curves")
     with capsys.disabled():
         for view in views:
             Console(width=170).print(view)
