@@ -70,7 +70,6 @@ import numpy as np
 import pytest
 from numpy.typing import NDArray
 from rich.console import Console
-from rich.table import Table
 
 import predictor
 
@@ -89,7 +88,7 @@ from .test_predictor_holdout import (
     tables,
 )
 from .test_real_intervals import COLUMNS as INTERVAL_COLUMNS
-from .test_real_intervals import covered
+from .test_real_intervals import coverage_table, covered
 
 UNSEEN = DATA / "unseen"
 COLUMNS = ("ADEPT", "LM", "multi-start LM")
@@ -157,18 +156,7 @@ def test_interval_coverage_on_unseen_curves(capsys: pytest.CaptureFixture[str]) 
                 hits, _, _ = covered(n[np.isin(n, given)], t[np.isin(n, given)], test, truth)
                 for column, inside in hits.items():
                     pooled[protocol][column].append(inside)
-    view = Table(
-        title=f"90% interval coverage of held-out runtimes, {len(paths)} REAL curves, unseen set"
-    )
-    view.add_column("protocol")
-    view.add_column("targets", justify="right")
-    for column in INTERVAL_COLUMNS:
-        view.add_column(column, justify="right")
-    for protocol, row in pooled.items():
-        hits = {c: np.concatenate(v) for c, v in row.items()}
-        view.add_row(
-            protocol, str(hits["ADEPT"].size), *(f"{hits[c].mean():.0%}" for c in INTERVAL_COLUMNS)
-        )
+    view = coverage_table(pooled, f"{len(paths)} REAL curves, unseen set")
     with capsys.disabled():
         Console(width=120).print(view)
     assert all(sum(v.size for v in row["ADEPT"]) > 0 for row in pooled.values())

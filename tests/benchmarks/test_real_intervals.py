@@ -151,6 +151,19 @@ def pooled_few(by_curve: dict[str, list[NDArray[np.bool_]]]) -> dict[str, list[N
     return {"shipped": [h[at_m] for h in rows], "none": [h[at_0] for h in rows]}
 
 
+def coverage_table(pooled: dict[str, dict[str, list[NDArray[np.bool_]]]], curves: str) -> Table:
+    """Per protocol the targets and each column's share of them inside the 90% interval."""
+    view = Table(title=f"90% interval coverage of held-out runtimes, {curves}")
+    view.add_column("protocol")
+    view.add_column("targets", justify="right")
+    for column in COLUMNS:
+        view.add_column(column, justify="right")
+    for protocol, row in pooled.items():
+        hits = {c: np.concatenate(v) for c, v in row.items()}
+        view.add_row(protocol, str(hits["ADEPT"].size), *(f"{hits[c].mean():.0%}" for c in COLUMNS))
+    return view
+
+
 @pytest.mark.benchmark
 def test_interval_coverage_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None:
     pooled: dict[str, dict[str, list[NDArray[np.bool_]]]] = {
@@ -178,18 +191,7 @@ def test_interval_coverage_on_real_curves(capsys: pytest.CaptureFixture[str]) ->
                     at_m = int(np.flatnonzero(MISFITS == SPREAD["adept"].misfit)[0])
                     assert np.array_equal(misfits[at_m], columns["ADEPT"])
                     few_by_curve.setdefault(path.stem, []).append(misfits)
-    view = Table(title=f"90% interval coverage of held-out runtimes, {len(curves)} REAL curves")
-    view.add_column("protocol")
-    view.add_column("targets", justify="right")
-    for column in COLUMNS:
-        view.add_column(column, justify="right")
-    for protocol, row in pooled.items():
-        pooled_hits = {c: np.concatenate(v) for c, v in row.items()}
-        view.add_row(
-            protocol,
-            str(pooled_hits["ADEPT"].size),
-            *(f"{pooled_hits[c].mean():.0%}" for c in COLUMNS),
-        )
+    view = coverage_table(pooled, f"{len(curves)} REAL curves")
     # Leave one curve out: the smallest floor (misfit term) whose coverage over the other
     # curves' targets (all protocols; fits on at most PARAMETERS sizes) reaches 90%, scored
     # on the held-out curve.
