@@ -39,15 +39,17 @@ Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 While a job is held for sizing (priority 0 and the marker in its admin comment, which only
 this hook and admins can write), slurm_job_modify refuses its own user's changes to what the
 daemon's decision rests on (node range, time limit, partition, QOS, account, reservation,
-constraints, node lists, tasks and CPUs, TRES, licenses; SIZING_FIELDS below) with Slurm's
-"Job can not be altered now, try again later". The daemon reads those fields, checks them
-against the partition, QOS and association limits and then sets NumNodes and TimeLimit as an
-admin, which slurmctld marks as admin-set and no longer checks against those limits: a change
-landing between the daemon's read and its update (QOS or partition swapped for a tighter one,
-the node range narrowed) would otherwise be sized past the new limits or outside the new
-range. Every other change (name, comment, release, ...) passes, and so does every change by
-root or another user (the daemon, admins, operators and coordinators, who may already set
-those fields past the limits). Once the daemon has released the job the hook refuses nothing.
+constraints, node lists, tasks and CPUs, TRES, licenses: SIZING_NUMBERS and SIZING_TEXT
+below) with Slurm's "Job can not be altered now, try again later". The daemon reads those
+fields, checks them against the partition, QOS and association limits and then sets NumNodes
+and TimeLimit as an admin, which slurmctld marks as admin-set and no longer checks against
+those limits: a change landing between the daemon's read and its update (QOS or partition
+swapped for a tighter one, the node range narrowed) would otherwise be sized past the new
+limits or outside the new range. Every other change (name, comment, release, ...) passes, and
+so does every change by root or another user (the daemon, admins, operators and coordinators,
+who may already set those fields past the limits). Once the daemon has released the job the
+hook refuses nothing. A job submitted by the daemon's own (non-root) user is refused the
+daemon's resize too, and the daemon then releases it as submitted (plugin/daemon/apply.py).
 Fail-open: an error in the check lets the change through.
 --]]
 
@@ -318,32 +320,29 @@ end
 -- reach the user from slurm_job_modify there).
 local ALTERED_LATER = 2020
 
--- The job_desc fields of a modify request the daemon's sizing rests on, by how "not set"
--- reads: 32-bit numbers (NO_VAL), 16-bit numbers (NO_VAL16), text (nil or "").
-local SIZING_FIELDS = {
-    number = { "min_nodes", "max_nodes", "time_limit", "time_min", "num_tasks", "min_cpus",
-               "max_cpus" },
-    small = { "contiguous", "cpus_per_task", "ntasks_per_node" },
-    text = { "partition", "qos", "account", "reservation", "features", "req_nodes",
-             "exc_nodes", "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task",
-             "licenses" },
+-- The job_desc fields of a modify request the daemon's sizing rests on: numbers, each group
+-- with the value that reads "not set" (NO_VAL for 32-bit fields, NO_VAL16 for 16-bit ones),
+-- and text (nil or "").
+local SIZING_NUMBERS = {
+    { unset = NO_VAL, names = { "min_nodes", "max_nodes", "time_limit", "time_min", "num_tasks",
+                                "min_cpus", "max_cpus" } },
+    { unset = NO_VAL16, names = { "contiguous", "cpus_per_task", "ntasks_per_node" } },
 }
+local SIZING_TEXT = { "partition", "qos", "account", "reservation", "features", "req_nodes",
+                      "exc_nodes", "tres_per_job", "tres_per_node", "tres_per_socket",
+                      "tres_per_task", "licenses" }
 
 -- The first sizing field the request sets, or nil.
 local function sizing_change(job_desc)
-    for _, name in ipairs(SIZING_FIELDS.number) do
-        local value = job_desc[name]
-        if value ~= nil and value ~= NO_VAL then
-            return name
+    for _, group in ipairs(SIZING_NUMBERS) do
+        for _, name in ipairs(group.names) do
+            local value = job_desc[name]
+            if value ~= nil and value ~= group.unset then
+                return name
+            end
         end
     end
-    for _, name in ipairs(SIZING_FIELDS.small) do
-        local value = job_desc[name]
-        if value ~= nil and value ~= NO_VAL16 then
-            return name
-        end
-    end
-    for _, name in ipairs(SIZING_FIELDS.text) do
+    for _, name in ipairs(SIZING_TEXT) do
         if given(job_desc[name]) then
             return name
         end
