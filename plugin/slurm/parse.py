@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "field_state",
     "field_str",
     "field_time",
+    "local_epoch",
     "parse_accounting_type",
     "parse_assoc_mgr",
     "parse_key_values",
@@ -360,6 +362,14 @@ def parse_key_values(line: str) -> dict[str, str]:
         elif last is not None:
             fields[last] = f"{fields[last]} {word}"
     return {key: value.rstrip() for key, value in fields.items()}
+
+
+def local_epoch(text: str) -> int:
+    """Unix time of a timestamp in Slurm's standard text format (``2026-01-02T03:04:05``),
+    read in the local zone as Slurm prints it; ValueError (OverflowError past the platform's
+    range) when it is no such time. In the hour a daylight-saving change repeats, a time
+    reads as its first occurrence."""
+    return int(time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S")))
 
 
 def parse_time_minutes(text: str) -> int | None:

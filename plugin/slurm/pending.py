@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import re
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from plugin.slurm.errors import SlurmError, SlurmParseError
-from plugin.slurm.parse import parse_time_minutes
+from plugin.slurm.parse import local_epoch, parse_time_minutes
 from plugin.slurm.records import JobRecord
 
 __all__ = [
@@ -95,7 +94,7 @@ def _int(value: str) -> int | None:
 
 def _epoch(value: str) -> int | None:
     try:
-        return int(time.mktime(time.strptime(value, "%Y-%m-%dT%H:%M:%S")))
+        return local_epoch(value)
     except ValueError:
         return None
 

@@ -36,11 +36,10 @@ What the records hold, field for field as parse._sacct_job reads the JSON:
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
 from plugin.slurm.errors import SlurmParseError
-from plugin.slurm.parse import HELPER_STEPS, field_int, field_state, tres_nodes
+from plugin.slurm.parse import HELPER_STEPS, field_int, field_state, local_epoch, tres_nodes
 from plugin.slurm.records import JobRecord
 
 __all__ = ["SACCT_TEXT_FIELDS", "SacctText", "parse_sacct_text", "sacct_text_args"]
@@ -110,7 +109,7 @@ def _epoch(value: str) -> int | None:
     if value in ("", "Unknown", "None"):
         return None
     try:
-        return int(time.mktime(time.strptime(value, "%Y-%m-%dT%H:%M:%S")))
+        return local_epoch(value)
     except (ValueError, OverflowError) as exc:
         raise _BadRecordError(f"not a time: {value[:30]!r}") from exc
 
