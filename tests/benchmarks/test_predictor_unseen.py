@@ -153,7 +153,8 @@ def test_interval_coverage_on_unseen_curves(capsys: pytest.CaptureFixture[str]) 
         for protocol, cases in interval_splits(obs.n).items():
             for given, test in cases:
                 truth = obs.runtime[np.isin(obs.n, test)]
-                hits, _, _ = covered(n[np.isin(n, given)], t[np.isin(n, given)], test, truth)
+                keep = np.isin(n, given)
+                hits, _, _ = covered(n[keep], t[keep], test, truth)
                 for column, inside in hits.items():
                     pooled[protocol][column].append(inside)
     view = coverage_table(pooled, f"{len(paths)} REAL curves, unseen set")
