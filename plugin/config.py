@@ -234,6 +234,16 @@ class DaemonConfig:
     check_privileges: bool = field(
         default=True, metadata=_key(_boolean, "hold nothing unless Slurm grants what it needs")
     )
+    sizing_user: str = field(
+        default="",
+        metadata=_key(_string, "resize as this coordinator, so Slurm checks its limits"),
+    )
+    resize_with_enforced_limits: bool = field(
+        default=False,
+        metadata=_key(
+            _boolean, "resize where Slurm enforces limits; lifts those it does not check"
+        ),
+    )
     learn_interval_s: float = field(default=30.0, metadata=_key(_POSITIVE, ""))
     age_out_interval_s: float = field(default=3600.0, metadata=_key(_POSITIVE, ""))
     shutdown_grace_s: float = field(default=10.0, metadata=_key(_number(0), ""))

@@ -433,7 +433,7 @@ class Applier:
             unlimited = original.time_limit_min is None and job.time_limit_min is not None
             back = original.partition if moved else None
             with contextlib.suppress(SlurmError, ValueError), self.timed("resize"):
-                self.slurm.resize(
+                self.slurm.restore(
                     [
                         Resize(
                             original.job_id,

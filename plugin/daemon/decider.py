@@ -6,6 +6,8 @@ failure becomes a release as submitted with a reason code (reasons.py).
 1. The range: a job whose range is no longer min < max is released (``not_moldable``).
 2. The tags: a v1 tag that cannot be honoured releases the job (``bad_tag``); ``resize=no``
    too (``opted_out``; job_submit.lua does not hold those, this is a second check).
+   Where Slurm enforces association/QOS limits, every job is released as submitted
+   (``limits_enforced``, plugin/slurm/enforcement.py) unless the admin allows resizing.
 3. The app key (plugin/appkey.py). A job without one (a generic name such as ``wrap`` and no
    tag) is not a failure: the policy's fallback decides it, like an app without a curve.
 4. The curve, from Redis through `CurveSource` (short timeouts; once Redis fails, every read
@@ -312,6 +314,9 @@ class Decider:
         ] = (None, None, None)
         self._cluster: Callable[[JobRecord], ClusterState] = lambda job: ClusterState()
         self._core_counts: Callable[[], frozenset[int] | None] | None = None
+        #: Release every job as submitted: Slurm enforces limits that a resize would lift
+        #: (plugin/slurm/enforcement.py); the loop sets it from Slurm's configuration.
+        self.limits_enforced = False
         #: `app_key`'s memo: (rule, {what the rule reads of a job: its key}).
         self._keys: tuple[AppKeyRule, dict[tuple[Any, ...], AppKey]] = (rule, {})
 
@@ -385,6 +390,12 @@ class Decider:
             return release_outcome(job, reasons.BAD_TAG, f"bad tag: {exc}")
         if opted_out:
             return release_outcome(job, opted_out, "the job's tag says resize=no")
+        if self.limits_enforced:
+            return release_outcome(
+                job,
+                reasons.LIMITS_ENFORCED,
+                "Slurm enforces association/QOS limits that a resize by the daemon would lift",
+            )
         app: AppKey | None = None
         missing = ""
         try:

@@ -133,6 +133,7 @@ from plugin.slurm import (
     slurm_client,
 )
 from plugin.slurm.cli_backend import run_command
+from plugin.slurm.enforcement import judge, limits_enforced, sizer_problem
 from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
@@ -142,6 +143,9 @@ from policies.partition import Queue
 __all__ = ["Daemon"]
 
 log = structlog.get_logger("adaptalloc.daemon")
+#: How soon to ask Slurm again whether the daemon may resize, while it may not (meanwhile
+#: jobs are released as submitted).
+ENFORCEMENT_RETRY_S = 30.0
 #: How often (in decisions) a long batch writes the heartbeat in between.
 BEAT_EVERY = 200
 #: Pause after the heartbeat is removed, for submissions that read it just before.
@@ -205,6 +209,10 @@ class Daemon:
     prefetch: ClusterPrefetch | None = None
     #: When the last batch ran (monotonic): the cluster prefetch reads only after one.
     last_batch: float = -1e18
+    #: When to ask Slurm again whether the daemon may resize (enforcement.py): monotonic.
+    enforcement_retry_at: float | None = None
+    #: What the last such check logged (logged again only when it changes).
+    enforcement_note = ""
 
     def __init__(
         self,
@@ -228,7 +236,7 @@ class Daemon:
         self.learn = learn and config.daemon.learn
         d = config.daemon
         self.slurm = slurm or slurm_client(
-            config.slurm.backend, d.slurm_timeout_s, d.slurm_parallelism
+            config.slurm.backend, d.slurm_timeout_s, d.slurm_parallelism, d.sizing_user
         )
         self.wake = threading.Event()
         self.signals = Signals(self.wake)
@@ -380,6 +388,7 @@ class Daemon:
             ) from exc
         self.metrics.info.labels(_version(), self.slurm.backend).set(1)
         self.check_privileges()
+        self.check_enforcement()
         if self.lease is not None:
             log.info(
                 "daemon_started",
@@ -604,6 +613,8 @@ class Daemon:
             self.reload()
         now = time.monotonic()
         d = self.config.daemon
+        if self.enforcement_retry_at is not None and now >= self.enforcement_retry_at:
+            self.check_enforcement()
         problem = self.health_problem(now)
         if problem is None and now >= self.next_beat:
             self._beat()
@@ -624,6 +635,27 @@ class Daemon:
         )
         if self.privileges_missing is not None:
             log.error("privileges_missing", error=self.privileges_missing)
+
+    def check_enforcement(self) -> None:
+        """Whether the daemon may resize where Slurm enforces limits (plugin/slurm/
+        enforcement.py): if not, every job is released as submitted, and Slurm is asked
+        again every ENFORCEMENT_RETRY_S (a fixed sizing user or configuration is picked up)."""
+        timeout = self.config.daemon.slurm_timeout_s
+
+        def run(*args: str) -> str:
+            return run_command(args, timeout, os.environ)
+
+        enforced = limits_enforced(run)
+        sizer = getattr(self.slurm, "sizing_user", None)
+        problem = sizer_problem(run, sizer) if sizer is not None and enforced is not False else None
+        verdict = judge(enforced, self.config.daemon.resize_with_enforced_limits, sizer, problem)
+        self.decider.limits_enforced = not verdict.resize
+        self.enforcement_retry_at = (
+            time.monotonic() + ENFORCEMENT_RETRY_S if verdict.retry else None
+        )
+        if verdict.note and verdict.note != self.enforcement_note:
+            log.warning("limits_enforced", note=verdict.note)
+        self.enforcement_note = verdict.note
 
     def health_problem(self, now: float) -> str | None:
         """Why the daemon is unhealthy (module docstring), or None when it is healthy."""
@@ -1042,6 +1074,7 @@ class Daemon:
         self.cluster.cache_s = config.daemon.cluster_cache_s
         self.cluster.partition_cache_s = config.daemon.partition_cache_s
         self.check_privileges()
+        self.check_enforcement()
         if config.daemon.metrics_port != old.daemon.metrics_port:
             log.warning("reload_partial", note="metrics_port changes need a restart")
         log.info("config_reloaded", config=config.source, policy=policy.source)

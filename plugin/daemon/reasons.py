@@ -21,6 +21,7 @@ WATCHDOG = "watchdog"
 SHUTDOWN = "shutdown"
 INTERNAL_ERROR = "internal_error"
 BY_ADMIN = "released_by_admin"
+LIMITS_ENFORCED = "limits_enforced"
 
 #: Every code, with what it means (for the README and `adaptalloc daemon --help`).
 REASONS = {
@@ -35,4 +36,5 @@ REASONS = {
     SHUTDOWN: "the daemon stopped before it could decide the job",
     INTERNAL_ERROR: "an unexpected error in the daemon's decision code",
     BY_ADMIN: "adaptalloc daemon --release-held",
+    LIMITS_ENFORCED: "Slurm enforces association/QOS limits, which a resize would lift",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from plugin.doctor import access, install, probe, services
+from plugin.doctor import access, install, limits, probe, services
 from plugin.doctor.check import FAIL, OK, Check
 from plugin.doctor.conf_files import SlurmConf, parse_slurm_conf, read_submit_conf
 from plugin.doctor.settings import DoctorSettings
@@ -78,6 +78,14 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
     result = probe.run_probe(slurm) if settings.probe else None
     checks += [
         _guarded("daemon_privileges", lambda: probe.daemon_privileges(slurm, result)),
+        _guarded(
+            "enforced_limits",
+            lambda: limits.enforced_limits(
+                slurm,
+                settings.config.daemon.sizing_user,
+                settings.config.daemon.resize_with_enforced_limits,
+            ),
+        ),
         _guarded("clock_offset", lambda: probe.clock_offset(result, max_age)),
         _guarded("accounting_answers", lambda: services.accounting_answers(slurm)),
         _guarded("redis", lambda: services.redis_answers(settings)),

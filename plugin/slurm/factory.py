@@ -26,7 +26,7 @@ from plugin.slurm.errors import SlurmError
 from plugin.slurm.libslurm_backend import LibslurmSlurm, import_binding, probe_binding
 from plugin.slurm.pyslurm_backend import PyslurmReader
 from plugin.slurm.reader import SlurmReader
-from plugin.slurm.writer import CliSlurm, PyslurmSlurm, SlurmClient
+from plugin.slurm.writer import CliSlurm, PyslurmSlurm, SizingUser, SlurmClient
 
 __all__ = [
     "BACKENDS",
@@ -161,15 +161,26 @@ def slurm_reader(
 
 
 def slurm_client(
-    backend: str = "auto", timeout_s: float = DEFAULT_TIMEOUT_S, parallelism: int = 4
+    backend: str = "auto",
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parallelism: int = 4,
+    sizing_user: str = "",
 ) -> SlurmClient:
     """Reader and writer in one (the daemon's): the backend `slurm_reader` would pick; its
-    job changes through libslurm when `choose_writer` says so, else ``scontrol``."""
+    job changes through libslurm when `choose_writer` says so, else ``scontrol``.
+
+    With `sizing_user` (an account name) resizes run as that account, so through
+    ``scontrol`` whatever the backend: libslurm's one update per job carries the admin
+    comment and the release too, which need the daemon's own privileges.
+    """
+    sizer = SizingUser.named(sizing_user) if sizing_user else None
     reader = slurm_reader(backend, timeout_s)
     if isinstance(reader, PyslurmReader):
-        return PyslurmSlurm(reader._pyslurm, timeout_s=timeout_s, parallelism=parallelism)
-    if backend in ("cli", "pyslurm"):
-        return CliSlurm(timeout_s=timeout_s, parallelism=parallelism)
+        return PyslurmSlurm(
+            reader._pyslurm, timeout_s=timeout_s, parallelism=parallelism, sizing_user=sizer
+        )
+    if backend in ("cli", "pyslurm") or sizer is not None:
+        return CliSlurm(timeout_s=timeout_s, parallelism=parallelism, sizing_user=sizer)
     binding_module = import_binding()
     binding: tuple[int, int] | str | None = None
     slurm: tuple[int, int] | None = None

@@ -34,12 +34,14 @@ from plugin.slurm.records import AssocRecord, JobRecord, NodeRecord, PartitionRe
 __all__ = [
     "HELPER_STEPS",
     "UNRELIABLE_EXIT_CODE_PLUGINS",
+    "config_value",
     "exit_from_status",
     "field_int",
     "field_state",
     "field_str",
     "field_time",
     "local_epoch",
+    "parse_accounting_enforce",
     "parse_accounting_type",
     "parse_assoc_mgr",
     "parse_key_values",
@@ -543,10 +545,22 @@ def parse_slurm_version(text: str) -> tuple[int, int, int]:
     return int(major), int(minor), int(micro or 0)
 
 
-def parse_accounting_type(config_text: str) -> str:
-    """``AccountingStorageType`` from ``scontrol show config`` ("" when absent)."""
+def config_value(config_text: str, name: str) -> str:
+    """One ``Name = value`` of ``scontrol show config`` ("" when absent)."""
     for line in config_text.splitlines():
         key, sep, value = line.partition("=")
-        if sep and key.strip() == "AccountingStorageType":
+        if sep and key.strip() == name:
             return value.strip()
     return ""
+
+
+def parse_accounting_type(config_text: str) -> str:
+    """``AccountingStorageType`` from ``scontrol show config`` ("" when absent)."""
+    return config_value(config_text, "AccountingStorageType")
+
+
+def parse_accounting_enforce(config_text: str) -> frozenset[str]:
+    """``AccountingStorageEnforce``'s words from ``scontrol show config``, lower-cased
+    ("associations,limits,qos" -> {associations, limits, qos}; "none" or absent -> {})."""
+    text = config_value(config_text, "AccountingStorageEnforce").lower()
+    return frozenset(w.strip() for w in text.split(",") if w.strip() not in ("", "none"))

@@ -28,6 +28,7 @@ caller reads the jobs back to see which.
 
 from __future__ import annotations
 
+import pwd
 import re
 import subprocess
 from abc import ABC, abstractmethod
@@ -48,6 +49,7 @@ __all__ = [
     "PyslurmSlurm",
     "Resize",
     "ScontrolWriter",
+    "SizingUser",
     "SlurmClient",
     "SlurmWriter",
     "check_admin_comment",
@@ -170,6 +172,27 @@ def resize_lines(changes: Sequence[Resize], processes: int) -> list[list[str]]:
     return [lines[k::count] for k in range(count)]
 
 
+@dataclass(frozen=True)
+class SizingUser:
+    """The account resizes run as where Slurm enforces limits (plugin/slurm/enforcement.py):
+    a coordinator, not an operator, so slurmctld checks each change as its own user's."""
+
+    name: str
+    uid: int
+    gid: int
+
+    @classmethod
+    def named(cls, name: str) -> SizingUser:
+        """The local account `name` (SlurmCommandError when there is none)."""
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise SlurmCommandError(
+                f"sizing user {printable(name)[:64]!r} is not an account on this host"
+            ) from None
+        return cls(name, entry.pw_uid, entry.pw_gid)
+
+
 class SlurmWriter(ABC):
     """Change held jobs: size and time limit, admin comment, release.
 
@@ -188,6 +211,12 @@ class SlurmWriter(ABC):
     @abstractmethod
     def release(self, job_ids: Sequence[int]) -> None:
         """Release the holds of every job (priority recomputed by Slurm)."""
+
+    def restore(self, changes: Sequence[Resize]) -> None:
+        """Put jobs back to what their users submitted (`resize`, but as the daemon's own
+        account even where resizes run as the sizing user: only an operator may raise a
+        time limit back)."""
+        self.resize(changes)
 
     def set_time_limit(self, job_id: int, minutes: int) -> None:
         """Set one job's time limit, running or not (the daemon's kill guard raises it)."""
@@ -233,6 +262,8 @@ class ScontrolWriter(SlurmWriter):
     timeout_s: float
     _env: Mapping[str, str] | None
     parallelism: int = 4
+    #: The account `resize` runs ``scontrol`` as (SizingUser), None: this process's own.
+    sizing_user: SizingUser | None = None
 
     def _environ(self) -> dict[str, str]:
         return slurm_environ(self._env)
@@ -244,8 +275,17 @@ class ScontrolWriter(SlurmWriter):
         run(*args)
 
     def resize(self, changes: Sequence[Resize]) -> None:
+        self._resize_as(changes, self.sizing_user)
+
+    def restore(self, changes: Sequence[Resize]) -> None:
+        if self.sizing_user is None:
+            self.resize(changes)
+        else:
+            self._resize_as(changes, None)
+
+    def _resize_as(self, changes: Sequence[Resize], user: SizingUser | None) -> None:
         scripts = resize_lines(changes, self.parallelism)
-        procs = [self._start_script() for _ in scripts]
+        procs = [self._start_script(user) for _ in scripts]
         failures = []
         for proc, lines in zip(procs, scripts, strict=True):
             try:
@@ -263,7 +303,7 @@ class ScontrolWriter(SlurmWriter):
                 + "; ".join(failures)
             )
 
-    def _start_script(self) -> subprocess.Popen[bytes]:
+    def _start_script(self, user: SizingUser | None = None) -> subprocess.Popen[bytes]:
         try:
             return subprocess.Popen(  # an argument list, never a shell
                 ["scontrol"],  # noqa: S607 - Slurm's client from PATH, as every command here
@@ -271,6 +311,9 @@ class ScontrolWriter(SlurmWriter):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 env=self._environ(),
+                user=None if user is None else user.uid,
+                group=None if user is None else user.gid,
+                extra_groups=None if user is None else [],
             )
         except FileNotFoundError as exc:
             raise SlurmCommandError(
@@ -304,15 +347,24 @@ class CliSlurm(ScontrolWriter, CliSlurmReader, SlurmClient):
         timeout_s: float = 60.0,
         env: Mapping[str, str] | None = None,
         parallelism: int = 4,
+        sizing_user: SizingUser | None = None,
     ) -> None:
         CliSlurmReader.__init__(self, timeout_s=timeout_s, env=env)
         self.parallelism = parallelism
+        self.sizing_user = sizing_user
 
 
 class PyslurmSlurm(ScontrolWriter, PyslurmReader, SlurmClient):
     """Reads accounting through pyslurm, writes with ``scontrol`` (pyslurm 22.5's job update
     API is not exercised anywhere we can test, and ``scontrol`` is what admins can replay)."""
 
-    def __init__(self, module: object, timeout_s: float = 60.0, parallelism: int = 4) -> None:
+    def __init__(
+        self,
+        module: object,
+        timeout_s: float = 60.0,
+        parallelism: int = 4,
+        sizing_user: SizingUser | None = None,
+    ) -> None:
         PyslurmReader.__init__(self, module, timeout_s=timeout_s)  # type: ignore[arg-type]
         self.parallelism = parallelism
+        self.sizing_user = sizing_user

@@ -195,6 +195,20 @@ def test_fail_open_before_the_store_is_asked(fields: dict[str, Any], reason: str
     assert store.calls == 0
 
 
+def test_where_slurm_enforces_limits_a_known_app_is_released_as_submitted() -> None:
+    d = decider(FakeStore({"lulesh": lu_record()}))
+    d.limits_enforced = True
+    outcome = d.decide(job(), idle)
+    assert (outcome.action, outcome.fail_open, outcome.resize) == (
+        "release",
+        reasons.LIMITS_ENFORCED,
+        None,
+    )
+    assert "adaptalloc:v1:released reason=limits_enforced" in outcome.admin_comment
+    d.limits_enforced = False  # the control: the same job and curve are resized
+    assert d.decide(job(), idle).action == "resize"
+
+
 def test_redis_down_fails_open_and_is_not_asked_again_for_a_while() -> None:
     store = FakeStore()
     store.down = True
@@ -256,6 +270,9 @@ class FakeSlurm:
     def resize(self, changes: Sequence[Resize]) -> None:
         self._call("resize", [c.line() for c in changes])
 
+    def restore(self, changes: Sequence[Resize]) -> None:
+        self._call("restore", [c.line() for c in changes])
+
     def set_admin_comment(self, job_ids: Sequence[int], text: str) -> None:
         self._call("comment", (tuple(job_ids), text))
 
@@ -313,8 +330,11 @@ def test_a_refused_resize_is_undone_and_the_job_released_as_submitted(tmp_path: 
     first, second = applied
     assert first.outcome.action == "resize"
     assert second.outcome.fail_open == reasons.SLURM_ERROR
-    undo = [call for call in slurm.calls if call[0] == "resize"][1]
-    assert undo == ("resize", ["update JobId=2 NumNodes=2-8 TimeLimit=60"])
+    # Put back as the daemon's own account (`restore`): a sizing user may not raise the
+    # time limit back (plugin/slurm/enforcement.py).
+    assert [c for c in slurm.calls if c[0] in ("resize", "restore")][1:] == [
+        ("restore", ["update JobId=2 NumNodes=2-8 TimeLimit=60"])
+    ]
     # The comment written beside the failed resize is replaced by the release's own.
     assert ("comment", ((2,), second.outcome.admin_comment)) in slurm.calls
     assert slurm.calls[-1] == ("release", (1, 2))

@@ -14,6 +14,7 @@ from plugin.slurm import CliSlurmReader, SlurmCommandError, SlurmError, SlurmPar
 from plugin.slurm.cli_backend import run_command
 from plugin.slurm.factory import choose_backend, pyslurm_version, slurm_reader
 from plugin.slurm.parse import (
+    parse_accounting_enforce,
     parse_accounting_type,
     parse_key_values,
     parse_sacct_json,
@@ -231,6 +232,7 @@ def test_versions_and_accounting() -> None:
     assert (
         parse_accounting_type(fixture("scontrol_show_config.txt")) == "accounting_storage/slurmdbd"
     )
+    assert parse_accounting_enforce(fixture("scontrol_show_config.txt")) == frozenset()
 
 
 # --- commands -------------------------------------------------------------------------------------
