@@ -24,7 +24,10 @@ deploy/setup.sh). down.sh stops it.
 
 Environment: ADAPTALLOC_STATE_DIR, ADAPTALLOC_NODES (8), ADAPTALLOC_NODE_CPUS (4),
 ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_PORT_OFFSET (chosen
-on first start: 0 unless the default ports are taken), ADAPTALLOC_SKIP_INSTALL=1.
+on first start: 0 unless the default ports are taken), ADAPTALLOC_SKIP_INSTALL=1,
+ADAPTALLOC_ACCOUNTING_ENFORCE (slurm.conf's AccountingStorageEnforce, e.g. limits,qos;
+default: not set; a running slurmctld must be restarted for a change to apply),
+ADAPTALLOC_SIZING_USER (aasizer: the daemon's sizing user, a coordinator of root).
 USAGE
 }
 
@@ -94,7 +97,17 @@ chmod 600 "$MUNGE_KEY" "$SECRET_DIR"/*.password
 STD_LAST=$((NODE_COUNT / 2))
 BIG_FIRST=$((STD_LAST + 1))
 
+ACCOUNTING_ENFORCE="${ADAPTALLOC_ACCOUNTING_ENFORCE:-}"
+[[ "$ACCOUNTING_ENFORCE" =~ ^[a-z,]*$ ]] ||
+    die "ADAPTALLOC_ACCOUNTING_ENFORCE must be AccountingStorageEnforce words (a-z, commas)"
+if [[ -n "$ACCOUNTING_ENFORCE" ]]; then
+    ENFORCE_LINE="AccountingStorageEnforce=$ACCOUNTING_ENFORCE"
+else
+    ENFORCE_LINE="# AccountingStorageEnforce: not set"
+fi
+
 declare -A VARS=(
+    [ACCOUNTING_ENFORCE_LINE]="$ENFORCE_LINE"
     [STATE_DIR]="$STATE_DIR"
     [CLUSTER_NAME]="$CLUSTER_NAME"
     [SLURM_USER]="$(id -un)"
@@ -265,6 +278,21 @@ if ! id -u "$TEST_USER" >/dev/null 2>&1; then
         die "useradd $TEST_USER failed (up.sh needs root to create the test user)"
 fi
 
+# The daemon's sizing user (README, "Limits"): a plain account that coordinates every
+# account, so that Slurm checks the daemon's resizes like the user's own where it enforces
+# limits. Only the tests that enforce limits give it to a daemon.
+SIZING_USER="${ADAPTALLOC_SIZING_USER:-aasizer}"
+if ! id -u "$SIZING_USER" >/dev/null 2>&1; then
+    log "creating the sizing user '$SIZING_USER'"
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$SIZING_USER" ||
+        die "useradd $SIZING_USER failed (up.sh needs root to create the sizing user)"
+fi
+if ! sacctmgr -n -P show user "$SIZING_USER" withcoord format=Coordinators | grep -qw root; then
+    sacctmgr -i add user "$SIZING_USER" account=root >>"$LOG_DIR/sacctmgr.log" 2>&1 || true
+    sacctmgr -i add coordinator account=root names="$SIZING_USER" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
+        die "sacctmgr could not make $SIZING_USER a coordinator of root; see $LOG_DIR/sacctmgr.log"
+fi
+
 # --- 10. the env file ---------------------------------------------------------
 shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
 {
@@ -282,6 +310,7 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export ADAPTALLOC_LOG_DIR=%s\n' "$(shq "$LOG_DIR")"
     printf 'export ADAPTALLOC_PORT_OFFSET=%s\n' "$(shq "$PORT_OFFSET")"
     printf 'export ADAPTALLOC_TEST_USER=%s\n' "$(shq "$TEST_USER")"
+    printf 'export ADAPTALLOC_SIZING_USER=%s\n' "$(shq "$SIZING_USER")"
 } >"$ENV_FILE.tmp"
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +31,7 @@ from .fault_harness import (
     releases_logged,
     wait_released,
 )
-from .testbed import PROJECT_ROOT, UP_SH, LocalCluster, SlurmCLI, SubmitJob
+from .testbed import LocalCluster, SlurmCLI, SubmitJob, start_testbed
 
 pytestmark = pytest.mark.integration
 
@@ -43,24 +42,6 @@ UNHEALTHY_AFTER_S = 8.0
 #: A stuck sweep stops the heartbeat within unhealthy_after_s plus one timed-out command.
 HEARTBEAT_GONE_S = UNHEALTHY_AFTER_S + 2 * SLURM_TIMEOUT_S + 2.0
 WRAPPED = ("squeue", "scontrol", "sinfo", "sacctmgr")
-
-
-def slurmctld_pid(cluster: LocalCluster) -> int:
-    return int((cluster.state_dir / "run" / "slurmctld.pid").read_text().strip())
-
-
-def start_testbed() -> None:
-    """up.sh starts what is missing (here slurmctld) and waits until it answers."""
-    proc = subprocess.run(  # noqa: S603 - fixed argument list, no shell
-        [str(UP_SH)],
-        cwd=PROJECT_ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 @pytest.fixture
@@ -118,7 +99,7 @@ def test_slurmctld_stopped_and_restarted_while_jobs_are_held(
             for _ in range(3)
         ]
         assert all(held(job_fields(slurm, j)) for j in jobs)
-        pid = slurmctld_pid(local_cluster)
+        pid = local_cluster.slurmctld_pid()
         os.kill(pid, signal.SIGTERM)
         slurm.wait_for("slurmctld to stop", lambda: not Path(f"/proc/{pid}").exists(), 60)
     finally:

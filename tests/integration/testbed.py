@@ -66,6 +66,22 @@ def adaptalloc(
     )
 
 
+def start_testbed(env: Mapping[str, str] | None = None) -> None:
+    """up.sh starts what is missing (a stopped slurmctld, say) and waits until it answers;
+    `env` adds to the environment (ADAPTALLOC_ACCOUNTING_ENFORCE, ...)."""
+    proc = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(UP_SH)],
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env=dict(os.environ, **(env or {})),
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+
+
 def free_port() -> int:
     """A loopback TCP port nobody listens on now."""
     with socket.socket() as sock:
@@ -138,6 +154,9 @@ class LocalCluster:
     state_dir: Path
     env: Mapping[str, str]
     up_output: str
+
+    def slurmctld_pid(self) -> int:
+        return int((self.state_dir / "run" / "slurmctld.pid").read_text().strip())
 
     @property
     def slurm_conf(self) -> Path:
