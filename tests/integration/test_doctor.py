@@ -110,6 +110,7 @@ def test_the_testbed_passes_every_check(doctor: Doctor, slurm: SlurmCLI) -> None
             "state_dir_access",
             "heartbeat",
             "daemon_privileges",
+            "enforced_limits",
             "clock_offset",
             "accounting_answers",
             "redis",

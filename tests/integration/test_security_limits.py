@@ -20,8 +20,11 @@ Everything added to accounting is removed at teardown (the database is shared by
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -189,3 +192,31 @@ def test_with_a_sizing_user_the_daemon_resizes_and_slurm_keeps_the_limit(
     assert slurm.show_job(job)["NumNodes"] == f"{n}-{n}"
     assert_stays_pending(slurm, job, "AssocGrpNodeLimit")
     assert not daemon.events("limits_enforced")
+
+
+@pytest.mark.parametrize(
+    ("settings", "status", "words"),
+    [
+        ("", "warn", "released as submitted"),
+        ('sizing_user = "SIZER"\n', "ok", "resizes run as sizing user"),
+        ("resize_with_enforced_limits = true\n", "warn", "not applied"),
+        ('sizing_user = "no-such-account-aa"\n', "fail", "not an account on this host"),
+    ],
+)
+def test_the_doctor_says_whether_the_daemon_will_resize(
+    enforcing: SlurmCLI, tmp_path: Path, settings: str, status: str, words: str
+) -> None:
+    sizer = enforcing.cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    config = tmp_path / "adaptalloc.toml"
+    config.write_text("[daemon]\n" + settings.replace("SIZER", sizer))
+    proc = subprocess.run(  # noqa: S603 - our interpreter and module, no shell
+        [sys.executable, "-m", "plugin", "doctor", "--format", "json", "--no-probe",
+         "--config", str(config)],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert "Traceback" not in proc.stderr, proc.stderr
+    check = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}["enforced_limits"]
+    assert check["status"] == status, check
+    assert words in check["detail"]
+    assert (check["fix"] == "") == (status == "ok")
