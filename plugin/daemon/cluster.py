@@ -49,6 +49,7 @@ from plugin.slurm import (
     SlurmError,
     SlurmReader,
 )
+from plugin.slurm.parse import tighter
 from policies import ClusterState
 from policies.partition import Queue, overlap_share
 
@@ -79,12 +80,6 @@ def listed_partitions(partition: str) -> list[str]:
         if name and name not in out:
             out.append(name)
     return out
-
-
-def tighter(*limits: int | None) -> int | None:
-    """The smallest of the limits that are set (None: none is)."""
-    found = [limit for limit in limits if limit is not None]
-    return min(found) if found else None
 
 
 def pending_demand(jobs: Iterable[JobRecord]) -> Counter[str]:
@@ -300,7 +295,9 @@ class ClusterView:
             max_nodes_per_job=tighter(
                 part.max_nodes if part is not None else None,
                 qos.max_nodes_per_job if qos is not None else None,
+                qos.max_nodes_group if qos is not None else None,
                 assoc.max_nodes_per_job if assoc is not None else None,
+                assoc.max_nodes_group if assoc is not None else None,
             ),
             max_time_min=tighter(
                 part.max_time_min if part is not None else None,

@@ -25,6 +25,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from plugin.errors import printable, quote_value
@@ -53,6 +54,7 @@ __all__ = [
     "parse_squeue_json",
     "parse_time_minutes",
     "pick_association",
+    "tighter",
     "tres_nodes",
 ]
 
@@ -442,16 +444,24 @@ def parse_scontrol_partitions(text: str) -> list[PartitionRecord]:
 
 
 #: sacctmgr fields parse_qos_limits reads, in this order.
-QOS_FORMAT = "Name,MaxTRESPerJob,MaxWall"
+QOS_FORMAT = "Name,MaxTRESPerJob,MaxWall,GrpTRES,MaxTRESPerUser,MaxTRESPerAccount"
 
 
 def tres_nodes(text: str) -> int | None:
-    """The node count in a TRES list ("cpu=4,node=2" -> 2), None when it has none."""
+    """The node count in a TRES list ("cpu=4,node=2" -> 2), None when it has none; a count
+    with its usage, as ``scontrol show assoc_mgr`` prints them ("node=2(1)", "node=N(0)":
+    N is no limit), gives the count."""
     for item in text.split(","):
         key, sep, value = item.partition("=")
         if sep and key.strip() == "node":
-            return _limit(value.strip())
+            return _limit(value.split("(", 1)[0].strip())
     return None
+
+
+def tighter(*limits: int | None) -> int | None:
+    """The smallest of the limits that are set (None: none is)."""
+    found = [limit for limit in limits if limit is not None]
+    return min(found) if found else None
 
 
 def parse_qos_limits(text: str) -> list[QosRecord]:
@@ -473,7 +483,8 @@ def parse_qos_limits(text: str) -> list[QosRecord]:
             raise SlurmParseError(
                 f"sacctmgr show qos printed a MaxWall that is no time: {quote_value(fields[2])}"
             ) from exc
-        out.append(QosRecord(fields[0], tres_nodes(fields[1]), wall))
+        group = tighter(*(tres_nodes(text) for text in fields[3:6]))
+        out.append(QosRecord(fields[0], tres_nodes(fields[1]), wall, group))
     return out
 
 
@@ -491,6 +502,7 @@ def _assoc_record(words: dict[str, str]) -> AssocRecord:
         partition=words.get("Partition", ""),
         max_nodes_per_job=tres_nodes(words.get("MaxTRESPJ", "")),
         max_wall_min=int(wall_text) if wall_text else None,
+        max_nodes_group=tres_nodes(words.get("GrpTRES", "")),
     )
 
 
@@ -528,12 +540,18 @@ def pick_association(
 
     The user's association for that partition when there is one, else the user's
     partition-less one (Slurm's lookup order); None when the user has none in the account.
+    Its max_nodes_group is the tighter of its own GrpTRES node= and the account's (the
+    account's own association, user ""), which its jobs share too; accounts above that
+    are not read.
     """
     mine = [r for r in records if r.user == user and r.account == account]
     exact = [r for r in mine if partition and r.partition == partition]
     general = [r for r in mine if not r.partition]
     found = exact or general
-    return found[0] if found else None
+    if not found:
+        return None
+    shared = [r.max_nodes_group for r in records if r.account == account and not r.user]
+    return replace(found[0], max_nodes_group=tighter(found[0].max_nodes_group, *shared))
 
 
 def parse_slurm_version(text: str) -> tuple[int, int, int]:

@@ -145,11 +145,17 @@ class PartitionRecord:
 
 @dataclass(frozen=True)
 class QosRecord:
-    """One QOS's per-job limits from ``sacctmgr show qos``. None: no limit."""
+    """One QOS's per-job limits from ``sacctmgr show qos``. None: no limit.
+
+    max_nodes_group: the tightest node count of GrpTRES, MaxTRESPerUser and
+    MaxTRESPerAccount, which no single job can exceed either (slurmctld caps a node range by
+    them, acct_policy.c ``acct_policy_get_max_nodes``; a job pinned past one never starts).
+    """
 
     name: str
     max_nodes_per_job: int | None = None
     max_wall_min: int | None = None
+    max_nodes_group: int | None = None
 
 
 @dataclass(frozen=True)
@@ -167,3 +173,6 @@ class AssocRecord:
     partition: str
     max_nodes_per_job: int | None = None
     max_wall_min: int | None = None
+    #: GrpTRES node=: the node count the association's running jobs share (its own, not
+    #: inherited: `pick_association` adds the account's).
+    max_nodes_group: int | None = None

@@ -220,3 +220,24 @@ def test_the_doctor_says_whether_the_daemon_will_resize(
     assert check["status"] == status, check
     assert words in check["detail"]
     assert (check["fix"] == "") == (status == "ok")
+
+
+def test_a_group_node_limit_caps_the_size_as_slurm_caps_a_range(
+    enforcing: SlurmCLI, submit_job: SubmitJob, daemon_factory: Factory, curve: str
+) -> None:
+    """A job pinned past its account's GrpTRES=node=2 would never start (slurmctld caps a
+    node range by it, acct_policy_get_max_nodes; a pinned size it cannot shrink); the
+    daemon caps the pin at 2, while the same job in the account without limits is sized
+    larger (the control: the group cap made the difference)."""
+    slurm = enforcing
+    sizer = slurm.cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    daemon = daemon_factory(config=f'sizing_user = "{sizer}"\n').start()
+    args = ("--nodes=1-8", "--time=60", "--begin=now+3600", curve)
+    free = submit_job(f"--account={HOME}", *args, wrap="true", as_user=slurm.test_user)
+    capped = submit_job(f"--account={GROUP}", *args, wrap="true", as_user=slurm.test_user)
+    control, decision = daemon.wait_decision(free), daemon.wait_decision(capped)
+    assert (control["action"], decision["action"]) == ("resize", "resize")
+    assert control["nodes"] > 2
+    assert 1 <= decision["nodes"] <= 2
+    n = decision["nodes"]
+    assert slurm.show_job(capped)["NumNodes"] == f"{n}-{n}"

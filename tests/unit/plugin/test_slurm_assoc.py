@@ -118,6 +118,51 @@ def test_effective_inherited_limits_from_assoc_mgr() -> None:
     ]
 
 
+# Captured on the testbed: account aagrp with GrpTRES=node=2, one 2-node job of aatest running
+# (scontrol show assoc_mgr users=aatest accounts=aagrp flags=assoc; the usage in brackets).
+GROUP_CAPPED = """Current Association Manager state
+
+Association Records
+
+ClusterName=adaptalloc Account=aagrp UserName= Partition= Priority=0 ID=14
+    SharesRaw/Norm/Level/Factor=1/18446744073709551616.00/1/0.00
+    UsageRaw/Norm/Efctv=0.00/1.00/0.00
+    ParentAccount=root(1) Lft=8 DefAssoc=No
+    GrpJobs=N(1) GrpJobsAccrue=N(1)
+    GrpSubmitJobs=N(2) GrpWall=N(0.00)
+    GrpTRES=cpu=N(8),mem=N(0),energy=N(0),node=2(2),billing=N(8),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESRunMins=cpu=N(80),mem=N(0),energy=N(0),node=N(20),billing=N(80),fs/disk=N(0),vmem=N(0),pages=N(0)
+    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=
+    MaxTRESPJ=
+    MaxTRESPN=
+    MaxTRESMinsPJ=
+    MinPrioThresh=
+ClusterName=adaptalloc Account=aagrp UserName=aatest(1001) Partition= Priority=0 ID=15
+    SharesRaw/Norm/Level/Factor=1/18446744073709551616.00/1/0.00
+    UsageRaw/Norm/Efctv=0.00/1.00/0.00
+    ParentAccount= Lft=9 DefAssoc=Yes
+    GrpJobs=N(1) GrpJobsAccrue=N(1)
+    GrpSubmitJobs=N(2) GrpWall=N(0.00)
+    GrpTRES=cpu=N(8),mem=N(0),energy=N(0),node=N(2),billing=N(8),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESMins=cpu=N(0),mem=N(0),energy=N(0),node=N(0),billing=N(0),fs/disk=N(0),vmem=N(0),pages=N(0)
+    GrpTRESRunMins=cpu=N(80),mem=N(0),energy=N(0),node=N(20),billing=N(80),fs/disk=N(0),vmem=N(0),pages=N(0)
+    MaxJobs= MaxJobsAccrue= MaxSubmitJobs= MaxWallPJ=
+    MaxTRESPJ=
+    MaxTRESPN=
+    MaxTRESMinsPJ=
+    MinPrioThresh=
+"""
+
+
+def test_a_group_node_limit_is_the_accounts_and_caps_the_users_jobs() -> None:
+    records = parse_assoc_mgr(GROUP_CAPPED)
+    assert [r.max_nodes_group for r in records] == [2, None]  # "node=2(2)" and "node=N(2)"
+    assert pick_association(records, "aatest", "aagrp", "debug") == AssocRecord(
+        "aagrp", "aatest", "", None, None, max_nodes_group=2
+    )
+
+
 def test_no_association_reads_as_none() -> None:
     header = "Current Association Manager state\n\nAssociation Records\n\n"
     assert parse_assoc_mgr(header) == []
@@ -203,6 +248,7 @@ def job(user: str = "aatest", account: str = "aachild") -> JobRecord:
         (AssocRecord("aachild", "aatest", "", None, 45), False, 6, 45),
         (None, False, 6, 120),  # no association
         (AssocRecord("aachild", "aatest", "", 2, 30), True, 6, 120),  # read failed: fail-open
+        (AssocRecord("aagrp", "aatest", "", None, None, 3), False, 3, 120),  # a group cap
     ],
 )
 def test_the_policy_gets_the_tighter_limits(

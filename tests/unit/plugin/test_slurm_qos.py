@@ -17,10 +17,17 @@ from plugin.slurm import (
     SlurmParseError,
 )
 from plugin.slurm.cli_backend import CliSlurmReader
-from plugin.slurm.parse import parse_qos_limits
+from plugin.slurm.parse import QOS_FORMAT, parse_qos_limits
 
-# As the 22.05 testbed prints it (sacctmgr -n -P show qos format=Name,MaxTRESPerJob,MaxWall).
-SACCTMGR = "normal|||\naasmall|node=2|00:30:00|\nbig|cpu=64,node=16|2-00:00:00|\n"
+# As the 22.05 testbed prints it (sacctmgr -n -P show qos format=QOS_FORMAT): Name,
+# MaxTRESPerJob, MaxWall, GrpTRES, MaxTRESPerUser, MaxTRESPerAccount.
+SACCTMGR = (
+    "normal|||||\n"
+    "aasmall|node=2|00:30:00|||\n"
+    "big|cpu=64,node=16|2-00:00:00|||\n"
+    "aashared|||node=5|node=4|node=3\n"
+    "aagroup|node=8||cpu=64,node=6||\n"
+)
 
 
 def test_qos_limits_from_sacctmgr() -> None:
@@ -28,7 +35,11 @@ def test_qos_limits_from_sacctmgr() -> None:
         QosRecord("normal", None, None),
         QosRecord("aasmall", 2, 30),
         QosRecord("big", 16, 2 * 1440),
+        QosRecord("aashared", None, None, 3),  # the tightest of group, per user, per account
+        QosRecord("aagroup", 8, None, 6),
     ]
+    # The earlier three-column output still reads (no group limits known).
+    assert parse_qos_limits("aasmall|node=2|00:30:00\n") == [QosRecord("aasmall", 2, 30)]
 
 
 @pytest.mark.parametrize("text", ["x", "|node=2|1:00:00", "q|node=2|soon"])
@@ -44,8 +55,8 @@ def test_the_reader_asks_sacctmgr_with_an_argument_list() -> None:
         calls.append(args)
         return SACCTMGR
 
-    assert len(CliSlurmReader(runner=runner).qos_limits()) == 3
-    assert calls == [("sacctmgr", "-n", "-P", "show", "qos", "format=Name,MaxTRESPerJob,MaxWall")]
+    assert len(CliSlurmReader(runner=runner).qos_limits()) == 5
+    assert calls == [("sacctmgr", "-n", "-P", "show", "qos", f"format={QOS_FORMAT}")]
 
 
 def test_tighter() -> None:
@@ -83,6 +94,7 @@ def job(qos: str) -> JobRecord:
         ("normal", [QosRecord("normal", None, None)], 6, 120),
         ("", [QosRecord("aasmall", 2, 30)], 6, 120),  # no QOS reported
         ("aasmall", None, 6, 120),  # sacctmgr down: the partition's limits alone
+        ("aagroup", [QosRecord("aagroup", 8, None, 4)], 4, 120),  # a group/user/account cap
     ],
 )
 def test_the_policy_gets_the_tighter_limits(
