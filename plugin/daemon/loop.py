@@ -1107,6 +1107,7 @@ class Daemon:
         self.state.prepare()
         self.state.lock()
         try:
+            self.check_enforcement()
             journaled = self.journal.load()
             before = self.metrics_total()
             self.recover(journaled)

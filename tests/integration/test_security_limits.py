@@ -36,12 +36,13 @@ from plugin.learning.learner import refit_app
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .daemon_harness import DaemonProcess, job_fields
+from .daemon_harness import DaemonProcess, held, job_fields
 from .testbed import (
     PROJECT_ROOT,
     LocalCluster,
     SlurmCLI,
     SubmitJob,
+    adaptalloc,
     scratch_url,
     start_testbed,
 )
@@ -176,6 +177,30 @@ def test_without_a_sizing_user_the_daemon_releases_as_submitted(
     assert (fields["NumNodes"], fields["TimeLimit"]) == ("1-2", "01:00:00")  # as submitted
     assert "reason=limits_enforced" in job_fields(slurm, job)["admin_comment"]
     assert_stays_pending(slurm, job, "AssocGrpNodeLimit")
+
+
+def test_a_single_sweep_releases_as_submitted_too(
+    enforcing: SlurmCLI,
+    submit_job: SubmitJob,
+    daemon_factory: Factory,
+    curve: str,
+    tmp_path: Path,
+) -> None:
+    """``adaptalloc daemon --once`` decides held jobs outside the loop: the same verdict."""
+    slurm = enforcing
+    daemon = daemon_factory().start()
+    daemon.signal(signal.SIGSTOP)  # holding (fresh heartbeat) but deciding nothing
+    job = moldable_job(slurm, submit_job, curve)
+    assert held(job_fields(slurm, job))  # by job_submit.lua
+    daemon.kill()
+    once = adaptalloc(
+        "daemon", "--once", "--config", daemon.config_path, "--state-dir", daemon.state_dir,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert once.returncode == 0, once.stderr[-2000:]
+    fields = slurm.show_job(job)
+    assert (fields["NumNodes"], fields["TimeLimit"]) == ("1-2", "01:00:00")
+    assert "reason=limits_enforced" in job_fields(slurm, job)["admin_comment"]
 
 
 def test_with_a_sizing_user_the_daemon_resizes_and_slurm_keeps_the_limit(
