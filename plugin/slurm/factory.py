@@ -14,6 +14,7 @@ major.minor (`choose_writer`); otherwise ``scontrol`` writes, as always.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass
 from types import ModuleType
@@ -22,7 +23,7 @@ import structlog
 
 from plugin.errors import printable
 from plugin.slurm.cli_backend import DEFAULT_TIMEOUT_S, CliSlurmReader, Runner
-from plugin.slurm.errors import SlurmError
+from plugin.slurm.errors import SlurmCommandError, SlurmError
 from plugin.slurm.libslurm_backend import LibslurmSlurm, import_binding, probe_binding
 from plugin.slurm.pyslurm_backend import PyslurmReader
 from plugin.slurm.reader import SlurmReader
@@ -174,6 +175,10 @@ def slurm_client(
     comment and the release too, which need the daemon's own privileges.
     """
     sizer = SizingUser.named(sizing_user) if sizing_user else None
+    if sizer is not None and os.geteuid() != 0:
+        raise SlurmCommandError(
+            "sizing_user needs the daemon to run as root (it runs scontrol as that account)"
+        )
     reader = slurm_reader(backend, timeout_s)
     if isinstance(reader, PyslurmReader):
         return PyslurmSlurm(

@@ -4,11 +4,17 @@ The testbed shows the Slurm side: tests/integration/test_security_limits.py."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from plugin.slurm.enforcement import judge, limits_enforced, sizer_problem
 from plugin.slurm.errors import SlurmCommandError
-from plugin.slurm.writer import SizingUser
+from plugin.slurm.factory import slurm_client
+from plugin.slurm.writer import CliSlurm, Resize, SizingUser
 
 CONFIG = "Configuration data as of 2026-11-27T09:00:00\nSlurmUser               = slurm(64030)\n"
 SIZER = SizingUser("aasizer", 999, 999)
@@ -98,3 +104,42 @@ def test_a_sizing_user_must_exist() -> None:
     assert SizingUser.named("root") == SizingUser("root", 0, 0)
     with pytest.raises(SlurmCommandError, match="not an account on this host"):
         SizingUser.named("no-such-account-aa")
+
+
+def test_a_sizing_user_needs_a_root_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SlurmCommandError, match="needs the daemon to run as root"):
+        slurm_client("cli", sizing_user="root")
+
+
+def test_with_a_sizing_user_the_client_is_scontrols() -> None:
+    client = slurm_client("auto", sizing_user="root")
+    assert isinstance(client, CliSlurm)  # never libslurm's one update per job
+    assert client.sizing_user == SizingUser("root", 0, 0)
+    assert slurm_client("cli").sizing_user is None  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running a command as another account needs root")
+def test_resizes_run_as_the_sizing_user_and_restores_as_the_daemon() -> None:
+    """Which account runs ``scontrol``: a stand-in on PATH writes its uid and the lines it
+    read (what is tested is the writer's process, not Slurm; the testbed shows Slurm's side)."""
+    sizer = SizingUser.named("nobody")
+    place = Path(tempfile.mkdtemp(prefix="aa-sizer-"))  # not pytest's 0700 tmp: nobody runs it
+    try:
+        place.chmod(0o777)
+        log = place / "calls"
+        script = place / "scontrol"
+        script.write_text(f'#!/bin/sh\n{{ id -u; cat; }} >> "{log}"\n')
+        script.chmod(0o755)
+        client = CliSlurm(
+            env=dict(os.environ, PATH=f"{place}:{os.environ['PATH']}"), sizing_user=sizer
+        )
+        client.resize([Resize(7, 2, 2, 30)])
+        client.restore([Resize(7, 1, 4, 60)])
+        lines = log.read_text().split()
+    finally:
+        shutil.rmtree(place)
+    assert lines == [
+        str(sizer.uid), "update", "JobId=7", "NumNodes=2-2", "TimeLimit=30",
+        str(os.geteuid()), "update", "JobId=7", "NumNodes=1-4", "TimeLimit=60",
+    ]  # fmt: skip
