@@ -12,9 +12,11 @@
 * the daemon's memory (VmRSS now, VmHWM peak) after each phase.
 
 Run once per writer backend, back to back, each with its own Slurm-alone baseline:
-``cli`` (``scontrol``: a resize line, a comment update and a release per job) and
-``libslurm`` (one update RPC per job, plugin/slurm/libslurm_backend.py; skipped when the
-binding is not built). ``ADAPTALLOC_BENCH_BACKENDS=libslurm`` runs one. slurmctld's own RPC
+``cli`` (``scontrol``: a resize line, a comment update and a release per job), ``cli-sizer``
+(the same, the resizes run as the testbed's sizing user: what a cluster that enforces limits
+pays, README "Limits") and ``libslurm`` (one update RPC per job,
+plugin/slurm/libslurm_backend.py; skipped when the binding is not built).
+``ADAPTALLOC_BENCH_BACKENDS=libslurm`` runs one. slurmctld's own RPC
 statistics (``sdiag``, reset before the steady phase) are printed per job beside the
 latencies, with the daemon's CPU time per job.
 
@@ -71,8 +73,10 @@ POLL_S = 2.0
 #: "libslurm-writes" is libslurm's writes with the ``squeue`` queue read (before the libslurm
 #: read); "libslurm" reads through libslurm too (after).
 WRITERS = tuple(
-    os.environ.get("ADAPTALLOC_BENCH_BACKENDS", "cli,libslurm-writes,libslurm").split(",")
+    os.environ.get("ADAPTALLOC_BENCH_BACKENDS", "cli,cli-sizer,libslurm-writes,libslurm").split(",")
 )
+#: The ``scontrol`` writer with ``[daemon] sizing_user`` (up.sh makes the testbed's).
+SIZER = "cli-sizer"
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
 
 
@@ -130,8 +134,12 @@ def test_release_latency(
     if backend.startswith("libslurm") and import_binding() is None:
         pytest.skip("the libslurm binding is not built (deploy/setup.sh)")
     url, client = bench_store()
+    writer = "cli" if backend == SIZER else backend
+    sizer = local_cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    sizing = f'sizing_user = "{sizer}"\n' if backend == SIZER else ""
     daemon = daemon_factory(
-        config=f'max_hold_s = 600.0\n[slurm]\nbackend = "{backend}"\n', args=("--redis-url", url)
+        config=f'max_hold_s = 600.0\n{sizing}[slurm]\nbackend = "{writer}"\n',
+        args=("--redis-url", url),
     )
 
     # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
@@ -146,7 +154,7 @@ def test_release_latency(
 
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
     daemon.start()
-    assert daemon.events("daemon_started")[0]["backend"] == backend
+    assert daemon.events("daemon_started")[0]["backend"] == writer
     idle_rss = rss_kib(daemon.pid)
     all_jobs: set[int] = set()
     try:
