@@ -186,8 +186,11 @@ def test_a_single_sweep_releases_as_submitted_too(
     curve: str,
     tmp_path: Path,
 ) -> None:
-    """``adaptalloc daemon --once`` decides held jobs outside the loop: the same verdict."""
+    """``adaptalloc daemon --once`` decides held jobs outside the loop: the same verdict.
+    The group is full, so the released job stays pending with the range it was given (a
+    job that starts shows the size Slurm picked)."""
     slurm = enforcing
+    fill_the_group(slurm, submit_job)
     daemon = daemon_factory().start()
     daemon.signal(signal.SIGSTOP)  # holding (fresh heartbeat) but deciding nothing
     job = moldable_job(slurm, submit_job, curve)
@@ -201,6 +204,7 @@ def test_a_single_sweep_releases_as_submitted_too(
     fields = slurm.show_job(job)
     assert (fields["NumNodes"], fields["TimeLimit"]) == ("1-2", "01:00:00")
     assert "reason=limits_enforced" in job_fields(slurm, job)["admin_comment"]
+    assert_stays_pending(slurm, job, "AssocGrpNodeLimit")
 
 
 def test_with_a_sizing_user_the_daemon_resizes_and_slurm_keeps_the_limit(
