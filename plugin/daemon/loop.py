@@ -133,7 +133,7 @@ from plugin.slurm import (
     slurm_client,
 )
 from plugin.slurm.cli_backend import run_command
-from plugin.slurm.enforcement import judge, limits_enforced, sizer_problem
+from plugin.slurm.enforcement import assess
 from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
@@ -645,10 +645,8 @@ class Daemon:
         def run(*args: str) -> str:
             return run_command(args, timeout, os.environ)
 
-        enforced = limits_enforced(run)
         sizer = getattr(self.slurm, "sizing_user", None)
-        problem = sizer_problem(run, sizer) if sizer is not None and enforced is not False else None
-        verdict = judge(enforced, self.config.daemon.resize_with_enforced_limits, sizer, problem)
+        verdict = assess(run, sizer, self.config.daemon.resize_with_enforced_limits)
         self.decider.limits_enforced = not verdict.resize
         self.enforcement_retry_at = (
             time.monotonic() + ENFORCEMENT_RETRY_S if verdict.retry else None

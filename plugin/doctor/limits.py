@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from plugin.doctor.check import FAIL, OK, WARN, Check
 from plugin.errors import printable
-from plugin.slurm.enforcement import judge, limits_enforced, sizer_problem
+from plugin.slurm.enforcement import assess
 from plugin.slurm.errors import SlurmCommandError
 from plugin.slurm.writer import CliSlurm, SizingUser
 
@@ -24,16 +24,12 @@ def enforced_limits(slurm: CliSlurm, sizing_user: str, allowed: bool) -> Check:
     """ok: the daemon resizes and Slurm checks every limit; warn: it releases every job as
     submitted (limits enforced, no usable sizing user) or it resizes past limits it does
     not check (``resize_with_enforced_limits``)."""
-    enforced = limits_enforced(slurm.run)
     try:
         sizer = SizingUser.named(sizing_user) if sizing_user else None
     except SlurmCommandError as exc:
         fix = SIZER_SETUP.replace("NAME", printable(sizing_user)[:64])
         return Check("enforced_limits", FAIL, str(exc), fix)
-    problem = (
-        sizer_problem(slurm.run, sizer) if sizer is not None and enforced is not False else None
-    )
-    verdict = judge(enforced, allowed, sizer, problem)
+    verdict = assess(slurm.run, sizer, allowed)
     name = printable(sizing_user)[:64] or "adaptalloc-sizer"
     if not verdict.resize:
         return Check("enforced_limits", WARN, verdict.note, SIZER_SETUP.replace("NAME", name))
@@ -47,7 +43,7 @@ def enforced_limits(slurm: CliSlurm, sizing_user: str, allowed: bool) -> Check:
         )
     detail = (
         "Slurm enforces no association/QOS limits (AccountingStorageEnforce)"
-        if enforced is False
+        if verdict.enforced is False
         else f"limits enforced; resizes run as sizing user {name}, so Slurm checks them"
     )
     return Check("enforced_limits", OK, detail)

@@ -44,7 +44,7 @@ from plugin.slurm.parse import parse_accounting_enforce
 from plugin.slurm.privileges import check_privileges
 from plugin.slurm.writer import SizingUser
 
-__all__ = ["LIMIT_WORDS", "Verdict", "judge", "limits_enforced", "sizer_problem"]
+__all__ = ["LIMIT_WORDS", "Verdict", "assess", "judge", "limits_enforced", "sizer_problem"]
 
 #: AccountingStorageEnforce words under which slurmctld applies association and QOS limits
 #: ("safe" implies "limits"; "qos" alone only requires a valid QOS).
@@ -60,6 +60,14 @@ def limits_enforced(run: Callable[..., str]) -> bool | None:
     except SlurmError:
         return None
     return bool(words & LIMIT_WORDS)
+
+
+def assess(run: Callable[..., str], sizer: SizingUser | None, allowed: bool) -> Verdict:
+    """Ask Slurm through `run` and `judge`: the daemon's check and the doctor's.
+    allowed: ``resize_with_enforced_limits``."""
+    enforced = limits_enforced(run)
+    problem = sizer_problem(run, sizer) if sizer is not None and enforced is not False else None
+    return judge(enforced, allowed, sizer, problem)
 
 
 def sizer_problem(
@@ -86,11 +94,13 @@ def sizer_problem(
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the daemon may resize, whether to ask Slurm again later, what to log."""
+    """Whether the daemon may resize, whether to ask Slurm again later, what to log, and
+    what Slurm said of enforcement (None: it could not be read)."""
 
     resize: bool
     retry: bool
     note: str
+    enforced: bool | None
 
 
 def judge(
@@ -99,15 +109,16 @@ def judge(
     """The module docstring's rule. enforced: `limits_enforced` (None: unknown); allowed:
     ``resize_with_enforced_limits``; problem: `sizer_problem` of the configured sizer."""
     if enforced is False:
-        return Verdict(True, False, "")
+        return Verdict(True, False, "", enforced)
     if sizer is not None and problem is None:
-        return Verdict(True, False, "")
+        return Verdict(True, False, "", enforced)
     if allowed:
         return Verdict(
             True,
             False,
             "resize_with_enforced_limits: group, CPU and TRES-minute limits are not applied "
             "to the jobs the daemon resizes",
+            enforced,
         )
     why = (
         "Slurm enforces association/QOS limits (AccountingStorageEnforce)"
@@ -120,4 +131,5 @@ def judge(
         True,
         f"{why}, and an operator's resize lifts those the daemon does not check: jobs are "
         f"released as submitted; {fix}",
+        enforced,
     )

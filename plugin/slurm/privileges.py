@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from plugin.errors import printable
 from plugin.slurm.errors import SlurmError
+from plugin.slurm.parse import config_value
 
 __all__ = [
     "ACTIONS",
@@ -96,11 +97,7 @@ def judge(uid: int, user: str, slurm_user: str | None, admin_level: str | None) 
 
 def _slurm_user(config_text: str) -> str | None:
     """SlurmUser's name from ``scontrol show config`` ("SlurmUser = slurm(64030)")."""
-    for line in config_text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip() == "SlurmUser":
-            return value.strip().split("(", 1)[0] or None
-    return None
+    return config_value(config_text, "SlurmUser").split("(", 1)[0] or None
 
 
 def check_privileges(
