@@ -5,7 +5,7 @@ the daemon (plugin/learning/learner.py, `Learner.refit_dirty`) and the simulator
 An application becomes *dirty* when its runs change; once dirty for the debounce
 (``[learner] refit_debounce_s``), it is refitted when the refit is *due*:
 
-    due  ⇔  g = 0                                   (every change: the rule before issue 20)
+    due  ⇔  g = 0                                   (every change: the rule before this cadence)
          ∨  no curve                                 (the last fit was refused or failed)
          ∨  added ≥ max(1, ⌈g·n⌉)                    (the runs grew by the fraction g)
          ∨  a run at a size the curve never saw      (not in the curve's `observed_n`)

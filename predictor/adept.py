@@ -146,7 +146,7 @@ class SearchSettings:
     grid_zoom: values per axis in the later rounds.
     valley: representative of an unidentified valley: "far", "sigma1" or "near".
     valley_knee: with valley = "near", the valley's knee is put at valley_knee × the largest
-        observed size (1: right after the data). Measured for issue 17's at-knee cells
+        observed size (1: right after the data). Measured for the at-knee cells
         (tests/benchmarks/test_valley_choice.py, "knee 1.5x"); not shipped: "near" is not.
     near_above: the valley ends right after the data ("near") wherever the serial fraction
         f times the largest size exceeds it, whatever `valley` says ("A valley that needs a

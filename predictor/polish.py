@@ -1,4 +1,4 @@
-"""Gauss-Newton polish of the pattern search's best instance (issue 17, noise-free data).
+"""Gauss-Newton polish of the pattern search's best instance (seen on noise-free data).
 
 The 2-D pattern search (adept.py, `_refine`) stops after a fixed number of rounds, each of
 which can move an instance only a few of its shrinking steps. Where the WSSRE's minimum lies

@@ -18,7 +18,7 @@ Off the decision path: `ClusterPrefetch` (a thread of the daemon's) refreshes th
 the partitions, the QOS table and the cached associations once they are `REFRESH_AT` of
 their cache time old (about as often as the batches read them before), so a batch finds
 them cached and does not wait on ``sinfo``, ``scontrol`` or ``sacctmgr`` with jobs in hand
-(issue 16: a QOS read took 275 ms inside a one-job batch at 10 jobs/s). A read the
+(measured: a QOS read took 275 ms inside a one-job batch at 10 jobs/s). A read the
 prefetch has not made in time is still made by the batch, as before.
 
 Pending demand is the sum of the requested minimum

@@ -365,7 +365,7 @@ class Decider:
         (`KEY_MEMO_SIZE` of them, per rule; an error is not remembered): the jobs of a burst
         share a handful; the copy of the job, and the parses of its tags here and in
         `_tags` and shape.job_scaling (`shape.tag_in`), were about a sixth of `decide`'s time
-        per job (cProfile, the release benchmark's jobs; issue 16).
+        per job (cProfile, the release benchmark's jobs).
         """
         rule, memo = self._keys
         if rule is not self.rule or len(memo) >= KEY_MEMO_SIZE:

@@ -1,5 +1,5 @@
 """Cold start from sibling problem sizes: the curve the decision path uses for a problem size
-that has none of its own (issue 18; the model is predictor/sizes.py).
+that has none of its own (the model is predictor/sizes.py).
 
 An app key whose size class is a number (``cg@3000``, from the tag ``size=3000``) and that has
 no usable curve borrows one when two or more *sibling sizes* (``cg@1000``, ``cg@4000``: same

@@ -1,4 +1,4 @@
-"""The report's placement and node-type sections (issue 18): query → assemble → render.
+"""The report's placement and node-type sections: query → assemble → render.
 
 Placement table: per (nodes, tasks per node) the app ran at, or the separable model of
 predictor/placement.py predicts from those runs, the measured mean runtime (geometric, as the

@@ -481,7 +481,7 @@ class CurveStore:
         record = self.curve_record(app, node_type)
         return None if record is None else record.curve
 
-    #: The agreed name of `curve` for the placement work (issue 18).
+    #: The agreed name of `curve` for the placement and node-type code.
     load_curve = curve
 
     @guarded

@@ -20,7 +20,7 @@ rested on (``curve_version``, ``curve_model``, ``idle_nodes``, ``pending_nodes``
 ``total_nodes``, ``policy``, ``budget``) and when (``decided_at``, ``released_at``: Unix
 seconds; ``latency_s``: held to released; ``recovered``: finished from the journal).
 
-Placement, scaling and partition choice (issue 18) add: ``tasks`` (the job's fixed task
+Placement, scaling and partition choice add: ``tasks`` (the job's fixed task
 count) and ``tasks_per_node`` (on the busiest node, as placed), ``scaling`` ("weak" when the
 tag said so), ``new_partition`` (the partition the job was moved to among those it listed,
 None when it kept its own) and ``placement`` (the detail: the placement table, or every

@@ -35,7 +35,7 @@ accept only AppKey values and check the other variable parts, so no caller can b
 outside the namespace. (An app named ``global`` shares the global keys' slot: harmless, the
 names differ.)
 
-**Redis Cluster** (issue 16). Every script and every transaction touches keys of one slot:
+**Redis Cluster**. Every script and every transaction touches keys of one slot:
 
 * per app (``{<app>}``): ``add_observations.lua``, ``save_curve.lua``, ``forget.lua``,
   ``refit_input``'s snapshot;

@@ -124,7 +124,7 @@ class Setup:
     policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
     range in A = r_app·F; noise: σ of the run noise (applications.py). refits: the learned
     curves' refit cadence, one of REFITS; refit_growth: the daemon cadence's g ([learner]
-    refit_growth; 0: refit on every change, the rule before issue 20).
+    refit_growth; 0: refit on every change, the rule before the cadence).
     """
 
     machine: int

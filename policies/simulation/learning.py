@@ -18,7 +18,7 @@ functions on the same kind of data:
   round, when the refit is due by policies/refit_cadence.py's rule ([learner] refit_growth
   g, refit_max_age_h H: refit once the runs added since the last fit reach max(1, ⌈g·n⌉),
   or a run at a size the curve never saw arrives, or the curve has no fit or is H old; g = 0
-  is the rule before issue 20, every change); an application not due stays dirty, looked at
+  is the rule before the cadence, every change); an application not due stays dirty, looked at
   again at the next round where that can change (a run ingested, the curve H old). A
   decision at `now` sees the curve of the application's last refit round ≤ now.
   The rounds are replayed lazily, when a decision asks: a round no decision saw the result

@@ -42,7 +42,7 @@ def lm_multistart_fit(n: FloatArray, t: FloatArray) -> tuple[float, float, float
     """(A, σ, T(1), cost): plain multi-start Levenberg-Marquardt on Σ (1 - c τ(n_i; A, σ)/t_i)²
     with the scale c free (an observed n = 1 is one more point), from the thesis' start and
     every (k·S_max, σ0) of MULTI_START_A × MULTI_START_SIGMA; the start with the lowest cost
-    wins. The peer of issue 17's outside measurement ("relative runtime error, free scale").
+    wins. The peer of the outside measurement ("relative runtime error, free scale").
     """
     from scipy.optimize import least_squares  # noqa: PLC0415
 
@@ -107,7 +107,7 @@ def extrap(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
 
 
 def selected(n: FloatArray, t: FloatArray, at: FloatArray) -> FloatArray:
-    """Model selection (issue 10): ADEPT unless cross-validation finds a clearly better model."""
+    """Model selection: ADEPT unless cross-validation finds a clearly better model."""
     choice = predictor.choose_model(predictor.prepare(n, t))
     if choice.fit is None:
         return adept(n, t, at)

@@ -1,4 +1,4 @@
-"""A synthetic strong-scaling suite with known truth (issue 17: an evaluation that cannot overfit).
+"""A synthetic strong-scaling suite with known truth (an evaluation that cannot overfit).
 
 SYNTHETIC ASSUMPTION, printed with every figure drawn from it: runtimes follow a Downey curve
 exactly, T(n) = T(1)/S(n; A, σ), times independent lognormal noise of the cell's level.

@@ -1,4 +1,4 @@
-"""Issue 17: choosing between ADEPT and LM by forward validation (a negative result, measured).
+"""Choosing between ADEPT and LM by forward validation (a negative result, measured).
 
 Candidates, each scored on BOTH the synthetic suite (SYNTHETIC ASSUMPTION: exact Downey curves x
 lognormal noise, tests/benchmarks/synthetic.py, seed 2026, 16 cases per cell, the cells of

@@ -1,4 +1,4 @@
-"""Issue 17's last cell, case by case: which decision turns LM's 3% into ADEPT's 14%.
+"""The last cell ADEPT loses to LM, case by case: which decision turns LM's 3% into ADEPT's 14%.
 
 at-knee / uneven spacing / 2% noise, extrapolation (test_synthetic_accuracy.py, seed 2026, 16
 cases a cell): ADEPT 14.0% median against LM 3.2% (p = 0.01). Per case this prints the truth

@@ -1,4 +1,4 @@
-"""Mixed problem sizes under one app key (issue 14 item 5): false alarms and detection.
+"""Mixed problem sizes under one app key: false alarms and detection.
 
 The statistic (predictor/reliability.py, mixed_sizes): per size with >= 2 runs, R = max/min
 runtime over all its runs; an app is flagged when R > mixed_ratio at any size.

@@ -1,4 +1,4 @@
-"""Every model and the per-application selection on the real curves (issue 10), one run.
+"""Every model and the per-application selection on the real curves, one run.
 
 Same curves and protocols as test_predictor_accuracy.py. Rows: ADEPT alone, each alternative
 model alone, and the selection (ADEPT unless cross-validation on the training sizes finds a

@@ -1,6 +1,6 @@
-"""The line to beat on real curves (issue 17): ADEPT vs plain multi-start LM, constants held out.
+"""The line to beat on real curves: ADEPT vs plain multi-start LM, constants held out.
 
-Issue 17's outside measurement, on 10 real curves the team does not have: median |runtime
+An outside measurement, on 10 real curves the team does not have: median |runtime
 error| for interpolation (3 sizes given) adaptalloc 8.0% vs plain multi-start LM 4.4%, and
 extrapolation (the first half given) 25.3% vs 27.4%. This reproduces that protocol on the 13
 curves of tests/data/scaling, side by side in one run:
@@ -237,7 +237,7 @@ def test_line_to_beat_on_real_curves(capsys: pytest.CaptureFixture[str]) -> None
         for view in views:
             Console(width=170).print(view)
         print(
-            "issue 17's outside measurement (10 held-back curves, median |error| %): interp "
+            "the outside measurement (10 held-back curves, median |error| %): interp "
             "ADEPT 8.0 vs multi-start LM 4.4, extrap 25.3 vs 27.4"
         )
         print("'ADEPT held out': settings (q, parsimony_tol) chosen leave-one-curve-out:")

@@ -6,9 +6,9 @@ wall clock (time.perf_counter) and CPU time of this process (time.process_time):
 is shared, so the wall clock also counts other people's work and the CPU time is the fairer
 side-by-side figure. ADEPT and LM calls alternate, problem by problem, so both see the same
 load. Nothing is asserted about the times. The ADEPT paper reports 0.46 s per prediction
-(C++, 2009); issue 17 asks for ADEPT within 2x of LM in the same run.
+(C++, 2009); the aim here is ADEPT within 2x of LM in the same run.
 
-Measured here, CPU ms median (2026-11-23, 2 shared cores, load 4-5): main before the issue-17
+Measured here, CPU ms median (2026-11-23, 2 shared cores, load 4-5): main before the ADEPT
 speed work ADEPT 16.1 vs LM 6.1 (2.64x, main and this branch alternating in one process); after
 it 11.4-11.5 vs 5.9-6.1 (1.89-1.93x; wall clock 1.80x in the same run), with the same fits bit
 for bit (tests/unit/predictor/test_search_speedups.py).
@@ -23,7 +23,7 @@ one target (these problems) 9.90 -> 8.80 ms median CPU (-11%), ADEPT/LM 2.28x ->
 same run (LM 3.83 ms); learner refit (learner_problems) 8.19 -> 7.23 ms median (-12%; mean
 9.12 -> 8.02). Several such runs: -11% to -12% each, the absolute figures varying ~1.5x with
 the load.
-Issue 17's at-knee work of 2026-11-26 (h/knee: one Gauss-Newton step after the pattern search,
+The at-knee work of 2026-11-26 (h/knee: one Gauss-Newton step after the pattern search,
 predictor/polish.py; the valley's near end where f·n_max > 3), measured against the settings
 that undo it (polish_steps=0, near_above=inf) alternating problem by problem in one process,
 5 repeats, 3 runs, load 2.7-4 on the 2 shared cores: predict with one target +2.4%, +3.0%,
@@ -52,7 +52,7 @@ mean -6.2%, -4.8%; LM 2.2-3.8). This benchmark at load 17: ADEPT 8.69 vs LM 3.08
 (2.82x). The profile (cProfile, these 60 problems): the search is 84% of a predict, the
 pattern search 25%, the envelope 21%, the 1-D pass 18%; per predict ~230 np.where, ~110
 reductions, 17 runtime evaluations, 14 np.errstate (~5 µs each, ~1.4%): no step dominates,
-and issue 17's aim (within 2x of LM in every run) stays unmet: 2.7-2.8x in these runs, LM's
+and the aim of ADEPT within 2x of LM in every run stays unmet: 2.7-2.8x in these runs, LM's
 own time moving 1.8-3.1 ms between them.
 """
 

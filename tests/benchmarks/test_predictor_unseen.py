@@ -1,4 +1,4 @@
-"""ADEPT vs LM vs multi-start LM on real curves NOBODY TUNED ON (issue 17).
+"""ADEPT vs LM vs multi-start LM on real curves NOBODY TUNED ON.
 
 The 13 curves of tests/data/scaling/unseen (provenance and the rule in its README: no
 constant of the predictor is ever chosen on them) are scored with test_predictor_holdout's
@@ -26,7 +26,7 @@ and poisson2d keep 3 sizes), median over curves, ADEPT / LM / multi-start LM:
 * interp, every 3rd: 5.0 / 5.2 / 5.4; without T(1): 4.9 / 5.1 / 5.1
 * extrap: 12.5 / 76.5 / 76.5; without T(1): 15.7 / 43.4 / 43.4
 
-Issue 17's outside gap (interp 8.0% vs 4.4%) does not reproduce on these unseen curves either:
+The outside gap (interp 8.0% vs 4.4%) does not reproduce on these unseen curves either:
 ADEPT's median is the lowest or tied in every cell, and its extrapolation error is 3-6x smaller
 than either LM's (the LMs, given two or three sizes of a near-linear curve, put the plateau far too
 early: cg_multigpu 174%, kmeans 234%, vlasiator_mahti 83% against ADEPT's 2%, 9%, 2%).
@@ -124,7 +124,7 @@ def test_unseen_real_curves(capsys: pytest.CaptureFixture[str]) -> None:
         for view in tables(figures, COLUMNS, "REAL curves, unseen set"):
             Console(width=150).print(view)
         print(
-            "issue 17's outside measurement (10 held-back curves, median |error| %): interp "
+            "the outside measurement (10 held-back curves, median |error| %): interp "
             "ADEPT 8.0 vs multi-start LM 4.4, extrap 25.3 vs 27.4"
         )
         for peer in ("LM", "multi-start LM"):

@@ -1,4 +1,4 @@
-"""Coverage of the 90% prediction intervals on the real strong-scaling curves (issue 17).
+"""Coverage of the 90% prediction intervals on the real strong-scaling curves.
 
 The interval constants (predictor/intervals.py) were chosen on synthetic Downey curves; this
 scores them where the truth is a measured runtime, not a model: tests/data/scaling, the
@@ -22,7 +22,7 @@ interpolation 95% / 55% / 95% / 47%, extrapolation 88% / 85% / 87% / 58%, leave-
 82% / 79% / 82% / 73%. m chosen per held-out curve 10-21%, median 18% (shipped), held-out
 coverage 88.5%; the 87 targets of fits on 3 sizes or fewer: 91% covered (56% without). On
 the synthetic suite (seed 2026, 16 cases per cell) coverage moves from 92.8% to 93.8%, inside
-issue 17's 85-95%: its 3-size fits over-cover, the price of an interval that holds on real
+the aimed-for 85-95%: its 3-size fits over-cover, the price of an interval that holds on real
 curves. `predict` carries m; the stored curve's interval, from whose upper end time limits are
 read (policies/time_limit.py), does not yet: it would lengthen the limits of applications with
 3 sizes or fewer by up to exp(1.645·0.18) = 1.34x, the team's decision (intervals.py).

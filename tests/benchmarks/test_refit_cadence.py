@@ -1,6 +1,6 @@
 """The learner's refit cadence (policies/refit_cadence.py): how many refits, how many of them
 change a decision, and what a growth g > 0 costs in decision quality against g = 0 (every
-change, the rule before issue 20).
+change, the rule before this cadence).
 
 Data: the dev traces of tests/data/swf (NASA iPSC/860; Lublin's synthetic model) and, when on
 this machine, the team's CEA-Curie sample; the simulator's defaults (its workload model is a
@@ -16,10 +16,10 @@ bounds how stale a curve with new runs gets.
    application had, how many a decision saw, and how many changed at least one decision (a
    decision made with the refit's curve differs, in nodes, time limit or rule, from the one
    the previous curve a decision saw gives in the same state). ADAPTALLOC_CADENCE_JOBS=30000
-   gives the issue's size (~10 minutes here at g = 0); the default is 3,000.
+   gives the target size (~10 minutes here at g = 0); the default is 3,000.
 2. Decision quality, g against g = 0: learned adaptive's mean response, kills and
    node-hours per trace and load, mean over seeds, with the g = 0 runs' range over the seeds
-   (the seed noise the difference is held to). ADAPTALLOC_CADENCE_FULL=1 runs the issue's
+   (the seed noise the difference is held to). ADAPTALLOC_CADENCE_FULL=1 runs the full
    table (three traces, loads 0.5, 0.7, 0.9, 1.0, seeds 1-3, g in ADAPTALLOC_CADENCE_G,
    traces in ADAPTALLOC_CADENCE_TRACES; ~30 min here); the default cell (NASA, load 0.9,
    seed 1, g = 0 and the default) takes ~20 s.
@@ -162,7 +162,7 @@ def test_refits_per_application_and_those_that_change_a_decision(
         console.print(table)
         console.print(
             "refits: the learner's refit rounds (policies/refit_cadence.py; g = 0: every "
-            "change, the rule before issue 20). seen by a decision: refits whose curve some "
+            "change, the rule before this cadence). seen by a decision: refits whose curve some "
             "decision used; changed a decision: of those, the refits whose curve gave at least "
             "one decision (nodes, time limit, rule) the previous curve would not have, in the "
             "same state. The rest fed the same decisions: wasted fits."

@@ -1,4 +1,4 @@
-"""Issue 16's latency aim against the floor this machine allows: daemon, minimal releaser and
+"""The daemon's latency aim against the floor this machine allows: daemon, minimal releaser and
 Slurm alone side by side, interleaved in one run.
 
 Three modes submit the same stream (same sbatch line, same job_submit.lua, jobs that run
@@ -54,8 +54,8 @@ releasers' own clocks (the time their update returned) are printed beside it. Ea
 one run with the 1-minute load average at the end of its phase; only correctness is asserted
 (each held job released exactly once, nothing held in the slurm mode).
 
-The constants (rates, durations) are the issue's aims; the durations are short so the CI
-default stays near 3 minutes (``ADAPTALLOC_BENCH_STEADY_S`` lengthens the phases). The issue's
+The constants (rates, durations) come from the latency aims; the durations are short so the CI
+default stays near 3 minutes (``ADAPTALLOC_BENCH_STEADY_S`` lengthens the phases). The full
 5,000-job burst: ``ADAPTALLOC_BENCH_BURST=5000 deploy/test.sh
 tests/benchmarks/test_release_floor.py -s``. Measured once (2026-11-26 20:35-20:50 UTC,
 modes slurm, floor, daemon-base, daemon; 1-minute load average at the end of each burst in
@@ -102,13 +102,13 @@ pytestmark = [pytest.mark.benchmark, pytest.mark.integration, pytest.mark.slow]
 RELEASER = Path(__file__).resolve().parent / "floor_releaser.py"
 #: The source tree of the ``daemon-base`` mode (module docstring).
 BASE_TREE = os.environ.get("ADAPTALLOC_BENCH_BASE_TREE", "")
-#: Issue 16's aim: p99 <= 250 ms at this rate.
+#: The latency aim: p99 <= 250 ms at this rate.
 RATE_PER_S = 50
 STEADY_S = float(os.environ.get("ADAPTALLOC_BENCH_STEADY_S", "10"))
 #: A light stream: the latency a releaser adds while slurmctld is far from saturated.
 LIGHT_RATE_PER_S = 10
 LIGHT_S = STEADY_S
-#: The issue's burst is 5,000 jobs; 1,000 keeps the CI default near 3 minutes.
+#: The aimed-for burst is 5,000 jobs; 1,000 keeps the CI default near 3 minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
 MODES = tuple(os.environ.get("ADAPTALLOC_BENCH_MODES", "slurm,floor,daemon").split(","))
 #: Seconds between looks at the queue while waiting for releases or for the jobs to end.

@@ -6,7 +6,7 @@
   daemon adds while it keeps up (wake-up, one sweep, the batch's writes);
 * steady: ``RATE_PER_S`` moldable submissions per second for ``STEADY_S`` s; latency from
   sbatch returned to the daemon's release, p50 and p99 (the submitter's view), and the
-  daemon's own ``latency_s``; aim (issue 16): p99 <= 250 ms at 50 jobs/s;
+  daemon's own ``latency_s``; aim: p99 <= 250 ms at 50 jobs/s;
 * burst: the same ``BURST`` submissions with the daemon running; the time until the daemon
   released the last one against the baseline's accept time; aim: within 1.1x;
 * the daemon's memory (VmRSS now, VmHWM peak) after each phase.
@@ -20,7 +20,7 @@ plugin/slurm/libslurm_backend.py; skipped when the binding is not built).
 statistics (``sdiag``, reset before the steady phase) are printed per job beside the
 latencies, with the daemon's CPU time per job.
 
-The burst is 1,000 jobs so the benchmark stays within a couple of minutes; the issue's
+The burst is 1,000 jobs so the benchmark stays within a couple of minutes; the full
 5,000-job burst is ``ADAPTALLOC_BENCH_BURST=5000 .venv/bin/python -m pytest
 tests/benchmarks/test_release_latency.py -m benchmark --slow -s``.
 
@@ -59,7 +59,7 @@ STEADY_S = 20
 #: A light stream first: the latency the daemon adds while it keeps up (the wake, one cycle).
 LIGHT_RATE_PER_S = 10
 LIGHT_S = 15
-#: The issue's figure is 5,000; 1,000 keeps the default run to a couple of minutes.
+#: The aimed-for burst is 5,000; 1,000 keeps the default run to a couple of minutes.
 BURST = int(os.environ.get("ADAPTALLOC_BENCH_BURST", "1000"))
 #: "run" (default): the jobs run ``true`` once released, so slurmctld also starts and completes
 #: 50 jobs/s, as a cluster at that rate would. "stay": each job has a begin time an hour

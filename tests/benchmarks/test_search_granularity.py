@@ -1,6 +1,6 @@
 """What the search's granularity buys: time against LM, and what coarser settings lose.
 
-Issue 17 asks for one ADEPT fit-and-predict within 2x of LM in the same run; it is 2.6-2.9x
+The aim is one ADEPT fit-and-predict within 2x of LM in the same run; it is 2.6-2.9x
 (test_predictor_speed.py). The cheapest lever is the search's own granularity (rounds of
 the pattern search and of the 1-D pass, the branches the pattern search follows, the
 Gauss-Newton polish steps after it: adept.SearchSettings), so this prints, per setting, in
@@ -46,7 +46,7 @@ gets to ~2.2x with one problem short of the paper's optimum. The envelope's δ z
 (envelope.ZOOM_ROUNDS, not a setting) saves another ~5% but changes the reported δ of 22% of
 these fits. No setting reaches 2x without changing the curves the daemon decides with.
 
-The polish rows, measured 2026-11-27 (issue 17's last lever: more Gauss-Newton steps,
+The polish rows, measured 2026-11-27 (the last lever: more Gauss-Newton steps,
 polish.py, made for the long valleys above), three runs at load 0.4-1.8 on the 2 shared
 cores (timing noisy; ratios move ~0.1 between runs), the shipped setting 2.65-2.71x LM:
 

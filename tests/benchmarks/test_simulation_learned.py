@@ -8,7 +8,7 @@ processors per node from its header). The first JOBS usable jobs of each, at off
 in the output; policy settings: the built-in defaults, chosen by the policies' owners, not
 tuned here, so no setting of this benchmark was chosen on any of these traces).
 
-The aim (issue 20): at every load, learned adaptive's mean response ≤ 0.9 × rigid's and
+The aim: at every load, learned adaptive's mean response ≤ 0.9 × rigid's and
 ≤ greedy's, its kills ≤ rigid's, its node-hours ≤ greedy's; the table says where it is met
 and prints the oracle (true curves, an upper bound no site has) beside it. Nothing about the
 aim is asserted: it is a measurement. Asserted: every job ran on every policy.
@@ -22,7 +22,7 @@ POLICIES'), and then the same cell in two processes, one per fit family (sweep.f
 the schedules are asserted equal). Both refit cadences: the daemon's (the default) and the
 sparse approximation; ADAPTALLOC_SIM_BENCH_REFITS=every,daemon puts the learner's rule before
 the refit cadence (g = 0) beside it. The suite runs 3,000 jobs to stay within CI's time;
-ADAPTALLOC_SIM_BENCH_JOBS=30000 ADAPTALLOC_SIM_BENCH_REFITS=daemon prints the issue's size.
+ADAPTALLOC_SIM_BENCH_JOBS=30000 ADAPTALLOC_SIM_BENCH_REFITS=daemon prints the target size.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ TIMECLASS = "adaptive_timeclass"
 SPEED_JOBS = tuple(int(n) for n in os.environ.get("ADAPTALLOC_SIM_BENCH_JOBS", "3000").split(","))
 #: Refit cadences of the speed table (ADAPTALLOC_SIM_BENCH_REFITS=sparse for one): daemon (the
 #: learner's refit cadence, g = REFIT_GROWTH), every (the same at g = 0: every change, the
-#: daemon's rule before issue 20's cadence), sparse.
+#: daemon's rule before this cadence), sparse.
 SPEED_REFITS = tuple(os.environ.get("ADAPTALLOC_SIM_BENCH_REFITS", "daemon,sparse").split(","))
 
 

@@ -1,5 +1,5 @@
 """Node types in the simulator: CEA Curie's two pools, with and without the multi-partition
-what-if (issue 18).
+what-if.
 
 Data: the team's CEA-Curie sample (skipped when it is not on this machine), its first JOBS
 usable jobs (jobs of partitions without a pool dropped, counted), pools from its header

@@ -1,5 +1,5 @@
 """Pinned against range release, kill guard off against on: the adaptive policy's variants
-side by side on the dev traces (issue 14 with issue 20's simulator).
+side by side on the dev traces (in the simulator with learned curves).
 
 Data: the first JOBS usable jobs of NASA iPSC/860 (128 nodes) and Lublin's model (256 nodes)
 from tests/data/swf and, when it is on this machine, the CEA-Curie sample (5,544 nodes), at

@@ -1,6 +1,6 @@
 """Does a learned adaptive policy win honestly? adaptive_scaled_checked and
 adaptive_scaled_checked_range (policies/simulation/scaled.py) against rigid, greedy, adaptive,
-the oracle and the oracle released as a range (oracle_range) (issue 20's aim). The other
+the oracle and the oracle released as a range (oracle_range) (the learned-simulation aim). The other
 scaled variants (adaptive_scaled, _explore, adaptive_checked) are in ADAPTALLOC_SIM_WIN_MORE=1.
 
 Why the range variants: on CEA-Curie even the pinned oracle loses to greedy, because its size

@@ -1,4 +1,4 @@
-"""Why even the oracle loses to greedy on CEA-Curie (issue 20): the per-job decomposition.
+"""Why even the oracle loses to greedy on CEA-Curie: the per-job decomposition.
 
 Data: the first 1,500 jobs of the CEA-Curie sample (/work/shared/data/swf, 5,544 nodes, its
 users' own time limits), seed 1, loads 0.5, 0.7, 0.9, 1.0, the simulator's defaults (moldable

@@ -1,4 +1,4 @@
-"""Cold start from sibling problem sizes on real multi-size data (issue 18, predictor/sizes.py).
+"""Cold start from sibling problem sizes on real multi-size data (predictor/sizes.py).
 
 Data (real, tests/data/scaling/sizes/, provenance in tests/data/scaling/README.md): NPB-MZ
 SP-MZ and LU-MZ, classes W, A, B, C, each on 1, 2, 4, 6, 8, 10 MPI processes of one 3-host

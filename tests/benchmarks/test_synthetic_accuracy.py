@@ -1,4 +1,4 @@
-"""ADEPT vs LM on synthetic curves with known truth (issue 17): error, false "identified", coverage.
+"""ADEPT vs LM on synthetic curves with known truth: error, false "identified", coverage.
 
 SYNTHETIC ASSUMPTION (printed with the table): exact Downey curves × lognormal noise, drawn by
 tests/benchmarks/synthetic.py with seed SEED, which chose nothing: the knee test's η0 (adept.py)
@@ -24,7 +24,7 @@ choosing between them by leave-one-out over sizes, on seeds 17-18.
 
 "aim missed": the cells where ADEPT's median error exceeds LM's (beyond the printed rounding)
 or, where the knee is out of reach ("before"), is not below it, each with the two-sided p of a
-paired Wilcoxon signed-rank test on the cases' median errors (ADEPT against LM): issue 17's aim
+paired Wilcoxon signed-rank test on the cases' median errors (ADEPT against LM): the aim
 is none. With 6 cases per cell (the earlier setting) 8 of 18 cells missed, mostly by 0.1-0.8
 points that no test separates from another seed's draw; 16 cases per cell (about a minute).
 "multi-start LM" (peers.lm_multistart, 10 starts, free scale) is the lowest-cost Downey fit,
@@ -158,7 +158,7 @@ def paired_p(adept: Sequence[FloatArray], lm: Sequence[FloatArray]) -> float:
 def aim_missed(
     position: str, adept: tuple[float, float], lm: tuple[float, float], p: tuple[float, float]
 ) -> list[str]:
-    """Which of issue 17's error aims a cell misses: ADEPT's median (interp, extrap) no worse
+    """Which of the error aims a cell misses: ADEPT's median (interp, extrap) no worse
     than LM's everywhere, and better where the knee is out of reach ("before"); each with the
     paired test's p (a miss with p ≥ SHOWN is within what the cases can tell from noise)."""
     missed = [
@@ -270,7 +270,7 @@ def test_synthetic_suite(capsys: pytest.CaptureFixture[str]) -> None:
         )
         for position, spacing, noise, missed in missed_cells:
             print(f"  {position} / {spacing} / {noise:.0%}: {'; '.join(missed)}")
-    # The aims of issue 17 that this suite measures (seeded, so deterministic).
+    # The accuracy aims that this suite measures (seeded, so deterministic).
     assert false_rate <= 0.05
     assert 0.85 <= coverage["ADEPT"] <= 0.95
     assert len(hidden_identified) >= PER_CELL * len(SPACINGS) * len(NOISES)

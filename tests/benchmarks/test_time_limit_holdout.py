@@ -8,9 +8,9 @@ The interior benchmark does the same for each interior size left out (inside the
 
 The rules compared, all through `policies.time_limit` except the first:
 
-* before: the rule before issue 14, L·T(h)/T(ref)·safety raised to the floor and to the
+* before: the original rule, L·T(h)/T(ref)·safety raised to the floor and to the
   predicted runtime × safety (possibly above L), transcribed here;
-* margin: issue 14's first rule, T·(1±m) with the fit error m (the same code, on the curve
+* margin: the first rule with a margin, T·(1±m) with the fit error m (the same code, on the curve
   with its residual removed, which is how time_limit treats a curve stored without one);
 * interval: the fit's own 90% prediction interval (`Curve.runtime_interval`), the default.
 
@@ -48,7 +48,7 @@ RULES = ("before", "margin", "interval")
 
 
 def _before(profile: RuntimeProfile, chosen: int, ref: int) -> int:
-    """The rule before issue 14, for comparison (no pessimism, no trust check, no ceiling)."""
+    """The original rule, for comparison (no pessimism, no trust check, no ceiling)."""
     safety, floor = DEFAULTS.time_limit_safety_factor, DEFAULTS.time_limit_floor_min
     t_chosen = profile.at(chosen)
     minutes = max(1, math.ceil(USER_LIMIT * t_chosen / profile.at(ref) * safety - 1e-9))

@@ -1,4 +1,4 @@
-"""Choosing among the instances an unidentified fit cannot tell apart, by evidence (issue 17).
+"""Choosing among the instances an unidentified fit cannot tell apart, by evidence.
 
 Where the data do not show the knee, several instances fit them (nearly) alike and part
 beyond the largest size (predictor/adept.py, "the unidentified valley", "Parsimony",
@@ -19,7 +19,7 @@ Choosers, each a rule that picks one of the first three per case from its observ
   uniform fit's log residuals, AICc = M ln(RSS/M) + 2k + 2k(k+1)/(M-k-1), infinite when
   M ≤ k + 1 (3-4 sizes: Amdahl always).
 
-Issue 17's at-knee rules (the cells where the data end at the knee, "at", which shipped ADEPT
+The at-knee rules (the cells where the data end at the knee, "at", which shipped ADEPT
 lost to LM), each a complete predictor; every constant chosen on seeds 17-18 at 16 cases per
 cell (ADAPTALLOC_VALLEY_PER_CELL=16) and leave-one-curve-out on the real curves, none on seed
 2026 (ADAPTALLOC_VALLEY_SCORE=1 scores there, test_synthetic_accuracy's seed and 16 cases):
@@ -100,7 +100,7 @@ CANDIDATES = {
     "no parsimony": predictor.SearchSettings(parsimony_tol=0.0),
     "near": predictor.SearchSettings(parsimony_tol=0.0, valley="near"),
 }
-# Issue 17's at-knee rules (module doc), each constant chosen on seeds 17-18 (16 cases per
+# The at-knee rules (module doc), each constant chosen on seeds 17-18 (16 cases per
 # cell) and the real curves leave-one-curve-out, never on seed 2026:
 # the valley's knee at KNEE x the largest size, parsimony kept ("knee 1.5x");
 KNEE = 1.5

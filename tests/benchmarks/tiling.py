@@ -1,4 +1,4 @@
-"""A trace tiled in time: the benchmarks' way to reach the issue's 30,000 jobs from a real log.
+"""A trace tiled in time: the benchmarks' way to reach the target 30,000 jobs from a real log.
 
 Tiling assumes the log's applications repeat (a synthetic assumption, said where its figures
 are printed): no real trace of that size is on this machine.

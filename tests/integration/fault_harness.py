@@ -1,6 +1,6 @@
 """What the fault-matrix tests (tests/integration/test_fault_*.py) share.
 
-Every fault test asserts the same promise (issue 16): every held job is released within its
+Every fault test asserts the same promise: every held job is released within its
 bound (`RELEASE_BOUND_S`), within the range its user asked for, none rejected, none released
 twice, and the heartbeat tells the truth. `FaultOutcome` prints the figure the report keeps
 for each fault ("held -> released in N s").

@@ -1,4 +1,4 @@
-"""Slurm refusing the daemon's writes while reads succeed (issue 16), on the real testbed.
+"""Slurm refusing the daemon's writes while reads succeed, on the real testbed.
 
 The daemon runs as the unprivileged user ``aatest``: its ``squeue`` reads work, its
 ``scontrol update``/``release`` on root's jobs are refused, as when a site forgets to make

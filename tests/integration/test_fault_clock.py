@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16), time: an environment that makes Slurm's times unreadable, and the
+"""Fault matrix, time: an environment that makes Slurm's times unreadable, and the
 daemon's wall clock jumping forward and back, on the real testbed.
 
 The clock jumps are the daemon's alone: the host's clock (and so slurmctld's) is left as it

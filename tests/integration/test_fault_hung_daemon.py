@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16): a daemon that hangs without dying (SIGSTOP here).
+"""Fault matrix: a daemon that hangs without dying (SIGSTOP here).
 
 It keeps the state directory's lock, so the orphan release leaves its jobs alone; what
 frees them is systemd's watchdog (deploy/systemd/adaptalloc.service, WatchdogSec): the

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16), the learner: running out of memory, or taking minutes, must never
+"""Fault matrix, the learner: running out of memory, or taking minutes, must never
 stall the daemon's decisions nor weigh on the daemon itself.
 
 The fault is put into the learner (our code, not Slurm's or Redis's): a ``sitecustomize``

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16), Redis restarted empty (its data lost) or hanging while jobs are held.
+"""Fault matrix, Redis restarted empty (its data lost) or hanging while jobs are held.
 
 A redis-server of the test's own, without persistence (tests/integration/testbed.py's
 PrivateRedis): stopped and started again, it comes back empty. The curves are gone, so the

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16): ``adaptalloc daemon --release-held`` beside a live daemon, after a
+"""Fault matrix: ``adaptalloc daemon --release-held`` beside a live daemon, after a
 crash between a job's record and its release, with a broken configuration (systemd's
 ExecStopPost), and as the orphan timer after a SIGKILL that nobody restarts.
 

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16), Slurm: slurmctld stopped and restarted while jobs are held, and
+"""Fault matrix, Slurm: slurmctld stopped and restarted while jobs are held, and
 ``squeue``/``scontrol`` hanging until the daemon's timeout.
 
 The hang is a door in front of the real Slurm: the daemon's PATH starts with a directory of

@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16), the state directory: read-only, and on a full disk.
+"""Fault matrix, the state directory: read-only, and on a full disk.
 
 The testbed's real state directory (the one job_submit.lua reads) is made read-only with a
 read-only bind mount over itself, or replaced for the test by a small tmpfs that the test

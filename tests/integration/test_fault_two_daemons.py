@@ -1,4 +1,4 @@
-"""Fault matrix (issue 16): two daemons against one cluster, each with its own state directory
+"""Fault matrix: two daemons against one cluster, each with its own state directory
 (as on two hosts, or a second unit started by mistake), the same Redis.
 
 Both see the same held jobs in the queue. The promise: every job released once (slurmctld's

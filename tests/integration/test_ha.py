@@ -1,4 +1,4 @@
-"""High availability (issue 16): two daemons with ``[daemon] ha = true`` on the testbed's
+"""High availability: two daemons with ``[daemon] ha = true`` on the testbed's
 state directory (shared, as on shared storage between two hosts) and one Redis; the lease
 says which one decides (plugin/daemon/lease.py).
 

@@ -1,4 +1,4 @@
-"""Redis Cluster (issue 16): two HA daemons, the learner and the CLI on a
+"""Redis Cluster: two HA daemons, the learner and the CLI on a
 ``redis+cluster://`` URL (deploy/local/cluster.sh, three masters, started by this module).
 
 The active daemon hangs (SIGSTOP) while jobs are submitted: the standby takes the lease

@@ -1,4 +1,4 @@
-"""Redis Sentinel (issue 16): the daemons, the learner and the CLI reach Redis through a
+"""Redis Sentinel: the daemons, the learner and the CLI reach Redis through a
 ``redis+sentinel://`` URL; a failover while jobs are held loses none of them.
 
 The Sentinel set is the testbed's opt-in one (deploy/local/sentinel.sh: a master, a

@@ -194,8 +194,8 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
 def test_import_csv_of_several_sizes_stores_one_app_per_size(
     redis_client: Any, tmp_path: Path
 ) -> None:
-    """Issue 18: a study with a size column under a bare name goes to one key per size; the
-    optional columns are kept on each run; under a key with a size class, one key."""
+    """Sibling problem sizes: a study with a size column under a bare name goes to one key per
+    size; the optional columns are kept on each run; under a key with a size class, one key."""
     study = tmp_path / "mz.csv"
     src = PROJECT_ROOT / "tests" / "data" / "scaling" / "sizes" / "npb_mz_sp_classes_ovs.csv"
     study.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""job_submit.lua's heartbeat, settings and spool, hardened (issue 15, item 5), and what it
+"""job_submit.lua's heartbeat, settings and spool, hardened, and what it
 logs and sets (SchedMD's rule for a thin hook: set only what you mean to, log the uid).
 
 Each test rewrites the heartbeat, the spool or ``adaptalloc_submit.conf`` the way a clock
@@ -276,8 +276,8 @@ def test_a_fault_in_logging_still_accepts_every_submission(
 def test_a_job_listing_partitions_is_held_only_when_every_one_is_enabled(
     slurm: SlurmCLI, submit_job: SubmitJob, daemon_heartbeat: Heartbeat, submit_conf: SubmitConf
 ) -> None:
-    """Issue 18: the daemon chooses among a job's partitions, so such a job is held, but only
-    when adaptalloc is enabled in all of them (before: never held)."""
+    """Partition choice: the daemon chooses among a job's partitions, so such a job is held,
+    but only when adaptalloc is enabled in all of them (before: never held)."""
     listed = f"--partition={DEFAULT_PARTITION},{OTHER_PARTITION}"
     assert held(slurm, submit_as_user(slurm, submit_job, listed))[0]
     submit_conf.set(partitions=DEFAULT_PARTITION)

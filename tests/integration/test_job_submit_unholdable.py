@@ -1,4 +1,4 @@
-"""Moldable jobs that job_submit.lua must leave alone (issue 15, item 4), submitted by the
+"""Moldable jobs that job_submit.lua must leave alone, submitted by the
 unprivileged user as a user would.
 
 A hold breaks an immediate allocation (``salloc -I``/``srun -I`` fail at once), and the

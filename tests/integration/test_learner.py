@@ -278,9 +278,9 @@ def test_a_run_killed_at_its_limit_is_a_censored_run_never_fitted(
 def test_runs_record_tasks_node_type_and_numeric_size_from_real_accounting(
     redis_client: Any, run_jobs: Callable[..., dict[str, int]]
 ) -> None:
-    """Issue 18: sacct's srun steps give tasks (and tasks per node when they divide evenly),
-    the partition is the node type, the tag's numeric size= is recorded as a number, and an
-    app that ran on two partitions gets a curve per partition."""
+    """Placement and node types: sacct's srun steps give tasks (and tasks per node when they
+    divide evenly), the partition is the node type, the tag's numeric size= is recorded as a
+    number, and an app that ran on two partitions gets a curve per partition."""
     name = fresh_name()
     tag = f"--comment=adaptalloc:v1 app={name} size=1000"
     specs = {}
@@ -336,7 +336,7 @@ class _Clock:
 
 
 def test_the_refit_cadence_waits_for_growth_a_new_size_or_an_old_curve(redis_client: Any) -> None:
-    """(New with issue 20's refit cadence, policies/refit_cadence.py: every change refitted.)
+    """(New with the refit cadence, policies/refit_cadence.py; before it, every change refitted.)
     g = 0.5 on a fit of 8 runs: 3 more runs at known sizes are not due (the app stays dirty),
     the 4th is; a run at a new size is due at once; so is any run once the curve is H old.
     g = 0 refits on every change, as before."""

@@ -1,4 +1,4 @@
-"""Mixed problem sizes (issue 14 item 5) as `adaptalloc app` and `adaptalloc report` show them,
+"""Mixed problem sizes as `adaptalloc app` and `adaptalloc report` show them,
 from a curve the learner fitted and stored in a real (private) redis-server."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18 on the real testbed: the wait of a partition counts the jobs of the partitions
+"""Partition choice on the real testbed: the wait of a partition counts the jobs of the partitions
 that overlap it. ``debug`` spans node1-8 and ``big`` node5-8 (deploy/local/slurm.conf.in), so
 a job running in debug on node5-8 holds big's nodes and frees them at its limit.
 """

@@ -1,6 +1,7 @@
-"""Issue 18 on the real testbed, as the unprivileged user: a job listing two partitions goes
-where its predicted completion is earliest, a fixed task count is spread as the app's runs
-say, a ``scaling=weak`` job is sized by Gustafson's law; each stays inside its request.
+"""Placement and partition choice on the real testbed, as the unprivileged user: a job
+listing two partitions goes where its predicted completion is earliest, a fixed task count is
+spread as the app's runs say, a ``scaling=weak`` job is sized by Gustafson's law; each stays
+inside its request.
 
 The testbed has two node types (deploy/local/slurm.conf.in): node1-4 (Feature std) and
 node5-8 (Feature big, partition ``big``); ``debug`` spans all eight. Every run history below

@@ -1,4 +1,4 @@
-"""Association limits bound what the daemon sets (issue 15, item 3, the association part).
+"""Association limits bound what the daemon sets (the association part).
 
 An admin's account ``aaparent`` limits jobs to 2 nodes and 30 minutes
 (MaxTRESPerJob=node=2, MaxWallDurationPerJob=00:30:00); its child account ``aachild`` sets

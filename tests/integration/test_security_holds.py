@@ -1,4 +1,4 @@
-"""An ordinary user cannot turn the daemon against an admin's hold (issue 15, item 1).
+"""An ordinary user cannot turn the daemon against an admin's hold.
 
 Every job here is submitted by the testbed's unprivileged user. A job counts as the
 daemon's only under the hold job_submit.lua makes (Reason=JobHeldUser) with the held marker
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.integration
 
 Factory = Callable[..., DaemonProcess]
 FAKE_NAME = "x AdminComment=adaptalloc:v1:held Comment=y"
-ADMIN_NOTE = "ticket 42: on hold until the user answers"
+ADMIN_NOTE = "on hold until the user answers (helpdesk 42)"
 
 
 def admin_hold(slurm: SlurmCLI, job_id: int, note: str = ADMIN_NOTE) -> None:

@@ -1,4 +1,4 @@
-"""What the daemon's account needs, checked against what Slurm really allows (issue 15, item 8).
+"""What the daemon's account needs, checked against what Slurm really allows.
 
 For each sacctmgr AdminLevel the testbed's unprivileged user is given, the start-up check
 (plugin/slurm/privileges.py, run as that user) is compared with what that user can really

@@ -1,4 +1,4 @@
-"""QOS limits bound what the daemon sets (issue 15, item 3, the QOS part).
+"""QOS limits bound what the daemon sets (the QOS part).
 
 A QOS an admin made (MaxTRESPerJob=node=2, MaxWall=30 minutes) is read by the daemon
 (``sacctmgr show qos``) and tightens the partition's limits: a job of the unprivileged user

@@ -419,7 +419,7 @@ def test_decisions_stored_before_records_had_a_version_are_read(
     assert [d.record.job_id for d in found] == [4711]
     back = found[0].record.to_dict()
     assert {k: back[k] for k in old} == old
-    # Fields added since (placement, issue 18) read back as absent, nothing else is new.
+    # Fields added since (placement) read back as absent, nothing else is new.
     added = set(back) - set(old) - {"version"}
     assert added == {"tasks", "tasks_per_node", "scaling", "new_partition", "placement"}
     assert all(back[k] is None for k in added)
@@ -558,7 +558,7 @@ def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock:
     assert store.guard_counts(LULESH)["censored_runs"] == 2
 
 
-# --- issue 18: what observations carry, node types, sibling sizes --------------------------------
+# --- placement: what observations carry, node types, sibling sizes -------------------------------
 
 
 def test_optional_fields_are_stored_under_short_keys(store: CurveStore, redis_client: Any) -> None:

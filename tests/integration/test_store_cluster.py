@@ -1,5 +1,5 @@
 """The curve store, the v1 -> v2 migration and the HA lease on a real Redis Cluster of
-three masters (deploy/local/cluster.sh, started and stopped here; issue 16).
+three masters (deploy/local/cluster.sh, started and stopped here).
 
 The store's own tests (test_store.py) run here again, unchanged, on a cluster client: their
 ``redis_client`` fixture is this module's, and "the scratch database" is the cluster's

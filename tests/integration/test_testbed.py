@@ -30,7 +30,7 @@ def test_every_node_is_up_with_the_configured_cpus(
     assert sorted(nodes) == sorted(f"node{k}" for k in range(1, local_cluster.node_count + 1))
     assert {node["cpus"] for node in nodes.values()} == {4}
     assert all({"debug", "batch"} <= set(node["partitions"]) for node in nodes.values())
-    # Two node types (issue 18): the upper half is also partition big, with Feature big.
+    # Two node types: the upper half is also partition big, with Feature big.
     half = local_cluster.node_count // 2
     for k, node in enumerate(sorted(nodes.values(), key=lambda n: int(n["name"][4:])), 1):
         kind = "big" if k > half else "std"

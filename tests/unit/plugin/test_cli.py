@@ -43,7 +43,7 @@ AMDAHL_CSV = "n,runtime\n1,100\n2,52.5\n4,28.75\n8,16.875\n"
 # --- fit ------------------------------------------------------------------------------------
 
 
-# With ADEPT, the fit also cross-validates every model (issue 10).
+# With ADEPT, the fit also cross-validates every model (model selection).
 SELECTION_TYPES: dict[str, type | tuple[type, ...]] = {"selected_model": str, "models": list}
 
 
@@ -229,7 +229,7 @@ BAD_FILES: list[tuple[str, bytes, str]] = [
     ("inf", b"n,runtime\n2,0.5\n4,inf\n", "line 3: runtime must be a finite number, got 'inf'"),
     ("overflow", b"n,runtime\n2,0.5\n4,1e999\n", "runtime must be a finite number, got '1e999'"),
     ("one_size", b"n,runtime\n4,1\n4,1.1\n", "need runs at two or more distinct sizes"),
-    # Issue 15 item 6: n near 1e9 asked 7.45 GiB in the reliability judgment.
+    # Bounded work: n near 1e9 once asked 7.45 GiB in the reliability judgment.
     ("huge_n", b"n,runtime\n999999937,0.5\n999999999,0.3\n", "n must be at most 16,777,216"),
     ("not_utf8", b"n,runtime\n2,0.5\n\xff\xfe\xfa\n", "line 3: not UTF-8 text (byte 0xff)"),
     ("binary", bytes(range(256)) * 8, "line "),

@@ -1,4 +1,4 @@
-"""``adaptalloc decide`` for the shapes the daemon decides by their own rule (issue 18): a
+"""``adaptalloc decide`` for the shapes the daemon decides by their own rule: a
 fixed task count (placement), weak scaling and several partitions, from an observation CSV.
 
 The same answers from the store (--app) are checked on a real Redis in

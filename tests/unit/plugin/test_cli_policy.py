@@ -65,7 +65,7 @@ def test_decide_explain_adds_every_candidate(run_cli: RunCli) -> None:
 def test_decide_never_raises_a_limit_above_the_users(
     run_cli: RunCli, write_file: WriteFile
 ) -> None:
-    # issue 15 item 3: an application that does not speed up (10 h at any size, a clean fit:
+    # An application that does not speed up (10 h at any size, a clean fit:
     # fit_error 0, reliable); the user asked for 60 min on 1-2 nodes and the limit was raised
     # to the curve's 720 min (root's limit skips the QOS). Failed before: 720.
     slow = write_file("slow.csv", "n,runtime\n1,36000\n2,36000\n4,36000\n8,36000\n")
@@ -104,7 +104,7 @@ def test_decide_releases_a_range_when_the_policy_says_so(
 
 
 def test_decide_does_not_cut_a_limit_on_extrapolation(run_cli: RunCli) -> None:
-    # issue 14 item 2: NPB MG runs only up to 16 nodes; 60 min at 4 was cut to 17 at 31.
+    # No cut past the data: NPB MG runs only up to 16 nodes; 60 min at 4 was cut to 17 at 31.
     # T(16)/T(4) in the data is 15.05/50.57, so the limit must stay at least 60 · 0.298 = 18.
     mg = str(REPO_ROOT / "tests" / "data" / "scaling" / "npb_mg_C_rpi_cluster.csv")
     doc = json_document(
@@ -297,7 +297,7 @@ def test_policy_check_shows_the_effective_settings_per_table(
             "not valid TOML: Expected ']' at the end of a table declaration (at line 1, column 10)",
         ),
         (b"\xff\xfe", "not UTF-8 text"),
-        # issue 15 item 7: tomllib recurses per level and raised RecursionError (exit 70)
+        # Deep nesting: tomllib recurses per level and raised RecursionError (exit 70)
         (
             "[defaults]\nx = " + "[" * 100_000 + "]" * 100_000 + "\n",
             "not valid TOML: arrays or tables nested too deeply",

@@ -22,7 +22,7 @@ WriteFile = Callable[[str, bytes | str], Path]
 SWF = REPO_ROOT / "tests" / "data" / "swf"
 NASA = SWF / "NASA-iPSC-1993-3.1-cln.swf"
 LUBLIN = SWF / "lublin_256.swf"
-#: Issue 20's keys of each policy's object, then the older ones kept beside them.
+#: The keys of each policy's object (the output contract), then the older ones kept beside them.
 CONTRACT_KEYS = {
     "jobs",
     "mean_response_s",

@@ -50,7 +50,7 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     config = load_config(str(path))
-    assert config.learner.refit_growth == 0.0  # every change, as before issue 20
+    assert config.learner.refit_growth == 0.0  # every change, as before the refit cadence
     assert config.learner.refit_max_age_s is None  # 0: never
     assert Config().learner.refit_max_age_s == 24 * 3600.0
     assert config.redis.url == "rediss://cache:6380/2"

@@ -60,10 +60,10 @@ def test_the_record_replaces_the_marker_and_keeps_earlier_text() -> None:
     assert marks.admin_comment(record, "", app) == (
         "adaptalloc:v1 app=lu size=w; adaptalloc:v1:sized n=16 range=4-64 rule=load_adaptive"
     )
-    prior = marks.prior_text(f"{marks.HELD} ticket 42")
-    assert prior == "ticket 42"
+    prior = marks.prior_text(f"{marks.HELD} helpdesk 42")
+    assert prior == "helpdesk 42"
     text = marks.admin_comment(marks.released_record("watchdog", 4, 64), prior, None)
-    assert text == "adaptalloc:v1:released reason=watchdog range=4-64; ticket 42"
+    assert text == "adaptalloc:v1:released reason=watchdog range=4-64; helpdesk 42"
     assert marks.parse_record(text) == {"record": "released", "reason": "watchdog", "range": "4-64"}
 
 

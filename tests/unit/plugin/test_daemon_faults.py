@@ -1,4 +1,4 @@
-"""The daemon's state directory and Slurm environment under faults (issue 16); the whole
+"""The daemon's state directory and Slurm environment under faults; the whole
 faults, on the real testbed, are in tests/integration/test_fault_*.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The daemon's health counts Slurm's writes (issue 16): refused releases stop the heartbeat
+"""The daemon's health counts Slurm's writes: refused releases stop the heartbeat
 until a release goes through; a journaled decision held past max_hold_s is released as
 submitted with its range and limit put back."""
 

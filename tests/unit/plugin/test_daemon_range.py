@@ -1,4 +1,4 @@
-"""Release with a range (issue 14): a decision with max_nodes pins NumNodes=n-max_nodes, and
+"""Release with a range: a decision with max_nodes pins NumNodes=n-max_nodes, and
 the out_of_range check covers both ends of it."""
 
 from __future__ import annotations

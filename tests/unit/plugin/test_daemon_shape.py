@@ -1,4 +1,4 @@
-"""The decider on jobs with a shape beyond a node range (issue 18): a fixed task count, a
+"""The decider on jobs with a shape beyond a node range: a fixed task count, a
 ``scaling=weak`` tag, several partitions; always inside the user's request, failing open."""
 
 from __future__ import annotations

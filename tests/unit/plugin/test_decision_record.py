@@ -37,7 +37,7 @@ def test_every_field_round_trips() -> None:
     assert DecisionRecord.from_dict(json.loads(json.dumps(record.to_dict()))) == record
 
 
-#: Fields added after UNVERSIONED was written (issue 18: placement, scaling, partitions).
+#: Fields added after UNVERSIONED was written (placement, scaling, partitions).
 LATER = {"tasks", "tasks_per_node", "scaling", "new_partition", "placement"}
 
 

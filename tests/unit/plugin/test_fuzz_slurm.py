@@ -1,4 +1,4 @@
-"""Fuzz/property suite for the Slurm output parsers a user's text reaches (issue 15).
+"""Fuzz/property suite for the Slurm output parsers a user's text reaches.
 
 Job names, comments, commands and working directories are the user's: the strategies mix
 Slurm's own syntax into them (``=``, spaces, newlines, the nonce-like ``~..~R~..~``,
@@ -518,7 +518,7 @@ def test_huge_text_stays_within_memory_and_sound(text: str, field: str) -> None:
     CASES_SEEN["huge text (all parsers)"] += 1
     fields = dict.fromkeys(("name", "command", "workdir", "comment", "stdout"), "x")
     fields[field] = text
-    for admin in (MARKER, "ticket 42"):
+    for admin in (MARKER, "helpdesk 42"):
         line = scontrol_line(41, fields, admin)
         check_verdict(admin_comment_of(line), admin)
         found = from_all_records(line, [41])

@@ -90,7 +90,7 @@ def test_every_key_of_an_app_shares_its_cluster_hash_tag() -> None:
 
 
 def test_the_lease_and_the_global_keys_share_one_cluster_slot() -> None:
-    """Redis Cluster (issue 16): the global scripts and the daemon's fenced transaction
+    """Redis Cluster: the global scripts and the daemon's fenced transaction
     (WATCH the lease, write the decision keys) each touch keys of one slot only."""
     from redis.crc import key_slot  # noqa: PLC0415 - only this test computes slots
 

@@ -1,5 +1,5 @@
 """`Learner.refit_dirty` follows the refit cadence (policies/refit_cadence.py), new with
-issue 20's speed aim (before, every dirty app was refitted). The store is a stand-in here:
+the simulator's speed aim (before, every dirty app was refitted). The store is a stand-in here:
 tests/integration/test_learner.py runs the same rule against the real Redis."""
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ def test_load_observations_averages_repeats() -> None:
     assert_array_equal(obs.runs, [1, 2])
 
 
-# --- the optional columns (issue 18) ------------------------------------------------------------
+# --- the optional columns -----------------------------------------------------------------------
 
 
 def test_optional_columns_are_read_with_blanks_as_unknown() -> None:

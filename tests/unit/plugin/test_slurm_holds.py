@@ -1,4 +1,4 @@
-"""Which holds are the daemon's (issue 15, item 1): only job_submit.lua's kind of hold
+"""Which holds are the daemon's: only job_submit.lua's kind of hold
 (Reason=JobHeldUser) with the held marker; an admin's hold never, marker or not."""
 
 from __future__ import annotations

@@ -176,9 +176,9 @@ def test_the_marker_from_a_job_record(after: str, expected: str | None) -> None:
 @pytest.mark.parametrize(
     "record",
     [
-        # The job: a name posing as the field, an admin's real comment after it.
+        # A forged job: a name posing as the field, an admin's real comment after it.
         "JobId=41 JobName=x AdminComment=adaptalloc:v1:held Comment=y UserId=ann(1) "
-        "WorkDir=/tmp AdminComment=ticket 42 StdErr=/dev/null",
+        "WorkDir=/tmp AdminComment=helpdesk 42 StdErr=/dev/null",
         # The same text in Command or WorkDir, and the real marker after it.
         "JobId=41 JobName=x Command=/a AdminComment=adaptalloc:v1:held StdErr=x "
         "WorkDir=/tmp AdminComment=adaptalloc:v1:held ",

@@ -133,7 +133,7 @@ def test_whole_numbers_are_accepted_for_numbers_and_stored_as_floats() -> None:
             "[defaults]\ntime_limit_safety_factor = 0.9",
             "[defaults] time_limit_safety_factor: must be a number in [1, 10], got 0.9",
         ),
-        # issue 15 item 7: values that passed the check but made every decision fail
+        # Values that once passed the check but made every decision fail
         (
             "[defaults]\ntime_limit_safety_factor = 1e308",
             "[defaults] time_limit_safety_factor: must be a number in [1, 10], got 1e+308",

@@ -76,7 +76,7 @@ def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> No
 def test_strategies_and_the_cap() -> None:
     light = decide(JOB, LU, LIGHT)
     assert (light.nodes, light.rule) == (48, "load_adaptive")
-    # issue 14 item 1: 200 nodes pending for 4 idle (pressure 50) gave the efficient size, 33
+    # Under pressure: 200 nodes pending for 4 idle (pressure 50) gave the efficient size, 33
     # nodes (a long wait, 55% more node-hours than the user's minimum). Crowded: the minimum.
     heavy = decide(JOB, LU, HEAVY)
     assert (heavy.nodes, heavy.rule) == (4, "load_adaptive")

@@ -1,4 +1,4 @@
-"""The learner's refit cadence (policies/refit_cadence.py), new with issue 20's speed aim:
+"""The learner's refit cadence (policies/refit_cadence.py), new with the simulator's speed aim:
 before it, every change was refitted."""
 
 from __future__ import annotations

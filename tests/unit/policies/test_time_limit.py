@@ -119,7 +119,7 @@ def test_no_more_than_the_users_limit_when_the_job_gets_at_least_the_reference_s
 
 
 def test_never_above_the_users_limit_even_when_the_curve_predicts_more() -> None:
-    # issue 15 item 3: a slow application whose curve predicts 600 min at 1 node, a user who
+    # A slow application whose curve predicts 600 min at 1 node, a user who
     # asked for 60: the limit was raised to 720 (root's limit skips QOS). Now 60 stands.
     slow = make_curve(1.0, 0.0, t1=36_000.0, observed=(1, 2), t1_known=True, fit_error=0.0)
     job = Request(1, 2, time_limit_min=60)
@@ -174,7 +174,7 @@ def test_beyond_the_largest_observed_size_the_users_limit_stands() -> None:
 
 
 def test_real_fit_npb_mg_is_never_cut_past_its_data() -> None:
-    # issue 14 item 2: runs up to 16 nodes; 60 min at 4 nodes was cut to 17 min at 31 nodes.
+    # No cut past the data: runs up to 16 nodes; 60 min at 4 nodes was cut to 17 min at 31 nodes.
     # Taken as trusted (it is not, see below) to show the rule on its own: within the data the
     # limit may shrink, past 16 the user's 60 min stand.
     fitted = _fitted("npb_mg_C_rpi_cluster.csv")

@@ -296,7 +296,7 @@ def test_search_settings_are_validated() -> None:
 
 
 def test_an_observed_t1_is_one_observation_not_a_fixed_scale() -> None:
-    """A slow T(1) run (15% off) no longer drags every prediction with it (issue 17: NPB CG).
+    """A slow T(1) run (15% off) no longer drags every prediction with it (seen on NPB CG).
 
     Failed before (T(1) fixed the scale): 13%, 11% and 6% error at 3, 6 and 12 nodes."""
     n = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
@@ -312,8 +312,8 @@ def test_three_sizes_keep_a_knee_only_beyond_the_parsimony_tolerance() -> None:
     """Three sizes, T(1) unknown: the F-test has no degree of freedom, so the rule is the
     tolerance alone. A knee that leaves Amdahl's law 2% or more off some point is kept and
     identified (flat past A = 40 at 128 nodes); one Amdahl explains within 2% (A = 100 at 128
-    nodes, just past the knee) is not claimed: the fit stays unidentified. Measured alternative
-    (issue 17, item 4): the chi-square test at η0 = 5% instead of the tolerance, on seeds 17-18,
+    nodes, just past the knee) is not claimed: the fit stays unidentified. Measured alternative:
+    the chi-square test at η0 = 5% instead of the tolerance, on seeds 17-18,
     10 three-size cases per (position, noise): median extrapolation error 4.7% -> 7.8% (P90
     35.9% -> 30.2%), so the tolerance stays."""
     n = np.array([8.0, 32.0, 128.0])

@@ -228,7 +228,7 @@ def test_fewer_than_nine_points_are_not_searched_for_optimized_sizes() -> None:
     assert optimized_sizes(n, t) is None
 
 
-# --- gate on few or irregular points (issue 17's audit) ---------------------------------------
+# --- gate on few or irregular points ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("sizes", [[2, 4, 32, 64, 128], [1, 2, 4, 32, 64]])

@@ -1,4 +1,4 @@
-"""Bounded work on user input (issue 15, item 6): every array is bounded by design, not by OOM.
+"""Bounded work on user input: every array is bounded by design, not by OOM.
 
 The hostile inputs run in a child process under resource.setrlimit(RLIMIT_AS): before the
 bounds, 250 distinct sizes asked ~21 GB and a pair of sizes near 1e9 asked 7.45 GiB, so the

@@ -1,4 +1,4 @@
-""" "Identified" only where the data show the knee (issue 17; adept.py, knee_noise).
+""" "Identified" only where the data show the knee (adept.py, knee_noise).
 
 Before the knee test, noisy observations that all lie before the knee were called identified
 in 42% of cases at 5% noise (23% at 2%), each giving the policies a spurious cap on the size.

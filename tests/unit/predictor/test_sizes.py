@@ -7,7 +7,7 @@ Two exact data sets, each from one of the papers' equations (no noise):
 * the Downey family per size (thesis ch. 3): A(N) = 8·(N/1000)^0.5, σ = 0.5,
   T(1) = 10 s·(N/1000)^1.2, sizes N = 1000 … 64000, n = 1 … 64.
 
-The issue's bar: a prediction at an unseen problem size within 10%.
+The bar: a prediction at an unseen problem size within 10%.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Learned curves: applications, the learner's own fit, kills that teach nothing, loads, seeds.
 
-All of this is new with issue 20; every test here failed before it (the modules or the
-policies did not exist: the simulator handed every policy the true curve of each job).
+All of this is new with learned curves in the simulator; every test here failed before it (the
+modules or the policies did not exist: the simulator handed every policy the true curve of each
+job).
 """
 
 from __future__ import annotations
@@ -374,7 +375,7 @@ def test_refits_follow_the_daemons_rounds_on_every_change() -> None:
     9th run after a fit of 8 was never seen; the daemon refits on every change: this failed.)
     A run ending at e is ingested by the learner's round at the next multiple of 30 s; the
     round 60 s after the first unfitted ingest refits on every run ingested by then: g = 0,
-    the rule before issue 20's refit cadence (policies/refit_cadence.py)."""
+    the rule before the refit cadence (policies/refit_cadence.py)."""
     learner = CurveLearner(1, refit_growth=0.0)
     runs = _daemon_runs(learner, [100.0 + k for k in range(8)])  # ingested at 120
     assert learner.curve(0, now=179.0) is None  # the round at 180 refits
@@ -400,7 +401,7 @@ def test_refits_follow_the_daemons_rounds_on_every_change() -> None:
 
 
 def test_the_refit_cadence_waits_for_growth_a_new_size_or_an_old_curve() -> None:
-    """(New with issue 20's refit cadence, policies/refit_cadence.py: every change was
+    """(New with the refit cadence, policies/refit_cadence.py; before it, every change was
     refitted.) g = 0.5 on a fit of 8 runs: 3 more runs at known sizes leave the curve, the
     4th refits; a run at a new size refits at once; so does any run on a curve H old."""
     learner = CurveLearner(1, refit_growth=0.5, refit_max_age_s=3600.0)

@@ -6,7 +6,7 @@ change of results is intended and said so in its commit).
 
 The run: the first JOBS jobs of the NASA iPSC/860 trace (128 nodes) at load 0.7, seed 1, the
 command's defaults (learned curves, the daemon's refit cadence), the six POLICIES; the same
-with the learner's rule before issue 20's refit cadence (g = 0, every change: "every", whose
+with the learner's rule before the refit cadence (g = 0, every change: "every", whose
 records are the "daemon" ones recorded before that cadence, unchanged); and the sparse
 cadence for the learned policies. Re-recorded once with the refit cadence
 (policies/refit_cadence.py), its default g changing the daemon's schedules: the commit says

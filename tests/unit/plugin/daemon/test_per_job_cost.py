@@ -1,4 +1,4 @@
-"""What the daemon remembers to spend less per job (issue 16) gives the answers it would
+"""What the daemon remembers to spend less per job gives the answers it would
 work out afresh: the app key per rule and job fields, the node counts per node list, and the
 cluster read before the first batch instead of with its jobs in hand."""
 

@@ -1,4 +1,4 @@
-"""systemd's watchdog (issue 16): a daemon busy in one slow Slurm command keeps pinging, so
+"""systemd's watchdog: a daemon busy in one slow Slurm command keeps pinging, so
 the unit's WatchdogSec can be short enough for a hung daemon's jobs to be released within
 the fault matrix's bound, and long enough never to kill a working one."""
 
