@@ -4,9 +4,10 @@
 
 Each ``<name>.json`` that a benchmark wrote through :func:`tests.benchmarks.results.record`
 (``$ADAPTALLOC_BENCH_OUT``, else ``.local/bench``) becomes ``docs/benchmarks/<name>.md``: its
-title, a stamp (date, machine, quick or full mode, the benchmark file), its tables and its
-notes. Only the named results are rendered when names are given; pages without a result are
-left as they are. Exit 1 with one line when a result is missing or unreadable.
+title, then per section (one per test) a stamp (date, machine, quick or full mode, the
+benchmark file), its tables and its notes. Only the named results are rendered when names
+are given; pages without a result are left as they are. Exit 1 with one line when a result
+is missing or unreadable.
 """
 
 from __future__ import annotations
@@ -40,34 +41,38 @@ def _table(table: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def render(result: dict[str, Any]) -> str:
-    """One result document as a markdown page."""
-    if result.get("schema") != SCHEMA:
-        raise ValueError(f"schema {result.get('schema')!r}, expected {SCHEMA}")
-    machine = result["machine"]
+def _stamp(section: dict[str, Any], source: str) -> list[str]:
+    machine = section["machine"]
     load = ", ".join(str(x) for x in machine.get("load_average") or []) or "unknown"
     mode = (
         "full run"
-        if result["mode"] == "full"
+        if section["mode"] == "full"
         else f"quick mode (the CI default; `{FULL_ENV}=1` for the full run)"
     )
-    source = result["source"]
-    lines = [
-        f"# {result['title']}",
-        "",
+    return [
         '!!! info "Generated from a benchmark run"',
-        f"    `{source}`, {mode}, run {result['date']} on {machine.get('cpu', '?')}"
+        f"    `{source}`, {mode}, run {section['date']} on {machine.get('cpu', '?')}"
         f" ({machine.get('cores', '?')} cores, load average {load} at the end).",
         "    Rendered by `python -m tests.benchmarks.docs_tables`; rerun the benchmark and the",
         "    script rather than editing this page.",
         "",
     ]
-    for table in result["tables"]:
-        lines += _table(table)
-    if result.get("notes"):
-        lines += ["## Notes", ""]
-        lines += [f"- {note}" for note in result["notes"]]
-        lines.append("")
+
+
+def render(result: dict[str, Any]) -> str:
+    """One result document as a markdown page: a section per test, each with its stamp."""
+    if result.get("schema") != SCHEMA:
+        raise ValueError(f"schema {result.get('schema')!r}, expected {SCHEMA}")
+    lines = [f"# {result['title']}", ""]
+    for section in result["sections"]:
+        if section.get("heading"):
+            lines += [f"## {section['heading']}", ""]
+        lines += _stamp(section, result["source"])
+        for table in section["tables"]:
+            lines += _table(table)
+        if section.get("notes"):
+            lines += [f"- {note}" for note in section["notes"]]
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -21,18 +21,23 @@ a table for the docs calls :func:`record` once, after it printed its figures::
             notes=["What data chose each constant, what data scores it, what is assumed."],
         )
 
+A benchmark file with several tests gives each its ``section`` (a heading of the same page):
+each test's call replaces its own section and keeps the others, so one page gathers the
+file's tables even when its tests run separately.
+
 Where the file goes: ``$ADAPTALLOC_BENCH_OUT/<name>.json`` when that is set, else
-``<project>/.local/bench/<name>.json``. Each run replaces the file of the same name, so the
-docs show the last run; the stamp says when it ran, on what machine (CPU model, cores, load
-average at the end) and in which mode (quick or full). A page rendered from a quick run says
-so in its header.
+``<project>/.local/bench/<name>.json``. Each run replaces its section of the file, so the
+docs show the last run; each section's stamp says when it ran, on what machine (CPU model,
+cores, load average at the end) and in which mode (quick or full). A page rendered from a
+quick run says so.
 
-The JSON (``SCHEMA``, version 1)::
+The JSON (``SCHEMA``, version 2)::
 
-    {"schema": 1, "name", "title", "source": "tests/benchmarks/test_x.py",
-     "mode": "quick" | "full", "date": ISO-8601 UTC, "machine": {"cpu", "cores",
-     "load_average", "python"}, "tables": [{"title", "columns": [...], "rows": [[...]]}],
-     "notes": [...]}
+    {"schema": 2, "name", "title", "source": "tests/benchmarks/test_x.py",
+     "sections": [{"heading": "" | "...", "mode": "quick" | "full", "date": ISO-8601 UTC,
+                   "machine": {"cpu", "cores", "load_average", "python"},
+                   "tables": [{"title", "columns": [...], "rows": [[...]]}],
+                   "notes": [...]}]}
 
 Cells are plain text (rich markup is dropped). Nothing here is asserted about figures.
 """
@@ -61,7 +66,7 @@ __all__ = [
     "results_dir",
 ]
 
-SCHEMA = 1
+SCHEMA = 2
 #: The one switch for every benchmark's full run.
 FULL_ENV = "ADAPTALLOC_FULL_BENCH"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -101,19 +106,18 @@ def record(
     full: bool,
     tables: Sequence[Table | ResultTable],
     notes: Sequence[str] = (),
+    section: str = "",
 ) -> Path:
-    """Write one benchmark's result for the docs; returns the file written.
+    """Write one benchmark's result for the docs (its ``section`` of the page, replacing an
+    earlier run of the same section); returns the file written.
 
     ``name`` names the docs page (``docs/benchmarks/<name>.md``): letters, digits, ``-``
     and ``_`` only. ``source`` is the benchmark's ``__file__``.
     """
     if not name or not all(c.isalnum() or c in "-_" for c in name):
         raise ValueError(f"name must be letters, digits, - or _: {name!r}")
-    document = {
-        "schema": SCHEMA,
-        "name": name,
-        "title": title,
-        "source": _relative(source),
+    entry = {
+        "heading": section,
         "mode": "full" if full else "quick",
         "date": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "machine": machine(),
@@ -123,10 +127,42 @@ def record(
     out = results_dir()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.json"
+    sections = [s for s in _earlier_sections(path, _relative(source)) if s["heading"] != section]
+    at = next(
+        (
+            i
+            for i, s in enumerate(_earlier_sections(path, _relative(source)))
+            if s["heading"] == section
+        ),
+        len(sections),
+    )
+    sections.insert(at, entry)
+    document = {
+        "schema": SCHEMA,
+        "name": name,
+        "title": title,
+        "source": _relative(source),
+        "sections": sections,
+    }
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def _earlier_sections(path: Path, source: str) -> list[dict[str, Any]]:
+    """The sections an earlier run wrote to ``path`` (none when it is unreadable, of another
+    schema or from another benchmark file)."""
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(earlier, dict) or earlier.get("schema") != SCHEMA:
+        return []
+    if earlier.get("source") != source:
+        return []
+    sections = earlier.get("sections")
+    return [s for s in sections if isinstance(s, dict)] if isinstance(sections, list) else []
 
 
 def machine() -> dict[str, Any]:

@@ -36,15 +36,15 @@ def test_record_writes_the_tables_as_plain_cells(
     )
     assert path == tmp_path / "latency.json"
     doc = json.loads(path.read_text())
-    assert doc["mode"] == "quick"
+    assert doc["sections"][0]["mode"] == "quick"
     assert doc["source"] == "tests/benchmarks/test_docs_tables.py"
-    assert doc["tables"][0] == {
+    assert doc["sections"][0]["tables"][0] == {
         "title": "latency",
         "columns": ["mode", "p99 ms"],
         "rows": [["floor", "53"], ["daemon | cli", "326"]],
     }
-    assert doc["tables"][1]["rows"] == [["1", "2.5"]]
-    assert doc["machine"]["cores"] >= 1
+    assert doc["sections"][0]["tables"][1]["rows"] == [["1", "2.5"]]
+    assert doc["sections"][0]["machine"]["cores"] >= 1
 
 
 def test_rendered_page_is_stamped_and_escapes_pipes(
@@ -84,3 +84,20 @@ def test_missing_result_is_one_error_line(tmp_path: Path) -> None:
 def test_a_name_that_is_not_a_file_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="name"):
         record("../x", title="t", source=__file__, full=False, tables=[])
+
+
+def test_each_test_replaces_its_own_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADAPTALLOC_BENCH_OUT", str(tmp_path))
+    one = ResultTable("one", ["a"], [["1"]])
+    two = ResultTable("two", ["a"], [["2"]])
+    record("page", title="P", source=__file__, full=False, tables=[one], section="first")
+    record("page", title="P", source=__file__, full=False, tables=[two], section="second")
+    record("page", title="P", source=__file__, full=True, tables=[two], section="first")
+    doc = json.loads((tmp_path / "page.json").read_text())
+    assert [s["heading"] for s in doc["sections"]] == ["first", "second"]
+    assert doc["sections"][0]["mode"] == "full"
+    assert doc["sections"][0]["tables"][0]["title"] == "two"
+    page = docs_tables.render(doc)
+    assert page.index("## first") < page.index("## second")
