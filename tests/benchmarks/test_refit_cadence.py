@@ -8,7 +8,7 @@ synthetic assumption: A = median request × U[1, 4], 5% run noise). Which data c
 g (REFIT_GROWTH = 0.25) was chosen on NASA (first 1,500 jobs, loads 0.5-1.0, seeds 1-3: of
 g = 0.1, 0.25, 0.5 the only one within the g = 0 seed range at every load) and checked on
 Lublin and CEA-Curie (within it at every load), nothing tuned on those two; the figures are
-in README "Refit cadence". H (REFIT_MAX_AGE_S, a day) was not chosen by these data: it only
+in docs/benchmarks/refit-cadence.md. H (REFIT_MAX_AGE_S, a day) was not chosen by these data: it only
 bounds how stale a curve with new runs gets.
 
 1. Refits per application, on the NASA trace tiled in time (a synthetic assumption: its
@@ -21,8 +21,10 @@ bounds how stale a curve with new runs gets.
    node-hours per trace and load, mean over seeds, with the g = 0 runs' range over the seeds
    (the seed noise the difference is held to). ADAPTALLOC_CADENCE_FULL=1 runs the full
    table (three traces, loads 0.5, 0.7, 0.9, 1.0, seeds 1-3, g in ADAPTALLOC_CADENCE_G,
-   traces in ADAPTALLOC_CADENCE_TRACES; ~30 min here); the default cell (NASA, load 0.9,
-   seed 1, g = 0 and the default) takes ~20 s.
+   traces in ADAPTALLOC_CADENCE_TRACES; ~30 min here); the quick mode (the default, what CI
+   runs: NASA, load 0.9, seed 1, g = 0 and the default) takes ~20 s.
+ADAPTALLOC_FULL_BENCH=1 is the same switch as ADAPTALLOC_CADENCE_FULL=1. The docs' page
+(docs/benchmarks/refit-cadence.md) is rendered from the last run (results.py).
 Nothing is asserted about the figures: they are measurements. Asserted: every job ran.
 """
 
@@ -50,11 +52,12 @@ from policies.simulation import Experiment, Setup, TraceJob, at_load
 from policies.simulation.learning import CurveLearner
 from predictor import Curve
 
+from .results import full_run, mode_note, record
 from .tiling import tile
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"
 CURIE = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")
-FULL = os.environ.get("ADAPTALLOC_CADENCE_FULL") == "1"
+FULL = full_run("ADAPTALLOC_CADENCE_FULL")
 TILED_JOBS = int(os.environ.get("ADAPTALLOC_CADENCE_JOBS", "3000"))
 TABLE_JOBS = 1500
 GROWTHS = tuple(
@@ -167,6 +170,23 @@ def test_refits_per_application_and_those_that_change_a_decision(
             "one decision (nodes, time limit, rule) the previous curve would not have, in the "
             "same state. The rest fed the same decisions: wasted fits."
         )
+    record(
+        "refit-cadence",
+        title="The learner's refit cadence",
+        source=__file__,
+        full=FULL,
+        tables=[table],
+        notes=[
+            "refits: the learner's refit rounds (policies/refit_cadence.py; g = 0: every "
+            "change, the rule before this cadence). seen by a decision: refits whose curve "
+            "some decision used; changed a decision: of those, the refits whose curve gave at "
+            "least one decision (nodes, time limit, rule) the previous curve would not have.",
+            f"NASA iPSC/860 tiled to {TILED_JOBS:,} jobs in time (a SYNTHETIC assumption: its "
+            "applications repeat), load 0.7, seed 1, the simulator's defaults (synthetic "
+            "Downey curves per application).",
+        ],
+        section="Refits, and how many change a decision",
+    )
 
 
 def _traces() -> list[tuple[str, tuple[TraceJob, ...], int]]:
@@ -213,7 +233,7 @@ def test_refit_growth_against_every_change(capsys: pytest.CaptureFixture[str]) -
     growths = sorted({0.0, *GROWTHS})
     table = Table(
         title=f"Learned adaptive, refit growth g against g = 0 (every change), first "
-        f"{TABLE_JOBS:,} jobs, seeds {SEEDS[0]}-{SEEDS[-1]}"
+        f"{TABLE_JOBS:,} jobs, seeds {SEEDS[0]}-{SEEDS[-1]} ({mode_note(FULL)})"
     )
     for column in ("trace", "load", "g", "resp s per seed", "resp Δ", "g=0 seed range",
                    "within", "kills", "node-h Δ", "refits"):  # fmt: skip
@@ -252,3 +272,22 @@ def test_refit_growth_against_every_change(capsys: pytest.CaptureFixture[str]) -
             "NASA, checked on Lublin and CEA-Curie (module doc). Full table: "
             "ADAPTALLOC_CADENCE_FULL=1."
         )
+    record(
+        "refit-cadence",
+        title="The learner's refit cadence",
+        source=__file__,
+        full=FULL,
+        tables=[table],
+        notes=[
+            "resp: mean response (s) per seed; Δ: the mean over seeds against g = 0's; "
+            "within: |Δ| ≤ the g = 0 runs' range over the seeds (the seed noise; with one "
+            "seed any difference shows NO). node-h Δ: mean node-hours against g = 0's.",
+            "g = 0.25 was chosen on NASA (first 1,500 jobs, loads 0.5-1.0, seeds 1-3: of "
+            "0.1, 0.25, 0.5 the only one within the g = 0 seed range at every load) and "
+            "checked on Lublin and CEA-Curie, nothing tuned there. H = 24 h is not chosen "
+            "by evidence: it bounds how stale a curve with new runs gets.",
+            "The simulator's workload model is a SYNTHETIC assumption (A = median request × "
+            "U[1, 4], 5% run noise).",
+        ],
+        section="Decision quality: g against g = 0",
+    )
