@@ -8,8 +8,8 @@ synthetic assumption: A = median request × U[1, 4], 5% run noise). Which data c
 g (REFIT_GROWTH = 0.25) was chosen on NASA (first 1,500 jobs, loads 0.5-1.0, seeds 1-3: of
 g = 0.1, 0.25, 0.5 the only one within the g = 0 seed range at every load) and checked on
 Lublin and CEA-Curie (within it at every load), nothing tuned on those two; the figures are
-in docs/benchmarks/refit-cadence.md. H (REFIT_MAX_AGE_S, a day) was not chosen by these data: it only
-bounds how stale a curve with new runs gets.
+in docs/benchmarks/refit-cadence.md. H (REFIT_MAX_AGE_S, a day) was not chosen by these data:
+it only bounds how stale a curve with new runs gets.
 
 1. Refits per application, on the NASA trace tiled in time (a synthetic assumption: its
    applications repeat), load 0.7, seed 1, the adaptive policy: how many refits each
