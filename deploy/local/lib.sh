@@ -107,12 +107,16 @@ die() { printf '[%s] ERROR: %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*" >&2; exit 1;
 # APT_LOCK_TIMEOUT_S: how long an install waits for apt's and dpkg's locks. A fresh Debian
 # cloud image holds them for minutes after boot (apt-daily, unattended-upgrades).
 APT_LOCK_TIMEOUT_S="${ADAPTALLOC_APT_LOCK_TIMEOUT:-900}"
+APT_LOCK_RETRY_S=5
+# Where units are enabled (the tests point these at a scratch tree).
+SYSTEMD_ETC_DIR=/etc/systemd/system
+RC_ETC_DIR=/etc
 
 # apt_get_waiting DEADLINE APT-GET-ARGS...: apt-get (as given, root already arranged by the
 # caller's prefix in AS_ROOT) that waits for the package locks until DEADLINE ($SECONDS).
 # DPkg::Lock::Timeout makes apt itself wait for dpkg's locks; apt-get update's lists lock and
 # the download cache's lock ignore it (apt 2.6 fails at once there), so a failure naming a
-# lock is retried every 5 s until the deadline. Output goes to stdout/stderr.
+# lock is retried every APT_LOCK_RETRY_S (5 s) until the deadline. Output goes to stdout/stderr.
 apt_get_waiting() {
     local deadline="$1"
     shift
@@ -126,8 +130,8 @@ apt_get_waiting() {
         printf '%s\n' "$out"
         ((rc != 0)) || return 0
         if grep -qE "Could not get lock|Unable to (lock|acquire)" <<<"$out" && ((SECONDS < deadline)); then
-            echo "[apt_get_waiting] a package lock is held by another process; retrying in 5 s"
-            sleep 5
+            echo "[apt_get_waiting] a package lock is held by another process; retrying in ${APT_LOCK_RETRY_S} s"
+            sleep "$APT_LOCK_RETRY_S"
             continue
         fi
         return "$rc"
@@ -139,9 +143,13 @@ apt_get_waiting() {
 # writes), and the sysv start links of /etc/rc?.d (what update-rc.d writes).
 enabled_units() {
     {
-        find /etc/systemd/system -mindepth 1 -maxdepth 2 -type l -printf '%P\n' 2>/dev/null
-        find /etc/rc0.d /etc/rc1.d /etc/rc2.d /etc/rc3.d /etc/rc4.d /etc/rc5.d /etc/rcS.d \
-            -maxdepth 1 -type l -name 'S*' -printf 'sysv:%f\n' 2>/dev/null
+        # A folder that does not exist has nothing enabled (find's failure is not an error).
+        find "$SYSTEMD_ETC_DIR" -mindepth 1 -maxdepth 2 -type l -printf '%P\n' 2>/dev/null || true
+        local rc
+        for rc in 0 1 2 3 4 5 S; do
+            find "$RC_ETC_DIR/rc$rc.d" -maxdepth 1 -type l -name 'S*' -printf 'sysv:%f\n' \
+                2>/dev/null || true
+        done
     } | sort -u
 }
 
@@ -168,7 +176,7 @@ disable_new_units() {
         done
     fi
     for unit in "${sysv[@]+"${sysv[@]}"}"; do
-        [[ -x "/etc/init.d/$unit" ]] || continue
+        [[ -x "$RC_ETC_DIR/init.d/$unit" ]] || continue
         "${AS_ROOT[@]}" update-rc.d "$unit" disable >/dev/null 2>&1 || true
     done
     local left
