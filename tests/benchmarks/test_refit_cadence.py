@@ -47,6 +47,7 @@ import policies.simulation.adaptive as adaptive_module
 import policies.simulation.experiment as experiment_module
 from plugin.formats.swf import read_swf
 from policies.decide import decide as policies_decide
+from policies.decide import decide_with_runtime as policies_decide_with_runtime
 from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation import Experiment, Setup, TraceJob, at_load
 from policies.simulation.learning import CurveLearner
@@ -99,6 +100,17 @@ class _RecordingLearner(CurveLearner):
         return curve
 
 
+def _note_change(learners: list[_RecordingLearner], decision: Any, other_of: Any) -> None:
+    """Mark the learner's current refit when the previous curve decides otherwise."""
+    learner = learners[-1]
+    if learner.current is not None:
+        app, number, previous = learner.current
+        other = other_of(previous)
+        key = (other.nodes, other.time_limit_min, other.rule)
+        if key != (decision.nodes, decision.time_limit_min, decision.rule):
+            learner.changed.add((app, number))
+
+
 def _recording_decide(learners: list[_RecordingLearner]) -> Callable[..., Any]:
     """adaptive.decide, also run with the previous curve; marks the refits that change it."""
     decide: Callable[..., Any] = policies_decide
@@ -107,14 +119,29 @@ def _recording_decide(learners: list[_RecordingLearner]) -> Callable[..., Any]:
         request: Any, curve: Any, cluster: Any, settings: Any, budget: Any, *rest: Any
     ) -> Any:
         decision = decide(request, curve, cluster, settings, budget, *rest)
-        learner = learners[-1]
-        if learner.current is not None:
-            app, number, previous = learner.current
-            other = decide(request, previous, cluster, settings, budget, *rest)
-            key = (other.nodes, other.time_limit_min, other.rule)
-            if key != (decision.nodes, decision.time_limit_min, decision.rule):
-                learner.changed.add((app, number))
+        _note_change(
+            learners, decision, lambda prev: decide(request, prev, cluster, settings, budget, *rest)
+        )
         return decision
+
+    return wrapped
+
+
+def _recording_decide_with_runtime(learners: list[_RecordingLearner]) -> Callable[..., Any]:
+    """adaptive.decide_with_runtime (what the simulator calls with a curve), recorded the same
+    way: without it the decisions made with a curve were never compared."""
+    decide: Callable[..., Any] = policies_decide_with_runtime
+
+    def wrapped(
+        request: Any, curve: Any, cluster: Any, settings: Any, budget: Any, *rest: Any
+    ) -> Any:
+        decision, runtime = decide(request, curve, cluster, settings, budget, *rest)
+        _note_change(
+            learners,
+            decision,
+            lambda prev: decide(request, prev, cluster, settings, budget, *rest)[0],
+        )
+        return decision, runtime
 
     return wrapped
 
@@ -133,6 +160,9 @@ def test_refits_per_application_and_those_that_change_a_decision(
 
     monkeypatch.setattr(experiment_module, "CurveLearner", make)
     monkeypatch.setattr(adaptive_module, "decide", _recording_decide(learners))
+    monkeypatch.setattr(
+        adaptive_module, "decide_with_runtime", _recording_decide_with_runtime(learners)
+    )
     table = Table(
         title=f"Refits of learned adaptive, NASA tiled to {TILED_JOBS:,} jobs (synthetic "
         "assumption: its applications repeat), load 0.7, seed 1"
