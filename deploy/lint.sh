@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's static checks, as CI and pre-commit run them: ruff (lint and format),
-# mypy strict on the packages and tests/ (file list in pyproject's [tool.mypy]), shellcheck
-# on every shell script, no tracker references in tracked files. Installs shellcheck from
-# Debian when missing; needs the venv (deploy/setup.sh). Exit 1 when any check fails.
+# mypy strict on the packages and tests/ (file list in pyproject's [tool.mypy]), the docs
+# site (mkdocs build --strict), shellcheck on every shell script, no tracker references in
+# tracked files. Installs shellcheck from Debian when missing; needs the venv
+# (deploy/setup.sh). Exit 1 when any check fails.
 
 SCRIPT_NAME=lint.sh
 # shellcheck source=local/lib.sh source-path=SCRIPTDIR
@@ -34,6 +35,10 @@ no_tracker_refs() {
     ((rc == 1)) || { warn "name what the thing is or why, not the ticket it came from"; return 1; }
 }
 run_check "no tracker references" no_tracker_refs
+# The docs site (mkdocs.yml): broken links, anchors and nav entries fail. Offline: no plugin
+# that fetches; the CLI reference is generated from the click commands (mkdocs-click).
+run_check "mkdocs build --strict" env NO_MKDOCS_2_WARNING=1 "$VENV_BIN/mkdocs" build --strict \
+    --quiet --site-dir "$PROJECT_ROOT/.local/site"
 mapfile -t scripts < <(git ls-files '*.sh' .ci/run)
 run_check "shellcheck" shellcheck -x "${scripts[@]}"
 

@@ -104,10 +104,95 @@ die() { printf '[%s] ERROR: %s\n' "${SCRIPT_NAME:-adaptalloc}" "$*" >&2; exit 1;
 # --- components and their pid files ------------------------------------------
 # Each component: a name, a pid file, the program name its /proc/PID/comm or
 # argv[0] must show, and a string its command line must contain.
+# APT_LOCK_TIMEOUT_S: how long an install waits for apt's and dpkg's locks. A fresh Debian
+# cloud image holds them for minutes after boot (apt-daily, unattended-upgrades).
+APT_LOCK_TIMEOUT_S="${ADAPTALLOC_APT_LOCK_TIMEOUT:-900}"
+APT_LOCK_RETRY_S=5
+# Where units are enabled (the tests point these at a scratch tree).
+SYSTEMD_ETC_DIR=/etc/systemd/system
+RC_ETC_DIR=/etc
+
+# apt_get_waiting DEADLINE APT-GET-ARGS...: apt-get (as given, root already arranged by the
+# caller's prefix in AS_ROOT) that waits for the package locks until DEADLINE ($SECONDS).
+# DPkg::Lock::Timeout makes apt itself wait for dpkg's locks; apt-get update's lists lock and
+# the download cache's lock ignore it (apt 2.6 fails at once there), so a failure naming a
+# lock is retried every APT_LOCK_RETRY_S (5 s) until the deadline. Output goes to stdout/stderr.
+apt_get_waiting() {
+    local deadline="$1"
+    shift
+    local out rc remaining
+    while :; do
+        remaining=$((deadline - SECONDS))
+        ((remaining > 0)) || remaining=1
+        rc=0
+        out="$("${AS_ROOT[@]}" env DEBIAN_FRONTEND=noninteractive apt-get \
+            -o "DPkg::Lock::Timeout=$remaining" "$@" 2>&1)" || rc=$?
+        printf '%s\n' "$out"
+        ((rc != 0)) || return 0
+        if grep -qE "Could not get lock|Unable to (lock|acquire)" <<<"$out" && ((SECONDS < deadline)); then
+            echo "[apt_get_waiting] a package lock is held by another process; retrying in ${APT_LOCK_RETRY_S} s"
+            sleep "$APT_LOCK_RETRY_S"
+            continue
+        fi
+        return "$rc"
+    done
+}
+
+# enabled_units: every unit enabled on this host, one per line: the symlinks in
+# /etc/systemd/system's .wants/.requires folders and its aliases (what `systemctl enable`
+# writes), and the sysv start links of /etc/rc?.d (what update-rc.d writes).
+enabled_units() {
+    {
+        # A folder that does not exist has nothing enabled (find's failure is not an error).
+        find "$SYSTEMD_ETC_DIR" -mindepth 1 -maxdepth 2 -type l -printf '%P\n' 2>/dev/null || true
+        local rc
+        for rc in 0 1 2 3 4 5 S; do
+            find "$RC_ETC_DIR/rc$rc.d" -maxdepth 1 -type l -name 'S*' -printf 'sysv:%f\n' \
+                2>/dev/null || true
+        done
+    } | sort -u
+}
+
+# disable_new_units BEFORE: disable what the install enabled since the snapshot BEFORE (a file
+# of enabled_units). Debian's postinst scripts enable a package's services for the next boot
+# (mariadb, redis, munge, slurmctld, slurmd, slurmdbd, prometheus, redis-sentinel, ...); the
+# testbed starts its own processes, so after a reboot none of them should run. Units enabled
+# before the install (an admin's own) are left as they were. `systemctl disable` works without
+# a running systemd; update-rc.d covers hosts without systemd.
+disable_new_units() {
+    local before="$1" entry unit
+    local -a units=() sysv=()
+    while read -r entry; do
+        [[ -n "$entry" ]] || continue
+        case "$entry" in
+            sysv:*) unit="${entry#sysv:S[0-9][0-9]}"; sysv+=("$unit") ;;
+            */*) units+=("${entry##*/}") ;;
+            *) ;; # an alias (redis.service): disabling the unit it names removes it
+        esac
+    done < <(comm -13 "$before" <(enabled_units))
+    if command -v systemctl >/dev/null 2>&1; then
+        for unit in $(printf '%s\n' "${units[@]+"${units[@]}"}" | sort -u); do
+            "${AS_ROOT[@]}" systemctl disable --no-reload "$unit" >/dev/null 2>&1 || true
+        done
+    fi
+    for unit in "${sysv[@]+"${sysv[@]}"}"; do
+        [[ -x "$RC_ETC_DIR/init.d/$unit" ]] || continue
+        "${AS_ROOT[@]}" update-rc.d "$unit" disable >/dev/null 2>&1 || true
+    done
+    local left
+    left="$(comm -13 "$before" <(enabled_units) | tr '\n' ' ')"
+    if [[ -n "${left// /}" ]]; then
+        warn "still enabled for the next boot after the install: $left"
+    elif ((${#units[@]} + ${#sysv[@]})); then
+        log "left disabled for the next boot: $(printf '%s\n' "${units[@]+"${units[@]}"}" "${sysv[@]+"${sysv[@]}"}" | sed 's/\.[a-z]*$//' | sort -u | tr '\n' ' ')"
+    fi
+}
+
 # ensure_debian_packages LOG PKG...: install whichever of the packages are missing, with
-# apt-get, as root or through passwordless sudo (a clear message otherwise). Their init
-# scripts are kept from starting system-wide daemons (mariadb on 3306, redis on 6379,
-# munge, slurm): the testbed starts its own. apt's output goes to LOG.
+# apt-get, as root or through passwordless sudo (a clear message otherwise). Their services
+# are kept from starting during the install (a temporary policy-rc.d) and left disabled for
+# the next boot (disable_new_units): the testbed starts its own. Waits for apt's locks
+# (ADAPTALLOC_APT_LOCK_TIMEOUT, 900 s). apt's output goes to LOG.
 ensure_debian_packages() {
     local apt_log="$1"
     shift
@@ -123,29 +208,34 @@ ensure_debian_packages() {
     ((${#missing[@]} == 0)) && return 0
     [[ "${ADAPTALLOC_SKIP_INSTALL:-0}" == 1 ]] && die "packages missing (${missing[*]}) and ADAPTALLOC_SKIP_INSTALL=1"
 
-    local -a as_root=()
+    AS_ROOT=()
     if ((EUID != 0)); then
         if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-            as_root=(sudo -n)
+            AS_ROOT=(sudo -n)
         else
             die "packages missing: ${missing[*]}. Installing them needs root: run as root, or give this user passwordless sudo, or run: sudo apt-get install ${missing[*]}"
         fi
     fi
     local started=$SECONDS
-    log "installing ${missing[*]} (apt-get, services not auto-started)"
+    local deadline=$((SECONDS + APT_LOCK_TIMEOUT_S))
+    log "installing ${missing[*]} (apt-get, services neither started nor enabled)"
     local policy=/usr/sbin/policy-rc.d made_policy=0
     if [[ ! -e "$policy" ]]; then
-        "${as_root[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
+        "${AS_ROOT[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod 755 $policy"
         made_policy=1
     fi
     mkdir -p "$(dirname "$apt_log")"
+    local units_before
+    units_before="$(mktemp)"
+    enabled_units >"$units_before"
     local rc=0
     {
-        "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-            "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-                --no-install-recommends "${missing[@]}"
+        apt_get_waiting "$deadline" update -q &&
+            apt_get_waiting "$deadline" install -y -q --no-install-recommends "${missing[@]}"
     } >"$apt_log" 2>&1 || rc=$?
-    ((made_policy)) && "${as_root[@]}" rm -f "$policy"
+    ((made_policy)) && "${AS_ROOT[@]}" rm -f "$policy"
+    disable_new_units "$units_before"
+    rm -f "$units_before"
     ((rc == 0)) || { tail -n 20 "$apt_log" >&2; die "apt-get failed (exit $rc); full log: $apt_log"; }
     log "packages installed in $((SECONDS - started))s"
 }

@@ -47,6 +47,7 @@ from scipy.stats import wilcoxon
 import predictor
 from predictor.downey import FloatArray
 
+from .results import record
 from .synthetic import LABEL, NOISES, POSITIONS, SPACINGS, Case, suite
 from .test_predictor_holdout import PROTOCOLS, VARIANTS, curves, splits
 
@@ -196,7 +197,25 @@ def test_forward_choice(capsys: pytest.CaptureFixture[str]) -> None:
         console.print("* / +: worse than LM beyond noise (signed-rank p < 0.05), extrap / interp")
         console.print(f"beyond-noise misses per candidate: {shown}")
         console.print(real)
-    # The recorded conclusion (README, predictor section), a change that flips it must
+    record(
+        "forward-choice",
+        title="Choosing between ADEPT and LM by forward validation",
+        source=__file__,
+        full=True,
+        tables=[view, real],
+        notes=[
+            "* / +: worse than LM beyond noise (paired signed-rank p < 0.05), extrapolation / "
+            "interpolation. Per-case medians of |relative error| %.",
+            f"Beyond-noise misses per candidate: {shown}.",
+            "Synthetic: exact Downey curves × lognormal noise (an assumption; "
+            "tests/benchmarks/synthetic.py), seed 2026, 16 cases per cell. Real: the curves "
+            "of tests/data/scaling. Neither candidate has a tuned constant.",
+            "Not shipped: the forward pick removes no beyond-noise miss, and the weights "
+            "remove the last one only within noise, cost the cells whose data end before the "
+            "knee, and need four fits per prediction.",
+        ],
+    )
+    # The recorded conclusion (docs/benchmarks/forward-choice.md), a change that flips it must
     # re-document it: the pick removes no beyond-noise miss; the weights remove the last one
     # (since the valley's near end, 2026-11-26) but cost the cells whose data end before the
     # knee, and need four fits per prediction: neither ships.

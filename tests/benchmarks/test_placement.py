@@ -40,6 +40,8 @@ from predictor.downey import FloatArray
 from predictor.placement import fit_placement, tasks_per_node
 from predictor.weak import fit_weak, largest_efficient
 
+from .results import ResultTable, record
+
 APPS = 400
 TASKS, LO, HI, CPUS = 64, 4, 16, 16
 THETA = 0.5
@@ -100,6 +102,8 @@ def placement_population(delta_max: float, seed: int) -> dict[str, FloatArray]:
 def test_placement_against_oracle_packing_and_spreading() -> None:
     print(f"\nplacement, SYNTHETIC ({APPS} apps; module docstring): {TASKS} tasks on {LO}-{HI}")
     print(f"  measured: 1 node x {OUTER_P.tolist()} tasks, {OUTER_C.tolist()} nodes x 1 task")
+    rows: list[list[str]] = []
+    notes: list[str] = []
     for delta_max, label in ((0.0, "separable truth"), (0.05, "with contention δ ≤ 0.05")):
         res = placement_population(delta_max, seed=18)
         err = res["errors"]
@@ -107,6 +111,11 @@ def test_placement_against_oracle_packing_and_spreading() -> None:
         print(
             f"    prediction error at predictable placements: median {np.median(err):.1%}, "
             f"90th pct {np.quantile(err, 0.9):.1%}; kept as submitted: {int(res['kept'][0])}"
+        )
+        notes.append(
+            f"{label}: prediction error at predictable placements median {np.median(err):.1%}, "
+            f"90th percentile {np.quantile(err, 0.9):.1%}; kept as submitted: "
+            f"{int(res['kept'][0])}."
         )
         print("    vs the oracle (true runtime ratio, node-hours ratio; 1.00 = oracle):")
         for name in ("model", "pack", "spread"):
@@ -116,9 +125,48 @@ def test_placement_against_oracle_packing_and_spreading() -> None:
                 f"p90 {np.quantile(a[:, 0], 0.9):.3f}   node-hours mean {a[:, 1].mean():.3f} "
                 f"p90 {np.quantile(a[:, 1], 0.9):.3f}"
             )
+            rows.append(
+                [
+                    label,
+                    name,
+                    f"{a[:, 0].mean():.3f}",
+                    f"{np.quantile(a[:, 0], 0.9):.3f}",
+                    f"{a[:, 1].mean():.3f}",
+                    f"{np.quantile(a[:, 1], 0.9):.3f}",
+                ]
+            )
         # The rule beats always packing on runtime and always spreading on node-hours.
         assert res["model"][:, 0].mean() < res["pack"][:, 0].mean()
         assert res["model"][:, 1].mean() < res["spread"][:, 1].mean()
+    record(
+        "placement",
+        title="Placement, weak scaling and the partition choice",
+        source=__file__,
+        full=True,
+        tables=[
+            ResultTable(
+                f"SYNTHETIC: {APPS} apps, {TASKS} tasks on {LO}-{HI} nodes; against the oracle "
+                "(1.00 = the oracle)",
+                (
+                    "truth",
+                    "rule",
+                    "runtime mean",
+                    "runtime p90",
+                    "node-hours mean",
+                    "node-hours p90",
+                ),
+                rows,
+            )
+        ],
+        notes=[
+            *notes,
+            "model: the placement rule on the separable model fitted from the thesis' outer "
+            f"runs (1 node × {OUTER_P.tolist()} tasks, {OUTER_C.tolist()} nodes × 1 task); "
+            "pack: always the fewest nodes; spread: always the most. No data set we hold "
+            "measures one code at several placements, so this is synthetic only.",
+        ],
+        section="Placement of a fixed task count",
+    )
 
 
 @pytest.mark.benchmark
@@ -145,6 +193,28 @@ def test_weak_scaling_alpha_and_size() -> None:
     print(
         f"  size on 1-64 nodes at θ = {THETA}: same as the true α's in {same / APPS:.1%}, "
         f"relative size error median {np.median(off):.1%}, 90th pct {np.quantile(off, 0.9):.1%}"
+    )
+    record(
+        "placement",
+        title="Placement, weak scaling and the partition choice",
+        source=__file__,
+        full=True,
+        tables=[
+            ResultTable(
+                f"SYNTHETIC: {APPS} apps, a ~ U[1, 100] s, 5% noise",
+                ("measure", "median", "90th percentile"),
+                [
+                    ["|α fitted − α true|", f"{np.median(e):.3f}", f"{np.quantile(e, 0.9):.3f}"],
+                    [
+                        f"relative size error on 1-64 nodes at θ = {THETA}",
+                        f"{np.median(off):.1%}",
+                        f"{np.quantile(off, 0.9):.1%}",
+                    ],
+                ],
+            )
+        ],
+        notes=[f"The size equals the true α's in {same / APPS:.1%} of apps."],
+        section="Weak scaling: Gustafson's α",
     )
     assert np.median(e) < 0.1
 
@@ -204,4 +274,34 @@ def test_partition_choice_against_earliest_start_and_oracle() -> None:
             f"  {name:15s} mean {a.mean():.3f}  p90 {np.quantile(a, 0.9):.3f}  "
             f"optimal in {np.mean(a <= 1.0 + 1e-9):.1%}"
         )
+    record(
+        "placement",
+        title="Placement, weak scaling and the partition choice",
+        source=__file__,
+        full=True,
+        tables=[
+            ResultTable(
+                "SYNTHETIC: 2,000 queues of two partitions; true completion / the oracle's",
+                ("rule", "mean", "p90", "optimal in"),
+                [
+                    [
+                        {
+                            "completion": "by predicted completion (adaptalloc)",
+                            "earliest_start": "where it starts first (Slurm)",
+                        }[name],
+                        f"{np.mean(vals):.3f}",
+                        f"{np.quantile(vals, 0.9):.3f}",
+                        f"{np.mean(np.array(vals) <= 1.0 + 1e-9):.1%}",
+                    ]
+                    for name, vals in ratios.items()
+                ],
+            )
+        ],
+        notes=[
+            "Two partitions of 8 nodes; the second type 1-3x faster; 0-4 running jobs per "
+            "partition ending at 20-100% of their limits (all SYNTHETIC); the job needs 4 "
+            "nodes. The oracle knows the true ends."
+        ],
+        section="Partition choice",
+    )
     assert np.mean(ratios["completion"]) < np.mean(ratios["earliest_start"])

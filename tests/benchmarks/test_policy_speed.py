@@ -42,6 +42,8 @@ from policies import (
 from policies.config import STRATEGIES
 from predictor.downey import max_useful_size, processor_working_set
 
+from .results import record
+
 pytestmark = pytest.mark.benchmark
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
@@ -174,6 +176,18 @@ def test_policy_speed(capsys: pytest.CaptureFixture[str]) -> None:
     )
     with capsys.disabled():
         Console(width=110).print(view)
+    record(
+        "policy-speed",
+        title="Speed of one allocation decision",
+        source=__file__,
+        full=True,
+        tables=[view],
+        notes=[
+            "The mix: synthetic jobs and curves (this file's mix(): ranges 4-64 and 32-1024 "
+            "among others, loads, time limits); the fit row uses the real NPB LU study of "
+            "tests/data/scaling. One core, the machine shared with other work.",
+        ],
+    )
 
     again = [decide(*case) for case in cases[:200]]
     assert again == decisions[:200]

@@ -8,8 +8,8 @@ synthetic assumption: A = median request × U[1, 4], 5% run noise). Which data c
 g (REFIT_GROWTH = 0.25) was chosen on NASA (first 1,500 jobs, loads 0.5-1.0, seeds 1-3: of
 g = 0.1, 0.25, 0.5 the only one within the g = 0 seed range at every load) and checked on
 Lublin and CEA-Curie (within it at every load), nothing tuned on those two; the figures are
-in README "Refit cadence". H (REFIT_MAX_AGE_S, a day) was not chosen by these data: it only
-bounds how stale a curve with new runs gets.
+in docs/benchmarks/refit-cadence.md. H (REFIT_MAX_AGE_S, a day) was not chosen by these data:
+it only bounds how stale a curve with new runs gets.
 
 1. Refits per application, on the NASA trace tiled in time (a synthetic assumption: its
    applications repeat), load 0.7, seed 1, the adaptive policy: how many refits each
@@ -21,8 +21,10 @@ bounds how stale a curve with new runs gets.
    node-hours per trace and load, mean over seeds, with the g = 0 runs' range over the seeds
    (the seed noise the difference is held to). ADAPTALLOC_CADENCE_FULL=1 runs the full
    table (three traces, loads 0.5, 0.7, 0.9, 1.0, seeds 1-3, g in ADAPTALLOC_CADENCE_G,
-   traces in ADAPTALLOC_CADENCE_TRACES; ~30 min here); the default cell (NASA, load 0.9,
-   seed 1, g = 0 and the default) takes ~20 s.
+   traces in ADAPTALLOC_CADENCE_TRACES; ~30 min here); the quick mode (the default, what CI
+   runs: NASA, load 0.9, seed 1, g = 0 and the default) takes ~20 s.
+ADAPTALLOC_FULL_BENCH=1 is the same switch as ADAPTALLOC_CADENCE_FULL=1. The docs' page
+(docs/benchmarks/refit-cadence.md) is rendered from the last run (results.py).
 Nothing is asserted about the figures: they are measurements. Asserted: every job ran.
 """
 
@@ -45,16 +47,18 @@ import policies.simulation.adaptive as adaptive_module
 import policies.simulation.experiment as experiment_module
 from plugin.formats.swf import read_swf
 from policies.decide import decide as policies_decide
+from policies.decide import decide_with_runtime as policies_decide_with_runtime
 from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation import Experiment, Setup, TraceJob, at_load
 from policies.simulation.learning import CurveLearner
 from predictor import Curve
 
+from .results import full_run, mode_note, record
 from .tiling import tile
 
 SWF = Path(__file__).resolve().parents[1] / "data" / "swf"
 CURIE = Path("/work/shared/data/swf/CEA-Curie-2011-sample.swf")
-FULL = os.environ.get("ADAPTALLOC_CADENCE_FULL") == "1"
+FULL = full_run("ADAPTALLOC_CADENCE_FULL")
 TILED_JOBS = int(os.environ.get("ADAPTALLOC_CADENCE_JOBS", "3000"))
 TABLE_JOBS = 1500
 GROWTHS = tuple(
@@ -96,6 +100,17 @@ class _RecordingLearner(CurveLearner):
         return curve
 
 
+def _note_change(learners: list[_RecordingLearner], decision: Any, other_of: Any) -> None:
+    """Mark the learner's current refit when the previous curve decides otherwise."""
+    learner = learners[-1]
+    if learner.current is not None:
+        app, number, previous = learner.current
+        other = other_of(previous)
+        key = (other.nodes, other.time_limit_min, other.rule)
+        if key != (decision.nodes, decision.time_limit_min, decision.rule):
+            learner.changed.add((app, number))
+
+
 def _recording_decide(learners: list[_RecordingLearner]) -> Callable[..., Any]:
     """adaptive.decide, also run with the previous curve; marks the refits that change it."""
     decide: Callable[..., Any] = policies_decide
@@ -104,14 +119,29 @@ def _recording_decide(learners: list[_RecordingLearner]) -> Callable[..., Any]:
         request: Any, curve: Any, cluster: Any, settings: Any, budget: Any, *rest: Any
     ) -> Any:
         decision = decide(request, curve, cluster, settings, budget, *rest)
-        learner = learners[-1]
-        if learner.current is not None:
-            app, number, previous = learner.current
-            other = decide(request, previous, cluster, settings, budget, *rest)
-            key = (other.nodes, other.time_limit_min, other.rule)
-            if key != (decision.nodes, decision.time_limit_min, decision.rule):
-                learner.changed.add((app, number))
+        _note_change(
+            learners, decision, lambda prev: decide(request, prev, cluster, settings, budget, *rest)
+        )
         return decision
+
+    return wrapped
+
+
+def _recording_decide_with_runtime(learners: list[_RecordingLearner]) -> Callable[..., Any]:
+    """adaptive.decide_with_runtime (what the simulator calls with a curve), recorded the same
+    way: without it the decisions made with a curve were never compared."""
+    decide: Callable[..., Any] = policies_decide_with_runtime
+
+    def wrapped(
+        request: Any, curve: Any, cluster: Any, settings: Any, budget: Any, *rest: Any
+    ) -> Any:
+        decision, runtime = decide(request, curve, cluster, settings, budget, *rest)
+        _note_change(
+            learners,
+            decision,
+            lambda prev: decide(request, prev, cluster, settings, budget, *rest)[0],
+        )
+        return decision, runtime
 
     return wrapped
 
@@ -130,6 +160,9 @@ def test_refits_per_application_and_those_that_change_a_decision(
 
     monkeypatch.setattr(experiment_module, "CurveLearner", make)
     monkeypatch.setattr(adaptive_module, "decide", _recording_decide(learners))
+    monkeypatch.setattr(
+        adaptive_module, "decide_with_runtime", _recording_decide_with_runtime(learners)
+    )
     table = Table(
         title=f"Refits of learned adaptive, NASA tiled to {TILED_JOBS:,} jobs (synthetic "
         "assumption: its applications repeat), load 0.7, seed 1"
@@ -167,6 +200,23 @@ def test_refits_per_application_and_those_that_change_a_decision(
             "one decision (nodes, time limit, rule) the previous curve would not have, in the "
             "same state. The rest fed the same decisions: wasted fits."
         )
+    record(
+        "refit-cadence",
+        title="The learner's refit cadence",
+        source=__file__,
+        full=FULL,
+        tables=[table],
+        notes=[
+            "refits: the learner's refit rounds (policies/refit_cadence.py; g = 0: every "
+            "change, the rule before this cadence). seen by a decision: refits whose curve "
+            "some decision used; changed a decision: of those, the refits whose curve gave at "
+            "least one decision (nodes, time limit, rule) the previous curve would not have.",
+            f"NASA iPSC/860 tiled to {TILED_JOBS:,} jobs in time (a SYNTHETIC assumption: its "
+            "applications repeat), load 0.7, seed 1, the simulator's defaults (synthetic "
+            "Downey curves per application).",
+        ],
+        section="Refits, and how many change a decision",
+    )
 
 
 def _traces() -> list[tuple[str, tuple[TraceJob, ...], int]]:
@@ -213,7 +263,7 @@ def test_refit_growth_against_every_change(capsys: pytest.CaptureFixture[str]) -
     growths = sorted({0.0, *GROWTHS})
     table = Table(
         title=f"Learned adaptive, refit growth g against g = 0 (every change), first "
-        f"{TABLE_JOBS:,} jobs, seeds {SEEDS[0]}-{SEEDS[-1]}"
+        f"{TABLE_JOBS:,} jobs, seeds {SEEDS[0]}-{SEEDS[-1]} ({mode_note(FULL)})"
     )
     for column in ("trace", "load", "g", "resp s per seed", "resp Δ", "g=0 seed range",
                    "within", "kills", "node-h Δ", "refits"):  # fmt: skip
@@ -252,3 +302,22 @@ def test_refit_growth_against_every_change(capsys: pytest.CaptureFixture[str]) -
             "NASA, checked on Lublin and CEA-Curie (module doc). Full table: "
             "ADAPTALLOC_CADENCE_FULL=1."
         )
+    record(
+        "refit-cadence",
+        title="The learner's refit cadence",
+        source=__file__,
+        full=FULL,
+        tables=[table],
+        notes=[
+            "resp: mean response (s) per seed; Δ: the mean over seeds against g = 0's; "
+            "within: |Δ| ≤ the g = 0 runs' range over the seeds (the seed noise; with one "
+            "seed any difference shows NO). node-h Δ: mean node-hours against g = 0's.",
+            "g = 0.25 was chosen on NASA (first 1,500 jobs, loads 0.5-1.0, seeds 1-3: of "
+            "0.1, 0.25, 0.5 the only one within the g = 0 seed range at every load) and "
+            "checked on Lublin and CEA-Curie, nothing tuned there. H = 24 h is not chosen "
+            "by evidence: it bounds how stale a curve with new runs gets.",
+            "The simulator's workload model is a SYNTHETIC assumption (A = median request × "
+            "U[1, 4], 5% run noise).",
+        ],
+        section="Decision quality: g against g = 0",
+    )

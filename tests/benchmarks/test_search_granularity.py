@@ -27,8 +27,11 @@ one run:
   polish did to the last phase's instance: moved it (a step kept), refused every step, or
   left it alone because it lies in the unidentified valley (polish.py's rule).
 
-ADAPTALLOC_GRANULARITY_ALL=1 adds the rows left out to keep this under ~2 minutes here
-(4 pattern rounds; 4 polish steps).
+Quick mode (the default, what CI runs; about a minute here): the shipped setting, 2 pattern
+rounds, 2 rounds with 2 polish steps, and the floor, the rows the conclusion below rests on.
+The full run (``ADAPTALLOC_FULL_BENCH=1``, or the older ``ADAPTALLOC_GRANULARITY_ALL=1``;
+~4 minutes here) adds the others (4 and 3 pattern rounds, the 1-D pass's rounds, 3 and 4
+polish steps).
 
 Nothing is chosen here: the shipped setting stays; the table is the evidence for or against
 trading rounds for time. Measured 2026-11-27 (load 1-4, 2 shared cores; ratios move 0.1-0.2
@@ -85,7 +88,6 @@ WSSRE), but saves only 7-11% of a predict's CPU (2.35-2.51x against 2.65-2.71x).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections import Counter
 from typing import Any
@@ -103,23 +105,28 @@ from predictor.adept import FAST, PAPER, SearchSettings, search
 from predictor.downey import FloatArray, first_piece_end, relative_runtime_s
 from predictor.polish import polish
 
+from .results import full_run, mode_note
 from .synthetic import LABEL, suite
 from .test_predictor_speed import Problem, learner_problems, problems
 
-# Every row, or (default) only those that keep this benchmark under ~2 minutes here.
-ALL = os.environ.get("ADAPTALLOC_GRANULARITY_ALL") == "1"
+# Every row (the full run), or the quick mode's four.
+ALL = full_run("ADAPTALLOC_GRANULARITY_ALL")
 VARIANTS = {
     "shipped: 6 pattern rounds, 1-D 3 zoom rounds, 1 polish step": FAST,
     **({"4 pattern rounds": dataclasses.replace(FAST, rounds_2d=4)} if ALL else {}),
-    "3 pattern rounds": dataclasses.replace(FAST, rounds_2d=3),
+    **({"3 pattern rounds": dataclasses.replace(FAST, rounds_2d=3)} if ALL else {}),
     "2 pattern rounds": dataclasses.replace(FAST, rounds_2d=2),
-    "2 pattern rounds, 1-D 2 zoom rounds": dataclasses.replace(FAST, rounds_2d=2, rounds_1d=2),
+    **(
+        {"2 pattern rounds, 1-D 2 zoom rounds": dataclasses.replace(FAST, rounds_2d=2, rounds_1d=2)}
+        if ALL
+        else {}
+    ),
     **{
         f"{rounds} pattern rounds, {steps} polish steps": dataclasses.replace(
             FAST, rounds_2d=rounds, polish_steps=steps
         )
-        for rounds in (3, 2)
-        for steps in ((2, 3, 4) if ALL else (2, 3))
+        for rounds in ((3, 2) if ALL else (2,))
+        for steps in ((2, 3, 4) if ALL else (2,))
     },
     # The coarsest search there is: what this lever can buy at most.
     "floor: 1 pattern round, 1 branch, 1-D 2 zoom rounds, 2 polish steps": dataclasses.replace(
@@ -251,7 +258,9 @@ def test_what_the_search_granularity_buys(capsys: pytest.CaptureFixture[str]) ->
     data = {"learner": learner_problems(120), "golden": list(golden.cases().values())}
     shipped_fits = {k: observed_fits(FAST, v) for k, v in data.items()}
 
-    view = Table(title="Search granularity: time vs LM, and what coarser settings lose")
+    view = Table(
+        title=f"Search granularity: time vs LM, and what coarser settings lose ({mode_note(ALL)})"
+    )
     for column in (
         "setting",
         "CPU ms",
