@@ -25,10 +25,12 @@ from plugin.doctor.install import (
     job_submit_plugins,
     submit_conf,
 )
+from plugin.doctor.limits import enforced_limits
 from plugin.doctor.probe import ProbeResult, clock_offset, judge_offset
 from plugin.doctor.services import metrics_endpoint, redis_answers
 from plugin.doctor.shipped import shipped_file
 from plugin.metrics import Metrics
+from plugin.slurm.writer import CliSlurm
 
 REPO = Path(__file__).resolve().parents[3]
 SLURM_CONF = """\
@@ -379,3 +381,14 @@ def test_a_malformed_redis_url_asks_for_the_url_to_be_fixed(
     assert check.status == FAIL
     assert words in check.fix
     assert "start Redis" not in check.fix
+
+
+def test_a_sizing_user_needs_a_root_daemon() -> None:
+    # The daemon refuses to start with a sizing user unless it is root (it runs scontrol as
+    # that account): the doctor, run as the daemon's account, says so before it does, and
+    # its fix is the drop-in that runs the unit as root. No Slurm command is needed for it.
+    check = enforced_limits(CliSlurm(), "root", allowed=False, euid=4242)
+    assert check.status == FAIL
+    assert "the daemon runs scontrol as the sizing user" in check.detail
+    assert "adaptalloc.service.d/root.conf" in check.fix
+    assert "User=root" in check.fix
