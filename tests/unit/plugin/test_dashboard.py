@@ -60,7 +60,8 @@ def test_the_dashboard_asks_for_its_data_source_and_daemon() -> None:
     assert variables["datasource"]["query"] == "prometheus"
     instance = variables["instance"]
     assert instance["query"]["query"] == "label_values(adaptalloc_daemon_info, instance)"
-    assert instance["includeAll"] and instance["multi"]
+    assert instance["includeAll"]
+    assert instance["multi"]
     wanted = {"type": "prometheus", "uid": "${datasource}"}
     assert instance["datasource"] == wanted
     for panel in doc["panels"]:
