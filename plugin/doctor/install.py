@@ -187,6 +187,14 @@ def submit_conf(directory: Path, state_dir: Path) -> Check:
             "number of seconds; the hook then holds nothing",
             f"set `heartbeat_max_age = 15` in {path}",
         )
+    if not Path(configured).is_absolute():
+        return Check(
+            "submit_conf",
+            FAIL,
+            f"{path}: state_dir = {printable(configured)} is relative: slurmctld resolves it "
+            "against its own working directory, not the daemon's",
+            f"set `state_dir = {state_dir.absolute()}` in {path}",
+        )
     if _same_dir(Path(configured), state_dir):
         return Check(
             "submit_conf",

@@ -64,11 +64,15 @@ def accounting_answers(slurm: SlurmReader, now: float | None = None) -> Check:
 def redis_answers(settings: DoctorSettings) -> Check:
     """Redis answers PING with the configured URL and credentials."""
     where = resolve_url(settings.redis_url, settings.redis)
+    # Where the URL came from, as a setting to change ("[redis] url", "$REDIS_URL", ...).
+    setting = (
+        "[redis] url (or $REDIS_URL)" if where.origin.startswith("the default") else (where.origin)
+    )
     try:
         client = connect(settings.redis_url, settings.redis)
     except StoreMisconfigured as exc:
         fix = (
-            f"fix the URL in {where.origin}: redis://[[USER]:PASSWORD@]HOST:PORT/DB "
+            f"fix the URL in {setting}: redis://[[USER]:PASSWORD@]HOST:PORT/DB "
             "(rediss:// for TLS, unix:///PATH?db=N, redis+sentinel://HOST:PORT/SERVICE, "
             "redis+cluster://HOST:PORT)"
             if "URL" in str(exc)
@@ -82,8 +86,8 @@ def redis_answers(settings: DoctorSettings) -> Check:
             "put the password Redis expects (requirepass or an ACL user) in [redis] "
             "password_file or the URL (redis://:PASSWORD@host:port/db)"
             if refused
-            else f"start Redis (`systemctl start redis-server`), or point {where.origin} at "
-            "the one the daemon uses"
+            else f"start Redis (`systemctl start redis-server`), or point {setting} at the one "
+            "the daemon uses"
         )
         return Check("redis", FAIL, str(exc), fix)
     try:

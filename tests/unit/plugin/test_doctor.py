@@ -203,6 +203,7 @@ def test_hook_script_missing_or_older_than_the_module(tmp_path: Path) -> None:
         ("state_dir = /elsewhere\nheartbeat_max_age = 15\n", FAIL, "but the daemon's is"),
         ("heartbeat_max_age = 15\n", FAIL, "sets no state_dir"),
         ("state_dir = {state}\nheartbeat_max_age = 1.5\n", FAIL, "not a whole number"),
+        ("state_dir = state\nheartbeat_max_age = 15\n", FAIL, "is relative"),
     ],
 )
 def test_submit_conf_state_dir(tmp_path: Path, text: str, status: str, words: str) -> None:
