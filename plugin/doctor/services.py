@@ -65,9 +65,8 @@ def redis_answers(settings: DoctorSettings) -> Check:
     """Redis answers PING with the configured URL and credentials."""
     where = resolve_url(settings.redis_url, settings.redis)
     # Where the URL came from, as a setting to change ("[redis] url", "$REDIS_URL", ...).
-    setting = (
-        "[redis] url (or $REDIS_URL)" if where.origin.startswith("the default") else (where.origin)
-    )
+    default = where.origin.startswith("the default")
+    setting = "[redis] url (or $REDIS_URL)" if default else where.origin
     try:
         client = connect(settings.redis_url, settings.redis)
     except StoreMisconfigured as exc:
