@@ -18,14 +18,16 @@
 | ``adaptalloc_heartbeat_timestamp_seconds`` | gauge | | Unix time of the last heartbeat written |
 | ``adaptalloc_limit_node_hours`` | counter | which | decided jobs' limit node-hours |
 | ``adaptalloc_daemon_info`` | gauge | version, backend | 1 |
+| ``process_*`` | | | the daemon process's CPU seconds, memory, open files, start time |
 
 A registry per `Metrics` (not the global one), so a process can hold several daemons (the
 tests do) and the HTTP endpoint shows only these. ``port=0`` serves nothing.
 
-Every fail-open reason the daemon passes in and both ``which`` values are exported from the
-start at 0: a series
-that first appears at 1 has no increase for Prometheus, so ``increase()`` (the dashboard,
-the rising fail-open alert in deploy/prometheus/) would miss the first fail-open.
+Every fail-open reason and decision rule the daemon passes in, every job outcome
+(OUTCOMES) and both ``which`` values are exported from the start at 0: a series that first
+appears at 1 has no increase for Prometheus, so ``increase()`` (the dashboard, the rising
+fail-open alert in deploy/prometheus/) would miss the first fail-open, and the dashboard's
+decision and outcome panels would stay empty until each label's first job.
 
 ``adaptalloc_limit_node_hours_total`` is what the dashboard's node-hours saved panel
 subtracts: per decided job with a time limit, ``requested`` adds max nodes × the user's
@@ -40,24 +42,35 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    start_http_server,
+)
 
-__all__ = ["LATENCY_BUCKETS", "Metrics"]
+__all__ = ["LATENCY_BUCKETS", "OUTCOMES", "Metrics"]
 
 #: Seconds: decisions are aimed at well under 1 s; the watchdog bound is minutes.
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 SLURM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
+#: ``adaptalloc_jobs_total``'s outcomes.
+OUTCOMES = ("resized", "kept", "released", "gone")
 
 
 class Metrics:
     """Every metric of one daemon (module docstring)."""
 
-    def __init__(self, fail_open_reasons: Iterable[str] = ()) -> None:
-        """`fail_open_reasons`: the reason codes exported at 0 from the start (the daemon's
-        REASONS; passed in, since this module sits below plugin/daemon)."""
+    def __init__(self, fail_open_reasons: Iterable[str] = (), rules: Iterable[str] = ()) -> None:
+        """`fail_open_reasons` and `rules`: the reason codes and decision rules exported at 0
+        from the start (the daemon's REASONS and the policy's rules; passed in, since this
+        module sits below plugin/daemon)."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        ProcessCollector(registry=r)
         self.decisions = Counter(
             "adaptalloc_decisions",
             "Jobs decided by the policy, by winning rule",
@@ -124,6 +137,10 @@ class Metrics:
         self._server: tuple[Any, Any] | None = None
         for reason in fail_open_reasons:
             self.fail_open.labels(reason)
+        for rule in rules:
+            self.decisions.labels(rule)
+        for outcome in OUTCOMES:
+            self.jobs.labels(outcome)
         for which in ("requested", "decided"):
             self.limit_node_hours.labels(which)
 

@@ -16,7 +16,9 @@ usage: deploy/local/up.sh [--state-dir DIR] [--with-daemon]
 
 Installs what is missing (slurm-wlm, slurmctld, slurmd, slurmdbd, munge,
 mariadb-server, redis-server) from Debian's packages, then starts the testbed under
-DIR (default: \$ADAPTALLOC_STATE_DIR or <project>/.local) and writes DIR/env.
+DIR (default: \$ADAPTALLOC_STATE_DIR or <project>/.local) and writes DIR/env and
+DIR/adaptalloc.toml (the daemon's state directory and metrics port; DIR/env exports it as
+ADAPTALLOC_CONFIG).
 With --with-daemon it also starts \`adaptalloc daemon\` in the background against the
 testbed (pid file DIR/run/adaptalloc-daemon.pid, log DIR/log/adaptalloc-daemon.log,
 metrics on port 9405 + the port offset, or \$ADAPTALLOC_METRICS_PORT; needs the venv of
@@ -152,10 +154,17 @@ render "$DEPLOY_LOCAL_DIR/slurm.conf.in" "$SLURM_CONF_FILE"
 chmod 644 "$SLURM_CONF_FILE"
 render "$DEPLOY_LOCAL_DIR/slurmdbd.conf.in" "$SLURMDBD_CONF_FILE"
 render "$DEPLOY_LOCAL_DIR/redis.conf.in" "$REDIS_CONF_FILE"
-# Slurm loads job_submit.lua from the directory of slurm.conf; link the repo's copy
-# so edits take effect (slurmctld re-reads it when its mtime changes). Its settings sit
-# beside it; the daemon's state directory holds the heartbeat and spool it reads.
+# Slurm loads job_submit.lua from the directory of slurm.conf: the composed form a site
+# uses, the example script that loads the module adaptalloc_submit.lua beside it. Link the
+# repo's copies so edits take effect: slurmctld re-reads the script (and with it the module)
+# when the script's mtime changes, so the script is touched when the module is newer. The
+# module's settings sit beside it; the daemon's state directory holds the heartbeat and
+# spool it reads.
 ln -sfn "$PROJECT_ROOT/deploy/slurm/job_submit.lua" "$ETC_DIR/job_submit.lua"
+ln -sfn "$PROJECT_ROOT/deploy/slurm/adaptalloc_submit.lua" "$ETC_DIR/adaptalloc_submit.lua"
+if [[ "$ETC_DIR/adaptalloc_submit.lua" -nt "$ETC_DIR/job_submit.lua" ]]; then
+    touch "$PROJECT_ROOT/deploy/slurm/job_submit.lua"
+fi
 render "$DEPLOY_LOCAL_DIR/adaptalloc_submit.conf.in" "$ETC_DIR/adaptalloc_submit.conf"
 chmod 644 "$ETC_DIR/adaptalloc_submit.conf"
 mkdir -p "$STATE_DIR/adaptalloc"
@@ -293,7 +302,24 @@ if ! sacctmgr -n -P show user "$SIZING_USER" withcoord format=Coordinators | gre
         die "sacctmgr could not make $SIZING_USER a coordinator of root; see $LOG_DIR/sacctmgr.log"
 fi
 
-# --- 10. the env file ---------------------------------------------------------
+# --- 10. the adaptalloc config and the env file --------------------------------
+# The testbed's adaptalloc.toml: the daemon's state directory and metrics port, what the
+# daemon of --with-daemon runs with. The env file exports ADAPTALLOC_CONFIG, so every
+# command of a shell that sources it (adaptalloc doctor among them) sees what the daemon sees.
+METRICS_PORT="${ADAPTALLOC_METRICS_PORT:-$((DEFAULT_METRICS_PORT + PORT_OFFSET))}"
+[[ "$METRICS_PORT" =~ ^[0-9]{1,5}$ ]] || die "ADAPTALLOC_METRICS_PORT must be a port number, got $METRICS_PORT"
+CONFIG_FILE="$STATE_DIR/adaptalloc.toml"
+tomlq() { local s="${1//\\/\\\\}"; printf '"%s"' "${s//\"/\\\"}"; }
+{
+    echo "# Written by deploy/local/up.sh: the testbed's adaptalloc configuration (ADAPTALLOC_CONFIG"
+    echo "# in $ENV_FILE), the one up.sh --with-daemon starts the daemon with."
+    echo "[daemon]"
+    printf 'state_dir = %s\n' "$(tomlq "$(daemon_state_dir)")"
+    printf 'metrics_port = %s\n' "$METRICS_PORT"
+} >"$CONFIG_FILE.tmp"
+chmod 644 "$CONFIG_FILE.tmp"
+mv "$CONFIG_FILE.tmp" "$CONFIG_FILE"
+
 shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
 {
     echo "# Written by deploy/local/up.sh. Use: source $(shq "$ENV_FILE")"
@@ -301,6 +327,7 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export SLURM_CONF=%s\n' "$(shq "$SLURM_CONF_FILE")"
     printf 'export REDIS_URL=%s\n' "$(shq "redis://:$(redis_password)@127.0.0.1:$REDIS_PORT/0")"
     printf 'export ADAPTALLOC_STATE_DIR=%s\n' "$(shq "$STATE_DIR")"
+    printf 'export ADAPTALLOC_CONFIG=%s\n' "$(shq "$CONFIG_FILE")"
     printf 'export ADAPTALLOC_CLUSTER_NAME=%s\n' "$(shq "$CLUSTER_NAME")"
     printf 'export ADAPTALLOC_NODES=%s\n' "$(shq "$NODE_COUNT")"
     printf 'export ADAPTALLOC_REDIS_HOST=%s\n' "$(shq 127.0.0.1)"
@@ -320,19 +347,24 @@ if ((WITH_DAEMON)) && ! running_pid "$DAEMON_COMPONENT" >/dev/null; then
     PY="$(venv_python)"
     [[ -x "$PY" ]] || die "--with-daemon needs the project's venv ($PY): run deploy/setup.sh first"
     rm -f "$(pid_file_of "$DAEMON_COMPONENT")"
-    METRICS_PORT="${ADAPTALLOC_METRICS_PORT:-$((DEFAULT_METRICS_PORT + PORT_OFFSET))}"
     if [[ "$METRICS_PORT" != 0 ]] && port_in_use "$METRICS_PORT"; then
-        warn "metrics port $METRICS_PORT is taken; the daemon runs without a metrics endpoint"
+        warn "metrics port $METRICS_PORT is taken; the daemon runs without a metrics endpoint (adaptalloc doctor will say so)"
         METRICS_PORT=0
     fi
     mkdir -p "$(daemon_state_dir)"
     log "starting adaptalloc daemon (state $(daemon_state_dir), metrics port $METRICS_PORT)"
     (
+        # A config the caller exported (deploy/demo.sh's, with its policy) wins over the env
+        # file's; the state directory and metrics port are given on the command line anyway.
+        caller_config="${ADAPTALLOC_CONFIG:-}"
         set -a
         # shellcheck disable=SC1090  # written just above
         source "$ENV_FILE"
         set +a
+        [[ -z "$caller_config" ]] || export ADAPTALLOC_CONFIG="$caller_config"
         cd "$PROJECT_ROOT"
+        # The config (ADAPTALLOC_CONFIG, from the env file) names the state directory too; it
+        # is repeated here because status.sh and down.sh know the daemon by it.
         exec setsid -f "$PY" -m plugin daemon --state-dir "$(daemon_state_dir)" \
             --pid-file "$(pid_file_of "$DAEMON_COMPONENT")" --metrics-port "$METRICS_PORT" \
             </dev/null >>"$(log_file_of "$DAEMON_COMPONENT")" 2>&1

@@ -8,12 +8,13 @@ the same way.
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 import numpy as np
@@ -31,8 +32,9 @@ from plugin.formats.observations_csv import (
     read_observations,
     read_observations_stream,
 )
-from plugin.store.connection import connect
-from plugin.store.curves import CurveStore, Retention
+
+if TYPE_CHECKING:  # the store (redis-py) is imported by the commands that open it
+    from plugin.store.curves import CurveStore
 
 #: Most target sizes `predict --at` accepts.
 MAX_TARGETS = 10_000
@@ -117,6 +119,53 @@ def observation_options(func: Callable[..., T]) -> Callable[..., T]:
     )(func)
 
 
+class SectionedCommand(click.Command):
+    """A click command whose ``--help`` is short: the first `paragraphs` paragraphs of its
+    help and then `more` (where the rest is told), and its options under named `sections`
+    ((title, (parameter name, ...)), ...; options in none go under "Other options")."""
+
+    def __init__(
+        self,
+        *args: Any,
+        sections: Sequence[tuple[str, Sequence[str]]] = (),
+        paragraphs: int | None = None,
+        more: str = "",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.sections = tuple((title, tuple(names)) for title, names in sections)
+        self.paragraphs = paragraphs
+        self.more = more
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        text = inspect.cleandoc(self.help or "")
+        parts = text.split("\n\n")
+        if self.paragraphs is not None and len(parts) > self.paragraphs:
+            text = "\n\n".join([*parts[: self.paragraphs], self.more])
+        if text:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(text)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        options = [p for p in self.get_params(ctx) if isinstance(p, click.Option)]
+        records = {p.name: p.get_help_record(ctx) for p in options}
+        help_option = self.get_help_option(ctx)
+        if help_option is not None:  # listed as "help" in `sections`, whatever click calls it
+            records["help"] = records.pop(help_option.name, None)
+        placed: set[str | None] = set()
+        for title, names in self.sections:
+            rows = [row for name in names if (row := records.get(name)) is not None]
+            placed.update(names)
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+        rest = [row for name, row in records.items() if name not in placed and row is not None]
+        if rest:
+            with formatter.section("Other options"):
+                formatter.write_dl(rest)
+
+
 # --- shared steps ---------------------------------------------------------------------------
 
 
@@ -199,6 +248,9 @@ class StoreContext:
 
 def open_store(config_path: str | None, redis_url: str | None) -> StoreContext:
     """Load the configuration and connect to the store (StoreUnavailable when unreachable)."""
+    from plugin.store.connection import connect  # noqa: PLC0415 - see TYPE_CHECKING above
+    from plugin.store.curves import CurveStore, Retention  # noqa: PLC0415
+
     config = load_config(config_path)
     client = connect(redis_url, config.redis)
     learner = config.learner

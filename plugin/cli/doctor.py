@@ -10,6 +10,7 @@ allowed), 1 when any did.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -44,8 +45,8 @@ _STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
     "--slurm-conf",
     metavar="FILE",
     default=None,
-    help="slurmctld's slurm.conf (default: $SLURM_CONF, /etc/slurm/slurm.conf); the hook and "
-    "adaptalloc_submit.conf are looked for beside it.",
+    help="slurmctld's slurm.conf (default: $SLURM_CONF, /etc/slurm/slurm.conf): the hook and "
+    "adaptalloc_submit.conf are looked for beside it, and the Slurm commands read it.",
 )
 @click.option(
     "--state-dir",
@@ -82,17 +83,22 @@ def doctor(
     and the exact fix. Exits 1 when any check fails.
 
     Checks: slurm.conf (JobSubmitPlugins=lua, accounting to slurmdbd with job_comment);
-    job_submit.lua is this version's (sha256); adaptalloc_submit.conf's state_dir is the
-    daemon's; SlurmUser may append to the spool and read the heartbeat; the heartbeat is
-    fresh and not from the future; this account may set AdminComment, NumNodes, TimeLimit
-    and release (tried on a held probe job of its own, then cancelled); the clock offset to
-    slurmctld; sacct answers; Redis answers with its credentials; the metrics endpoint.
-    Run it as the daemon's account, on its host.
+    the hook module adaptalloc_submit.lua is this version's (sha256) and job_submit.lua
+    loads and calls it; adaptalloc_submit.conf's state_dir is the daemon's; SlurmUser may
+    append to the spool and read the heartbeat; the heartbeat is fresh and not from the
+    future; this account may set AdminComment, NumNodes, TimeLimit and release (tried on a
+    held probe job of its own, then cancelled); the limits Slurm enforces (and root for a
+    sizing user); the clock offset to slurmctld; whether the libslurm binding is built for
+    this Slurm; sacct answers; Redis answers with its
+    credentials; the metrics endpoint is this state directory's daemon. Run it as the
+    daemon's account, on its host. JSON: {"status", "checks": [...]}.
     """
     config = load_config(config_path)
+    conf_path = slurm_conf_path(slurm_conf)
+    chosen_dir = Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir)
     settings = DoctorSettings(
-        slurm_conf=slurm_conf_path(slurm_conf),
-        state_dir=Path(state_dir) if state_dir else default_state_dir(config.daemon.state_dir),
+        slurm_conf=conf_path,
+        state_dir=chosen_dir.absolute(),
         metrics_port=config.daemon.metrics_port if metrics_port is None else metrics_port,
         metrics_address=config.daemon.metrics_address,
         redis_url=redis_url,
@@ -100,6 +106,9 @@ def doctor(
         config=config,
         probe=not no_probe,
     )
+    # Every Slurm command the doctor runs (and the libslurm probe) reads the slurm.conf it
+    # examines, --slurm-conf's too: this process's environment is theirs.
+    os.environ["SLURM_CONF"] = str(conf_path.absolute())
     checks = run_checks(settings, CliSlurm(timeout_s=SLURM_TIMEOUT_S))
     if output_format == "json":
         emit_json(document(checks))
@@ -122,4 +131,10 @@ def _render(checks: list[Check]) -> None:
         if check.fix:
             console.print(Text(f"      {'fix:':{width}}  {check.fix}"), soft_wrap=True)
     bad = [c.name for c in checks if c.status == "fail"]
-    console.print(f"{len(bad)} check(s) failed: {', '.join(bad)}" if bad else "every check passed")
+    warned = [c.name for c in checks if c.status == "warn"]
+    if bad:
+        console.print(f"status fail: {len(bad)} check(s) failed: {', '.join(bad)}")
+    elif warned:
+        console.print(f"status warn: every check passed, {len(warned)} with a warning")
+    else:
+        console.print("status ok: every check passed")

@@ -2,95 +2,73 @@
 
     adaptalloc install-files [--prefix DIR] [--slurm-dir DIR] [--force] [--format text|json]
 
-| piece | goes to (under --prefix, default /) | when it exists |
-|---|---|---|
-| job_submit.lua | ``etc/slurm/`` (``--slurm-dir``) | replaced: it must be this version's |
-| adaptalloc_submit.conf | ``etc/slurm/`` (``--slurm-dir``), state_dir /var/lib/adaptalloc | kept |
-| adaptalloc.toml, policy.toml | ``etc/adaptalloc/`` (from the examples) | kept |
-| adaptalloc.service | ``etc/systemd/system/``, ExecStart pointing at this install | kept |
-| Grafana dashboard, Prometheus rules | ``usr/share/adaptalloc/`` | replaced |
+What goes where is plugin/doctor/pieces.py; what happens to a file already there is
+plugin/doctor/installer.py (never overwrite what is not adaptalloc's: refuse and show the
+diff, or with --force keep a backup; a site's own job_submit.lua is never replaced). The
+files come from the wheel's ``share/adaptalloc/`` (or a checkout's ``deploy/``).
 
-``--force`` replaces the kept ones too. The files come from the wheel's
-``share/adaptalloc/`` (or a checkout's ``deploy/``); see plugin/doctor/shipped.py.
+Exit 0 when every piece is in place (or kept); 1, with nothing written, when a piece is
+refused: standard output then shows each refused file's diff, standard error one line.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from plugin.cli.common import emit_json, format_option
-from plugin.daemon.state import SYSTEM_STATE_DIR
+from plugin.doctor.installer import KEPT, REFUSED, REPLACED, Manifest, Step, apply_steps, plan
+from plugin.doctor.installer import manifest_path as installed_manifest
+from plugin.doctor.pieces import MODULE_FILE, SITE_SCRIPT, Piece, pieces, render
 from plugin.doctor.shipped import shipped_file
+from plugin.doctor.site_script import read_site_script
 from plugin.errors import InputError, printable
 
 __all__ = ["install_files"]
 
-#: The adaptalloc the shipped unit names; replaced by this install's.
-UNIT_EXECUTABLE = "/opt/adaptalloc/bin/adaptalloc"
+GUIDE = "docs/admin/install.md"
 
 
-@dataclass(frozen=True)
-class Piece:
-    """One file to install: its shipped name, where it goes, whether an admin edits it."""
-
-    source: str
-    target: Path
-    mode: int
-    edited: bool
-
-
-def _pieces(prefix: Path, slurm_dir: Path) -> list[Piece]:
-    etc = prefix / "etc"
-    share = prefix / "usr" / "share" / "adaptalloc"
-    return [
-        Piece("slurm/job_submit.lua", slurm_dir / "job_submit.lua", 0o644, edited=False),
-        Piece(
-            "local/adaptalloc_submit.conf.in",
-            slurm_dir / "adaptalloc_submit.conf",
-            0o644,
-            edited=True,
-        ),
-        Piece("adaptalloc.example.toml", etc / "adaptalloc" / "adaptalloc.toml", 0o644, True),
-        Piece("policy.example.toml", etc / "adaptalloc" / "policy.toml", 0o644, True),
-        Piece(
-            "systemd/adaptalloc.service",
-            etc / "systemd" / "system" / "adaptalloc.service",
-            0o644,
-            True,
-        ),
-        Piece("grafana/adaptalloc.json", share / "grafana" / "adaptalloc.json", 0o644, False),
-        Piece(
-            "prometheus/adaptalloc-rules.yml",
-            share / "prometheus" / "adaptalloc-rules.yml",
-            0o644,
-            False,
-        ),
-    ]
+def _wanted(prefix: Path, slurm_dir: Path) -> list[tuple[Piece, bytes]]:
+    out = []
+    for piece in pieces(prefix, slurm_dir):
+        source = shipped_file(piece.source)
+        if source is None:
+            raise InputError(
+                f"this adaptalloc ships no {piece.source}; reinstall it from its wheel"
+            )
+        out.append((piece, render(piece, source.read_bytes())))
+    return out
 
 
-def _content(piece: Piece, source: Path) -> bytes:
-    """The file as installed: the hook's settings rendered, the unit pointed at this install."""
-    data = source.read_bytes()
-    if piece.source == "local/adaptalloc_submit.conf.in":
-        data = data.replace(b"@STATE_DIR@/adaptalloc", SYSTEM_STATE_DIR.encode())
-    if piece.source == "systemd/adaptalloc.service":
-        mine = Path(sys.prefix) / "bin" / "adaptalloc"
-        if mine.is_file():
-            data = data.replace(UNIT_EXECUTABLE.encode(), str(mine).encode())
-    return data
+def _note(step: Step) -> str:
+    """What the admin should know about one step, in a few words ('' when nothing)."""
+    if step.action == REFUSED:
+        return "not adaptalloc's: see the diff; --force replaces it and keeps a backup"
+    if step.backup is not None:
+        return f"backup: {step.backup}"
+    if step.piece.kind == SITE_SCRIPT and step.action == KEPT:
+        text = step.piece.target.read_text(encoding="utf-8", errors="replace")
+        missing = read_site_script(text).missing()
+        if not missing:
+            return "the site's own; it loads and calls adaptalloc_submit"
+        return f"the site's own; add to it: {'; '.join(missing)} ({GUIDE})"
+    if step.action == KEPT:
+        return "edited here; --force replaces it and keeps a backup"
+    return ""
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.chmod(mode)
-    os.replace(tmp, path)
+def _next_steps(steps: list[Step], slurm_dir: Path) -> str:
+    module = next(s for s in steps if s.piece.target.name == MODULE_FILE)
+    words = []
+    if module.writes:
+        words.append(
+            f"`touch {slurm_dir / 'job_submit.lua'}` (slurmctld loads the module again only "
+            "when its script changes)"
+        )
+    words += ["`systemctl daemon-reload`", "`adaptalloc doctor`"]
+    return "next: " + ", then ".join(words)
 
 
 @click.command("install-files")
@@ -108,36 +86,51 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     help="slurm.conf's directory, where slurmctld loads job_submit.lua from "
     "(default: PREFIX/etc/slurm).",
 )
-@click.option("--force", is_flag=True, help="Replace the configuration files an admin edits too.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace the files an admin edited and files adaptalloc did not write too, keeping "
+    "a backup of each (never a site's own job_submit.lua).",
+)
 @format_option
 def install_files(prefix: str, slurm_dir: str | None, force: bool, output_format: str) -> None:
-    """Install this version's hook, its settings, the example configs, the systemd unit,
-    the dashboard and the alert rules under PREFIX (README: Packages). The hook, dashboard
-    and rules are replaced; files an admin edits are kept unless --force. Then run
-    `scontrol reconfigure` and `adaptalloc doctor`."""
+    """Install the hook module (adaptalloc_submit.lua) and its settings beside slurm.conf,
+    the example job_submit.lua where there is none, the example configs, the systemd units
+    (daemon, orphan release service and timer), the dashboard and the alert rules under
+    PREFIX. Never overwrites a file adaptalloc did not write: refuses and shows the diff (or
+    with --force keeps a backup); a site's job_submit.lua is kept, and the lines to add to it
+    are in docs/admin/install.md. Then `adaptalloc doctor`."""
     root = Path(prefix)
     slurm = Path(slurm_dir) if slurm_dir else root / "etc" / "slurm"
-    done: list[dict[str, str]] = []
-    for piece in _pieces(root, slurm):
-        source = shipped_file(piece.source)
-        if source is None:
-            raise InputError(
-                f"this adaptalloc ships no {piece.source}; reinstall it from its wheel"
-            )
-        if piece.edited and piece.target.exists() and not force:
-            done.append({"path": str(piece.target), "action": "kept"})
-            continue
-        existed = piece.target.exists()
-        try:
-            _write(piece.target, _content(piece, source), piece.mode)
-        except OSError as exc:
-            raise InputError(
-                f"cannot write {printable(str(piece.target))}: {exc.strerror or exc}"
-            ) from exc
-        done.append({"path": str(piece.target), "action": "replaced" if existed else "installed"})
+    manifest = Manifest.load(installed_manifest(root))
+    steps = plan(_wanted(root, slurm), manifest, force)
+    refused = [step for step in steps if step.action == REFUSED]
+    if not refused:
+        apply_steps(steps, manifest)
     if output_format == "json":
-        emit_json({"files": done})
-        return
-    for entry in done:
-        click.echo(f"{entry['action']:9}  {entry['path']}")
-    click.echo("next: `scontrol reconfigure`, then `adaptalloc doctor`")
+        emit_json(
+            {
+                "files": [dict(step.to_dict(), note=_note(step)) for step in steps],
+                "written": not refused,
+            }
+        )
+    else:
+        _render(steps, slurm, written=not refused)
+    if refused:
+        names = ", ".join(printable(str(step.piece.target)) for step in refused)
+        raise InputError(
+            f"refused to replace {len(refused)} file(s) adaptalloc did not write ({names}); "
+            "nothing was written; --force replaces them and keeps a backup"
+        )
+
+
+def _render(steps: list[Step], slurm_dir: Path, written: bool) -> None:
+    for step in steps:
+        note = _note(step)
+        shown = "would be " + step.action if not written and step.writes else step.action
+        click.echo(f"{shown:9}  {step.piece.target}" + (f"  ({note})" if note else ""))
+    for step in steps:
+        if step.diff and step.action in (REFUSED, REPLACED):
+            click.echo(step.diff, nl=False)
+    if written:
+        click.echo(_next_steps(steps, slurm_dir))

@@ -50,7 +50,6 @@ from plugin.formats.observations_csv import (
     read_observations_stream,
     require_sizes,
 )
-from plugin.learning.borrow import borrow_from_runs, own_runs
 from predictor.downey import FloatArray
 
 __all__ = ["fit", "predict"]
@@ -124,6 +123,9 @@ def _predict_sized(
 ) -> tuple[predictor.Predictions, dict[str, Any]]:
     """Predictions for problem size `size`: its own runs' curve when it has runs at two or
     more node counts, else the curve borrowed from the other sizes; and the source."""
+    # Imported here: plugin.learning loads the store (redis-py), which fit never needs.
+    from plugin.learning.borrow import borrow_from_runs, own_runs  # noqa: PLC0415
+
     own = own_runs(sizes, raw.n, size)
     if own is not None:
         obs = predictor_call(lambda: predictor.prepare(raw.n[own], raw.runtime[own]))

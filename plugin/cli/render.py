@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 import predictor
 from plugin.errors import printable
@@ -27,6 +29,7 @@ from plugin.report.numbers import format_number, format_percent, format_runtime
 from predictor.models import Choice
 
 __all__ = [
+    "BreakableName",
     "diagnostics",
     "finite",
     "fit_document",
@@ -39,6 +42,32 @@ __all__ = [
 
 METHOD_NAMES = {"adept": "ADEPT", "lm": "Levenberg-Marquardt"}
 _DROPPED_SHOWN = 5
+
+
+class BreakableName:
+    """A name (``adaptive_fixed_limits``) for a table header: on one line where the column
+    is wide enough, else broken after its underscores (and at spaces), never cut to
+    "adaptiv…". Its minimum width, what rich shrinks a column to, is its longest piece."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.pieces = name.replace("_", "_ ").split()
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(max(map(len, self.pieces), default=0), len(self.name))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if len(self.name) <= options.max_width:
+            yield Text(self.name)  # Text: a "[" in the name is not markup
+            return
+        lines: list[str] = []
+        for piece in self.pieces:
+            glue = "" if lines and lines[-1].endswith("_") else " "
+            if lines and len(lines[-1]) + len(glue) + len(piece) <= options.max_width:
+                lines[-1] += glue + piece
+            else:
+                lines.append(piece)
+        yield Text("\n".join(lines))
 
 
 # --- JSON -----------------------------------------------------------------------------

@@ -16,34 +16,68 @@ Exit codes and error output:
 * 130: interrupted (Ctrl-C).
 
 Adding a subcommand: in a module of its own (plugin/cli/<group>.py, or the room it serves)
-define a click command or group with the shared pieces of plugin/cli/common.py, and attach
-it in the block at the end of this file with one line.
+define a click command or group with the shared pieces of plugin/cli/common.py, and add one
+line to COMMANDS below: its name, module, attribute and the one line ``--help`` shows.
+
+Start-up: a command's module is imported only when that command runs (or its options are
+completed): ``--version``, ``--help`` and the completion of command names import click and
+nothing of numpy, scipy, redis or rich (click's LazyGroup pattern; the one-line help comes
+from COMMANDS, whose entries a unit test holds to the commands). structlog is imported once
+a command runs. tests/benchmarks/test_cli_startup.py measures it.
 """
 
 from __future__ import annotations
 
-import logging
+import importlib
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
-import structlog
+from click.shell_completion import CompletionItem
 
 from plugin.cli.env_file import LocalEnvError, load_env_file
 from plugin.errors import AdaptallocError, InputError, printable
-from plugin.log_setup import LOG_FORMATS, configure_logging, format_for, level_for
+from plugin.log_setup import LOG_FORMATS, configure_logging, format_for, get_logger, level_for
 
-__all__ = ["EXIT_INPUT", "EXIT_INTERNAL", "cli", "main", "run"]
+__all__ = ["COMMANDS", "EXIT_INPUT", "EXIT_INTERNAL", "cli", "main", "run"]
 
 PROG = "adaptalloc"
 EXIT_OK = 0
 EXIT_INPUT = 1
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
 EXIT_INTERRUPTED = 130
-log = structlog.get_logger(PROG)
+
+#: The subcommands: name -> (module, attribute, the line ``adaptalloc --help`` shows).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "app": ("plugin.cli.store", "app", "Show one app: runs, curve, reliability, decisions."),
+    "apps": ("plugin.cli.store", "apps", "List the apps the store knows."),
+    "daemon": ("plugin.cli.daemon", "daemon", "Size the moldable jobs the hook holds."),
+    "decide": ("plugin.cli.policy", "decide", "Choose a moldable job's size and time limit."),
+    "decisions": ("plugin.cli.daemon", "decisions", "The daemon's newest decisions."),
+    "doctor": ("plugin.cli.doctor", "doctor", "Check an install end to end, with fixes."),
+    "fit": ("plugin.cli.model", "fit", "Fit the Downey speedup model to OBS.csv."),
+    "forget": ("plugin.cli.store", "forget", "Remove everything the store keeps of one app."),
+    "import": ("plugin.cli.store", "import_group", "Backfill the store from sacct or a CSV."),
+    "install-files": (
+        "plugin.cli.install",
+        "install_files",
+        "Put the hook, configs, units, dashboard in place.",
+    ),
+    "learn": ("plugin.cli.store", "learn", "Read finished jobs into the store, refit."),
+    "policy": ("plugin.cli.policy", "policy", "Policy configuration files."),
+    "predict": ("plugin.cli.model", "predict", "Runtime, speedup, efficiency at given sizes."),
+    "report": ("plugin.cli.report", "report", "How apps scale and what adaptalloc did."),
+    "simulate": ("plugin.cli.simulate", "simulate", "Replay a trace under six sizing policies."),
+    "store": ("plugin.cli.store", "store_group", "Maintain the curve store (key schema)."),
+}
+
+
+def log() -> Any:
+    """The CLI's logger (structlog, imported when first needed)."""
+    return get_logger(PROG)
 
 
 @dataclass
@@ -56,7 +90,42 @@ class RunState:
 # --- the group ----------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A click group whose subcommands (COMMANDS) are imported only when used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, attribute, _ = entry
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module}.{attribute} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands' list of ``--help``, from COMMANDS (no command imported)."""
+        rows = [(name, help_line) for name, (_, _, help_line) in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names from COMMANDS (no command imported), then the group's options."""
+        items = [
+            CompletionItem(name, help=help_line)
+            for name, (_, _, help_line) in sorted(COMMANDS.items())
+            if name.startswith(incomplete)
+        ]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option("--debug", is_flag=True, help="Log debug events, and tracebacks of internal errors.")
 @click.option("--quiet", "-q", is_flag=True, help="Log warnings and errors only (the default).")
 @click.option("--verbose", "-v", count=True, help="Log info events too (the daemon always does).")
@@ -110,7 +179,7 @@ def _apply_env_file(path: str) -> None:
         applied = load_env_file(Path(path))
     except LocalEnvError as exc:
         raise InputError(str(exc)) from exc
-    log.debug("env_file_applied", path=printable(path), variables=sorted(applied))
+    log().debug("env_file_applied", path=printable(path), variables=sorted(applied))
 
 
 # --- entry point ----------------------------------------------------------------------------
@@ -138,7 +207,7 @@ def _internal_error(exc: Exception, debug: bool) -> int:
     """Report an unexpected exception: traceback logged with --debug, always one summary line."""
     summary = f"{type(exc).__name__}: {exc}"
     if debug:
-        log.error("internal_error", error=printable(summary), exc_info=exc)
+        log().error("internal_error", error=printable(summary), exc_info=exc)
         click.echo(f"{PROG}: internal error: {printable(summary)}", err=True)
     else:
         click.echo(
@@ -149,8 +218,10 @@ def _internal_error(exc: Exception, debug: bool) -> int:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    """Run the command line (arguments from sys.argv when `argv` is None); return the exit code."""
-    configure_logging(logging.WARNING)
+    """Run the command line (arguments from sys.argv when `argv` is None); return the exit code.
+
+    Logging is configured by the group's callback, once a command runs (``--version`` and
+    ``--help`` log nothing and leave structlog unimported)."""
     state = RunState()
     try:
         result = cli.main(
@@ -175,38 +246,3 @@ def run(argv: Sequence[str] | None = None) -> int:
 def main() -> NoReturn:
     """Console-script entry point (``adaptalloc``): run and exit with its code."""
     sys.exit(run())
-
-
-# --- subcommands defined in their own modules (one line each) ---------------------------------
-from plugin.cli.model import fit, predict  # noqa: E402
-
-cli.add_command(fit)
-cli.add_command(predict)
-from plugin.cli.policy import decide, policy  # noqa: E402
-
-cli.add_command(decide)
-cli.add_command(policy)
-from plugin.cli.store import app, apps, forget, import_group, learn, store_group  # noqa: E402
-
-cli.add_command(apps)
-cli.add_command(app)
-cli.add_command(forget)
-cli.add_command(import_group)
-cli.add_command(learn)
-cli.add_command(store_group)
-from plugin.cli.simulate import simulate  # noqa: E402
-
-cli.add_command(simulate)
-from plugin.cli.report import report  # noqa: E402
-
-cli.add_command(report)
-from plugin.cli.daemon import daemon, decisions  # noqa: E402
-
-cli.add_command(daemon)
-cli.add_command(decisions)
-from plugin.cli.doctor import doctor  # noqa: E402
-
-cli.add_command(doctor)
-from plugin.cli.install import install_files  # noqa: E402
-
-cli.add_command(install_files)

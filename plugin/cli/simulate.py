@@ -44,7 +44,14 @@ from rich.text import Text
 
 import policies
 import predictor
-from plugin.cli.common import elapsed_ms, emit_json, format_option, stdout_console
+from plugin.cli.common import (
+    SectionedCommand,
+    elapsed_ms,
+    emit_json,
+    format_option,
+    stdout_console,
+)
+from plugin.cli.render import BreakableName
 from plugin.errors import InputError, printable
 from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
@@ -322,10 +329,15 @@ def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
     seeds = next(iter(result.policies.values())).seeds
     where = f"offered load {format_number(load, 3)}" if math.isfinite(load) else "all at once"
     title = f"{where}, {seeds} seed{'s' if seeds > 1 else ''}"
-    table = Table(box=box.SIMPLE_HEAD, title=title, show_header=True)
-    table.add_column("")
+    # On a narrow terminal a policy's name breaks after its underscores and a cell folds,
+    # where rich cut them to "adaptiv…"; one space between columns leaves them the room.
+    table = Table(
+        box=box.SIMPLE_HEAD, title=title, show_header=True, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("", overflow="fold")
     for name in result.policies:
-        table.add_column(Text(_curve_label(name, curves)), justify="right")  # "[" is not markup
+        header = BreakableName(_curve_label(name, curves))
+        table.add_column(header, justify="right", overflow="fold")
     for label, key, show in SUMMARY_ROWS:
         row = [label]
         for summary in result.policies.values():
@@ -404,8 +416,36 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 # --- the command ------------------------------------------------------------------------------
 
+#: ``simulate --help``: its options by what they set (hidden and unlisted: "Other options").
+HELP_SECTIONS = (
+    ("Trace and machine", ("max_jobs", "procs_per_node", "backfill", "moldable")),
+    (
+        "Workload model (synthetic)",
+        (
+            "seed",
+            "seeds",
+            "loads",
+            "world",
+            "parallelism_factor",
+            "max_parallelism",
+            "codes_per_key",
+            "shared_codes",
+            "max_time",
+            "noise",
+        ),
+    ),
+    ("Policies", ("config_paths", "curves", "refits", "variants", "use_store", "redis_url")),
+    ("Node types", ("pools_text", "multi_text")),
+    ("Sweeps at scale", ("workers", "array_dir", "partition", "wait", "gather_dir")),
+    ("Output", ("html_dir", "quiet", "output_format", "help")),
+)
+HELP_MORE = (
+    "What it assumes, the policies, sweeps at scale and node types: the documentation's "
+    "what-if simulation page; every result prints the assumptions it rests on."
+)
 
-@click.command()
+
+@click.command(cls=SectionedCommand, sections=HELP_SECTIONS, paragraphs=2, more=HELP_MORE)
 @click.argument("trace_paths", metavar="TRACE.swf...", nargs=-1, type=click.Path(path_type=str))
 @click.option(
     "--config",
@@ -529,23 +569,14 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     type=click.Choice(["daemon", "sparse"]),
     default="daemon",
     show_default=True,
-    help="When learned curves are refitted: daemon (as the learner does: every 30 s round, "
-    "each application whose runs changed 60 s ago or more once its refit is due: its runs "
-    "grew by a quarter since the last fit, or a new size, no curve, or a curve a day old; on "
-    "its newest 500 runs); sparse "
-    "(only once its runs grew by half, on the latest 64: several times faster, staler "
-    "curves, labelled so in the output).",
+    help="When learned curves are refitted: daemon (at the learner's cadence); sparse (only "
+    "when the runs grew by half, on the latest 64: faster, staler curves, labelled so).",
 )
 @click.option(
     "--variants",
     is_flag=True,
-    help="Also run adaptive's variants: adaptive_range (released with the narrowed range), "
-    "adaptive_guard (the daemon's kill guard raises a shortened limit back to the user's "
-    "before it kills), adaptive_range_guard, adaptive_identified (sizes only with identified "
-    "curves), adaptive_timeclass (its learner keys curves by application and requested-time "
-    "class, 2^k minutes), the scaled variants (adaptive_scaled, adaptive_scaled_checked, "
-    "adaptive_scaled_explore, adaptive_checked), adaptive_scaled_checked_range (released "
-    "with the narrowed range) and oracle_range (the oracle released with it: true curves).",
+    help="Also run adaptive's variants (adaptive_range, adaptive_guard, adaptive_identified, "
+    "adaptive_timeclass, adaptive_scaled..., oracle_range; what each changes: the docs).",
 )
 @click.option(
     "--workers",
@@ -561,7 +592,7 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     default=None,
     metavar="DIR",
     help="Submit the sweep (traces × policy files × loads × seeds) as a Slurm job array, one "
-    "cell per task, each writing DIR/cells/I.json; then `simulate --gather DIR` merges them.",
+    "cell per task into DIR/cells/; then --gather DIR.",
 )
 @click.option(
     "--partition",
@@ -580,8 +611,7 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     type=click.Path(file_okay=False, path_type=str),
     default=None,
     metavar="DIR",
-    help="Merge the cells of a --slurm-array sweep in DIR into one report (the same JSON as a "
-    'local run; {"sweeps": [...]} for several traces or policy files).',
+    help="Merge a --slurm-array sweep's cells in DIR into one report (a local run's JSON).",
 )
 @click.option(
     "--pools",
@@ -589,21 +619,16 @@ def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> 
     default=None,
     metavar="SPEC|auto|none",
     help="Node types: NAME=NODESxCORES:PART[+PART...][@SPEED],... (e.g. "
-    "large=360x32:4,standard=5040x16:10): a pool of NODES nodes of CORES cores runs the jobs "
-    "of the SWF partitions PART (field 16) at SPEED (default 1) per core; jobs of other "
-    "partitions are dropped. auto (default): the header's node types where it gives them "
-    "(CEA Curie: large and standard), else one partition; none: one partition. Curves are "
-    "learned per application and pool; a pool without its own takes the curve of all the "
-    "application's runs only when none ran on a pool of other cores per node, as the daemon.",
+    "large=360x32:4,standard=5040x16:10), each pool running the SWF partitions PART; auto "
+    "(default): the header's node types, else one partition; none: one partition.",
 )
 @click.option(
     "--multi-partition",
     "multi_text",
     default=None,
     metavar="A,B,...",
-    help="What if every job of these pools had been submitted with -p A,B: rigid and greedy "
-    "take the first that can start it (Slurm's rule), adaptalloc's policies the one with the "
-    "earliest predicted completion.",
+    help="What if these pools' jobs had been submitted with -p A,B: rigid and greedy take the "
+    "first that can start them, adaptalloc's policies the earliest predicted completion.",
 )
 @click.option("--plan", "plan_dir", default=None, hidden=True, type=click.Path(path_type=str))
 @click.option("--cell", "cell_index", default=None, hidden=True, type=click.IntRange(min=0))

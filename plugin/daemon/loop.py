@@ -138,6 +138,7 @@ from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 from plugin.store.decisions import DecisionRecord
+from policies.decision import PARTITION_LIMIT, RULES
 from policies.partition import Queue
 
 __all__ = ["Daemon"]
@@ -231,7 +232,7 @@ class Daemon:
         self.policy_path = policy_path
         self.redis_url = redis_url
         self.state = StateDir(state_dir)
-        self.metrics = Metrics(fail_open_reasons=reasons.REASONS)
+        self.metrics = Metrics(fail_open_reasons=reasons.REASONS, rules=(*RULES, PARTITION_LIMIT))
         self.metrics_port = config.daemon.metrics_port if metrics_port is None else metrics_port
         self.learn = learn and config.daemon.learn
         d = config.daemon

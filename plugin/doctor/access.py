@@ -105,6 +105,14 @@ def state_dir_access(state_dir: Path, slurm_user: str) -> Check:
             "run the doctor on the slurmctld host, or create the account",
         )
     spool = state_dir / "spool"
+    if not state_dir.is_dir():
+        return Check(
+            "state_dir_access",
+            FAIL,
+            f"{state_dir} does not exist: the hook has no spool to append to",
+            f"`install -d -m 755 -o {_me()} {state_dir}` (the daemon's account owns it; the "
+            "unit's StateDirectory= creates it when the daemon starts)",
+        )
     problems: list[str] = []
     if spool.exists():
         problem = missing_access(spool, who, "w")
@@ -128,6 +136,14 @@ def state_dir_access(state_dir: Path, slurm_user: str) -> Check:
         f"`chmod 755 {state_dir} && touch {spool} && chown {who.name} {spool} && "
         f"chmod 644 {spool}` (the daemon keeps the heartbeat 644)",
     )
+
+
+def _me() -> str:
+    """This process's account (the doctor runs as the daemon's)."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
 
 
 def judge_heartbeat(text: str, now: float, max_age: int) -> tuple[str, str]:

@@ -2,7 +2,10 @@
 
 The JSON contract of ``adaptalloc doctor --format json``::
 
-    {"checks": [{"name": ..., "status": "ok"|"warn"|"fail", "detail": ..., "fix": ...}]}
+    {"status": "ok"|"warn"|"fail",
+     "checks": [{"name": ..., "status": "ok"|"warn"|"fail", "detail": ..., "fix": ...}]}
+
+``status`` is the worst of the checks' (fail, else warn, else ok).
 
 ``fix`` is the exact command or edit that makes the check pass ("" when there is nothing to
 do). The command exits 1 when any check failed; warnings do not change the exit code.
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FAIL", "OK", "STATUSES", "WARN", "Check", "document", "failed"]
+__all__ = ["FAIL", "OK", "STATUSES", "WARN", "Check", "document", "failed", "overall"]
 
 OK = "ok"
 WARN = "warn"
@@ -39,9 +42,15 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
 
 
+def overall(checks: Sequence[Check]) -> str:
+    """The worst status of `checks`: fail, else warn, else ok."""
+    seen = {check.status for check in checks}
+    return FAIL if FAIL in seen else WARN if WARN in seen else OK
+
+
 def document(checks: Sequence[Check]) -> dict[str, Any]:
     """The ``--format json`` document."""
-    return {"checks": [check.to_dict() for check in checks]}
+    return {"status": overall(checks), "checks": [check.to_dict() for check in checks]}
 
 
 def failed(checks: Sequence[Check]) -> bool:

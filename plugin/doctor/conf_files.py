@@ -16,6 +16,8 @@ __all__ = ["SlurmConf", "parse_slurm_conf", "parse_submit_conf", "read_submit_co
 
 SUBMIT_CONF = "adaptalloc_submit.conf"
 HOOK = "job_submit.lua"
+#: The hook module the site's job_submit.lua loads, beside it.
+MODULE = "adaptalloc_submit.lua"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from plugin.doctor import access, install, limits, probe, services
+from plugin.doctor import access, backend, install, limits, probe, services
 from plugin.doctor.check import FAIL, OK, Check
 from plugin.doctor.conf_files import SlurmConf, parse_slurm_conf, read_submit_conf
 from plugin.doctor.settings import DoctorSettings
@@ -64,7 +64,8 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
         checks += [
             _guarded("job_submit_plugins", lambda: install.job_submit_plugins(conf)),
             _guarded("accounting_flags", lambda: install.accounting_flags(conf)),
-            _guarded("hook_installed", lambda: install.hook_file(conf.directory)),
+            _guarded("hook_module", lambda: install.hook_module(conf.directory)),
+            _guarded("hook_script", lambda: install.hook_script(conf.directory)),
             _guarded(
                 "submit_conf", lambda: install.submit_conf(conf.directory, settings.state_dir)
             ),
@@ -87,6 +88,7 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
             ),
         ),
         _guarded("clock_offset", lambda: probe.clock_offset(result, max_age)),
+        _guarded("slurm_backend", lambda: backend.slurm_backend(settings.config, slurm)),
         _guarded("accounting_answers", lambda: services.accounting_answers(slurm)),
         _guarded("redis", lambda: services.redis_answers(settings)),
         _guarded("metrics", lambda: services.metrics_endpoint(settings)),

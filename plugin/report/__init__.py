@@ -12,8 +12,14 @@ The pipeline is visible in the modules, as in reportseff:
 
 model.py holds the data classes that flow between them; numbers.py the number formats the
 CLI shares. simulation.py (with sim_figures.py) is ``adaptalloc simulate --html``'s page.
-plugin/cli/report.py is the command line (``adaptalloc report``).
+plugin/cli/report.py is the command line (``adaptalloc report``). The names of html.py and
+query.py are imported on first use (``__getattr__``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from plugin.report.assemble import assemble, fleet_row, size_grid
 from plugin.report.export import (
@@ -25,10 +31,36 @@ from plugin.report.export import (
     jobs_document,
     write_csv,
 )
-from plugin.report.html import INDEX, SiteWriter, page_name, render_app_page, render_index
 from plugin.report.model import AppInputs, AppReport, FleetRow, Run
-from plugin.report.query import app_inputs, fleet_inputs
 from plugin.report.terminal import render_app, render_fleet
+
+if TYPE_CHECKING:
+    from plugin.report.html import INDEX, SiteWriter, page_name, render_app_page, render_index
+    from plugin.report.query import app_inputs, fleet_inputs
+
+#: Names of the two modules that load jinja2 (html.py) and the store, so redis (query.py):
+#: imported on first use, so that the CLI's commands that only format numbers
+#: (``plugin.report.numbers``) start without them.
+_LAZY = {
+    "INDEX": "plugin.report.html",
+    "SiteWriter": "plugin.report.html",
+    "page_name": "plugin.report.html",
+    "render_app_page": "plugin.report.html",
+    "render_index": "plugin.report.html",
+    "app_inputs": "plugin.report.query",
+    "fleet_inputs": "plugin.report.query",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name of html.py or query.py, imported from its module when first asked for."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FLEET_COLUMNS",

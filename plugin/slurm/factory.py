@@ -108,7 +108,9 @@ def choose_writer(
     if requested in ("cli", "pyslurm"):
         return Choice("cli", "configured")
     if binding is None:
-        return Choice("cli", "the libslurm binding is not built (deploy/setup.sh builds it)")
+        return Choice(
+            "cli", "the libslurm binding is not built (python -m plugin.slurm.libslurm_build)"
+        )
     if isinstance(binding, str):
         return Choice("cli", binding)
     if slurm is None:

@@ -53,6 +53,7 @@ from plugin.errors import AdaptallocError, printable
 __all__ = [
     "DEFAULT_URL",
     "StoreError",
+    "StoreMisconfigured",
     "StoreUnavailable",
     "client_location",
     "connect",
@@ -81,6 +82,11 @@ class StoreError(AdaptallocError):
 
 class StoreUnavailable(StoreError):  # noqa: N818 - the name the design gives the daemon
     """Redis cannot be reached (or refuses us); callers on the decision path fail open."""
+
+
+class StoreMisconfigured(StoreUnavailable):
+    """Redis is not even tried: the URL is malformed or the password file unreadable (the
+    fix is in the configuration, not in Redis)."""
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ def connect(
         try:
             options["password"] = Path(cfg.password_file).read_text(encoding="utf-8").strip()
         except OSError as exc:
-            raise StoreUnavailable(
+            raise StoreMisconfigured(
                 f"cannot read [redis] password_file {printable(cfg.password_file)}: "
                 f"{exc.strerror or type(exc).__name__}"
             ) from exc
@@ -256,7 +262,7 @@ def connect(
         else:
             client = redis.Redis.from_url(where.url, **options)
     except (ValueError, TypeError) as exc:
-        raise StoreUnavailable(f"Redis URL {where} is not usable: {_reason(exc)}") from exc
+        raise StoreMisconfigured(f"Redis URL {where} is not usable: {_reason(exc)}") from exc
     except redis.RedisError as exc:  # a cluster's nodes are asked for the slot map at once
         raise _unavailable(exc, str(where)) from exc
     if check:

@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from policies.simulation.experiment import (
     ADAPTALLOC,
@@ -112,6 +111,8 @@ def pool_means(results: Sequence[PolicyResult]) -> dict[str, dict[str, float]]:
 
 def summarize_seeds(results: Sequence[Mapping[str, float | int]]) -> Summary:
     """Mean and 95% interval (Student's t) of every figure over the seeds' results."""
+    from scipy import stats  # noqa: PLC0415 - 0.6 s to import; only a summary needs it
+
     k = len(results)
     mean: dict[str, float] = {}
     ci: dict[str, tuple[float, float] | None] = {}

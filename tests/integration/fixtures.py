@@ -67,8 +67,8 @@ def _state_dir() -> Path:
 def local_cluster() -> Iterator[LocalCluster]:
     """Bring the testbed up (or reuse the running one) and apply its env file.
 
-    The variables of ``.local/env`` (SLURM_CONF, REDIS_URL, …) are put into
-    os.environ for the session, overriding what was there (the tests must talk to
+    The variables of ``.local/env`` (SLURM_CONF, REDIS_URL, …; not ADAPTALLOC_CONFIG) are
+    put into os.environ for the session, overriding what was there (the tests must talk to
     this testbed and no other cluster), and restored afterwards.
     """
     if not UP_SH.is_file():
@@ -120,8 +120,12 @@ def local_cluster() -> Iterator[LocalCluster]:
             pytrace=False,
         )
 
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
+    # ADAPTALLOC_CONFIG stays out: every test names the config its commands read (a daemon's
+    # own, with metrics_port 0), and the testbed's would give them its state directory and
+    # metrics port; the test of the testbed as up.sh leaves it sources the env file itself.
+    applied = {key: value for key, value in env.items() if key != "ADAPTALLOC_CONFIG"}
+    saved = {key: os.environ.get(key) for key in applied}
+    os.environ.update(applied)
     try:
         yield LocalCluster(state_dir=Path(env["ADAPTALLOC_STATE_DIR"]), env=env, up_output=output)
     finally:

@@ -39,8 +39,15 @@ READY_TIMEOUT_S = 90.0
 
 
 def _panel_queries() -> list[tuple[str, str]]:
+    """Every panel's queries as Grafana sends them with the instance variable at All (its
+    allValue, ``.*``)."""
     doc = json.loads(DASHBOARD.read_text())
-    return [(p["title"], t["expr"]) for p in doc["panels"] for t in p["targets"]]
+    (instance,) = [v for v in doc["templating"]["list"] if v["name"] == "instance"]
+    return [
+        (p["title"], t["expr"].replace("$instance", instance["allValue"]))
+        for p in doc["panels"]
+        for t in p["targets"]
+    ]
 
 
 class Prometheus:

@@ -16,9 +16,20 @@ from typing import Any
 
 import pytest
 
+from plugin.cli.env_file import read_env_file
+
 from .daemon_harness import DaemonProcess
 from .test_daemon_writes import BOOTSTRAP
-from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, free_port, scratch_url
+from .testbed import (
+    DOWN_SH,
+    PROJECT_ROOT,
+    UP_SH,
+    UP_SH_TIMEOUT_S,
+    LocalCluster,
+    SlurmCLI,
+    free_port,
+    scratch_url,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +49,10 @@ def _metrics_port(daemon: DaemonProcess) -> str:
 
 def _checks(stdout: str) -> dict[str, dict[str, str]]:
     doc = json.loads(stdout)
-    assert list(doc) == ["checks"]
+    assert list(doc) == ["status", "checks"]
+    statuses = {check["status"] for check in doc["checks"]}
+    worst = "fail" if "fail" in statuses else "warn" if "warn" in statuses else "ok"
+    assert doc["status"] == worst
     for check in doc["checks"]:
         assert set(check) == {"name", "status", "detail", "fix"}
         assert check["status"] in ("ok", "warn", "fail")
@@ -98,26 +112,30 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
+EVERY_CHECK = (
+    "slurm_conf",
+    "job_submit_plugins",
+    "accounting_flags",
+    "hook_module",
+    "hook_script",
+    "submit_conf",
+    "state_dir_access",
+    "heartbeat",
+    "daemon_privileges",
+    "enforced_limits",
+    "clock_offset",
+    "slurm_backend",
+    "accounting_answers",
+    "redis",
+    "metrics",
+)
+
+
 def test_the_testbed_passes_every_check(doctor: Doctor, slurm: SlurmCLI) -> None:
     code, checks = doctor()
-    assert {name: c["status"] for name, c in checks.items()} == dict.fromkeys(
-        (
-            "slurm_conf",
-            "job_submit_plugins",
-            "accounting_flags",
-            "hook_installed",
-            "submit_conf",
-            "state_dir_access",
-            "heartbeat",
-            "daemon_privileges",
-            "enforced_limits",
-            "clock_offset",
-            "accounting_answers",
-            "redis",
-            "metrics",
-        ),
-        "ok",
-    ), checks
+    assert {name: c["status"] for name, c in checks.items()} == dict.fromkeys(EVERY_CHECK, "ok"), (
+        checks
+    )
     assert code == 0
     assert (
         "AdminComment, NumNodes, TimeLimit, release accepted"
@@ -133,7 +151,7 @@ BREAKAGES: dict[str, tuple[str, str, str, str, str]] = {
     "no lua plugin": (
         "slurm.conf",
         "JobSubmitPlugins=lua",
-        "JobSubmitPlugins=",
+        "#JobSubmitPlugins=lua",  # (an empty value: Slurm's commands refuse the file)
         "job_submit_plugins",
         "`JobSubmitPlugins=lua`",
     ),
@@ -144,7 +162,20 @@ BREAKAGES: dict[str, tuple[str, str, str, str, str]] = {
         "accounting_flags",
         "`AccountingStoreFlags=job_comment`",
     ),
-    "edited hook": ("job_submit.lua", "\n", "\n-- edited by hand\n", "hook_installed", "install"),
+    "edited module": (
+        "adaptalloc_submit.lua",
+        "\n",
+        "\n-- edited by hand\n",
+        "hook_module",
+        "install -m 644",
+    ),
+    "site script that does not call the module": (
+        "job_submit.lua",
+        "return adaptalloc.job_modify(job_desc, job_rec, part_list, modify_uid)",
+        "return slurm.SUCCESS",
+        "hook_script",
+        "the lines marked adaptalloc",
+    ),
     "other state_dir": (
         "adaptalloc_submit.conf",
         "state_dir = ",
@@ -227,7 +258,8 @@ def test_accounting_that_does_not_answer_fails(
         conf, "AccountingStoragePort"
     )
     _edit(conf, f"AccountingStoragePort={port}", f"AccountingStoragePort={free_port()}")
-    code, checks = doctor("--no-probe", "--slurm-conf", str(conf), env={"SLURM_CONF": str(conf)})
+    # --slurm-conf alone: the doctor's Slurm commands read the slurm.conf it is given.
+    code, checks = doctor("--no-probe", "--slurm-conf", str(conf))
     assert code == 1
     assert checks["accounting_answers"]["status"] == "fail", checks["accounting_answers"]
     assert "slurmdbd" in checks["accounting_answers"]["fix"]
@@ -287,3 +319,66 @@ def test_an_account_without_admin_rights_fails_the_probe(
     assert checks["clock_offset"]["status"] == "ok"  # measured on the probe all the same
     queue = slurm.run("squeue", "-h", "-u", user, "-n", "adaptalloc-doctor-probe", "-o", "%i")
     assert queue.stdout.strip() == ""
+
+
+def test_the_testbed_as_up_sh_leaves_it_passes_every_check(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """What an admin trying it meets: ``up.sh --with-daemon``, ``source .local/env``, then
+    ``adaptalloc doctor`` with no option at all. The env file's ADAPTALLOC_CONFIG gives the
+    doctor the daemon's state directory and metrics port."""
+    up = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+        [str(UP_SH), "--with-daemon"],
+        cwd=PROJECT_ROOT,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=UP_SH_TIMEOUT_S,
+        check=False,
+    )
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        env = read_env_file(local_cluster.state_dir / "env")
+        assert Path(env["ADAPTALLOC_CONFIG"]).is_file()
+        shell = 'set -a && . "$1" && set +a && shift && exec "$@"'  # what `source .local/env` does
+        proc = subprocess.run(  # noqa: S603 - our interpreter and module, no shell input
+            [
+                "/bin/sh",
+                "-c",
+                shell,
+                "sh",
+                str(local_cluster.state_dir / "env"),
+                sys.executable,
+                "-m",
+                "plugin",
+                "doctor",
+                "--format",
+                "json",
+            ],
+            cwd=tmp_path,
+            env={
+                "PATH": os.environ["PATH"],
+                "HOME": os.environ.get("HOME", "/root"),
+                "PYTHONPATH": str(PROJECT_ROOT),
+            },
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert "Traceback" not in proc.stderr, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert doc["status"] == "ok", doc
+        assert {c["name"]: c["status"] for c in doc["checks"]} == dict.fromkeys(
+            EVERY_CHECK, "ok"
+        ), doc
+        assert proc.returncode == 0
+    finally:
+        subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            [str(DOWN_SH), "--daemon-only"],
+            cwd=PROJECT_ROOT,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=UP_SH_TIMEOUT_S,
+            check=False,
+        )

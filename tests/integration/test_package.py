@@ -1,7 +1,8 @@
 """The packages: ``python -m build`` gives a wheel and an sdist carrying every non-Python
-piece; the wheel installed into a fresh venv outside the checkout runs ``predict`` and the
-demo's ``decide`` (against the testbed's Redis), ``install-files`` puts the pieces in place,
-and its ``doctor`` recognises the testbed's hook as its own."""
+piece and the license; the wheel installed into a fresh venv outside the checkout runs
+``predict`` and the demo's ``decide`` (against the testbed's Redis), ``install-files`` puts
+the pieces in place, the libslurm binding builds into that install and loads, and its
+``doctor`` recognises the testbed's hook module and script as its own."""
 
 from __future__ import annotations
 
@@ -24,9 +25,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LU_CSV = PROJECT_ROOT / "tests" / "data" / "scaling" / "lan_thesis_npb_lu_W.csv"
 #: What a site needs besides Python, as installed under share/adaptalloc/ (deploy/ paths).
 DATA_FILES = (
+    "slurm/adaptalloc_submit.lua",
     "slurm/job_submit.lua",
     "local/adaptalloc_submit.conf.in",
     "systemd/adaptalloc.service",
+    "systemd/adaptalloc-orphans.service",
+    "systemd/adaptalloc-orphans.timer",
     "adaptalloc.example.toml",
     "policy.example.toml",
     "grafana/adaptalloc.json",
@@ -73,10 +77,17 @@ def test_wheel_and_sdist_carry_the_non_python_pieces(built: tuple[Path, Path]) -
     for piece in DATA_FILES:
         assert data + piece in names, piece
     assert set(PACKAGE_DATA) <= names
+    # BSD-3-Clause asks for its text with every copy.
+    license_text = (PROJECT_ROOT / "LICENSE").read_bytes()
+    dist_info = f"{wheel.name.split('-py3')[0]}.dist-info"
+    assert zipfile.ZipFile(wheel).read(f"{dist_info}/licenses/LICENSE") == license_text
+    metadata = zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode()
+    assert "License-Expression: BSD-3-Clause" in metadata.splitlines()
     with tarfile.open(sdist) as tar:
         members = {m.name.split("/", 1)[1] for m in tar.getmembers() if "/" in m.name}
     assert {f"deploy/{piece}" for piece in DATA_FILES} <= members
     assert set(PACKAGE_DATA) <= members
+    assert "LICENSE" in members
 
 
 def test_the_wheel_installed_elsewhere_decides_predicts_and_installs_files(
@@ -156,15 +167,37 @@ def test_the_wheel_installed_elsewhere_decides_predicts_and_installs_files(
         )
     )["files"]
     assert {f["action"] for f in files} == {"installed"}
-    hook = root / "etc" / "slurm" / "job_submit.lua"
-    assert hook.read_bytes() == (PROJECT_ROOT / "deploy" / "slurm" / "job_submit.lua").read_bytes()
+    assert len(files) == len(DATA_FILES)  # one installed file per shipped one
+    for name in ("job_submit.lua", "adaptalloc_submit.lua"):
+        installed = (root / "etc" / "slurm" / name).read_bytes()
+        assert installed == (PROJECT_ROOT / "deploy" / "slurm" / name).read_bytes()
     conf = (root / "etc" / "slurm" / "adaptalloc_submit.conf").read_text()
     assert "state_dir = /var/lib/adaptalloc\n" in conf
-    unit = (root / "etc" / "systemd" / "system" / "adaptalloc.service").read_text()
+    units = root / "etc" / "systemd" / "system"
+    unit = (units / "adaptalloc.service").read_text()
     assert f"ExecStart={adaptalloc} daemon" in unit
     execs = [line for line in unit.splitlines() if line.startswith("Exec")]
     assert len(execs) == 3
     assert not [line for line in execs if "/opt/adaptalloc" in line]
+    orphans = (units / "adaptalloc-orphans.service").read_text()
+    assert f"ExecStart={adaptalloc} daemon --state-dir /var/lib/adaptalloc --release-held" in (
+        orphans
+    )
+    assert "OnUnitActiveSec=30" in (units / "adaptalloc-orphans.timer").read_text()
+
+    # The libslurm binding, built on this machine into the wheel's install (as the admin
+    # guide says), loads and matches the installed Slurm.
+    python = venv / "bin" / "python"
+    built_at = _run(python, "-m", "plugin.slurm.libslurm_build", cwd=tmp_path, env=env).strip()
+    assert built_at.startswith(str(venv)), built_at
+    version = _run(
+        python,
+        "-c",
+        "from plugin.slurm.libslurm_backend import probe_binding; print(probe_binding())",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert version.strip() == "(22, 5)", version
 
     # The installed doctor compares the testbed's hook with the wheel's copy.
     report = subprocess.run(  # noqa: S603 - fixed argument list, no shell
@@ -185,5 +218,7 @@ def test_the_wheel_installed_elsewhere_decides_predicts_and_installs_files(
         check=False,
     )
     checks = {c["name"]: c for c in json.loads(report.stdout)["checks"]}
-    assert checks["hook_installed"]["status"] == "ok", checks["hook_installed"]
-    assert "is this version's" in checks["hook_installed"]["detail"]
+    assert checks["hook_module"]["status"] == "ok", checks["hook_module"]
+    assert "is this version's" in checks["hook_module"]["detail"]
+    assert checks["hook_script"]["status"] == "ok", checks["hook_script"]
+    assert checks["slurm_backend"]["status"] == "ok", checks["slurm_backend"]

@@ -63,9 +63,15 @@ def test_slurm_config_has_what_adaptalloc_needs(slurm: SlurmCLI) -> None:
     assert settings["MinJobAge"] == "300 sec"
 
 
-def test_job_submit_lua_sits_beside_slurm_conf(local_cluster: LocalCluster) -> None:
-    lua = local_cluster.slurm_conf.parent / "job_submit.lua"
-    assert lua.resolve() == (PROJECT_ROOT / "deploy" / "slurm" / "job_submit.lua").resolve()
+def test_job_submit_lua_and_its_module_sit_beside_slurm_conf(local_cluster: LocalCluster) -> None:
+    # The composed form a site uses: the example script, which loads the module beside it.
+    etc = local_cluster.slurm_conf.parent
+    for name in ("job_submit.lua", "adaptalloc_submit.lua"):
+        assert (etc / name).resolve() == (PROJECT_ROOT / "deploy" / "slurm" / name).resolve()
+    # slurmctld reloads the script (and so the module) only when the script's mtime changes.
+    assert (etc / "job_submit.lua").stat().st_mtime >= (
+        etc / "adaptalloc_submit.lua"
+    ).stat().st_mtime
 
 
 # --- jobs ---------------------------------------------------------------------------

@@ -49,3 +49,25 @@ def test_alert_rules_name_exported_metrics() -> None:
     used = set(METRIC.findall((DEPLOY / "prometheus" / "adaptalloc-rules.yml").read_text()))
     assert used <= _exported(), used - _exported()
     assert "adaptalloc_heartbeat_timestamp_seconds" in used
+
+
+def test_the_dashboard_asks_for_its_data_source_and_daemon() -> None:
+    # Imported anywhere, it shows a data source picker and a daemon picker (the instance
+    # label of adaptalloc_daemon_info), and every query keeps to the daemons picked.
+    doc = json.loads((DEPLOY / "grafana" / "adaptalloc.json").read_text())
+    variables = {v["name"]: v for v in doc["templating"]["list"]}
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    instance = variables["instance"]
+    assert instance["query"]["query"] == "label_values(adaptalloc_daemon_info, instance)"
+    assert instance["includeAll"]
+    assert instance["multi"]
+    wanted = {"type": "prometheus", "uid": "${datasource}"}
+    assert instance["datasource"] == wanted
+    for panel in doc["panels"]:
+        assert panel["datasource"] == wanted, panel["title"]
+        for target in panel["targets"]:
+            selectors = re.findall(r"\badaptalloc_[a-z_]+(\{[^}]*\})?", target["expr"])
+            assert selectors, panel["title"]
+            for selector in selectors:
+                assert 'instance=~"$instance"' in selector, (panel["title"], target["expr"])

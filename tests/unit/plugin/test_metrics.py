@@ -96,3 +96,20 @@ def test_limit_node_hours() -> None:
     metrics.record_limits(None, 60, 2, 30)  # range unknown: nothing
     metrics.record_limits(8, None, 2, 30)  # no user limit: nothing
     assert (value("requested"), value("decided")) == pytest.approx((16.0, 9.0))
+
+
+def test_decisions_and_outcomes_start_at_zero_and_the_process_is_exported() -> None:
+    # The dashboard's decision and outcome panels have a series for every label before the
+    # first job; the process collector gives CPU, memory and open files of the daemon.
+    from plugin.metrics import OUTCOMES  # noqa: PLC0415
+    from policies.decision import PARTITION_LIMIT, RULES  # noqa: PLC0415
+
+    metrics = Metrics(rules=(*RULES, PARTITION_LIMIT))
+    get = metrics.registry.get_sample_value
+    for rule in (*RULES, PARTITION_LIMIT):
+        assert get("adaptalloc_decisions_total", {"rule": rule}) == 0.0, rule
+    assert set(OUTCOMES) == {"resized", "kept", "released", "gone"}
+    for outcome in OUTCOMES:
+        assert get("adaptalloc_jobs_total", {"outcome": outcome}) == 0.0, outcome
+    assert (get("process_resident_memory_bytes") or 0.0) > 0.0
+    assert get("process_start_time_seconds") is not None
