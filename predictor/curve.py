@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray, relative_runtime
 from predictor.fitting import Fit
-from predictor.intervals import LEVEL, PLAUSIBLE_WEIGHT, SPREAD, interval
+from predictor.intervals import LEVEL, SPREAD, interval
 from predictor.models import Choice, ModelFit
 from predictor.segments import Segment, segment_of, segment_runtime
 from predictor.shape import Speaker
@@ -185,7 +185,7 @@ class Curve:
         nv = np.atleast_1d(np.asarray(n, dtype=float))
         at = self.runtime(nv) if runtime is None else np.asarray(runtime, dtype=float)
         plausible = None
-        if self.plausible and PLAUSIBLE_WEIGHT > 0.0:
+        if self.plausible:
             phases = self.phases
             last = (
                 segment_of(phases, nv) == len(phases) - 1

@@ -128,10 +128,11 @@ class Predictions:
     A, sigma: each target's Downey instance (also where a speaker gives the runtime).
     residual: RMS of log(T_model/t) of each target's instance over the observations.
     lower, upper: the runtime's prediction interval at `level`, runtime·exp(∓q·spread)
-    (intervals.py); spread is s(n), which with ADEPT reckons with the runtime of every
-    plausible instance of an unidentified fit (adept.py, "Plausible instances") and with the
-    Downey instance's runtime where a speaker gives the prediction. speaker: its reason
-    ("accelerating", "rising") per target where it speaks, "" elsewhere; None with LM.
+    (intervals.py); spread is s(n), which with ADEPT reckons with the Downey instance's
+    runtime where a speaker gives the prediction and with the plausible instances of an
+    unidentified fit (adept.py, "Plausible instances") as much as PLAUSIBLE_WEIGHT says.
+    speaker: its reason ("accelerating", "rising") per target where it speaks, "" elsewhere;
+    None with LM.
     """
 
     n: IntArray
@@ -416,16 +417,18 @@ def finish(fits: TargetFits, shapes: ShapeSettings = SHAPES, level: float = LEVE
     show a shape the Downey model cannot express (shape.py), and every target gets its
     interval (intervals.py)."""
     spoken = shape_speaker(fits.obs, fits.analysis, shapes)
-    alternatives = fits.plausible
+    alternatives = None
     runtime = fits.scale * relative_runtime(fits.targets, fits.A, fits.sigma)
     reason = ("",) * fits.targets.size
     if spoken is not None:
         speaks = spoken.speaks(fits.targets)
         # The Downey instance's runtime becomes an alternative where the speaker speaks.
-        alternatives = np.concatenate([alternatives, runtime[:, None]], axis=1)
+        alternatives = runtime[:, None]
         runtime = spoken.over(fits.targets, runtime)
         reason = tuple(spoken.reason if k else "" for k in speaks)
-    return _predictions(fits.obs, fits.targets, runtime, fits, "adept", alternatives, level, reason)
+    return _predictions(
+        fits.obs, fits.targets, runtime, fits, "adept", alternatives, level, reason, fits.plausible
+    )
 
 
 def _predictions(

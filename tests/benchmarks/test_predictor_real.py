@@ -142,14 +142,17 @@ def run_splits(curve: RealCurve) -> list[Split]:
                 base = spread(
                     at, p.residual, float(n.min()), float(n.max()), "adept", len(given_obs)
                 )
-                adept.append(
-                    (
-                        p.runtime,
-                        base,
-                        np.abs(np.log(downey / p.runtime)),
-                        disagreement(p.runtime, fits.plausible),
-                    )
+                parts = (
+                    p.runtime,
+                    base,
+                    np.abs(np.log(downey / p.runtime)),
+                    disagreement(p.runtime, fits.plausible),
                 )
+                # The decomposition the choice uses is the predictor's own spread.
+                combined = np.sqrt(base**2 + np.maximum(parts[2], PLAUSIBLE_WEIGHT * parts[3]) ** 2)
+                assert p.spread is not None
+                np.testing.assert_allclose(p.spread, combined, rtol=1e-9)
+                adept.append(parts)
             peers = {
                 name: peer(n, t, at)
                 for name, peer in PEERS.items()

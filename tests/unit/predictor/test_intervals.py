@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import predictor
+from predictor import intervals
 from predictor.downey import relative_runtime
 from predictor.intervals import (
     CALIBRATION,
@@ -130,3 +131,29 @@ def test_a_prediction_and_the_stored_curve_carry_the_same_interval() -> None:
         curve = predictor.Curve.from_fit(predictor.fit(n, t))
         _, upper = curve.runtime_interval([8])
         assert np.log(upper[0] / curve.runtime([8])[0]) == pytest.approx(half, rel=1e-6)
+
+
+def test_the_plausible_instances_widen_as_much_as_their_weight_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Amdahl data long before the knee: an unidentified fit whose plausible instances part
+    beyond the data. `predict` and the stored curve weigh their distance by
+    PLAUSIBLE_WEIGHT (chosen on the real curves): at 0 the spread is s(n) without them."""
+    n = np.array([2.0, 4.0, 8.0, 16.0])
+    t = 100 * relative_runtime(n, 5000.0, 0.2)
+    obs = predictor.prepare(n, t)
+    at = np.array([64])
+    curve = predictor.Curve.from_fit(predictor.fit_observations(obs))
+    assert not curve.identified
+    monkeypatch.setattr(intervals, "PLAUSIBLE_WEIGHT", 0.0)
+    p = predictor.predict_observations(obs, at)
+    assert p.spread is not None
+    assert p.residual is not None
+    base = spread(at.astype(float), p.residual, 2.0, 16.0, "adept", 4)
+    np.testing.assert_allclose(p.spread, base, rtol=1e-12)
+    narrow = curve.runtime_interval(at.astype(float))
+    monkeypatch.setattr(intervals, "PLAUSIBLE_WEIGHT", 1.0)
+    wide = predictor.predict_observations(obs, at)
+    assert wide.spread is not None
+    assert wide.spread[0] > 2 * p.spread[0]
+    assert curve.runtime_interval(at.astype(float))[1][0] > narrow[1][0]
