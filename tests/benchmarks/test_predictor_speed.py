@@ -69,6 +69,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -281,13 +282,16 @@ def test_learner_refit_throughput(capsys: pytest.CaptureFixture[str]) -> None:
     from plugin.learning.learner import curve_from_fit  # noqa: PLC0415 - the plugin's call
 
     apps = refit_apps(THROUGHPUT_SAMPLE)  # the first apps of refit_apps(THROUGHPUT_APPS)
-    paths = {
-        "fit + Curve.from_fit": lambda obs: predictor.Curve.from_fit(
-            predictor.fit_observations(obs)
-        ),
-        "learner refit (+ choose_model)": lambda obs: curve_from_fit(
-            predictor.fit_observations(obs)
-        ),
+
+    def simulated(obs: predictor.Observations) -> predictor.Curve:
+        return predictor.Curve.from_fit(predictor.fit_observations(obs))
+
+    def learner(obs: predictor.Observations) -> predictor.Curve:
+        return curve_from_fit(predictor.fit_observations(obs))
+
+    paths: dict[str, Callable[[predictor.Observations], predictor.Curve]] = {
+        "fit + Curve.from_fit": simulated,
+        "learner refit (+ choose_model)": learner,
     }
     view = Table(
         title=f"Learner refit throughput, apps of 8-64 runs ({len(apps):,} of "
