@@ -61,7 +61,8 @@ intervals.py): predict with one target (these problems) 4.02 / 4.47 ms median CP
 2-4): within the machine's noise, and under 10 ms. test_learner_refit_throughput: 100 of
 10,000 apps of 8-64 runs, fit + Curve.from_fit 4.7 ms mean (214 curves/s, 0.8 min for all
 10,000 on one core), the daemon learner's refit with choose_model 35.1 ms mean (29 curves/s,
-5.8 min); the full run's figures for all 10,000 are in docs/science/predictor-accuracy.md.
+5.8 min). With ADAPTALLOC_FULL_BENCH=1, all 10,000 timed: 4.5 ms mean (222 curves/s, 0.7 min)
+and 29.7 ms mean (34 curves/s, 4.9 min CPU; 16 min wall at load 4-8).
 """
 
 from __future__ import annotations
