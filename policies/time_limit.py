@@ -9,10 +9,12 @@ with the curve taken pessimistically:
 
 * its own uncertainty: T⁺(n) and T⁻(r) are the upper and lower ends of the curve's 90%
   prediction interval (`predictor.Curve.runtime_interval`, predictor/intervals.py):
-  T·exp(±z·s(n)) with s(n) = sqrt(a² + r² + (b·d(n))²), r the RMS log residual of the fit
-  over its runs and d(n) the log distance outside the observed sizes (z = 1.645). The level
-  and a, b are the predictor's, calibrated on synthetic Downey curves with 0-5% noise; this
-  module chooses no constant of its own. A curve stored before the residual was kept
+  T·exp(±q·s(n)) with s(n) = sqrt(a² + r² + (b·d(n))² + m² + D(n)²), r the RMS log residual
+  of the fit over its runs, d(n) the log distance outside the observed sizes, m a misfit
+  term for fits on 3 sizes or fewer, D(n) the distance to the Downey curve where another
+  model speaks, and q a conformal multiplier calibrated on real applications' held-out runs
+  (tests/benchmarks/test_predictor_real.py); the constants are the predictor's, this module
+  chooses none of its own. A curve stored before the residual was kept
   (residual 0 with a non-zero fit_error) falls back to the fit error m, the largest relative
   error over the runs (ADEPT section IX): T⁺(n) = T(n)·(1+m), T⁻(r) = T(r)·(1-m);
 * no cut past the data: for n above the largest observed size N the curve is an

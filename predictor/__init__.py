@@ -7,6 +7,8 @@ Usage::
     f = predictor.fit(n, runtime)                # the curve: f.A, f.sigma, f.pws_n, f.diagnostics
     predictor.predict(n, runtime, at=[16, 32])    # ADEPT: one instance per target size
     choice = predictor.choose_model(f.observations)  # ADEPT or a clearly better model
+    f.speaker                                    # the zoo model that speaks where the runs
+                                                 # show a shape Downey cannot (shape.py)
     curve = predictor.Curve.from_fit(f, choice=choice)  # what the store keeps, policies read
 """
 
@@ -29,6 +31,7 @@ from predictor.fitting import (
 from predictor.observations import Observations, prepare
 from predictor.reliability import ReliabilitySettings
 from predictor.segments import Segment
+from predictor.shape import ShapeSettings, Speaker
 
 __all__ = [
     "FAST",
@@ -49,6 +52,8 @@ __all__ = [
     "ReliabilitySettings",
     "SearchSettings",
     "Segment",
+    "ShapeSettings",
+    "Speaker",
     "choose_model",
     "fit",
     "fit_observations",

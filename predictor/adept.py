@@ -93,7 +93,10 @@ only the claim.
 
 Plausible instances. Where the fit is not identified the data cannot choose between
 instances that differ only beyond the largest observation, so the search also returns them
-(`plausible` in SearchResult) for the prediction interval to span (fitting.py, curve.py):
+(`plausible` in SearchResult) for the prediction interval to reckon with (intervals.py,
+which weighs their distance from the prediction by PLAUSIBLE_WEIGHT; the weight is chosen
+on the real curves, tests/benchmarks/test_predictor_real.py, and is 0 today: spreading the
+calibrated interval over them made it wider beyond the data without covering more):
 the chosen instance; both ends ("near", "far") of the valley of the Downey fit before the
 parsimony rule, and that fit itself; both ends of Amdahl's law fitted with the target's
 weights, which the knee test did not reject. No rule picks the right end from the data: with

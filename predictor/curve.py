@@ -16,8 +16,16 @@ E(n) = n0·T(n0) / (n·T(n))), which uses only what was measured.
 
 An unidentified curve carries `plausible`, the instances of its last phase that its
 observations cannot tell from it (predictor/adept.py, "Plausible instances"): beyond the
-largest observation they part, and `runtime_interval` spans them, so a decision that reads
-the interval (the time limit reads its upper end) sees how little the data say there.
+largest observation they part, and `runtime_interval` reckons with them, so a decision that
+reads the interval (the time limit reads its upper end) sees how little the data say there.
+
+A curve whose runs show a shape the Downey model cannot express carries `speaker`
+(shape.py): the model of the zoo that gives the runtime at the sizes it speaks for, with the
+Downey curve's runtime there an alternative its interval reckons with, as `predict` does.
+
+Stored format. CURVE_FORMAT 2 adds "speaker"; a format-1 document (written before it) is
+read as a curve without one, and its interval is computed with today's calibration from the
+fields it has (intervals.py).
 """
 
 from __future__ import annotations
@@ -30,12 +38,15 @@ from numpy.typing import ArrayLike
 
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray, relative_runtime
-from predictor.fitting import Fit, span_interval
+from predictor.fitting import Fit
 from predictor.intervals import LEVEL, SPREAD, interval
 from predictor.models import Choice, ModelFit
 from predictor.segments import Segment, segment_of, segment_runtime
+from predictor.shape import Speaker
 
-CURVE_FORMAT = 1
+CURVE_FORMAT = 2
+#: Formats `from_dict` reads: 1 is a curve stored before `speaker` existed.
+READABLE_FORMATS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,7 @@ class Curve:
     model: str = "downey"
     residual: float = 0.0
     plausible: tuple[Segment, ...] = ()
+    speaker: Speaker | None = None
 
     @property
     def phases(self) -> tuple[Segment, ...]:
@@ -103,6 +115,7 @@ class Curve:
             residual=_residual(fit, chosen),
             # Alternatives to the Downey curve only: another model's runtime is not theirs.
             plausible=fit.plausible if chosen is None else (),
+            speaker=fit.speaker if chosen is None else None,
         )
 
     @property
@@ -121,9 +134,16 @@ class Curve:
 
     def runtime(self, n: ArrayLike) -> FloatArray:
         """Predicted runtime: the selected model's, else the Downey phase of the closest
-        observation."""
+        observation, or the speaker's where it speaks."""
         if self.selected is not None:
             return self.selected.runtime(n)
+        downey = self._downey_runtime(n)
+        if self.speaker is None:
+            return downey
+        return self.speaker.over(n, downey)
+
+    def _downey_runtime(self, n: ArrayLike) -> FloatArray:
+        """The Downey phase of the closest observation."""
         if not self.segments:  # one phase: segment_runtime's own formula, no Segment built
             one: FloatArray = self.t1 * relative_runtime(
                 np.asarray(n, dtype=float), self.A, self.sigma
@@ -153,38 +173,44 @@ class Curve:
         self, n: ArrayLike, level: float = LEVEL, runtime: FloatArray | None = None
     ) -> tuple[FloatArray, FloatArray]:
         """(lower, upper) prediction interval of the runtime at sizes n (intervals.py):
-        runtime·exp(∓z·s(n)), s(n) = sqrt(a² + r² + (b·d(n))²), r = `residual` (the RMS log
-        residual over the observations), d(n) the log distance outside the observed sizes;
-        for a fit on 3 sizes or fewer also the misfit term (its residual is 0 whatever the
-        curve), as in `predict`; an exact model curve (the simulator's oracle) has none.
-        `upper` is the pessimistic runtime. Constants are those of the curve's method,
-        calibrated on synthetic Downey curves with 0-5% noise (90% covers ~90% there).
-        Where the curve is not identified the interval also reaches the runtime of every
-        `plausible` instance (at sizes whose closest observation is in the last phase), as
-        `predict`'s does. `runtime`: `self.runtime(n)` when the caller has it already (a
-        decision's profile), so that the curve is not evaluated again."""
+        runtime·exp(∓q·s(n)), s(n) = sqrt(a² + r² + (b·d(n))² + m² + D(n)²), r = `residual`
+        (the RMS log residual over the observations), d(n) the log distance outside the
+        observed sizes, m the misfit term of a fit on 3 sizes or fewer (an exact model curve,
+        the simulator's oracle, has none), D(n) the largest log distance to the alternatives:
+        the `plausible` instances (at sizes whose closest observation is in the last phase)
+        and, where the speaker speaks, the Downey curve's runtime; q the conformal multiplier
+        between or beyond the observed sizes, as `predict` uses. `upper` is the pessimistic
+        runtime. `runtime`: `self.runtime(n)` when the caller has it already (a decision's
+        profile), so that the curve is not evaluated again."""
         nv = np.atleast_1d(np.asarray(n, dtype=float))
-        lower, upper = interval(
-            self.runtime(nv) if runtime is None else runtime,
+        at = self.runtime(nv) if runtime is None else np.asarray(runtime, dtype=float)
+        plausible = None
+        if self.plausible:
+            phases = self.phases
+            last = (
+                segment_of(phases, nv) == len(phases) - 1
+                if len(phases) > 1
+                else np.ones(nv.shape, dtype=bool)
+            )
+            plausible = np.stack(
+                [np.where(last, segment_runtime((p,), nv), at) for p in self.plausible], axis=-1
+            )
+        downey = None
+        if self.speaker is not None and self.selected is None:
+            downey = np.where(self.speaker.speaks(nv), self._downey_runtime(nv), at)[..., None]
+        method = self.method if self.method in SPREAD else "adept"
+        return interval(
+            at,
             nv,
             np.full(nv.shape, self.residual),
             float(self.smallest_observed),
             float(self.largest_observed),
-            self.method if self.method in SPREAD else "adept",
+            method,
             level,
             sizes=len(set(self.observed_n)) if self.method in SPREAD else None,
+            alternatives=downey,
+            plausible=plausible,
         )
-        if not self.plausible:
-            return lower, upper
-        others = np.stack([segment_runtime((p,), nv) for p in self.plausible], axis=-1)
-        lo, hi = span_interval(lower, upper, others)
-        phases = self.phases
-        last = (
-            segment_of(phases, nv) == len(phases) - 1
-            if len(phases) > 1
-            else np.ones(nv.shape, dtype=bool)
-        )
-        return np.where(last, lo, lower), np.where(last, hi, upper)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able dict (format CURVE_FORMAT) that `from_dict` reads back."""
@@ -206,6 +232,7 @@ class Curve:
             "selected_fit": self.selected.to_dict() if self.selected is not None else None,
             "residual": self.residual,
             "plausible": [s.to_dict() for s in self.plausible],
+            "speaker": self.speaker.to_dict() if self.speaker is not None else None,
             **self.diagnostics.to_dict(),
         }
 
@@ -216,7 +243,7 @@ class Curve:
             selected_doc = doc.get("selected_fit")
             selected = ModelFit.from_dict(selected_doc) if selected_doc is not None else None
             expected = selected.model if selected is not None else "downey"
-            if doc.get("format") != CURVE_FORMAT or doc.get("model") != expected:
+            if doc.get("format") not in READABLE_FORMATS or doc.get("model") != expected:
                 raise ValueError(f"unknown curve format {doc.get('format')!r}/{doc.get('model')!r}")
             observed = tuple(int(k) for k in doc["observed_n"])
             if not observed:
@@ -264,6 +291,9 @@ class Curve:
                 model=expected,
                 residual=float(doc.get("residual", 0.0)),
                 plausible=tuple(Segment.from_dict(s) for s in doc.get("plausible", [])),
+                speaker=(
+                    Speaker.from_dict(doc["speaker"]) if doc.get("speaker") is not None else None
+                ),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"malformed curve document: {exc!r}") from exc
@@ -278,6 +308,12 @@ class Curve:
             raise ValueError("plausible instance out of range (A ≥ 1, σ ≥ 0, T(1) > 0, finite)")
         if not (np.isfinite(curve.residual) and curve.residual >= 0.0):
             raise ValueError("curve residual must be finite and non-negative")
+        if curve.speaker is not None:
+            at = np.asarray(observed, dtype=float)
+            with np.errstate(all="ignore"):
+                spoken = curve.speaker.runtime(np.r_[at, 2.0 * at[-1]])
+            if not (np.all(np.isfinite(spoken)) and np.all(spoken > 0.0)):
+                raise ValueError("the curve's speaker gives no positive finite runtime")
         return curve
 
 

@@ -2,7 +2,9 @@
 
 Anomaly: an observation that deviates from the model (a point, a declining tail, or an
 ambiguous final point). Pattern: a scalability pattern the model does not express by itself
-(stepwise phases, specially optimized sizes). ReliabilityProblem: ADEPT's Table 3, with the
+(stepwise phases, specially optimized sizes; and the shapes shape.py acts on: "accelerating",
+the last step scaling better than the one before, and "rising", the runtime rising after its
+minimum, where another model of the zoo speaks). ReliabilityProblem: ADEPT's Table 3, with the
 action and, where there is one, the size whose next run would teach the most.
 
 These are the records the fit output, the curve store and the policies share; the analysis
@@ -15,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 ANOMALY_KINDS = ("point", "decline", "ambiguous_final")
-PATTERN_KINDS = ("stepwise", "optimized_sizes")
+PATTERN_KINDS = ("stepwise", "optimized_sizes", "accelerating", "rising")
 PROBLEMS = ("first_piece_only", "high_fit_error", "runner_up", "mixed_sizes")
 
 
@@ -40,8 +42,9 @@ class Anomaly:
 
 @dataclass(frozen=True)
 class Pattern:
-    """A scalability pattern. phases: sizes per phase (stepwise); feasible: a rule naming the
-    sizes an optimized code runs well on ("powers_of_two" or "squares"), else None."""
+    """A scalability pattern. phases: sizes per phase (stepwise; for "accelerating" and
+    "rising" one phase, the sizes that show the shape); feasible: a rule naming the sizes an
+    optimized code runs well on ("powers_of_two" or "squares"), else None."""
 
     kind: str
     phases: tuple[tuple[int, ...], ...] = ()

@@ -6,6 +6,11 @@ points, stepwise phases; one instance per phase) and with its reliability judgme
 baseline, which fits the observations as they are. `predict` follows ADEPT and fits one
 instance per target size with distance weights (section V.B), on the phase of the observation
 closest to the target; with method="lm" it evaluates the single LM instance.
+
+Where the runs show a shape the Downey model cannot express (shape.py: the runtime rising
+after a minimum, or the last step scaling better than the one before), ADEPT's fit says so
+(`Fit.speaker`, a pattern in its diagnostics) and another model of the zoo speaks at the sizes
+concerned; the Downey prediction stays in the interval as an alternative (intervals.py).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from numpy.typing import ArrayLike
 
 from predictor.adept import FAST, SearchSettings, search
 from predictor.analysis import Analysis, DiagnosisSettings, analyze, untouched
-from predictor.diagnostics import Diagnostics
+from predictor.diagnostics import Diagnostics, Pattern
 from predictor.downey import (
     FloatArray,
     IntArray,
@@ -27,13 +32,14 @@ from predictor.downey import (
     s_to_sigma,
 )
 from predictor.envelope import Domain, Envelope
-from predictor.intervals import LEVEL, interval
+from predictor.intervals import LEVEL, multiplier, spread
 from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
 from predictor.observations import MAX_SIZES, Observations, prepare, thin
 from predictor.reliability import Instance, judge, mixed_sizes
 from predictor.segments import Segment, segment_runtime
+from predictor.shape import SHAPES, ShapeSettings, Speaker, speaker
 
 METHODS = ("adept", "lm")
 # Targets per search call in predict: bounds memory (a search holds ~10^4 instances per target).
@@ -57,7 +63,8 @@ class Fit:
     "the unidentified valley"). status is "ok" or "failed"; a failed fit keeps its last
     parameters and a message. `plausible`: where the last phase is not identified, the
     instances of that phase the data cannot tell from it (adept.py, "Plausible instances"),
-    which prediction intervals span; empty where it is identified.
+    which prediction intervals reckon with; empty where it is identified. `speaker`: the model
+    that speaks where the runs show a shape the Downey model cannot express (shape.py), or None.
     """
 
     method: str
@@ -75,6 +82,7 @@ class Fit:
     envelope: Envelope | None = field(default=None, repr=False)
     model: str = "downey"
     plausible: tuple[Segment, ...] = ()
+    speaker: Speaker | None = None
 
     @property
     def mode(self) -> str:
@@ -115,11 +123,16 @@ class Fit:
 class Predictions:
     """Per-target predictions; every array has the targets' length.
 
+    runtime: the Downey instance's, or the speaker's where one speaks (shape.py).
     speedup is relative to each target instance's T(1), efficiency = speedup / n.
+    A, sigma: each target's Downey instance (also where a speaker gives the runtime).
     residual: RMS of log(T_model/t) of each target's instance over the observations.
-    lower, upper: the runtime's prediction interval at `level` (intervals.py); with ADEPT,
-    where the target's instance is not identified, widened to reach the runtime of every
-    plausible instance (adept.py, "Plausible instances"; `span_interval`).
+    lower, upper: the runtime's prediction interval at `level`, runtime·exp(∓q·spread)
+    (intervals.py); spread is s(n), which with ADEPT reckons with the Downey instance's
+    runtime where a speaker gives the prediction and with the plausible instances of an
+    unidentified fit (adept.py, "Plausible instances") as much as PLAUSIBLE_WEIGHT says.
+    speaker: its reason ("accelerating", "rising") per target where it speaks, "" elsewhere;
+    None with LM.
     """
 
     n: IntArray
@@ -132,6 +145,8 @@ class Predictions:
     lower: FloatArray | None = None
     upper: FloatArray | None = None
     level: float = LEVEL
+    spread: FloatArray | None = None
+    speaker: tuple[str, ...] | None = None
 
 
 def residual_rms(obs: Observations, A: FloatArray, sigma: FloatArray, t1: FloatArray) -> FloatArray:
@@ -204,12 +219,36 @@ def _fit_lm(obs: Observations) -> Fit:
     )
 
 
+def shape_speaker(obs: Observations, analysis: Analysis, shapes: ShapeSettings) -> Speaker | None:
+    """The model that speaks for ADEPT's analysed observations (shape.py), or None.
+
+    Acceleration is read from the last phase's full-weight points, a rise from the analysis'
+    declining tail; the rise's model is fitted to every point but individual anomalous ones
+    and points left out as not among an optimized code's sizes."""
+    tail = [a.n for a in analysis.anomalies if a.kind in ("decline", "ambiguous_final")]
+    is_tail = np.isin(obs.n, tail)
+    usable = (analysis.keep | is_tail) & (analysis.weight > 0)
+    last = np.zeros(len(obs), dtype=bool)
+    last[analysis.phases[-1]] = True
+    normal = last & analysis.keep & (analysis.weight >= 1.0)
+    tail_kept = bool(np.all(analysis.keep[is_tail]))
+    return speaker(obs.n.astype(float), obs.runtime, normal, usable, bool(tail), tail_kept, shapes)
+
+
+def speaker_pattern(spoken: Speaker | None) -> tuple[Pattern, ...]:
+    """The pattern that says which shape beyond the Downey model the runs show."""
+    if spoken is None:
+        return ()
+    return (Pattern(kind=spoken.reason, phases=(spoken.sizes,)),)
+
+
 def fit_observations(
     obs: Observations,
     method: str = "adept",
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
     diagnosis: DiagnosisSettings = DIAGNOSE,
+    shapes: ShapeSettings = SHAPES,
 ) -> Fit:
     """Fit prepared observations (see `fit`)."""
     _check_method(method)
@@ -266,6 +305,7 @@ def fit_observations(
             )
         )
     )
+    spoken = shape_speaker(obs, analysis, shapes)
     return Fit(
         method="adept",
         A=head.A,
@@ -280,9 +320,12 @@ def fit_observations(
         message=thinned_note(obs),
         observations=obs,
         segments=fitted,
-        diagnostics=Diagnostics(analysis.anomalies, analysis.patterns, reliability),
+        diagnostics=Diagnostics(
+            analysis.anomalies, analysis.patterns + speaker_pattern(spoken), reliability
+        ),
         envelope=main.envelope,
         plausible=plausible,
+        speaker=spoken,
     )
 
 
@@ -295,20 +338,6 @@ def _distinct(A: FloatArray, s: FloatArray, c: FloatArray) -> list[tuple[float, 
     return out
 
 
-def span_interval(
-    lower: FloatArray, upper: FloatArray, plausible_runtime: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """Widen (lower, upper) (T,) to reach every plausible instance's runtime (T, K).
-
-    The span of the plausible runtimes, not their intervals: spanning each one's interval
-    too covered 100% of extrapolation targets on the synthetic suite (seed 101, 8 cases per
-    cell), the span alone 94% (91% of all targets; 88% without it).
-    """
-    lo = np.minimum(lower, np.min(plausible_runtime, axis=1))
-    hi = np.maximum(upper, np.max(plausible_runtime, axis=1))
-    return lo, hi
-
-
 def fit(
     n: ArrayLike,
     runtime: ArrayLike,
@@ -316,6 +345,7 @@ def fit(
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
     diagnosis: DiagnosisSettings = DIAGNOSE,
+    shapes: ShapeSettings = SHAPES,
 ) -> Fit:
     """The Downey curve of runs (n, runtime); repeated n are averaged.
 
@@ -323,7 +353,122 @@ def fit(
     converge is returned with status "failed".
     """
     _check_method(method)
-    return fit_observations(prepare(n, runtime), method, settings, domain, diagnosis)
+    return fit_observations(prepare(n, runtime), method, settings, domain, diagnosis, shapes)
+
+
+@dataclass(frozen=True)
+class TargetFits:
+    """ADEPT's Downey instance per target before any other model speaks (`predict`'s first
+    half; `finish` is the second). obs: the thinned observations; plausible: (T, PLAUSIBLE)
+    runtimes of each target's plausible instances (the instance itself where identified)."""
+
+    obs: Observations
+    analysis: Analysis
+    targets: IntArray
+    A: FloatArray
+    sigma: FloatArray
+    scale: FloatArray
+    plausible: FloatArray
+
+
+def target_fits(
+    obs: Observations,
+    at: ArrayLike,
+    settings: SearchSettings = FAST,
+    domain: Domain | None = None,
+    diagnosis: DiagnosisSettings = DIAGNOSE,
+) -> TargetFits:
+    """ADEPT's search for every target (section V.B): each distinct size once, on the phase
+    of its closest observation, in batches that bound memory."""
+    targets = _targets(at)
+    obs = thin(obs)
+    analysis = _analysis(obs, "adept", diagnosis)
+    n, t, unit = _normalised(obs)
+    distinct, back = np.unique(targets, return_inverse=True)
+    phase_of = analysis.phase_of_closest(n, distinct.astype(float))
+    A_d, s_d, c_d = np.empty(distinct.size), np.empty(distinct.size), np.empty(distinct.size)
+    alt_A, alt_s, alt_c = (np.empty((distinct.size, PLAUSIBLE)) for _ in range(3))
+    for idx in analysis.phases:
+        mine = np.flatnonzero(phase_of == analysis.phase[idx[0]])
+        for chunk in np.array_split(mine, -(-mine.size // TARGET_BATCH)) if mine.size else []:
+            found = search(
+                n[idx],
+                t[idx],
+                distinct[chunk].astype(float),
+                settings,
+                domain,
+                analysis.weight[idx],
+            )
+            A_d[chunk], s_d[chunk], c_d[chunk] = found.A, found.s, found.scale
+            alt_A[chunk], alt_s[chunk] = found.plausible.A, found.plausible.s
+            alt_c[chunk] = found.plausible.scale
+    plausible = (
+        alt_c[back]
+        * unit
+        * relative_runtime(targets[:, None], alt_A[back], s_to_sigma(alt_s[back]))
+    )
+    return TargetFits(
+        obs, analysis, targets, A_d[back], s_to_sigma(s_d)[back], c_d[back] * unit, plausible
+    )
+
+
+def finish(fits: TargetFits, shapes: ShapeSettings = SHAPES, level: float = LEVEL) -> Predictions:
+    """ADEPT's predictions from its per-target instances: another model speaks where the runs
+    show a shape the Downey model cannot express (shape.py), and every target gets its
+    interval (intervals.py)."""
+    spoken = shape_speaker(fits.obs, fits.analysis, shapes)
+    alternatives = None
+    runtime = fits.scale * relative_runtime(fits.targets, fits.A, fits.sigma)
+    reason = ("",) * fits.targets.size
+    if spoken is not None:
+        speaks = spoken.speaks(fits.targets)
+        # The Downey instance's runtime becomes an alternative where the speaker speaks.
+        alternatives = runtime[:, None]
+        runtime = spoken.over(fits.targets, runtime)
+        reason = tuple(spoken.reason if k else "" for k in speaks)
+    return _predictions(
+        fits.obs, fits.targets, runtime, fits, "adept", alternatives, level, reason, fits.plausible
+    )
+
+
+def _predictions(
+    obs: Observations,
+    targets: IntArray,
+    runtime: FloatArray,
+    instance: TargetFits | Fit,
+    method: str,
+    alternatives: FloatArray | None,
+    level: float,
+    reason: tuple[str, ...] | None,
+    plausible: FloatArray | None = None,
+) -> Predictions:
+    """Predictions with their spread and interval (intervals.py)."""
+    if isinstance(instance, TargetFits):
+        A, sigma, scale = instance.A, instance.sigma, instance.scale
+    else:
+        A = np.full(targets.size, instance.A)
+        sigma = np.full(targets.size, instance.sigma)
+        scale = np.full(targets.size, instance.t1)
+    fitted = thin(obs)
+    residual = residual_rms(fitted, A, sigma, scale)
+    at = targets.astype(float)
+    ends = (float(obs.n[0]), float(obs.n[-1]))
+    s_n = spread(at, residual, *ends, method, len(fitted), runtime, alternatives, plausible)
+    half = multiplier(at, *ends, method, level, len(fitted)) * s_n
+    return Predictions(
+        n=targets,
+        runtime=runtime,
+        speedup=scale / runtime,
+        efficiency=scale / (runtime * targets),
+        A=A,
+        sigma=sigma,
+        residual=residual,
+        lower=runtime * np.exp(-half),
+        upper=runtime * np.exp(half),
+        level=level,
+        spread=s_n,
+        speaker=reason,
+    )
 
 
 def predict_observations(
@@ -333,71 +478,16 @@ def predict_observations(
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
     diagnosis: DiagnosisSettings = DIAGNOSE,
+    shapes: ShapeSettings = SHAPES,
 ) -> Predictions:
     """Predictions at sizes `at` from prepared observations (see `predict`)."""
     _check_method(method)
-    targets = _targets(at)
     if method == "lm":
+        targets = _targets(at)
         single = _fit_lm(obs)
-        A = np.full(targets.size, single.A)
-        sigma = np.full(targets.size, single.sigma)
-        scale = np.full(targets.size, single.t1)
-    else:
-        # Each distinct size is searched once, on the phase of its closest observation, in
-        # batches that bound memory.
-        obs = thin(obs)
-        analysis = _analysis(obs, method, diagnosis)
-        n, t, unit = _normalised(obs)
-        distinct, back = np.unique(targets, return_inverse=True)
-        phase_of = analysis.phase_of_closest(n, distinct.astype(float))
-        A_d, s_d, c_d = np.empty(distinct.size), np.empty(distinct.size), np.empty(distinct.size)
-        alt_A, alt_s, alt_c = (np.empty((distinct.size, PLAUSIBLE)) for _ in range(3))
-        for idx in analysis.phases:
-            mine = np.flatnonzero(phase_of == analysis.phase[idx[0]])
-            for chunk in np.array_split(mine, -(-mine.size // TARGET_BATCH)) if mine.size else []:
-                found = search(
-                    n[idx],
-                    t[idx],
-                    distinct[chunk].astype(float),
-                    settings,
-                    domain,
-                    analysis.weight[idx],
-                )
-                A_d[chunk], s_d[chunk], c_d[chunk] = found.A, found.s, found.scale
-                alt_A[chunk], alt_s[chunk] = found.plausible.A, found.plausible.s
-                alt_c[chunk] = found.plausible.scale
-        A, sigma, scale = A_d[back], s_to_sigma(s_d)[back], c_d[back] * unit
-        plausible_runtime = (
-            alt_c[back]
-            * unit
-            * relative_runtime(targets[:, None], alt_A[back], s_to_sigma(alt_s[back]))
-        )
-    tau = relative_runtime(targets, A, sigma)
-    runtime = scale * tau
-    fitted = thin(obs)
-    residual = residual_rms(fitted, A, sigma, scale)
-    lower, upper = interval(
-        runtime,
-        targets.astype(float),
-        residual,
-        float(obs.n[0]),
-        float(obs.n[-1]),
-        method,
-        sizes=len(fitted),
-    )
-    if method != "lm":
-        lower, upper = span_interval(lower, upper, plausible_runtime)
-    return Predictions(
-        n=targets,
-        runtime=runtime,
-        speedup=1.0 / tau,
-        efficiency=1.0 / (tau * targets),
-        A=A,
-        sigma=sigma,
-        residual=residual,
-        lower=lower,
-        upper=upper,
-    )
+        runtime = single.t1 * relative_runtime(targets, single.A, single.sigma)
+        return _predictions(obs, targets, runtime, single, "lm", None, LEVEL, None)
+    return finish(target_fits(obs, at, settings, domain, diagnosis), shapes)
 
 
 def predict(
@@ -408,10 +498,13 @@ def predict(
     settings: SearchSettings = FAST,
     domain: Domain | None = None,
     diagnosis: DiagnosisSettings = DIAGNOSE,
+    shapes: ShapeSettings = SHAPES,
 ) -> FloatArray:
-    """Predicted runtimes at sizes `at`; ADEPT fits one instance per target (section V.B)."""
+    """Predicted runtimes at sizes `at`; ADEPT fits one instance per target (section V.B),
+    and another model speaks where the runs show a shape the Downey model cannot express
+    (shape.py)."""
     return predict_observations(
-        prepare(n, runtime), at, method, settings, domain, diagnosis
+        prepare(n, runtime), at, method, settings, domain, diagnosis, shapes
     ).runtime
 
 

@@ -206,12 +206,8 @@ def predict(
                 markup=False,
                 highlight=False,
             )
-        render_predictions(
-            preds,
-            console,
-            method if source is None or source["kind"] == "own" else "borrowed",
-            largest,
-        )
+        own = source is None or source["kind"] == "own"
+        render_predictions(preds, console, method if own else "borrowed", largest, own)
         sys.stdout.flush()
     log.info(
         "predict",

@@ -93,7 +93,8 @@ def diagnostics(fit: predictor.Fit) -> dict[str, list[dict[str, Any]]]:
     """The fit document's "anomalies", "patterns" and "reliability" lists (ADEPT VIII-IX).
 
     anomalies: {"n", "runtime", "kind": point|decline|ambiguous_final, "deviation", "weight"};
-    patterns: {"kind": stepwise|optimized_sizes, "phases", "feasible"}; reliability:
+    patterns: {"kind": stepwise|optimized_sizes|accelerating|rising, "phases", "feasible"};
+    reliability:
     {"problem", "action", "suggest_n", ...}. Non-finite numbers become null.
     """
     return {
@@ -276,6 +277,20 @@ def diagnostic_sentences(found: predictor.Diagnostics) -> list[str]:
                 f"The application runs markedly better on {rule}: only those runs are used, "
                 f"and those are the sizes to run it on."
             )
+        elif p.kind == "accelerating" and p.phases:
+            last = p.phases[0]
+            out.append(
+                f"The runs scale better at their largest sizes ({_sizes_text(list(last))} "
+                "nodes) than before, which the Downey model cannot express: past the largest "
+                "size the last step's Amdahl law gives the runtime, and the prediction "
+                "interval also reaches the Downey curve's plateau."
+            )
+        elif p.kind == "rising" and p.phases:
+            out.append(
+                f"The runtime rises again after {p.phases[0][0]:,} nodes, which the Downey "
+                "model cannot express: a model with a communication term that grows with n "
+                "(Sevcik's T = a/n + b + c·n) gives the runtime there."
+            )
     out += [printable(r.action) for r in found.reliability]
     return out
 
@@ -412,9 +427,15 @@ def _render_choice(choice: Choice, console: Console) -> None:
 
 
 def render_predictions(
-    preds: predictor.Predictions, console: Console, method: str, largest_observed: int
+    preds: predictor.Predictions,
+    console: Console,
+    method: str,
+    largest_observed: int,
+    interval: bool = True,
 ) -> None:
-    """Print predictions for people: one table row per target, in the order given."""
+    """Print predictions for people: one table row per target, in the order given, with the
+    runtime's prediction interval (the JSON document's "interval") unless `interval` is False
+    (a borrowed curve has none calibrated)."""
     if method == "adept":
         _say(console, "Predicted with ADEPT: one Downey model instance per target size.")
     else:
@@ -422,19 +443,41 @@ def render_predictions(
             console,
             f"Predicted with one Downey model instance ({METHOD_NAMES.get(method, method)}).",
         )
+    shown = interval and preds.lower is not None and preds.upper is not None
+    level = f"{preds.level:.0%} interval"
     table = Table(box=box.SIMPLE, show_header=True)
-    for name in ("n", "runtime", "speedup", "efficiency"):
+    for name in ("n", "runtime", *((level,) if shown else ()), "speedup", "efficiency"):
         table.add_column(name, justify="right")
-    for n, t, s, e in zip(preds.n, preds.runtime, preds.speedup, preds.efficiency, strict=True):
+    lower = preds.lower if preds.lower is not None else preds.runtime
+    upper = preds.upper if preds.upper is not None else preds.runtime
+    rows = zip(preds.n, preds.runtime, lower, upper, preds.speedup, preds.efficiency, strict=True)
+    for n, t, lo, hi, s, e in rows:
+        span = (f"{format_runtime(float(lo))} - {format_runtime(float(hi))}",) if shown else ()
         table.add_row(
             f"{int(n):,}",
             format_runtime(float(t)),
+            *span,
             format_number(float(s)),
             format_percent(float(e), 3),
         )
     console.print(table)
+    spoken = sorted({r for r in preds.speaker or () if r})
+    if spoken:
+        _say(
+            console,
+            "Where marked by the fit ("
+            + ", ".join(spoken)
+            + "), the runs show a shape the Downey model cannot express and another model "
+            "gives the runtime; the interval also reaches the Downey curve's.",
+        )
     if int(np.max(preds.n)) > largest_observed:
         _say(
             console,
             f"Sizes above {largest_observed:,} nodes, the largest observed, are extrapolations.",
+        )
+    if shown and method == "adept":
+        _say(
+            console,
+            f"The {level} is calibrated on the held-out runs of real applications: it "
+            "covered about 9 in 10 of them, between and beyond the sizes the fit saw.",
         )

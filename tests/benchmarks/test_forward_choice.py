@@ -2,7 +2,7 @@
 
 Candidates, each scored on BOTH the synthetic suite (SYNTHETIC ASSUMPTION: exact Downey curves x
 lognormal noise, tests/benchmarks/synthetic.py, seed 2026, 16 cases per cell, the cells of
-test_synthetic_accuracy.py) and the real curves of tests/data/scaling (test_predictor_holdout.py's
+test_synthetic_accuracy.py) and the real curves of tests/data/scaling (real_curves.py's
 protocols). Neither candidate has a tuned constant: nothing was chosen on either data set.
 
 - "forward pick" (a): predict the largest observed size from the smaller ones with ADEPT (which
@@ -47,9 +47,9 @@ from scipy.stats import wilcoxon
 import predictor
 from predictor.downey import FloatArray
 
+from .real_curves import PROTOCOLS, VARIANTS, curves, splits
 from .results import record
 from .synthetic import LABEL, NOISES, POSITIONS, SPACINGS, Case, suite
-from .test_predictor_holdout import PROTOCOLS, VARIANTS, curves, splits
 
 SEED = 2026
 PER_CELL = 16

@@ -54,12 +54,23 @@ pattern search 25%, the envelope 21%, the 1-D pass 18%; per predict ~230 np.wher
 reductions, 17 runtime evaluations, 14 np.errstate (~5 µs each, ~1.4%): no step dominates,
 and the aim of ADEPT within 2x of LM in every run stays unmet: 2.7-2.8x in these runs, LM's
 own time moving 1.8-3.1 ms between them.
+
+Work of 2026-11-28 (h/predict: shape rules and conformal intervals, predictor/shape.py and
+intervals.py): predict with one target (these problems) 4.02 / 4.47 ms median CPU before,
+4.14 / 4.90 after (two runs, main's predictor and this one alternating by process, load
+2-4): within the machine's noise, and under 10 ms. test_learner_refit_throughput: 100 of
+10,000 apps of 8-64 runs, fit + Curve.from_fit 4.7 ms mean (214 curves/s, 0.8 min for all
+10,000 on one core), the daemon learner's refit with choose_model 35.1 ms mean (29 curves/s,
+5.8 min). With ADAPTALLOC_FULL_BENCH=1, all 10,000 timed: 4.5 ms mean (222 curves/s, 0.7 min)
+and 29.7 ms mean (34 curves/s, 4.9 min CPU; 16 min wall at load 4-8).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +81,7 @@ from rich.console import Console
 from rich.table import Table
 
 import predictor
-from predictor.downey import relative_runtime
+from predictor.downey import FloatArray, relative_runtime
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "scaling"
 
@@ -235,6 +246,76 @@ def test_learner_fit_speed(capsys: pytest.CaptureFixture[str]) -> None:
         adept, lm = (1e3 * float(np.median(cpu[m])) for m in ("adept", "lm"))
         view.add_row(name, str(len(sets)), f"{adept:.2f}", f"{lm:.2f}", f"{adept / lm:.2f}x")
         assert all(c.t1 > 0 and np.isfinite(c.A) for m in curves for c in curves[m])
+    with capsys.disabled():
+        Console(width=110).print(view)
+
+
+#: Apps of the refit throughput benchmark, and how many of them are timed by default (all of
+#: them with ADAPTALLOC_FULL_BENCH=1: about 6 minutes on this box).
+THROUGHPUT_APPS = 10_000
+THROUGHPUT_SAMPLE = THROUGHPUT_APPS if os.environ.get("ADAPTALLOC_FULL_BENCH") == "1" else 100
+
+
+def refit_apps(count: int, seed: int = 7) -> list[tuple[NDArray[np.int64], FloatArray]]:
+    """`count` apps of 8-64 runs each (SYNTHETIC ASSUMPTION, as learner_problems): 2-8 distinct
+    sizes of 1-128 nodes, each run at one of them, exact Downey runtimes (A log-uniform on
+    [2, 500], σ uniform on [0, 4]) times 0, 2 or 5% lognormal noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        A, sigma = float(np.exp(rng.uniform(np.log(2), np.log(500)))), rng.uniform(0, 4)
+        sizes = rng.choice(np.arange(1, 129), int(rng.integers(2, 9)), replace=False)
+        n = rng.choice(sizes, int(rng.integers(8, 65)))
+        noise = rng.choice([0.0, 0.02, 0.05])
+        t = 3600.0 * relative_runtime(n.astype(float), A, sigma)
+        out.append((n.astype(np.int64), t * np.exp(rng.normal(0.0, noise, n.size))))
+    return out
+
+
+@pytest.mark.benchmark
+def test_learner_refit_throughput(capsys: pytest.CaptureFixture[str]) -> None:
+    """Curves per second a learner refits, one core: `prepare` + `fit_observations` +
+    `Curve.from_fit` (what the simulator's learner does per refit), and the daemon's learner
+    call, which also cross-validates the model zoo (plugin.learning.learner.curve_from_fit,
+    predictor.choose_model). CPU time of the predictor's work only: reading runs from and
+    writing curves to Redis is tests/benchmarks/test_store_ingest.py's. The default run times
+    THROUGHPUT_SAMPLE of the THROUGHPUT_APPS apps and extrapolates; the full run times all."""
+    from plugin.learning.learner import curve_from_fit  # noqa: PLC0415 - the plugin's call
+
+    apps = refit_apps(THROUGHPUT_SAMPLE)  # the first apps of refit_apps(THROUGHPUT_APPS)
+
+    def simulated(obs: predictor.Observations) -> predictor.Curve:
+        return predictor.Curve.from_fit(predictor.fit_observations(obs))
+
+    def learner(obs: predictor.Observations) -> predictor.Curve:
+        return curve_from_fit(predictor.fit_observations(obs))
+
+    paths: dict[str, Callable[[predictor.Observations], predictor.Curve]] = {
+        "fit + Curve.from_fit": simulated,
+        "learner refit (+ choose_model)": learner,
+    }
+    view = Table(
+        title=f"Learner refit throughput, apps of 8-64 runs ({len(apps):,} of "
+        f"{THROUGHPUT_APPS:,} timed; SYNTHETIC runs)"
+    )
+    for column in ("path", "median ms", "mean ms", "curves/s", f"{THROUGHPUT_APPS:,} apps"):
+        view.add_column(column, justify="right" if column != "path" else "left")
+    for name, path in paths.items():
+        cpu = []
+        for n, t in apps:
+            c0 = time.process_time()
+            curve = path(predictor.prepare(n, t))
+            cpu.append(time.process_time() - c0)
+            assert curve.t1 > 0
+            assert np.isfinite(curve.A)
+        mean = float(np.mean(cpu))
+        view.add_row(
+            name,
+            f"{1e3 * float(np.median(cpu)):.1f}",
+            f"{1e3 * mean:.1f}",
+            f"{1.0 / mean:.0f}",
+            f"{THROUGHPUT_APPS * mean / 60.0:.1f} min",
+        )
     with capsys.disabled():
         Console(width=110).print(view)
 

@@ -39,7 +39,7 @@ between runs): shipped 4.2-5.6 ms, 2.5-2.8x LM. 2 pattern-search rounds instead 
 12-13% (2.2-2.4x) and reach the paper granularity's optimum on all 60 problems (and on the
 unit test's 120, seeds 11-13); on the synthetic suite 4 of 4,470 predictions move, as many
 for the better as for the worse; scored on seed 2026 and the real curves
-(test_synthetic_accuracy.py, test_predictor_holdout.py) no median moves by more than 0.1
+(test_synthetic_accuracy.py, test_predictor_real.py) no median moves by more than 0.1
 points. But the learner's path does lose: 16 of 120 fits end with a larger fit error and 4
 change pws_n (in the golden cases, tests/unit/predictor/golden.py, 16 of 253 change pws_n:
 exact data stop at a WSSRE of 5e-25 instead of 5e-29 with A 20% off, sim063). Its

@@ -114,6 +114,35 @@ def test_the_curve_reads_back_as_a_predictor_curve(store: CurveStore) -> None:
     assert store.check(LULESH) == []
 
 
+def test_a_curve_with_a_speaker_and_one_stored_before_speakers_both_read_back(
+    store: CurveStore, redis_client: Any
+) -> None:
+    """Curve format 2 carries the model that speaks where the runs accelerate (two processes
+    slower than one, then linear); a format-1 document, written before it, still reads (as a
+    curve without one) through the real store."""
+    app = AppKey("dambreak", "large")
+    dam = [(1, 180.844), (2, 214.189), (4, 107.536)]
+    store.add_observations(
+        app, [Observation(str(500 + i), app, n, t, NOW - 3 + i) for i, (n, t) in enumerate(dam)]
+    )
+    assert refit_app(store, app).status == "written"
+    curve = store.curve(app)
+    assert curve is not None
+    assert curve.speaker is not None
+    assert curve.speaker.reason == "accelerating"
+    assert curve.runtime([8])[0] == pytest.approx(0.883 + 426.6 / 8, rel=1e-3)
+    name = keys.app_curve(app)
+    old = json.loads(redis_client.hget(name, "curve"))
+    old["format"] = 1
+    del old["speaker"]
+    redis_client.hset(name, "curve", json.dumps(old))
+    before = store.curve(app)
+    assert before is not None
+    assert before.speaker is None
+    lower, upper = before.runtime_interval([8.0])
+    assert lower[0] < before.runtime([8.0])[0] < upper[0]
+
+
 # --- observations -----------------------------------------------------------------------------
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from plugin.report.numbers import format_runtime
+
 from .conftest import LU_CSV, RunCli, assert_one_error_line, json_document, log_events
 
 WriteFile = Callable[[str, bytes | str], Path]
@@ -196,6 +198,20 @@ def test_predict_text_table(run_cli: RunCli) -> None:
     assert " s " in text
     assert "%" in text
     assert "Sizes above 64 nodes, the largest observed, are extrapolations." in text
+
+
+def test_predict_text_shows_the_json_documents_interval_per_size(run_cli: RunCli) -> None:
+    """Each row of the text table carries the runtime's 90% interval, the one the JSON
+    document gives for the same size."""
+    text = run_cli("predict", LU_CSV, "--at", "16,128").stdout
+    rows = json_document(run_cli("predict", LU_CSV, "--at", "16,128", "--format", "json"))
+    assert "90% interval" in text
+    lines = [line for line in text.splitlines() if line.strip().startswith(("16 ", "128 "))]
+    assert len(lines) == 2
+    for line, row in zip(lines, rows["predictions"], strict=True):
+        band = row["interval"]
+        assert f"{format_runtime(band['lower'])} - {format_runtime(band['upper'])}" in line
+    assert "calibrated on the held-out runs of real applications" in " ".join(text.split())
 
 
 def test_predict_many_targets_in_batches_keeps_order(run_cli: RunCli) -> None:

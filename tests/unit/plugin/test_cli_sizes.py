@@ -59,6 +59,8 @@ def test_text_output_says_where_the_curve_comes_from(run_cli: RunCli, study: Pat
     result = run_cli("predict", study, "--size", "3000", "--at", "16", "--format", "text")
     assert result.returncode == 0, result
     assert "curve of problem size 3000 borrowed from sizes" in " ".join(result.stdout.split())
+    # A borrowed curve has no calibrated interval, in text as in JSON.
+    assert "interval" not in result.stdout
 
 
 @pytest.mark.parametrize(

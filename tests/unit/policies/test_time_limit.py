@@ -1,8 +1,9 @@
 """The time limit: rescaled by the pessimistic runtime ratio, bounded by the user's own limit,
 the floor, the prediction and the partition's MaxTime. With σ = 0 and n ≤ A the Downey runtime
 is T(1)/n, and the curves here have residual 0 and fit_error 0 unless a test sets them, so the
-prediction interval inside the observed sizes is T·exp(±z·a) with the predictor's floor a
-(W below) and every expected value is plain arithmetic. The real-fit cases use
+prediction interval inside the observed sizes is T·exp(±q·a) with the predictor's floor a and
+its conformal multiplier q for the class (predictor/intervals.py; W below) and every expected
+value is plain arithmetic. The real-fit cases use
 tests/data/scaling."""
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.special import ndtri
 
 import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.time_limit import time_limit
-from predictor.intervals import LEVEL, SPREAD
+from predictor.intervals import CALIBRATION, SPREAD
 
 from .curves import make_curve, unreliable
 from .reasons import assert_names
@@ -33,11 +33,16 @@ JOB = Request(10, 80, time_limit_min=120)
 LINEAR_JOB = RuntimeProfile.of(LINEAR, 10, 80)
 SHORT_JOB = RuntimeProfile.of(SHORT, 10, 80)
 FREE = ClusterState()
-#: z of the 90% interval, and the one-sided widening exp(z·a) of a curve with residual 0.
-Z = float(ndtri(0.5 + LEVEL / 2.0))
+#: q of the 90% interval between the sizes of a curve fitted on more than 3 sizes, and the
+#: one-sided widening exp(q·a) of such a curve with residual 0.
+Z = CALIBRATION["adept"].inside_many
 W = math.exp(Z * SPREAD["adept"].floor)
 #: the same for a curve fitted on 3 sizes or fewer, whose interval adds the misfit term.
-W_FEW = math.exp(Z * math.hypot(SPREAD["adept"].floor, SPREAD["adept"].misfit))
+W_FEW = math.exp(
+    CALIBRATION["adept"].inside_few * math.hypot(SPREAD["adept"].floor, SPREAD["adept"].misfit)
+)
+#: q beyond the observed sizes.
+Z_OUT = CALIBRATION["adept"].outside
 
 
 def _ceil(minutes: float) -> int:
@@ -51,13 +56,13 @@ def _fitted(name: str) -> predictor.Curve:
 
 def test_rescaled_by_the_runtime_ratio_and_the_safety_factor() -> None:
     got = time_limit(JOB, LINEAR_JOB, 40, FREE, DEFAULTS)
-    # 120 · (900 s / 3600 s) · W² · 1.2 = 36.8 -> 37; the prediction, 15 min · W · 1.2, is
+    # 120 · (900 s / 3600 s) · W² · 1.2 = 37.2 -> 38; the prediction, 15 min · W · 1.2, is
     # below it.
     expected = _ceil(120 * 0.25 * W * W * 1.2)
-    assert expected == 37
+    assert expected == 38
     assert got.minutes == expected
     assert "T⁺(40)/T⁻(10), the ends of the fit's 90% prediction interval" in got.reason
-    assert "= 0.256 " in got.reason
+    assert "= 0.258 " in got.reason
     assert got.reason.endswith(f"gives {expected} min")
     assert got.note == ""
     plain = replace(DEFAULTS, time_limit_safety_factor=1.0)
@@ -70,7 +75,7 @@ def test_the_fits_residual_widens_the_interval_and_so_the_limit() -> None:
     got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
     s = math.hypot(SPREAD["adept"].floor, 0.05)
     expected = _ceil(120 * 0.25 * math.exp(2 * Z * s) * 1.2)
-    assert expected == 43
+    assert expected == 46
     assert got.minutes == expected
     low, high = curve.runtime_interval(np.array([10.0, 40.0]))
     assert got.minutes == _ceil(120 * float(high[1] / low[0]) * 1.2)
@@ -84,7 +89,7 @@ def test_a_reference_below_the_observed_sizes_widens_its_lower_end() -> None:
     got = time_limit(JOB, RuntimeProfile.of(curve, 10, 80), 40, FREE, DEFAULTS)
     spread = SPREAD["adept"]
     s_ref = math.hypot(spread.floor, spread.per_log_distance * math.log(2.0))
-    expected = _ceil(120 * 0.25 * W * math.exp(Z * s_ref) * 1.2)
+    expected = _ceil(120 * 0.25 * W * math.exp(Z_OUT * s_ref) * 1.2)
     assert got.minutes == expected
     assert inside is not None
     assert got.minutes > inside

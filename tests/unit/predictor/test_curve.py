@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -101,10 +102,11 @@ def test_a_curve_stored_before_residuals_reads_with_residual_zero() -> None:
     assert predictor.Curve.from_dict(doc).residual == 0.0
 
 
-def test_an_unidentified_curve_interval_spans_its_plausible_instances() -> None:
+def test_an_unidentified_curve_keeps_its_plausible_instances() -> None:
     """Data long before the knee: the stored curve keeps the instances its data cannot tell
-    apart, and the interval a decision reads reaches the one that ends right after the data
-    (far slower at 4x the largest size than the representative)."""
+    apart (one ends right after the data, far slower at 4x the largest size than the
+    representative); how much they widen the interval is intervals.PLAUSIBLE_WEIGHT, chosen
+    on the real curves, and the round trip keeps the interval."""
     n = np.array([2.0, 4.0, 8.0, 16.0])
     t = 100 * relative_runtime(n, 5000.0, 0.2)
     fit = predictor.fit(n, t)
@@ -116,11 +118,69 @@ def test_an_unidentified_curve_interval_spans_its_plausible_instances() -> None:
     at = np.array([64.0])
     assert near.runtime(at)[0] > 1.5 * curve.runtime(at)[0]
     lower, upper = curve.runtime_interval(at)
-    assert lower[0] <= curve.runtime(at)[0]
-    assert upper[0] >= near.runtime(at)[0]
+    assert lower[0] < curve.runtime(at)[0] < upper[0]
     back = predictor.Curve.from_dict(json.loads(json.dumps(curve.to_dict())))
     assert back == curve
     assert np.array_equal(back.runtime_interval(at)[1], upper)
+
+
+# Runs that keep scaling after a slow first step (two processes slower than one, then
+# linear): the project_hpc_dam_break_mpi curve's first three sizes.
+ACCELERATING = (np.array([1.0, 2.0, 4.0]), np.array([180.844, 214.189, 107.536]))
+
+
+def test_an_accelerating_curve_lets_its_last_step_speak_beyond_the_data() -> None:
+    """Past the largest size the stored curve follows Amdahl's law through its last two runs
+    (the last step scaled linearly: it keeps halving), and its interval reaches the Downey
+    curve's plateau there, which the runs cannot rule out."""
+    fit = predictor.fit(*ACCELERATING)
+    curve = predictor.Curve.from_fit(fit)
+    assert curve.speaker is not None
+    assert curve.speaker.reason == "accelerating"
+    assert [p.kind for p in curve.diagnostics.patterns] == ["accelerating"]
+    at = np.array([8.0, 16.0])
+    # Through (2, 214.189) and (4, 107.536): T = c1 + c2/n with c1 = 0.883, c2 = 426.6.
+    assert_allclose(curve.runtime(at), 0.883 + 426.6 / at, rtol=1e-3)
+    downey = dataclasses.replace(curve, speaker=None).runtime(at)
+    assert np.all(downey > 1.5 * curve.runtime(at))
+    lower, upper = curve.runtime_interval(at)
+    assert np.all(upper >= downey)
+    assert np.all(lower < curve.runtime(at))
+    # Inside the observed sizes the Downey curve stands.
+    assert_allclose(curve.runtime([2.0]), dataclasses.replace(curve, speaker=None).runtime([2.0]))
+    back = predictor.Curve.from_dict(json.loads(json.dumps(curve.to_dict())))
+    assert back == curve
+    assert np.array_equal(back.runtime_interval(at)[1], upper)
+
+
+def test_a_curve_stored_before_speakers_reads_without_one() -> None:
+    """A format-1 document (stored before CURVE_FORMAT 2) is read, with no speaker, and its
+    interval is computed with today's calibration."""
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
+    doc["format"] = 1
+    del doc["speaker"]
+    old = predictor.Curve.from_dict(doc)
+    assert old.speaker is None
+    lower, upper = old.runtime_interval([8.0, 128.0])
+    assert np.all(lower < old.runtime([8.0, 128.0]))
+    assert np.all(old.runtime([8.0, 128.0]) < upper)
+
+
+@pytest.mark.parametrize(
+    "speaker",
+    [
+        {"reason": "guess", "fit": {"model": "dowdy", "params": {"c1": 1, "c2": 2}}, "start": 4},
+        {"reason": "rising", "fit": {"model": "sevcik", "params": {"a": 1}}, "start": 4},
+        {"reason": "rising", "fit": {"model": "dowdy", "params": {"c1": 1, "c2": 2}}, "start": 0},
+        {"reason": "rising", "fit": {"model": "dowdy", "params": {"c1": -5, "c2": 2}}, "start": 1},
+    ],
+)
+def test_a_malformed_speaker_is_refused(speaker: dict[str, object]) -> None:
+    doc = predictor.Curve.from_fit(predictor.fit(N, T)).to_dict()
+    fit = dict(speaker["fit"])  # type: ignore[call-overload]
+    doc["speaker"] = speaker | {"fit": fit | {"wssre": 0.0}}
+    with pytest.raises(ValueError, match=r"speaker|model|curve"):
+        predictor.Curve.from_dict(doc)
 
 
 def test_an_identified_curve_has_no_plausible_instances() -> None:

@@ -1,5 +1,6 @@
-"""Prediction intervals (intervals.py): their shape; their coverage is measured in
-tests/benchmarks/test_synthetic_accuracy.py."""
+"""Prediction intervals (intervals.py): their shape and calibration constants; their coverage is
+measured on the real curves by tests/benchmarks/test_predictor_real.py (which also chooses the
+constants) and on the synthetic suite by tests/benchmarks/test_synthetic_accuracy.py."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import numpy as np
 import pytest
 
 import predictor
+from predictor import intervals
 from predictor.downey import relative_runtime
-from predictor.intervals import SPREAD, interval, log_distance_outside
+from predictor.intervals import (
+    CALIBRATION,
+    SPREAD,
+    interval,
+    log_distance_outside,
+    multiplier,
+    spread,
+)
 
 N = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
 
@@ -29,12 +38,43 @@ def test_intervals_contain_the_prediction_and_widen_with_extrapolation(method: s
 
 
 def test_interval_formula() -> None:
-    """s = sqrt(a² + r² + (b·d)²), half-width z·s with z = 1.6449 at 90%."""
+    """s = sqrt(a² + r² + (b·d)²), half-width q·s with the calibration's q beyond the sizes of
+    a fit on more than 3 sizes."""
     a, b = SPREAD["adept"].floor, SPREAD["adept"].per_log_distance
-    lo, hi = interval(np.array([10.0]), np.array([64.0]), np.array([0.03]), 2.0, 16.0, "adept")
+    lo, hi = interval(
+        np.array([10.0]), np.array([64.0]), np.array([0.03]), 2.0, 16.0, "adept", sizes=5
+    )
     s = np.sqrt(a**2 + 0.03**2 + (b * np.log(4.0)) ** 2)
-    assert hi[0] == pytest.approx(10.0 * np.exp(1.6448536 * s))
-    assert lo[0] == pytest.approx(10.0 * np.exp(-1.6448536 * s))
+    q = CALIBRATION["adept"].outside
+    assert hi[0] == pytest.approx(10.0 * np.exp(q * s))
+    assert lo[0] == pytest.approx(10.0 * np.exp(-q * s))
+
+
+def test_each_class_takes_its_multiplier() -> None:
+    q = CALIBRATION["adept"]
+    at = np.array([1.0, 4.0, 16.0, 64.0])
+    np.testing.assert_allclose(
+        multiplier(at, 2.0, 16.0, "adept", sizes=3),
+        [q.outside, q.inside_few, q.inside_few, q.outside],
+    )
+    np.testing.assert_allclose(
+        multiplier(at, 2.0, 16.0, "adept", sizes=6),
+        [q.outside, q.inside_many, q.inside_many, q.outside],
+    )
+    # Another level scales q by the ratio of normal quantiles; LM keeps the normal quantile.
+    assert multiplier(at, 2.0, 16.0, "adept", 0.5, 6)[1] == pytest.approx(
+        q.inside_many * 0.6744897501960817 / 1.6448536269514722
+    )
+    np.testing.assert_allclose(multiplier(at, 2.0, 16.0, "lm", sizes=6), 1.6448536269514722)
+
+
+def test_an_alternative_widens_the_spread_by_its_log_distance() -> None:
+    """Where another model speaks, the Downey curve's runtime is an alternative: D(n) is its
+    log distance from the prediction, added in quadrature."""
+    at, runtime, residual = np.array([64.0]), np.array([10.0]), np.array([0.02])
+    plain = spread(at, residual, 2.0, 16.0, "adept", 6, runtime)
+    wider = spread(at, residual, 2.0, 16.0, "adept", 6, runtime, np.array([[30.0]]))
+    assert wider[0] == pytest.approx(np.hypot(plain[0], np.log(3.0)))
 
 
 def test_distance_outside_is_zero_inside_and_log_outside() -> None:
@@ -47,27 +87,9 @@ def test_a_level_outside_0_1_is_refused() -> None:
         interval(np.array([1.0]), np.array([2.0]), np.array([0.0]), 1.0, 2.0, "lm", level=1.0)
 
 
-def test_an_unidentified_curve_spans_both_ends_of_its_valley() -> None:
-    """Amdahl data (every size before the knee): the instance that ends the line right after
-    the data and the one that continues it to the domain's end fit alike, so the interval
-    reaches both predictions, far apart at 4x the largest size."""
-    n = np.array([2.0, 4.0, 8.0, 16.0])
-    t = 100 * relative_runtime(n, 5000.0, 0.2)  # knee at 5000: the data end long before it
-    obs = predictor.prepare(n, t)
-    at = np.array([64])
-    shipped = predictor.predict_observations(obs, at)
-    near = predictor.predict_observations(obs, at, settings=predictor.SearchSettings(valley="near"))
-    assert not predictor.fit_observations(obs).identified
-    assert near.runtime[0] > 1.5 * shipped.runtime[0]
-    assert shipped.lower is not None
-    assert shipped.upper is not None
-    assert shipped.lower[0] <= shipped.runtime[0]
-    assert shipped.upper[0] >= near.runtime[0]
-
-
 def test_an_identified_curve_keeps_its_own_interval() -> None:
-    """Exact data well past the knee: the plausible instances are the fit itself, so the
-    interval is intervals.py's around it."""
+    """Exact data well past the knee, no other model speaking: the interval is intervals.py's
+    around the prediction."""
     n = np.array([4.0, 8.0, 16.0, 32.0, 64.0, 128.0])
     t = 100 * relative_runtime(n, 20.0, 0.5)
     obs = predictor.prepare(n, t)
@@ -77,39 +99,61 @@ def test_an_identified_curve_keeps_its_own_interval() -> None:
     assert p.residual is not None
     assert p.lower is not None
     assert p.upper is not None
-    lo, hi = interval(p.runtime, at.astype(float), p.residual, 4.0, 128.0, "adept")
+    lo, hi = interval(p.runtime, at.astype(float), p.residual, 4.0, 128.0, "adept", sizes=6)
     np.testing.assert_allclose(p.lower, lo, rtol=1e-12)
     np.testing.assert_allclose(p.upper, hi, rtol=1e-12)
 
 
 def test_three_sizes_add_the_misfit_term_their_residuals_cannot_show() -> None:
-    """A fit through as many sizes as parameters has zero residuals; its interval carries
-    the misfit term m (s = sqrt(a² + r² + (b·d)² + m²)), and with a fourth size it does not."""
-    spread = SPREAD["adept"]
-    at, runtime, residual = np.array([8.0]), np.array([10.0]), np.array([0.0])
-    _, hi3 = interval(runtime, at, residual, 2.0, 32.0, "adept", sizes=3)
-    _, hi4 = interval(runtime, at, residual, 2.0, 32.0, "adept", sizes=4)
-    assert hi3[0] == pytest.approx(10.0 * np.exp(1.6448536 * np.hypot(spread.floor, spread.misfit)))
-    assert hi4[0] == pytest.approx(10.0 * np.exp(1.6448536 * spread.floor))
-    assert spread.misfit > spread.floor
+    """A fit through as many sizes as parameters has zero residuals; its spread carries the
+    misfit term m (s = sqrt(a² + r² + (b·d)² + m²)), and with a fourth size it does not."""
+    constants = SPREAD["adept"]
+    at, residual = np.array([8.0]), np.array([0.0])
+    s3 = spread(at, residual, 2.0, 32.0, "adept", sizes=3)
+    s4 = spread(at, residual, 2.0, 32.0, "adept", sizes=4)
+    assert s3[0] == pytest.approx(np.hypot(constants.floor, constants.misfit))
+    assert s4[0] == pytest.approx(constants.floor)
+    assert constants.misfit > constants.floor
 
 
-def test_a_three_size_prediction_and_the_stored_curve_carry_the_same_misfit_term() -> None:
-    n = np.array([1.0, 4.0, 16.0])
-    t = 100 * relative_runtime(n, 40.0, 0.5)
-    p = predictor.predict_observations(predictor.prepare(n, t), [8])
-    assert p.upper is not None
-    # An exact Downey curve: residuals 0, the interval is the floor and the misfit term.
-    half = np.log(p.upper[0] / p.runtime[0])
-    spread = SPREAD["adept"]
-    assert half >= 1.6448536 * np.hypot(spread.floor, spread.misfit) * (1 - 1e-6)
-    # The time limit's interval (Curve.runtime_interval) is predict's: the limit and
-    # `predict` agree on how unsure a 3-size curve is.
-    curve = predictor.Curve.from_fit(predictor.fit(n, t))
-    _, upper = curve.runtime_interval([8])
-    assert np.log(upper[0] / curve.runtime([8])[0]) == pytest.approx(half, rel=1e-9)
-    # With a fourth size the residuals carry the misfit and the term is not added.
-    n4 = np.array([1.0, 4.0, 16.0, 32.0])
-    curve4 = predictor.Curve.from_fit(predictor.fit(n4, 100 * relative_runtime(n4, 40.0, 0.5)))
-    _, upper4 = curve4.runtime_interval([8])
-    assert np.log(upper4[0] / curve4.runtime([8])[0]) < 1.6448536 * spread.misfit
+def test_a_prediction_and_the_stored_curve_carry_the_same_interval() -> None:
+    """The time limit's interval (Curve.runtime_interval) is predict's: the limit and
+    `predict` agree on how unsure a curve is, with 3 sizes (misfit term, q_in for few sizes)
+    and with more."""
+    for n in (np.array([1.0, 4.0, 16.0]), np.array([1.0, 4.0, 16.0, 32.0])):
+        t = 100 * relative_runtime(n, 40.0, 0.5)
+        p = predictor.predict_observations(predictor.prepare(n, t), [8])
+        assert p.upper is not None
+        half = np.log(p.upper[0] / p.runtime[0])
+        q = CALIBRATION["adept"].inside_few if n.size == 3 else CALIBRATION["adept"].inside_many
+        few = SPREAD["adept"].misfit if n.size == 3 else 0.0
+        assert half >= q * np.hypot(SPREAD["adept"].floor, few) * (1 - 1e-6)
+        curve = predictor.Curve.from_fit(predictor.fit(n, t))
+        _, upper = curve.runtime_interval([8])
+        assert np.log(upper[0] / curve.runtime([8])[0]) == pytest.approx(half, rel=1e-6)
+
+
+def test_the_plausible_instances_widen_as_much_as_their_weight_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Amdahl data long before the knee: an unidentified fit whose plausible instances part
+    beyond the data. `predict` and the stored curve weigh their distance by
+    PLAUSIBLE_WEIGHT (chosen on the real curves): at 0 the spread is s(n) without them."""
+    n = np.array([2.0, 4.0, 8.0, 16.0])
+    t = 100 * relative_runtime(n, 5000.0, 0.2)
+    obs = predictor.prepare(n, t)
+    at = np.array([64])
+    curve = predictor.Curve.from_fit(predictor.fit_observations(obs))
+    assert not curve.identified
+    monkeypatch.setattr(intervals, "PLAUSIBLE_WEIGHT", 0.0)
+    p = predictor.predict_observations(obs, at)
+    assert p.spread is not None
+    assert p.residual is not None
+    base = spread(at.astype(float), p.residual, 2.0, 16.0, "adept", 4)
+    np.testing.assert_allclose(p.spread, base, rtol=1e-12)
+    narrow = curve.runtime_interval(at.astype(float))
+    monkeypatch.setattr(intervals, "PLAUSIBLE_WEIGHT", 1.0)
+    wide = predictor.predict_observations(obs, at)
+    assert wide.spread is not None
+    assert wide.spread[0] > 2 * p.spread[0]
+    assert curve.runtime_interval(at.astype(float))[1][0] > narrow[1][0]

@@ -21,6 +21,7 @@ from predictor.anomalies import AnomalySettings
 from predictor.envelope import Domain, derive_envelope
 from predictor.grids import clip, geomspace, linspace
 from predictor.objective import sum_leading, wssre, wssre_leading
+from predictor.shape import DOWNEY_ONLY
 
 RNG = np.random.default_rng(17)
 HERE = Path(__file__).resolve().parent
@@ -70,7 +71,9 @@ def test_fits_and_predictions_are_the_recorded_ones(name: str) -> None:
     )
     obs = predictor.prepare(d[:, 0], d[:, 1])
     keep = np.isin(d[:, 0], obs.n[: max(3, len(obs) // 2)])
-    runtime = predictor.predict(d[keep, 0], d[keep, 1], ref["at"], diagnosis=MAINS_ANALYSIS)
+    runtime = predictor.predict(
+        d[keep, 0], d[keep, 1], ref["at"], diagnosis=MAINS_ANALYSIS, shapes=DOWNEY_ONLY
+    )
     np.testing.assert_allclose(runtime, ref["runtime"], rtol=1e-9)
 
 
