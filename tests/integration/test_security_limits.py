@@ -10,7 +10,7 @@ AssocGrpNodeLimit:
 
 * the premise, the hole: root's NumNodes update (the daemon's, as an operator) lets such a
   job run, 4 nodes under the 2-node cap; the same update by the sizing user, a coordinator
-  (up.sh makes ``aasizer`` one of root), leaves it pending;
+  of the two accounts only (not of root: docs/admin/sizing-user.md), leaves it pending;
 * the daemon without a sizing user releases a moldable job of the account as submitted
   (reason limits_enforced), range untouched, and it pends;
 * the daemon with ``sizing_user = aasizer`` resizes the same job, and it still pends.
@@ -87,6 +87,8 @@ def enforcing(local_cluster: LocalCluster) -> Iterator[SlurmCLI]:
     slurm.run("sacctmgr", "-i", "add", "account", GROUP, "GrpTRES=node=2")
     slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={HOME}")
     slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={GROUP}")
+    sizer = slurm.cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    slurm.run("sacctmgr", "-i", "add", "coordinator", f"account={HOME},{GROUP}", f"names={sizer}")
     restart_slurmctld(local_cluster, slurm, ENFORCE)
     try:
         config = slurm.run("scontrol", "show", "config").stdout
