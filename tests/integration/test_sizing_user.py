@@ -17,12 +17,19 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob
+from plugin.appkey import AppKey
+from plugin.learning.importers import import_csv
+from plugin.learning.learner import refit_app
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore
+
+from .daemon_harness import DaemonProcess
+from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob, scratch_url
 
 pytestmark = pytest.mark.integration
 ACCOUNT, OTHER = "aasz", "aaszother"
@@ -175,3 +182,27 @@ def test_the_doctor_warns_of_a_coordinator_of_root_or_an_admin_level(
     assert check["status"] == "warn", check
     assert "AdminLevel operator" in check["detail"]
     assert "adminlevel=None" in check["fix"]
+
+
+def test_the_daemon_resizes_in_its_accounts_and_releases_the_rest_as_submitted(
+    slurm: SlurmCLI,
+    sizer: str,
+    submit_job: SubmitJob,
+    daemon_factory: Callable[..., DaemonProcess],
+) -> None:
+    """Slurm refuses the sizing user's resize of a job in an account it does not
+    coordinate; the daemon then releases that job as its user submitted it."""
+    store = CurveStore(connect(scratch_url()))
+    key = AppKey.parse("it-sz")
+    import_csv(store, PROJECT_ROOT / "tests/data/scaling/lan_thesis_npb_lu_W.csv", key)
+    assert refit_app(store, key).status == "written"
+    daemon = daemon_factory(config=f'sizing_user = "{sizer}"\n').start()
+    args = ("--nodes=1-8", "--time=60", "--begin=now+3600", "--comment=adaptalloc:v1 app=it-sz")
+    mine = submit_job(f"--account={ACCOUNT}", *args, wrap="true", as_user=slurm.test_user)
+    other = submit_job(f"--account={OTHER}", *args, wrap="true", as_user=slurm.test_user)
+    resized, refused = daemon.wait_decision(mine), daemon.wait_decision(other)
+    assert resized["action"] == "resize"
+    n = resized["nodes"]
+    assert slurm.show_job(mine)["NumNodes"] == f"{n}-{n}"
+    assert (refused["status"], refused["fail_open"]) == ("released", "slurm_error"), refused
+    assert slurm.show_job(other)["NumNodes"] == "1-8"
