@@ -15,8 +15,9 @@ slurmctld's ``scontrol show assoc_mgr``, cached per (user, account, partition) f
 the pin is also capped by the nodes the group has free (the limit less what its running
 jobs hold, read from the same output: ``node=3(2)``), so a job is not pinned to a size that
 pends while a smaller one could start; such an association is read again after
-``cluster_cache_s``, as its usage changes. A failed read leaves the association's limits unknown (the partition
-and QOS limits still apply) and is logged once until a read succeeds again.
+``cluster_cache_s``, as its usage changes. A failed read leaves the association's limits
+unknown (the partition and QOS limits still apply) and is logged once until a read succeeds
+again.
 
 Off the decision path: `ClusterPrefetch` (a thread of the daemon's) refreshes the nodes,
 the partitions, the QOS table and the cached associations once they are `REFRESH_AT` of

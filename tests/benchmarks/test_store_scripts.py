@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 import structlog
+from integration.slowlog import recording
 from rich.console import Console
 from rich.table import Table
 
@@ -36,8 +37,6 @@ from plugin.learning.importers import import_csv
 from plugin.log_setup import configure_logging
 from plugin.store import curves
 from plugin.store.curves import CurveStore, Retention
-
-from integration.slowlog import recording
 
 pytestmark = [pytest.mark.benchmark, pytest.mark.integration]
 

@@ -6,7 +6,9 @@ thief holding it would: a coordinator of one account, ``aasz`` (GrpTRES=node=2),
 unprivileged user is the testbed's. It may do in that account what the daemon needs and a
 coordinator may (resize, cancel), and nothing outside it: no limit of the account itself,
 no coordinator of root, no admin level (Slurm 22.05 with the CVE-2025-43904 fix refuses a
-coordinator's ``add user ... adminlevel=``), no job of another account. The premise: the same account made a coordinator of root lifts that limit.
+coordinator's ``add user ... adminlevel=``), no job of another account; the daemon releases
+a job there as submitted. The premise: made a coordinator of root, the same account lifts
+that limit.
 
 Everything added to accounting is removed at teardown (the database is shared by the suite).
 """

@@ -55,6 +55,12 @@ def orphans(client: Any) -> list[str]:
     return problems
 
 
+def apps_and_runs(client: Any) -> dict[str, list[str]]:
+    """Each indexed app's stored job ids."""
+    apps: list[str] = client.zrange(keys.APPS, 0, -1)
+    return {a: sorted(client.hkeys(keys.app_observations(AppKey.parse(a)))) for a in apps}
+
+
 def test_each_script_call_gets_a_bounded_number_of_rows(redis_client: Any, tmp_path: Path) -> None:
     store = CurveStore(redis_client, Retention(max_observations=500, max_age_s=None))
     rows = 5 * SCRIPT_ROWS + 17
@@ -108,7 +114,7 @@ def test_an_import_out_of_memory_midway_completes_on_retry(
     used = int(raw.info("memory")["used_memory"])
     raw.config_set("maxmemory-policy", "noeviction")
     raw.config_set("maxmemory", used + 2_000_000)  # about a third of the import
-    with pytest.raises(StoreError, match="(?i)oom|memory"):
+    with pytest.raises(StoreError, match=r"(?i)oom|memory"):
         import_csv(CurveStore(client, retention), path, APP)
     partial = sum(raw.hlen(k) for k in raw.scan_iter("adaptalloc:v2:app:{*}:obs"))
     assert 0 < partial < 20 * SCRIPT_ROWS  # it failed midway
@@ -116,12 +122,10 @@ def test_an_import_out_of_memory_midway_completes_on_retry(
     assert orphans(raw) == []
     again = import_csv(CurveStore(client, retention), path, APP)
     assert again.stats.added == 20 * SCRIPT_ROWS - partial
-    after = {a: sorted(raw.hkeys(keys.app_observations(AppKey.parse(a))))
-             for a in raw.zrange(keys.APPS, 0, -1)}  # fmt: skip
+    after = apps_and_runs(raw)
     raw.flushdb()
     import_csv(CurveStore(client, retention), path, APP)
-    clean = {a: sorted(raw.hkeys(keys.app_observations(AppKey.parse(a))))
-             for a in raw.zrange(keys.APPS, 0, -1)}  # fmt: skip
+    clean = apps_and_runs(raw)
     assert after == clean
     assert len(clean) == 40
     assert orphans(raw) == []
