@@ -354,9 +354,7 @@ def test_help_and_version(run_cli: RunCli) -> None:
     assert version.stdout.startswith("adaptalloc, version ")
 
 
-def test_extreme_runtimes_are_refused_with_one_line(
-    run_cli: RunCli, write_file: WriteFile
-) -> None:
+def test_extreme_runtimes_are_refused_with_one_line(run_cli: RunCli, write_file: WriteFile) -> None:
     # Runtimes near the float limits overflowed the fit into a nonsense curve (exit 0): the
     # CSV reader refuses them (plugin/formats/observations_csv.py MAX_RUNTIME_S).
     path = write_file("extreme.csv", "n,runtime\n1,1e308\n2,6e307\n4,4e307\n4,1.7e308\n4,1.7e308\n")
