@@ -330,14 +330,24 @@ def load_config(explicit: str | None = None, environ: Mapping[str, str] | None =
     return parse_config(read_toml_file(path, source), source)
 
 
+#: Largest TOML file read (this one, the policy file): both are a few kilobytes; a file
+#: like /dev/zero is refused after this many bytes, not read into memory whole.
+MAX_TOML_BYTES = 1024 * 1024
+
+
 def read_toml_file(path: str | Path, source: str) -> dict[str, Any]:
     """Read and parse one TOML file (this one and the policy file, plugin/policy_file.py).
 
-    Raises ConfigError with one line naming `source`: unreadable, not UTF-8, not TOML (with
-    line and column), nested too deeply or holding an integer too long to convert.
+    Raises ConfigError with one line naming `source`: unreadable, larger than
+    MAX_TOML_BYTES, not UTF-8, not TOML (with line and column), nested too deeply or
+    holding an integer too long to convert.
     """
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_TOML_BYTES + 1)
+        if len(raw) > MAX_TOML_BYTES:
+            raise ConfigError(f"{source}: larger than {MAX_TOML_BYTES:,} bytes; is it a TOML file?")
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read: {exc.strerror or type(exc).__name__}") from exc
     except UnicodeDecodeError as exc:

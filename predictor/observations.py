@@ -31,6 +31,10 @@ OUTLIER_Z = 3.5
 OUTLIER_MIN_REL = 0.10
 # The smallest normal double: below it runtimes lose precision (any unit is fine above it).
 MIN_RUNTIME = float(np.finfo(float).tiny)
+# The largest runtime: a runtime times MAX_NODES² (2^48) stays a finite double (near
+# 1e308 the fit overflowed into a silent nonsense curve). Any unit is fine below it; the
+# plugin's readers refuse absurd seconds long before (plugin/formats/observations_csv.py).
+MAX_RUNTIME = float(np.finfo(float).max) / 2.0**48
 # Distinct sizes ADEPT fits on: 32 sizes take ~0.1 s and ~60 MB (tests/unit/predictor/
 # test_bounded_work.py measures the bound); real curves have 3-12 (tests/data/scaling).
 MAX_SIZES = 32
@@ -101,6 +105,8 @@ def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
         raise ValueError("runtime must be positive")
     if np.any(tv < MIN_RUNTIME):
         raise ValueError(f"runtime must be at least {MIN_RUNTIME:g}")
+    if np.any(tv > MAX_RUNTIME):
+        raise ValueError(f"runtime must be at most {MAX_RUNTIME:.3g}")
     sizes = np.unique(nv)
     if sizes.size < 2:
         raise ValueError("need runs at two or more distinct sizes to fit a speedup curve")

@@ -29,7 +29,8 @@ ADAPTALLOC_WAIT_TIMEOUT (180 s per readiness wait), ADAPTALLOC_PORT_OFFSET (chos
 on first start: 0 unless the default ports are taken), ADAPTALLOC_SKIP_INSTALL=1,
 ADAPTALLOC_ACCOUNTING_ENFORCE (slurm.conf's AccountingStorageEnforce, e.g. limits,qos;
 default: not set; a running slurmctld must be restarted for a change to apply),
-ADAPTALLOC_SIZING_USER (aasizer: the daemon's sizing user, a coordinator of root).
+ADAPTALLOC_SIZING_USER (aasizer: the daemon's sizing user, a coordinator of the
+testbed's user account aausers only, ADAPTALLOC_SIZED_ACCOUNT in DIR/env).
 USAGE
 }
 
@@ -287,19 +288,36 @@ if ! id -u "$TEST_USER" >/dev/null 2>&1; then
         die "useradd $TEST_USER failed (up.sh needs root to create the test user)"
 fi
 
-# The daemon's sizing user (README, "Limits"): a plain account that coordinates every
-# account, so that Slurm checks the daemon's resizes like the user's own where it enforces
-# limits. Only the tests that enforce limits give it to a daemon.
+# The daemon's sizing user (docs/admin/sizing-user.md): a plain account that coordinates
+# only the accounts whose jobs it resizes, so that Slurm checks the daemon's resizes like the
+# user's own where it enforces limits. Here that is the testbed's user account aausers (root
+# has an association in it, for the benchmarks' jobs); tests that make accounts of their own
+# make it a coordinator of those too. Never a coordinator of root: that is every account,
+# and a coordinator may lift limits, add users and coordinators and cancel jobs in its
+# accounts. Only the tests that enforce limits give it to a daemon.
 SIZING_USER="${ADAPTALLOC_SIZING_USER:-aasizer}"
+SIZED_ACCOUNT=aausers
 if ! id -u "$SIZING_USER" >/dev/null 2>&1; then
     log "creating the sizing user '$SIZING_USER'"
     useradd --system --no-create-home --shell /usr/sbin/nologin "$SIZING_USER" ||
         die "useradd $SIZING_USER failed (up.sh needs root to create the sizing user)"
 fi
-if ! sacctmgr -n -P show user "$SIZING_USER" withcoord format=Coordinators | grep -qw root; then
-    sacctmgr -i add user "$SIZING_USER" account=root >>"$LOG_DIR/sacctmgr.log" 2>&1 || true
-    sacctmgr -i add coordinator account=root names="$SIZING_USER" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
-        die "sacctmgr could not make $SIZING_USER a coordinator of root; see $LOG_DIR/sacctmgr.log"
+if ! sacctmgr -n -P show account "$SIZED_ACCOUNT" format=Account | grep -qxF "$SIZED_ACCOUNT"; then
+    sacctmgr -i add account "$SIZED_ACCOUNT" "Description=the testbed's users" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
+        die "sacctmgr could not add the account $SIZED_ACCOUNT; see $LOG_DIR/sacctmgr.log"
+    sacctmgr -i add user root "account=$SIZED_ACCOUNT" >>"$LOG_DIR/sacctmgr.log" 2>&1 || true
+fi
+# A testbed made before the sizing user was narrowed: no longer a coordinator of root (first:
+# Slurm lists a coordinator of root as one of every account under it).
+coordinates() { sacctmgr -n -P show user "$SIZING_USER" withcoord format=Coordinators; }
+if [[ ",$(coordinates)," == *",root,"* ]]; then
+    sacctmgr -i delete coordinator account=root names="$SIZING_USER" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
+        die "sacctmgr could not end $SIZING_USER's coordination of root; see $LOG_DIR/sacctmgr.log"
+fi
+if [[ ",$(coordinates)," != *",$SIZED_ACCOUNT,"* ]]; then
+    sacctmgr -i add user "$SIZING_USER" "account=$SIZED_ACCOUNT" MaxSubmitJobs=0 >>"$LOG_DIR/sacctmgr.log" 2>&1 || true
+    sacctmgr -i add coordinator "account=$SIZED_ACCOUNT" names="$SIZING_USER" >>"$LOG_DIR/sacctmgr.log" 2>&1 ||
+        die "sacctmgr could not make $SIZING_USER a coordinator of $SIZED_ACCOUNT; see $LOG_DIR/sacctmgr.log"
 fi
 
 # --- 10. the adaptalloc config and the env file --------------------------------
@@ -338,6 +356,7 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export ADAPTALLOC_PORT_OFFSET=%s\n' "$(shq "$PORT_OFFSET")"
     printf 'export ADAPTALLOC_TEST_USER=%s\n' "$(shq "$TEST_USER")"
     printf 'export ADAPTALLOC_SIZING_USER=%s\n' "$(shq "$SIZING_USER")"
+    printf 'export ADAPTALLOC_SIZED_ACCOUNT=%s\n' "$(shq "$SIZED_ACCOUNT")"
 } >"$ENV_FILE.tmp"
 chmod 600 "$ENV_FILE.tmp"
 mv "$ENV_FILE.tmp" "$ENV_FILE"

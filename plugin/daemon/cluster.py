@@ -11,8 +11,13 @@ last QOS table read stays in use (none at first: the partition's limits alone).
 The job's association (user, account, partition) tightens them too: its effective per-job
 limits (MaxTRESPerJob node=, MaxWallDurationPerJob, parents' limits included) come from
 slurmctld's ``scontrol show assoc_mgr``, cached per (user, account, partition) for
-``partition_cache_s``. A failed read leaves the association's limits unknown (the partition
-and QOS limits still apply) and is logged once until a read succeeds again.
+``partition_cache_s``. Under a GrpTRES node= limit (the association's or its account's),
+the pin is also capped by the nodes the group has free (the limit less what its running
+jobs hold, read from the same output: ``node=3(2)``), so a job is not pinned to a size that
+pends while a smaller one could start; such an association is read again after
+``cluster_cache_s``, as its usage changes. A failed read leaves the association's limits
+unknown (the partition and QOS limits still apply) and is logged once until a read succeeds
+again.
 
 Off the decision path: `ClusterPrefetch` (a thread of the daemon's) refreshes the nodes,
 the partitions, the QOS table and the cached associations once they are `REFRESH_AT` of
@@ -65,6 +70,12 @@ ASSOC_CACHE_SIZE = 4096
 #: while the prefetch keeps up (it looks every quarter of cluster_cache_s).
 REFRESH_AT = 0.75
 AssocKey = tuple[str, str, str]
+
+
+def _startable(free: int | None) -> int | None:
+    """The most nodes worth pinning under a group limit with `free` nodes left: those,
+    or 1 when none is (every size then waits for the group's jobs; the fewest soonest)."""
+    return None if free is None else max(1, free)
 
 
 def first_partition(partition: str) -> str:
@@ -238,7 +249,12 @@ class ClusterView:
         key = (user, account, partition)
         now = self.clock()
         hit = self._assoc.get(key)
-        if hit is not None and now - hit[0] < self.partition_cache_s:
+        # An association under a group node limit is read again after cluster_cache_s: the
+        # nodes its running jobs hold change as they start and end (nodes_free_group).
+        fresh = self.partition_cache_s
+        if hit is not None and hit[1] is not None and hit[1].nodes_free_group is not None:
+            fresh = min(fresh, self.cache_s)
+        if hit is not None and now - hit[0] < fresh:
             return hit[1]
         if not (user and account):
             return None
@@ -298,6 +314,7 @@ class ClusterView:
                 qos.max_nodes_group if qos is not None else None,
                 assoc.max_nodes_per_job if assoc is not None else None,
                 assoc.max_nodes_group if assoc is not None else None,
+                _startable(assoc.nodes_free_group) if assoc is not None else None,
             ),
             max_time_min=tighter(
                 part.max_time_min if part is not None else None,

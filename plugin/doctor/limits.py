@@ -15,11 +15,12 @@ from plugin.slurm.writer import CliSlurm, SizingUser
 
 __all__ = ["ROOT_UNIT", "SIZER_SETUP", "enforced_limits"]
 
-#: How to make a sizing user (README, "Limits"); NAME is the account's name.
+#: How to make a sizing user (docs/admin/sizing-user.md); NAME is the account's name.
 SIZER_SETUP = (
     "useradd --system --no-create-home --shell /usr/sbin/nologin NAME; "
-    "sacctmgr -i add user NAME account=root; "
-    "sacctmgr -i add coordinator account=root names=NAME; "
+    "sacctmgr -i add user NAME account=ACCOUNT MaxSubmitJobs=0; "
+    "sacctmgr -i add coordinator account=ACCOUNT names=NAME "
+    "(ACCOUNT: the accounts whose jobs the daemon resizes, comma-separated; never root); "
     'then [daemon] sizing_user = "NAME" and restart the daemon'
 )
 #: How to run the daemon as root under the shipped unit (which runs it as SlurmUser).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from plugin.doctor import access, backend, install, limits, probe, services
+from plugin.doctor import access, backend, install, limits, probe, services, sizer_scope
 from plugin.doctor.check import FAIL, OK, Check
 from plugin.doctor.conf_files import SlurmConf, parse_slurm_conf, read_submit_conf
 from plugin.doctor.settings import DoctorSettings
@@ -86,6 +86,10 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
                 settings.config.daemon.sizing_user,
                 settings.config.daemon.resize_with_enforced_limits,
             ),
+        ),
+        _guarded(
+            sizer_scope.NAME,
+            lambda: sizer_scope.sizer_scope(slurm.run, settings.config.daemon.sizing_user),
         ),
         _guarded("clock_offset", lambda: probe.clock_offset(result, max_age)),
         _guarded("slurm_backend", lambda: backend.slurm_backend(settings.config, slurm)),

@@ -42,6 +42,7 @@ __all__ = [
     "COLUMNS",
     "DEFAULT_MAX_ROWS",
     "MAX_LINE_BYTES",
+    "MAX_RUNTIME_S",
     "MAX_SIZE",
     "OPTIONAL_COLUMNS",
     "RawObservations",
@@ -58,6 +59,9 @@ OPTIONAL_COLUMNS = ("size", "tasks", "tasks_per_node", "node_type")
 _NODE_TYPE = re.compile(r"[a-z0-9._-]{1,64}")
 #: Default row limit; the CLI's ``--max-rows`` changes it.
 DEFAULT_MAX_ROWS = 1_000_000
+#: Longest runtime accepted, in seconds (31,700 years, as SWF's largest field): a runtime
+#: near 1e308 overflowed the fit into a silent nonsense curve.
+MAX_RUNTIME_S = 1e12
 #: Longest physical line accepted, in bytes; no observation row comes close.
 MAX_LINE_BYTES = 1 << 20
 #: Largest size accepted: above any cluster, far below where floats lose whole numbers.
@@ -267,9 +271,10 @@ def _parse_row(fields: list[str], cols: tuple[int, int]) -> tuple[float, float]:
             problem = f"must be at most {MAX_SIZE:,}"
         raise _CellError(f"n {problem}, got {shown}")
     runtime = _parse_number(fields, cols[1], "runtime")
-    if runtime <= 0:
+    if runtime <= 0 or runtime > MAX_RUNTIME_S:
         shown = quote_value(fields[cols[1]].strip(), quotes=False)
-        raise _CellError(f"runtime must be positive, got {shown}")
+        problem = "be positive" if runtime <= 0 else f"be at most {MAX_RUNTIME_S:g} seconds"
+        raise _CellError(f"runtime must {problem}, got {shown}")
     return n, runtime
 
 

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
+from typing import TextIO
 
 from plugin.errors import InputError, printable
 from policies.simulation import TraceJob
@@ -77,6 +78,12 @@ MAX_SIZE = 10_000_000
 _HEADER_VALUE_LIMIT = 200
 #: Header comment lines kept as read (SwfTrace.comments).
 MAX_COMMENTS = 1000
+#: Longest line read, in characters: an SWF line is 18 numbers; a file without newlines
+#: (/dev/zero) is refused here instead of being pulled into memory whole.
+MAX_LINE_CHARS = 65_536
+#: Most lines read: the largest traces of the Parallel Workloads Archive have about a
+#: million jobs; an endless stream of job lines is refused here.
+MAX_LINES = 20_000_000
 
 
 class SwfError(InputError):
@@ -311,6 +318,23 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
     )
 
 
+def _bounded_lines(handle: TextIO, name: str) -> Iterator[str]:
+    """The lines of `handle`, each read with a length cap; SwfError at a line longer than
+    MAX_LINE_CHARS or past MAX_LINES lines."""
+    for lineno in range(1, MAX_LINES + 2):
+        line = handle.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if lineno > MAX_LINES:
+            raise SwfError(f"{name} has more than {MAX_LINES:,} lines; is it an SWF trace?")
+        if len(line) > MAX_LINE_CHARS:
+            raise SwfError(
+                f"{name} line {lineno}: longer than {MAX_LINE_CHARS:,} characters; "
+                "is it an SWF trace?"
+            )
+        yield line
+
+
 def read_swf(path: str | Path, procs_per_node: float | None = None) -> SwfTrace:
     """Read and parse an SWF file; SwfError (one line) when it cannot be read or has no job.
 
@@ -319,7 +343,7 @@ def read_swf(path: str | Path, procs_per_node: float | None = None) -> SwfTrace:
     name = printable(str(path))
     try:
         with open(path, encoding="utf-8", errors="replace", newline=None) as handle:
-            return parse_swf(handle, name, procs_per_node)
+            return parse_swf(_bounded_lines(handle, name), name, procs_per_node)
     except IsADirectoryError as exc:
         raise SwfError(f"cannot read {name}: it is a directory") from exc
     except OSError as exc:

@@ -199,12 +199,17 @@ def render_index(rows: list[FleetRow], generated: str = "") -> str:
     )
 
 
+#: The mode of every page written: the owner's alone.
+PAGE_MODE = 0o600
+
+
 def _write(path: Path, text: str) -> None:
-    """Write atomically: a reader never sees half a page. Mode 0644 (mkstemp makes 0600):
-    the pages are published, a web server must read them."""
+    """Write atomically: a reader never sees half a page. Mode PAGE_MODE whatever the
+    caller's umask: the pages name users' applications, sizes and decisions; an admin who
+    publishes them chooses who reads them (chmod, or a web server in the owner's group)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
     try:
-        os.fchmod(fd, 0o644)
+        os.fchmod(fd, PAGE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
         os.replace(tmp, path)
@@ -232,7 +237,7 @@ class SiteWriter:
         self.generated = generated
         self.link_index = link_index
         self.rows: list[FleetRow] = []
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one: the owner's
 
     def add(self, report: AppReport) -> Path:
         """Write one app's page; remember its index row."""

@@ -92,11 +92,19 @@ Runner = Callable[[Sequence[str], float], str]
 #: parsers read: a daemon started with ``SLURM_TIME_FORMAT=relative`` (or ``%s``) would
 #: otherwise read every SubmitTime as unknown, and its watchdog would never fire.
 PINNED_ENV = {"SLURM_TIME_FORMAT": "standard"}
+#: The only variables of the daemon's environment its Slurm commands get: where the client
+#: finds Slurm's configuration and programs, and the locale and time zone that
+#: `slurm_time` shares with sacct. Everything else stays behind: the Redis URL and
+#: password, other secrets, and the SQUEUE_FORMAT / SACCT_FORMAT / SLURM_* variables that
+#: would change what the parsers read (docs/admin/sizing-user.md).
+PASSED_ENV = ("PATH", "SLURM_CONF", "LANG", "TZ")
 
 
 def slurm_environ(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`env` (default: this process's) with `PINNED_ENV` applied, for Slurm's commands."""
-    out = dict(os.environ if env is None else env)
+    """The minimal environment of a Slurm command: `PASSED_ENV` taken from `env` (default:
+    this process's), where set, and `PINNED_ENV`."""
+    source = os.environ if env is None else env
+    out = {name: source[name] for name in PASSED_ENV if name in source}
     out.update(PINNED_ENV)
     return out
 

@@ -23,7 +23,8 @@ one of two ways only, else it releases jobs as submitted and Slurm applies every
 them as to any job (`judge`):
 
 * through a sizing user (``[daemon] sizing_user``): an account that coordinates the
-  accounts (``sacctmgr add coordinator account=root names=USER``) and is no operator. The
+  accounts whose jobs it resizes (``sacctmgr add coordinator account=A,B names=USER``,
+  never root: docs/admin/sizing-user.md) and is no operator. The
   daemon, as root, runs its resizes' ``scontrol`` as that account; a coordinator's update is
   not an operator's, so nothing is marked (seen on the testbed: the job above then pends
   with AssocGrpNodeLimit, the other with AssocMaxCpuPerJobLimit, as if its user had asked

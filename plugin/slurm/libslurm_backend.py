@@ -42,6 +42,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -54,7 +55,14 @@ from plugin.slurm.libslurm_jobs import RawJob, pending_record, user_name
 from plugin.slurm.records import JobRecord
 from plugin.slurm.writer import CliSlurm, JobUpdate, Resize
 
-__all__ = ["BINDING", "LibslurmSlurm", "binding_version", "import_binding", "probe_binding"]
+__all__ = [
+    "BINDING",
+    "LibslurmSlurm",
+    "binding_version",
+    "import_binding",
+    "probe_binding",
+    "probe_environ",
+]
 
 BINDING = "plugin.slurm._libslurm"
 #: How long the child process that tries the binding may take.
@@ -115,6 +123,13 @@ def binding_version(number: int) -> tuple[int, int]:
     return (number >> 16) & 0xFF, (number >> 8) & 0xFF
 
 
+def probe_environ() -> dict[str, str]:
+    """The probe's environment: a Slurm command's (`slurm_environ`: no secrets), and
+    PYTHONPATH naming the directory this copy of the ``plugin`` package is in, so that the
+    child imports the same code whatever the daemon's own PYTHONPATH was."""
+    return {**slurm_environ(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
 def probe_binding(timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int, int] | str:
     """Load the binding and call ``slurm_init`` in a child process: the (major, minor) it
     was built for, or why it cannot be used."""
@@ -126,7 +141,7 @@ def probe_binding(timeout_s: float = PROBE_TIMEOUT_S) -> tuple[int, int] | str:
             text=True,
             timeout=timeout_s,
             check=False,
-            env=slurm_environ(),
+            env=probe_environ(),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"the libslurm probe did not run: {printable(str(exc))[:200]}"

@@ -458,6 +458,17 @@ def tres_nodes(text: str) -> int | None:
     return None
 
 
+def tres_nodes_used(text: str) -> int:
+    """The node usage in a TRES list as ``scontrol show assoc_mgr`` prints it ("node=3(2)"
+    -> 2, "node=N(0)" -> 0); 0 when it prints none."""
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip() == "node" and "(" in value:
+            used = value.split("(", 1)[1].rstrip(")").strip()
+            return int(used) if used.isascii() and used.isdigit() else 0
+    return 0
+
+
 def tighter(*limits: int | None) -> int | None:
     """The smallest of the limits that are set (None: none is)."""
     found = [limit for limit in limits if limit is not None]
@@ -503,6 +514,7 @@ def _assoc_record(words: dict[str, str]) -> AssocRecord:
         max_nodes_per_job=tres_nodes(words.get("MaxTRESPJ", "")),
         max_wall_min=int(wall_text) if wall_text else None,
         max_nodes_group=tres_nodes(words.get("GrpTRES", "")),
+        nodes_in_use=tres_nodes_used(words.get("GrpTRES", "")),
     )
 
 
@@ -542,7 +554,9 @@ def pick_association(
     partition-less one (Slurm's lookup order); None when the user has none in the account.
     Its max_nodes_group is the tighter of its own GrpTRES node= and the account's (the
     account's own association, user ""), which its jobs share too; accounts above that
-    are not read.
+    are not read. Its nodes_free_group is the same with each limit less the nodes its
+    association's running jobs hold (at least 0): a job pinned to more than that pends
+    until the group's other jobs end, one pinned within it can start now.
     """
     mine = [r for r in records if r.user == user and r.account == account]
     exact = [r for r in mine if partition and r.partition == partition]
@@ -550,8 +564,18 @@ def pick_association(
     found = exact or general
     if not found:
         return None
-    shared = [r.max_nodes_group for r in records if r.account == account and not r.user]
-    return replace(found[0], max_nodes_group=tighter(found[0].max_nodes_group, *shared))
+    groups = [found[0], *(r for r in records if r.account == account and not r.user)]
+    return replace(
+        found[0],
+        max_nodes_group=tighter(*(r.max_nodes_group for r in groups)),
+        nodes_free_group=tighter(
+            *(
+                max(0, r.max_nodes_group - r.nodes_in_use)
+                for r in groups
+                if r.max_nodes_group is not None
+            )
+        ),
+    )
 
 
 def parse_slurm_version(text: str) -> tuple[int, int, int]:

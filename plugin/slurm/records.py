@@ -176,3 +176,8 @@ class AssocRecord:
     #: GrpTRES node=: the node count the association's running jobs share (its own, not
     #: inherited: `pick_association` adds the account's).
     max_nodes_group: int | None = None
+    #: Nodes its running jobs hold now (GrpTRES node=LIMIT(USED)); 0 when not printed.
+    nodes_in_use: int = 0
+    #: The nodes a job of it could start on now under its GrpTRES node= and the account's:
+    #: each limit less what is in use, the tightest (`pick_association`); None: no limit.
+    nodes_free_group: int | None = None

@@ -31,7 +31,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +66,17 @@ FORGET_TOMBSTONE_S = 24 * 3600
 MAX_CENSORED = 1000
 #: Apps or observations per pipeline round trip.
 PIPELINE_CHUNK = 500
+#: Most rows one script call receives: observations (claim_jobs.lua, add_observations.lua)
+#: or job ids to release (index_app.lua). Redis runs a script to its end while every other
+#: client waits, so a call's cost must not grow with the input: a 300,000-row import as one
+#: call per step blocked Redis for 9.2 s (SLOWLOG), and the daemon's reads timed out. In a
+#: 100,000-row import on the testbed (tests/benchmarks/test_store_scripts.py) the slowest
+#: call took 17 ms at 1,000 rows per call, 41 ms at 4,000 and 3.0 s unbounded, while the
+#: scripts' total stayed about 1 s from 250 rows per call up.
+SCRIPT_ROWS = 1000
+#: The keys of claim_jobs.lua and index_app.lua (all in the global slot).
+CLAIM_KEYS = (keys.JOBS, keys.APPS)
+INDEX_KEYS = (keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS)
 #: Job ids are Slurm's numbers or synthetic ids such as ``csv-<hex>``.
 _JOB_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789._-")
 #: What decoding a corrupt stored document can raise (garbage JSON, a list where an object
@@ -372,31 +383,35 @@ class CurveStore:
 
     @guarded
     def add_batch(self, groups: Mapping[AppKey, Sequence[Observation]]) -> AddResult:
-        """Add observations of many apps, pipelined, in three steps per app, each atomic:
-        claim the job ids in the global job index (claim_jobs.lua), write the app's keys
-        (add_observations.lua), update the global indexes (index_app.lua). The scripts'
-        headers say why a crash between the steps loses nothing."""
+        """Add observations of many apps in three steps per app, each atomic: claim the job
+        ids in the global job index and put the app in the app index (claim_jobs.lua),
+        write the app's keys (add_observations.lua), update the global indexes
+        (index_app.lua). The scripts' headers say why a crash between the steps loses
+        nothing and leaves no key outside the indexes.
+
+        The input goes in chunks of at most SCRIPT_ROWS observations (an app with more is
+        split over chunks, in order), each its own claim, writes and index, so no script
+        call grows with the input; a failure midway leaves the chunks before it stored and
+        indexed, and adding the same observations again completes the rest (job ids count
+        once)."""
         now = self.clock()
         total = AddResult()
-        items = [(app, obs) for app, obs in groups.items() if obs]
-        for start in range(0, len(items), PIPELINE_CHUNK):
-            total = total + self._add_chunk(items[start : start + PIPELINE_CHUNK], now)
+        kept = [(app, self._kept(app, obs, now)) for app, obs in groups.items() if obs]
+        for chunk in _row_chunks(kept, SCRIPT_ROWS, PIPELINE_CHUNK):
+            total = total + self._add_chunk(chunk, now)
         return total
 
     def _add_chunk(
-        self, items: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
+        self, kept: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
     ) -> AddResult:
-        kept = [(app, self._kept(app, obs, now)) for app, obs in items]
         groups: list[str | int] = []
         for app, obs in kept:
-            if obs:
-                groups.extend((str(app), len(obs), *(o.job_id for o in obs)))
-        claims = self._claim(keys=[keys.JOBS], args=groups) if groups else []
-        owned = iter(claims)
+            groups.extend((str(app), len(obs), *(o.job_id for o in obs)))
+        claims = scripts.run(self.client, [scripts.Call(self._claim, CLAIM_KEYS, groups)])[0]
         ours: list[tuple[AppKey, list[Observation]]] = []
         elsewhere = 0
-        for app, obs in kept:
-            mine = set(next(owned)) if obs else set()
+        for (app, obs), owned in zip(kept, claims, strict=True):
+            mine = set(owned)
             ours.append((app, [o for o in obs if str(o.job_id) in mine]))
             elsewhere += len(obs) - len(ours[-1][1])
         replies = self._write_apps(ours, now)
@@ -409,7 +424,9 @@ class CurveStore:
     def _write_apps(
         self, items: Sequence[tuple[AppKey, Sequence[Observation]]], now: float
     ) -> list[list[Any]]:
-        """Steps 2 and 3 of add_batch (also all of age_out); add_observations.lua's replies."""
+        """Steps 2 and 3 of add_batch (also all of age_out); add_observations.lua's replies.
+        The index's groups go in calls of at most SCRIPT_ROWS released ids (an app's list
+        split over several groups: the script is idempotent per group)."""
         calls = []
         for app, obs in items:
             argv: list[str | int | float] = [
@@ -423,12 +440,24 @@ class CurveStore:
             ]  # fmt: skip
             calls.append(scripts.Call(self._add, app_keys, argv))
         replies = scripts.run(self.client, calls)
+        index_calls: list[scripts.Call] = []
         groups: list[str | int] = [repr(now)]
+        rows = 0
         for (app, _), reply in zip(items, replies, strict=True):
             version, needs_refit, latest, *released = reply[3:]
-            groups.extend((str(app), version, needs_refit, latest, len(released), *released))
-        if len(groups) > 1:  # one call for the chunk: all in the global slot
-            self._index(keys=[keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS], args=groups)
+            start = 0
+            while True:
+                part = released[start : start + SCRIPT_ROWS - rows]
+                groups.extend((str(app), version, needs_refit, latest, len(part), *part))
+                rows, start = rows + len(part), start + len(part)
+                if rows >= SCRIPT_ROWS:  # full: this call goes, the rest in the next
+                    index_calls.append(scripts.Call(self._index, INDEX_KEYS, groups))
+                    groups, rows = [repr(now)], 0
+                if start >= len(released):
+                    break
+        if len(groups) > 1:
+            index_calls.append(scripts.Call(self._index, INDEX_KEYS, groups))
+        scripts.run(self.client, index_calls)  # all in the global slot
         return replies
 
     @guarded
@@ -963,3 +992,25 @@ def _parse_apps(members: Iterable[str]) -> list[AppKey]:
         except AppKeyError:
             log.error("index_member_invalid", member=printable(member)[:80])
     return out
+
+
+def _row_chunks(
+    items: Sequence[tuple[AppKey, Sequence[Observation]]], rows: int, apps: int
+) -> Iterator[list[tuple[AppKey, Sequence[Observation]]]]:
+    """`items` in order, cut into chunks of at most `rows` observations and `apps` apps; an
+    app whose observations do not fit in what is left of a chunk continues in the next
+    (each app at most once per chunk)."""
+    chunk: list[tuple[AppKey, Sequence[Observation]]] = []
+    room = rows
+    for app, obs in items:
+        start = 0
+        while start < len(obs):
+            if room == 0 or len(chunk) == apps:
+                yield chunk
+                chunk, room = [], rows
+            part = obs[start : start + room]
+            chunk.append((app, part))
+            room -= len(part)
+            start += len(part)
+    if chunk:
+        yield chunk

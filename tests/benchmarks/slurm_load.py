@@ -38,11 +38,19 @@ SBATCH_TIMEOUT_S = 60
 class Submitter:
     """sbatch as an argument list; remembers each job's id and when sbatch returned."""
 
-    def __init__(self, workdir: Path, name: str = "bench-daemon", stay: bool = False) -> None:
-        """`stay`: each job begins an hour ahead, so it stays pending once released."""
+    def __init__(
+        self,
+        workdir: Path,
+        name: str = "bench-daemon",
+        stay: bool = False,
+        account: str | None = None,
+    ) -> None:
+        """`stay`: each job begins an hour ahead, so it stays pending once released.
+        `account`: charge the jobs to it (default: the submitter's default account)."""
         self.workdir = workdir
         self.name = name
         self.stay = stay
+        self.account = account
         self.done: dict[int, float] = {}
         #: Seconds each sbatch call took (slurmctld's accept, job_submit.lua's hold included).
         self.took: dict[int, float] = {}
@@ -76,6 +84,7 @@ class Submitter:
                 "--comment=adaptalloc:v1 app=bench-lu",
                 f"--time={USER_LIMIT_MIN}",
                 *(["--begin=now+3600"] if self.stay else []),
+                *([f"--account={self.account}"] if self.account else []),
                 "--output=/dev/null",
                 f"--chdir={self.workdir}",
                 "--wrap",

@@ -84,7 +84,8 @@ WRITERS = tuple(
         "cli,cli-sizer,libslurm-writes,libslurm" if FULL else "libslurm",
     ).split(",")
 )
-#: The ``scontrol`` writer with ``[daemon] sizing_user`` (up.sh makes the testbed's).
+#: The ``scontrol`` writer with ``[daemon] sizing_user`` (up.sh makes the testbed's; the
+#: jobs of its row go to the account it coordinates, ADAPTALLOC_SIZED_ACCOUNT).
 SIZER = "cli-sizer"
 RELEASE_LINE = re.compile(r"_release_job_rec: release hold on JobId=(\d+) ")
 
@@ -148,6 +149,8 @@ def test_release_latency(
     writer = "cli" if backend == SIZER else backend
     sizer = local_cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
     sizing = f'sizing_user = "{sizer}"\n' if backend == SIZER else ""
+    # The sizing user coordinates the testbed's user account only (up.sh): its jobs go there.
+    account = local_cluster.env.get("ADAPTALLOC_SIZED_ACCOUNT") if backend == SIZER else None
     daemon = daemon_factory(
         config=f'max_hold_s = 600.0\n{sizing}[slurm]\nbackend = "{writer}"\n',
         args=("--redis-url", url),
@@ -156,7 +159,7 @@ def test_release_latency(
     # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
     stop_testbed_daemon(local_cluster)
     assert not daemon.heartbeat.exists(), "a heartbeat without a daemon: jobs would be held"
-    baseline = Submitter(tmp_path, "bench-base", stay=JOBS == "stay")
+    baseline = Submitter(tmp_path, "bench-base", stay=JOBS == "stay", account=account)
     try:
         slurm_accept = baseline.burst(BURST)
     finally:
@@ -170,7 +173,7 @@ def test_release_latency(
     all_jobs: set[int] = set()
     try:
         # --- light: LIGHT_RATE_PER_S for LIGHT_S seconds -------------------------------------
-        light = Submitter(tmp_path, stay=JOBS == "stay")
+        light = Submitter(tmp_path, stay=JOBS == "stay", account=account)
         light_rate = light.steady(LIGHT_RATE_PER_S, LIGHT_S)
         light_jobs = set(light.done)
         all_jobs |= light_jobs
@@ -179,7 +182,7 @@ def test_release_latency(
         light_seen = np.array([e["released_at"] - light.done[j] for j, e in events.items()])
 
         # --- steady: RATE_PER_S for STEADY_S seconds ---------------------------------------
-        steady = Submitter(tmp_path, stay=JOBS == "stay")
+        steady = Submitter(tmp_path, stay=JOBS == "stay", account=account)
         reset_rpc_stats()
         cpu_before = cpu_s(daemon.pid)
         achieved = steady.steady(RATE_PER_S, STEADY_S)
@@ -194,7 +197,7 @@ def test_release_latency(
         steady_rss = rss_kib(daemon.pid)
 
         # --- burst: BURST submissions from SUBMITTERS threads at once ------------------------
-        burst = Submitter(tmp_path, stay=JOBS == "stay")
+        burst = Submitter(tmp_path, stay=JOBS == "stay", account=account)
         accepted = burst.burst(BURST)
         burst_jobs = set(burst.done)
         all_jobs |= burst_jobs

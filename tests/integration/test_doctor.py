@@ -123,6 +123,7 @@ EVERY_CHECK = (
     "heartbeat",
     "daemon_privileges",
     "enforced_limits",
+    "sizing_user_scope",
     "clock_offset",
     "slurm_backend",
     "accounting_answers",

@@ -10,7 +10,7 @@ AssocGrpNodeLimit:
 
 * the premise, the hole: root's NumNodes update (the daemon's, as an operator) lets such a
   job run, 4 nodes under the 2-node cap; the same update by the sizing user, a coordinator
-  (up.sh makes ``aasizer`` one of root), leaves it pending;
+  of the two accounts only (not of root: docs/admin/sizing-user.md), leaves it pending;
 * the daemon without a sizing user releases a moldable job of the account as submitted
   (reason limits_enforced), range untouched, and it pends;
 * the daemon with ``sizing_user = aasizer`` resizes the same job, and it still pends.
@@ -87,6 +87,8 @@ def enforcing(local_cluster: LocalCluster) -> Iterator[SlurmCLI]:
     slurm.run("sacctmgr", "-i", "add", "account", GROUP, "GrpTRES=node=2")
     slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={HOME}")
     slurm.run("sacctmgr", "-i", "add", "user", slurm.test_user, f"account={GROUP}")
+    sizer = slurm.cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    slurm.run("sacctmgr", "-i", "add", "coordinator", f"account={HOME},{GROUP}", f"names={sizer}")
     restart_slurmctld(local_cluster, slurm, ENFORCE)
     try:
         config = slurm.run("scontrol", "show", "config").stdout
@@ -270,3 +272,34 @@ def test_a_group_node_limit_caps_the_size_as_slurm_caps_a_range(
     assert 1 <= decision["nodes"] <= 2
     n = decision["nodes"]
     assert slurm.show_job(capped)["NumNodes"] == f"{n}-{n}"
+
+
+def test_a_pin_leaves_out_the_nodes_the_group_already_uses(
+    enforcing: SlurmCLI, submit_job: SubmitJob, daemon_factory: Factory, curve: str
+) -> None:
+    """GrpTRES node=3 with a 2-node job running: 1 node is free. Pinned to 3 (the group's
+    limit) the job would pend until that job ends; the daemon pins 1, and it starts."""
+    slurm = enforcing
+    sizer = slurm.cluster.env.get("ADAPTALLOC_SIZING_USER", "aasizer")
+    slurm.run("sacctmgr", "-i", "modify", "account", GROUP, "set", "GrpTRES=node=3")
+    try:
+        fill_the_group(slurm, submit_job)  # 2 of the 3 nodes
+
+        def seen() -> bool:
+            text = slurm.run("scontrol", "show", "assoc_mgr", f"accounts={GROUP}",
+                             "flags=assoc").stdout  # fmt: skip
+            return "node=3(2)" in text
+
+        slurm.wait_for("slurmctld to hold the new limit and its usage", seen, 60)
+        daemon = daemon_factory(config=f'sizing_user = "{sizer}"\n').start()
+        job = submit_job(
+            f"--account={GROUP}", "--nodes=1-8", "--exclusive", "--time=60", curve,
+            wrap="sleep 600", as_user=slurm.test_user,
+        )  # fmt: skip
+        decision = daemon.wait_decision(job)
+        assert (decision["action"], decision["nodes"]) == ("resize", 1), decision
+        assert slurm.show_job(job)["NumNodes"] == "1-1"
+        slurm.wait_job_state(job, {"RUNNING"})
+    finally:
+        slurm.run("scancel", f"--account={GROUP}", check=False)
+        slurm.run("sacctmgr", "-i", "modify", "account", GROUP, "set", "GrpTRES=node=2")

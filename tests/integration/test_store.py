@@ -26,7 +26,7 @@ from plugin.config import RedisConfig
 from plugin.learning.learner import refit_app
 from plugin.store import keys
 from plugin.store.connection import StoreError, StoreUnavailable, connect
-from plugin.store.curves import CurveStore, Observation, Retention
+from plugin.store.curves import CLAIM_KEYS, CurveStore, Observation, Retention
 from plugin.store.decisions import DecisionRecord
 
 from .testbed import PROJECT_ROOT, PrivateRedis, adaptalloc, scratch_url
@@ -678,7 +678,7 @@ def test_a_crash_after_the_claim_loses_no_run(store: CurveStore) -> None:
     """Job ids claimed in the job index (step 1) but never written (a crash): the learner's
     next read of the same jobs writes them, as the app owns them already."""
     first = runs(LULESH, 100)
-    store._claim(keys=[keys.JOBS], args=[str(LULESH), len(first), *(o.job_id for o in first)])
+    store._claim(keys=CLAIM_KEYS, args=[str(LULESH), len(first), *(o.job_id for o in first)])
     assert store.observations(LULESH) == []
     assert store.add_observations(LULESH, first) == len(first)
     assert store.add_observations(AppKey("other"), runs(AppKey("other"), 100)) == 0  # once
@@ -692,7 +692,7 @@ def test_a_crash_before_the_index_is_healed_by_the_next_read(
     """The app's keys written (step 2) but not the global indexes (a crash): the next add of
     the app, even of runs it has already, indexes it and marks it dirty."""
     first = runs(LULESH, 100)
-    store._claim(keys=[keys.JOBS], args=[str(LULESH), len(first), *(o.job_id for o in first)])
+    store._claim(keys=CLAIM_KEYS, args=[str(LULESH), len(first), *(o.job_id for o in first)])
     argv: list[Any] = [repr(NOW), 50, "-inf"]
     for o in first:
         argv.extend((o.job_id, repr(o.end_time), o.to_json()))
@@ -701,7 +701,9 @@ def test_a_crash_before_the_index_is_healed_by_the_next_read(
         keys.app_forgotten(LULESH), keys.app_curve(LULESH),
     ]  # fmt: skip
     assert store._add(keys=app_keys, args=argv)[0] == len(first)
-    assert store.apps() == []
+    # Listed since the claim (claim_jobs.lua), so no key is outside the index meanwhile.
+    assert [(s.app, s.last_run) for s in store.apps()] == [(LULESH, None)]
+    assert store.check(LULESH) == []
     assert store.dirty_apps() == []
     assert store.add_observations(LULESH, first) == 0
     assert [s.app for s in store.apps()] == [LULESH]

@@ -10,7 +10,14 @@
 -- them then. Ids the app claimed but does not keep (ended before it was forgotten, aged
 -- out, trimmed) are released by index_app.lua.
 --
+-- An app that owns an id here is put in the app index (score 0 if it was not there) before
+-- any of its keys is written, so a crash after step 2 leaves no key outside the index: the
+-- app is listed, aged out and forgotten like any other, and the next call for it (age_out
+-- visits every indexed app) completes its entry, or removes it when step 2 wrote nothing
+-- (index_app.lua).
+--
 -- KEYS[1]  adaptalloc:v2:{global}:jobs  hash  job id -> app that counted it
+-- KEYS[2]  adaptalloc:v2:{global}:apps  zset  app -> end time of its latest run
 -- ARGV[1], ...  groups, one per app: the app key (string form), n, then n job ids (one call for
 --          many apps: the client's cost is per command)
 -- Returns, per group, the job ids (of its ARGV) the app owns: claimed now or by itself before.
@@ -26,6 +33,9 @@ while i <= #ARGV do
     if redis.call('HSETNX', KEYS[1], ARGV[k], app) == 1 or redis.call('HGET', KEYS[1], ARGV[k]) == app then
       ours[#ours + 1] = ARGV[k]
     end
+  end
+  if #ours > 0 then
+    redis.call('ZADD', KEYS[2], 'NX', 0, app)
   end
   out[#out + 1] = ours
   i = i + 2 + n

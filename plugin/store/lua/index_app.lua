@@ -13,6 +13,8 @@
 --          a refit (its curve is older than its observations); the end time of its newest
 --          run ('' when it has none); n; then n job ids to release from the job index (only
 --          where they name this app)
+-- An app put in the app index by claim_jobs.lua whose keys hold nothing (obs_version 0, no
+-- run: step 2 never ran, or wrote nothing) leaves the index again: the app is as it was.
 -- Returns the number of job ids released.
 
 local now, released, i = ARGV[1], 0, 2
@@ -40,6 +42,8 @@ while i <= #ARGV do
   end
   if latest ~= '' then
     redis.call('ZADD', KEYS[1], latest, app)
+  elseif version == 0 and tonumber(redis.call('ZSCORE', KEYS[1], app) or '-1') == 0 then
+    redis.call('ZREM', KEYS[1], app)  -- only claim_jobs.lua's placeholder (score 0)
   end
   for k = i + 5, i + 4 + n do
     if redis.call('HGET', KEYS[4], ARGV[k]) == app then

@@ -129,6 +129,10 @@ def test_max_rows_must_be_positive() -> None:
         (b"n,runtime\n1e12,0.5\n", "OBS.csv line 2: n must be at most 1,000,000,000, got 1e12"),
         (b"n,runtime\n2,0.5\n4,0.3\n8,-3\n", "OBS.csv line 4: runtime must be positive, got -3"),
         (b"n,runtime\n2,0\n", "OBS.csv line 2: runtime must be positive, got 0"),
+        (
+            b"n,runtime\n1,1e307\n2,6e306\n",
+            "OBS.csv line 2: runtime must be at most 1e+12 seconds, got 1e307",
+        ),
         (b"n,runtime\n2,nan\n", "OBS.csv line 2: runtime must be a finite number, got 'nan'"),
         (b"n,runtime\n2,NaN\n", "OBS.csv line 2: runtime must be a finite number, got 'NaN'"),
         (b"n,runtime\n2,inf\n", "OBS.csv line 2: runtime must be a finite number, got 'inf'"),

@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import hashlib
 import io
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -211,8 +212,22 @@ def test_site_writer_writes_pages_and_index(tmp_path: Path, hostile: AppReport) 
     assert sorted(p.name for p in (tmp_path / "site").iterdir()) == sorted(
         [page.name, "index.html"]
     )  # no temporary files left
-    # Pages are for a web server: world-readable, not mkstemp's 0600.
-    assert {p.stat().st_mode & 0o777 for p in (page, index)} == {0o644}
+    # The owner's alone (they name users' applications and decisions), whatever the umask.
+    assert {p.stat().st_mode & 0o777 for p in (page, index)} == {0o600}
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_pages_are_the_owners_alone_whatever_the_umask(
+    tmp_path: Path, hostile: AppReport, umask: int
+) -> None:
+    before = os.umask(umask)
+    try:
+        site = SiteWriter(tmp_path / "site")
+        page, index = site.add(hostile), site.finish()
+    finally:
+        os.umask(before)
+    assert {p.stat().st_mode & 0o777 for p in (page, index)} == {0o600}
+    assert (tmp_path / "site").stat().st_mode & 0o077 == 0
 
 
 # --- terminal ---------------------------------------------------------------------------

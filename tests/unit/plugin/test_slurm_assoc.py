@@ -158,9 +158,26 @@ ClusterName=adaptalloc Account=aagrp UserName=aatest(1001) Partition= Priority=0
 def test_a_group_node_limit_is_the_accounts_and_caps_the_users_jobs() -> None:
     records = parse_assoc_mgr(GROUP_CAPPED)
     assert [r.max_nodes_group for r in records] == [2, None]  # "node=2(2)" and "node=N(2)"
+    assert [r.nodes_in_use for r in records] == [2, 2]
     assert pick_association(records, "aatest", "aagrp", "debug") == AssocRecord(
-        "aagrp", "aatest", "", None, None, max_nodes_group=2
+        "aagrp", "aatest", "", None, None, max_nodes_group=2, nodes_in_use=2, nodes_free_group=0
     )
+
+
+def test_the_nodes_a_group_has_free_are_its_limit_less_its_running_jobs() -> None:
+    """GrpTRES node=3 with 2 in use: a job of the group can start on 1 node now."""
+    text = GROUP_CAPPED.replace("node=2(2)", "node=3(2)")
+    found = pick_association(parse_assoc_mgr(text), "aatest", "aagrp", "debug")
+    assert found is not None
+    assert (found.max_nodes_group, found.nodes_free_group) == (3, 1)
+    own = text.replace("node=N(2),billing", "node=5(2),billing")  # the user's own limit
+    found = pick_association(parse_assoc_mgr(own), "aatest", "aagrp", "debug")
+    assert found is not None
+    assert (found.max_nodes_group, found.nodes_free_group) == (3, 1)
+    unlimited = GROUP_CAPPED.replace("node=2(2)", "node=N(2)")
+    found = pick_association(parse_assoc_mgr(unlimited), "aatest", "aagrp", "debug")
+    assert found is not None
+    assert (found.max_nodes_group, found.nodes_free_group) == (None, None)
 
 
 def test_no_association_reads_as_none() -> None:
@@ -249,6 +266,8 @@ def job(user: str = "aatest", account: str = "aachild") -> JobRecord:
         (None, False, 6, 120),  # no association
         (AssocRecord("aachild", "aatest", "", 2, 30), True, 6, 120),  # read failed: fail-open
         (AssocRecord("aagrp", "aatest", "", None, None, 3), False, 3, 120),  # a group cap
+        (AssocRecord("aagrp", "aatest", "", None, None, 3, 2, 1), False, 1, 120),  # 2 in use
+        (AssocRecord("aagrp", "aatest", "", None, None, 3, 3, 0), False, 1, 120),  # full
     ],
 )
 def test_the_policy_gets_the_tighter_limits(
@@ -270,6 +289,20 @@ def test_associations_are_cached_per_user_account_partition() -> None:
     now[0] = 61.0
     view.state(job(), Counter())
     assert slurm.calls == 3
+
+
+def test_an_association_under_a_group_limit_is_read_again_after_the_cluster_cache() -> None:
+    """Its usage changes as jobs start and end: cluster_cache_s, not partition_cache_s."""
+    now = [0.0]
+    slurm = Slurm(AssocRecord("aagrp", "aatest", "", None, None, 3, 2, 1))
+    view = ClusterView(slurm, cache_s=2.0, partition_cache_s=60.0, clock=lambda: now[0])
+    view.state(job(), Counter())
+    now[0] = 1.0
+    view.state(job(), Counter())
+    assert slurm.calls == 1
+    now[0] = 3.0
+    view.state(job(), Counter())
+    assert slurm.calls == 2
 
 
 def test_a_failing_read_is_logged_once() -> None:

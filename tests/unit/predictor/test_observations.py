@@ -20,6 +20,7 @@ from predictor.observations import prepare
         ([1, 2], [1.0, 0.0], "positive"),
         ([1, 2], [1.0, -3.0], "positive"),
         ([1, 2], [1.0, np.nan], "NaN or infinite"),
+        ([1, 2, 4], [1e307, 6e306, 3e306], "at most 6.39e\\+293"),  # overflowed the fit
         ([1, np.inf], [1.0, 2.0], "NaN or infinite"),
         ([4, 4, 4], [1.0, 1.1, 0.9], "two or more distinct sizes"),
         ([[1, 2]], [[1.0, 2.0]], "one-dimensional"),
