@@ -95,6 +95,9 @@ class Outcome:
     tasks_per_node: int | None = None
     scaling: str | None = None
     placement: dict[str, Any] | None = None
+    #: The job's maximum time limit where it will run (partition MaxTime, QOS and
+    #: association MaxWall), when a limit is set: the kill guard never raises past it.
+    max_time_min: int | None = None
 
     @property
     def job_id(self) -> int:
@@ -109,13 +112,19 @@ class Outcome:
         return self.resize.time_limit_min if self.resize is not None else None
 
 
-def with_safety(limit_min: int, user_limit_min: int | None, safety: float) -> int:
-    """``min(user limit, ceil(limit * safety))``: the app's kill-guard safety (grown each time
-    the guard had to raise one of its limits, plugin/daemon/guard.py) applied to a limit the
-    policy shortened; a limit not shorter than the user's is left as it is."""
+def with_safety(
+    limit_min: int, user_limit_min: int | None, safety: float, maximum_min: int | None = None
+) -> int:
+    """``min(user limit, ceil(limit * safety), maximum)``: the app's kill-guard safety (grown
+    each time the guard had to raise one of its limits, plugin/daemon/guard.py) applied to a
+    limit the policy shortened; a limit not shorter than the user's is left as it is. The
+    job's maximum (partition MaxTime, QOS and association MaxWall) applies last: a limit past
+    it would let the job run longer than Slurm allows (as root) or never start (as the
+    sizing user)."""
     if user_limit_min is None or limit_min >= user_limit_min or safety <= 1.0:
         return limit_min
-    return min(user_limit_min, math.ceil(limit_min * safety))
+    grown = min(user_limit_min, math.ceil(limit_min * safety))
+    return grown if maximum_min is None else min(grown, maximum_min)
 
 
 def _range(job: JobRecord) -> tuple[int | None, int | None]:
@@ -316,7 +325,10 @@ class Decider:
         self._core_counts: Callable[[], frozenset[int] | None] | None = None
         #: Release every job as submitted: Slurm enforces limits that a resize would lift
         #: (plugin/slurm/enforcement.py); the loop sets it from Slurm's configuration.
-        self.limits_enforced = False
+        self.resize_refused = False
+        #: Slurm enforces (or may enforce: unknown counts) association and QOS limits, so no
+        #: limit is shortened (policies/time_limit.py); the loop sets it with the above.
+        self.limits_enforced = True
         #: `app_key`'s memo: (rule, {what the rule reads of a job: its key}).
         self._keys: tuple[AppKeyRule, dict[tuple[Any, ...], AppKey]] = (rule, {})
 
@@ -340,12 +352,21 @@ class Decider:
         """
         self._where = (queue, cpus, known_partitions)
         self._core_counts = core_counts
-        self._cluster = cluster
+        self._cluster = self._enforcing(cluster)
         try:
-            return self._decide(job, cluster)
+            return self._decide(job, self._cluster)
         except Exception as exc:  # the decision path must fail open, whatever happened
             log.error("decision_error", job_id=job.job_id, error=printable(repr(exc))[:300])
             return release_outcome(job, reasons.INTERNAL_ERROR, f"internal error: {exc!r}"[:300])
+
+    def _enforcing(
+        self, cluster: Callable[[JobRecord], ClusterState]
+    ) -> Callable[[JobRecord], ClusterState]:
+        """`cluster` with ``limits_enforced`` set while Slurm enforces (or may enforce) limits,
+        for every partition the job is decided on."""
+        if not self.limits_enforced:
+            return cluster
+        return lambda job: replace(cluster(job), limits_enforced=True)
 
     def _tags(self, job: JobRecord) -> str | None:
         """A fail-open reason when the job's tags forbid deciding it, else None."""
@@ -390,7 +411,7 @@ class Decider:
             return release_outcome(job, reasons.BAD_TAG, f"bad tag: {exc}")
         if opted_out:
             return release_outcome(job, opted_out, "the job's tag says resize=no")
-        if self.limits_enforced:
+        if self.resize_refused:
             return release_outcome(
                 job,
                 reasons.LIMITS_ENFORCED,
@@ -615,17 +636,27 @@ class Decider:
                 app,
                 **extra,
             )
-        limit = decision.time_limit_min
-        if limit is not None and app is not None:
-            safety = self.curves.safety(app)
-            guarded = with_safety(limit, job.time_limit_min, safety)
-            if guarded != limit:
-                common["time_limit_reason"] = (
-                    f"{decision.time_limit_reason} Then x {safety:.3g}, this app's safety "
-                    f"after the kill guard raised its limits: {limit} -> {guarded} min."
-                ).strip()
-                limit = guarded
         moved = partition if partition is not None and partition != job.partition else None
+        limit = decision.time_limit_min
+        if limit is not None:
+            where = job if moved is None else replace(job, partition=moved)
+            maximum = self._cluster(where).max_time_min
+            if app is not None:
+                safety = self.curves.safety(app)
+                guarded = with_safety(limit, job.time_limit_min, safety, maximum)
+                if guarded != limit:
+                    common["time_limit_reason"] = (
+                        f"{decision.time_limit_reason} Then x {safety:.3g}, this app's safety "
+                        f"after the kill guard raised its limits: {limit} -> {guarded} min."
+                    ).strip()
+                    limit = guarded
+            if maximum is not None and limit > maximum:  # every cap comes last
+                common["time_limit_reason"] = (
+                    f"{limit} min would exceed the job's maximum of {maximum} min (partition "
+                    "MaxTime, QOS or association MaxWall), so the limit is left as written"
+                )
+                limit = None
+            common["max_time_min"] = maximum
         resize = Resize(job.job_id, n, top, limit, partition=moved)
         if curve is not None:
             runtime = float(curve.runtime(n))

@@ -141,7 +141,9 @@ def lu_record() -> CurveRecord:
 def decider(store: FakeStore, clock: list[float] | None = None) -> Decider:
     ticks = clock if clock is not None else [0.0]
     curves = CurveSource(lambda: store, retry_s=5.0, clock=lambda: ticks[0])  # type: ignore[arg-type, return-value]
-    return Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+    made = Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+    made.limits_enforced = False  # as the daemon finds the testbed: no AccountingStorageEnforce
+    return made
 
 
 def idle(_: JobRecord) -> policies.ClusterState:
@@ -197,7 +199,7 @@ def test_fail_open_before_the_store_is_asked(fields: dict[str, Any], reason: str
 
 def test_where_slurm_enforces_limits_a_known_app_is_released_as_submitted() -> None:
     d = decider(FakeStore({"lulesh": lu_record()}))
-    d.limits_enforced = True
+    d.resize_refused = True
     outcome = d.decide(job(), idle)
     assert (outcome.action, outcome.fail_open, outcome.resize) == (
         "release",
@@ -205,7 +207,7 @@ def test_where_slurm_enforces_limits_a_known_app_is_released_as_submitted() -> N
         None,
     )
     assert "adaptalloc:v1:released reason=limits_enforced" in outcome.admin_comment
-    d.limits_enforced = False  # the control: the same job and curve are resized
+    d.resize_refused = False  # the control: the same job and curve are resized
     assert d.decide(job(), idle).action == "resize"
 
 
