@@ -161,6 +161,13 @@ def _left_alone(
         return beyond
     if not settings.scale_time_limit:
         return f"scale_time_limit is off, so the user's {user} min stand"
+    return _curve_cannot(user, profile, chosen, settings)
+
+
+def _curve_cannot(
+    user: int, profile: RuntimeProfile | None, chosen: int, settings: PolicySettings
+) -> str:
+    """Why the curve may not shorten the user's limit at `chosen` nodes, or ""."""
     if profile is None:
         return f"without a usable curve the user's {user} min stand"
     untrusted = untrusted_because(profile.curve, settings)

@@ -52,6 +52,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
+from policies.decide import unusable_because
 from policies.fallback import curve_on_type
 from policies.partition import Queue, wait_estimate
 
@@ -95,6 +96,8 @@ class Outcome:
     tasks_per_node: int | None = None
     scaling: str | None = None
     placement: dict[str, Any] | None = None
+    #: The key whose curve decided, when not the job's own `app` (the site's curve).
+    curve_app: AppKey | None = None
     #: The job's maximum time limit where it will run (partition MaxTime, QOS and
     #: association MaxWall), when a limit is set: the kill guard never raises past it.
     max_time_min: int | None = None
@@ -392,7 +395,7 @@ class Decider:
         if rule is not self.rule or len(memo) >= KEY_MEMO_SIZE:
             rule, memo = self._keys = (self.rule, {})
         prior = marks.prior_text(job.admin_comment)
-        reads = (prior, job.comment, *(getattr(job, name) for name in rule.fields))
+        reads = (prior, job.comment, job.user, *(getattr(job, name) for name in rule.fields))
         key = memo.get(reads)
         if key is None:
             key = memo[reads] = rule.key_for(replace(job, admin_comment=prior))
@@ -424,19 +427,40 @@ class Decider:
         except AppKeyError as exc:
             missing = f"the job has no app key ({exc})"
         record: CurveRecord | None = None
+        source = app
         if app is not None:
             try:
-                record = self.curves.get(app)
+                source, record = self._record_for(app, job)
             except StoreError as exc:
                 return release_outcome(
                     job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
                 )
             if record is None:
-                missing = f"no curve is stored for app {app}"
+                site = f" nor for the site's {app.app}" if app.owner is not None else ""
+                missing = f"no curve is stored for app {app}{site}"
             elif record.curve is None:
                 why = record.note or record.error or "none fitted yet"
-                missing = f"app {app} has no usable curve ({printable(why)[:120]})"
-        return self._apply_policy(job, low, high, app, record, missing, cluster(job))
+                missing = f"app {source} has no usable curve ({printable(why)[:120]})"
+        return self._apply_policy(job, low, high, app, source, record, missing, cluster(job))
+
+    def _record_for(self, app: AppKey, job: JobRecord) -> tuple[AppKey, CurveRecord | None]:
+        """The key and curve record that decide the job: its user's own when that curve can
+        size it, else the site's when that one can (plugin/appkey.py, whose runs), else the
+        user's own (which then says why not). StoreError as `CurveSource.get`."""
+        own = self.curves.get(app)
+        if app.owner is None or self._sizes(own, job):
+            return app, own
+        site = self.curves.get(app.site)
+        if self._sizes(site, job) or (own is None and site is not None):
+            return app.site, site
+        return app, own
+
+    def _sizes(self, record: CurveRecord | None, job: JobRecord) -> bool:
+        """Whether `record`'s curve may size the job (policies.decide's usability)."""
+        if record is None or record.curve is None:
+            return False
+        settings = policies.effective(self.policy, job.partition, job.account)
+        return not unusable_because(record.curve, settings)
 
     def _apply_policy(
         self,
@@ -444,14 +468,17 @@ class Decider:
         low: int,
         high: int,
         app: AppKey | None,
+        source: AppKey | None,
         record: CurveRecord | None,
         missing: str,
         state: ClusterState,
     ) -> Outcome:
+        """Decide the job of `app` with the curve of `source` (`_record_for`)."""
         curve = record.curve if record is not None else None
         extra: dict[str, Any] = {
             "curve_version": record.version if record is not None else None,
             "curve_model": curve.model if curve is not None else None,
+            "curve_app": source if source != app else None,
             "cluster": state,
             "policy": self.policy.source,
             "budget": self.budget.to_dict(),
@@ -460,18 +487,18 @@ class Decider:
         try:
             request = policies.Request(low, high, limit, job.partition, job.account, job.user)
             settings = policies.effective(self.policy, job.partition, job.account)
-            shaped = self._shaped(job, request, app, state, settings, extra)
+            shaped = self._shaped(job, request, source, state, settings, extra)
             if shaped is not None:
                 decision, partition = shaped
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            options = self._partition_options(job, request, app, curve, missing)
+            options = self._partition_options(job, request, source, curve, missing)
             if options is not None:
                 decision, partition, chosen = options
                 extra["placement"] = chosen
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
             listed = listed_partitions(job.partition)
-            if len(listed) == 1 and app is not None and record is not None:
-                curve, refused = self._curve_on(app, listed[0], curve)
+            if len(listed) == 1 and source is not None and record is not None:
+                curve, refused = self._curve_on(source, listed[0], curve)
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
             decision = policies.decide(
@@ -487,6 +514,12 @@ class Decider:
             )
         if record is not None and record.method == BORROWED:
             decision = replace(decision, reason=f"{decision.reason}; {record.note}")
+        if source is not None and source != app and record is not None:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; the curve is the site's {source} (the user's own "
+                "cannot size the job yet)",
+            )
         return self._outcome(job, low, high, app, curve, decision, extra)
 
     def _shaped(

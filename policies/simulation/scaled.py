@@ -262,9 +262,7 @@ class CheckedScaledSizer(ScaledSizer):
         self.admitted.add(job)
         # The out-of-sample check stands in for the fit error, and so for the reliability
         # judgment's high_fit_error, which says the same of the same runs.
-        kept = tuple(
-            p for p in curve.diagnostics.reliability if p.problem != "high_fit_error"
-        )
+        kept = tuple(p for p in curve.diagnostics.reliability if p.problem != "high_fit_error")
         return replace(
             curve,
             fit_error=min(checked, self.settings.max_fit_error),

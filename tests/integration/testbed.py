@@ -193,6 +193,11 @@ class SlurmCLI:
         """The testbed's unprivileged Unix user (up.sh creates it)."""
         return self.cluster.env.get("ADAPTALLOC_TEST_USER", "aatest")
 
+    @property
+    def other_user(self) -> str:
+        """A second unprivileged user, for what one user's jobs can do to another's."""
+        return self.cluster.env.get("ADAPTALLOC_OTHER_USER", "aaother")
+
     def run(
         self, *args: str, check: bool = True, as_user: str | None = None
     ) -> subprocess.CompletedProcess[str]:

@@ -59,7 +59,7 @@ def test_the_safety_lengthens_shortened_limits_up_to_the_users() -> None:
 def test_the_decider_applies_the_apps_safety() -> None:
     plain = decider(FakeStore({"lulesh": lu_record()})).decide(job(), idle)
     store = FakeStore({"lulesh": lu_record()})
-    store.safety["lulesh"] = 1.5
+    store.safety["ann/lulesh"] = 1.5  # the user's own raises lengthen the user's limits
     safer = decider(store).decide(job(), idle)
     assert plain.time_limit_min is not None
     assert plain.time_limit_min < 60
@@ -76,7 +76,7 @@ def test_only_a_shortened_limit_is_watched_and_the_watch_round_trips() -> None:
     assert Watch.from_dict(watch.to_dict()) == watch
     unshortened = dataclasses.replace(decided, job=job(1, time_limit_min=1))
     assert Watch.of(unshortened) is None
-    bad_docs = (
+    bad_docs: tuple[dict[str, Any], ...] = (
         {},
         {**watch.to_dict(), "version": 3},
         {**watch.to_dict(), "set_limit_min": 60},
@@ -195,7 +195,7 @@ def test_where_slurm_enforces_limits_nothing_is_raised() -> None:
     assert slurm.limits == []
     assert store.raises == []
     assert not guard.watched  # not asked again every tick
-    fresh = KillGuard(QueueSlurm([]), lambda: GuardStore(), Metrics())  # type: ignore[arg-type,return-value]
+    fresh = KillGuard(QueueSlurm([]), GuardStore, Metrics())  # type: ignore[arg-type]
     assert fresh.may_raise is False  # until the daemon has asked Slurm
 
 
