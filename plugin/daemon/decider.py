@@ -446,12 +446,14 @@ class Decider:
     def _record_for(self, app: AppKey, job: JobRecord) -> tuple[AppKey, CurveRecord | None]:
         """The key and curve record that decide the job: its user's own when that curve can
         size it, else the site's when that one can (plugin/appkey.py, whose runs), else the
-        user's own (which then says why not). StoreError as `CurveSource.get`."""
+        user's own when it has a record (which then says why not), else the site's (whose
+        runs the shapes with a rule of their own read, curve or not). StoreError as
+        `CurveSource.get`."""
         own = self.curves.get(app)
         if app.owner is None or self._sizes(own, job):
             return app, own
         site = self.curves.get(app.site)
-        if self._sizes(site, job) or (own is None and site is not None):
+        if self._sizes(site, job) or own is None:
             return app.site, site
         return app, own
 
@@ -478,7 +480,7 @@ class Decider:
         extra: dict[str, Any] = {
             "curve_version": record.version if record is not None else None,
             "curve_model": curve.model if curve is not None else None,
-            "curve_app": source if source != app else None,
+            "curve_app": source if source != app and record is not None else None,
             "cluster": state,
             "policy": self.policy.source,
             "budget": self.budget.to_dict(),
@@ -496,7 +498,7 @@ class Decider:
                 decision, partition, chosen = options
                 extra["placement"] = chosen
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            listed = listed_partitions(job.partition)
+            listed = self._admitted(listed_partitions(job.partition))
             if len(listed) == 1 and source is not None and record is not None:
                 curve, refused = self._curve_on(source, listed[0], curve)
                 missing = refused or missing
@@ -555,6 +557,16 @@ class Decider:
         extra["tasks_per_node"] = placed.tasks_per_node
         extra["placement"] = placed.detail
         return placed.decision, None
+
+    def _admitted(self, listed: list[str]) -> list[str]:
+        """The listed partitions that admit the job when that leaves one of several (the
+        job then runs there, and its node type's curve decides it), else `listed`."""
+        _, _, known = self._where
+        if known is None or len(listed) < 2:
+            return listed
+        names = set(known())
+        admitted = [name for name in listed if name in names]
+        return admitted if len(admitted) == 1 else listed
 
     def _partition_options(
         self,
