@@ -40,13 +40,26 @@ the job's fields and, when ``[appkey] pattern`` is set, that regular expression 
 name (group ``app``, else the whole match) and optionally the size (group ``size``).
 Generic names such as ``wrap`` (every ``sbatch --wrap`` job) are refused rather than lumping
 unrelated jobs into one curve.
+
+**Whose runs.** Job names and tags are text any user writes, so a key made of them alone is
+a name every user can claim: one user's runs would size another user's jobs. By default
+(``[appkey] scope = "user"``) every key the rule makes is the job's user's own, its *owner*:
+``alice/lulesh@large``. The user name comes from Slurm (the job's uid), which no job field
+can forge. The learner stores a run under its user's key and the daemon sizes a job from its
+user's curve, so a user's runs can move only that user's own decisions. A key without an
+owner (``lulesh@large``) is the site's: written by an admin's import (``adaptalloc import
+csv --app``) or, for the apps an admin names in ``[appkey] shared`` (patterns such as
+``"lulesh*"``; or every app with ``scope = "site"``), by every user's runs, pooled with each
+user's weight bounded (plugin/learning/sharing.py). The daemon reads the user's own curve and
+falls back on the site's when the user's own cannot size the job.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import Protocol
@@ -56,6 +69,9 @@ from plugin.errors import InputError, quote_value
 __all__ = [
     "DEFAULT_GENERIC_NAMES",
     "MAX_PART_LENGTH",
+    "MAX_USER_INFLUENCE",
+    "OWNER_SEPARATOR",
+    "SCOPES",
     "SIZE_SEPARATOR",
     "TAG_MARKER",
     "TEMPLATE_FIELDS",
@@ -66,6 +82,7 @@ __all__ = [
     "Tag",
     "normalise_part",
     "numeric_size",
+    "owner_of",
     "parse_tag",
     "size_class",
     "size_text",
@@ -75,6 +92,13 @@ __all__ = [
 MAX_PART_LENGTH = 64
 #: Between the name and the size class in an app key's string form.
 SIZE_SEPARATOR = "@"
+#: Between the owner (a user name) and the rest in an owned app key's string form.
+OWNER_SEPARATOR = "/"
+#: Whose runs a key's curve comes from: each user's own, or the site's (every user's).
+SCOPES = ("user", "site")
+#: How far one user's runs may move a site key's curve (``[appkey] max_user_influence``'s
+#: default; plugin/learning/sharing.py says why).
+MAX_USER_INFLUENCE = 0.25
 #: The word that starts a v1 tag in a job comment.
 TAG_MARKER = "adaptalloc:v1"
 #: Fields a template may use, e.g. ``"{account}.{name}"``.
@@ -85,6 +109,9 @@ DEFAULT_GENERIC_NAMES = ("wrap", "bash", "sh", "zsh", "interactive", "sbatch", "
 MAX_RAW_LENGTH = 1024
 
 _PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# A user name as Slurm reports it, taken exactly (two names that differ only in case are two
+# users): POSIX portable characters, at most MAX_PART_LENGTH.
+_OWNER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _TAG_KEYS = ("app", "size", "resize", "scaling")
 # Any word that names a tag version ("adaptalloc:v" and no further ':'; the daemon's
 # records are adaptalloc:v1:held and the like): only TAG_MARKER is honoured, the rest are
@@ -143,7 +170,8 @@ def normalise_part(text: str, what: str = "app name") -> str:
 
 @dataclass(frozen=True, order=True)
 class AppKey:
-    """A validated app key: name and optional size class, both already normalised.
+    """A validated app key: name and optional size class, both already normalised, and the
+    user whose runs it holds (`owner`; None: the site's key, module docstring).
 
     Construct with :meth:`parse` (normalises untrusted text) or directly with normalised
     parts (validated again, so an AppKey always holds a safe key).
@@ -151,25 +179,49 @@ class AppKey:
 
     name: str
     size: str | None = None
+    owner: str | None = None
 
     def __post_init__(self) -> None:
         if not _is_part(self.name):
             raise AppKeyError(f"app name {quote_value(str(self.name))} is not normalised")
         if self.size is not None and not _is_part(self.size):
             raise AppKeyError(f"size class {quote_value(str(self.size))} is not normalised")
+        if self.owner is not None and not _is_owner(self.owner):
+            raise AppKeyError(f"owner {quote_value(str(self.owner))} is not a user name")
 
     def __str__(self) -> str:
+        base = self.name if self.size is None else f"{self.name}{SIZE_SEPARATOR}{self.size}"
+        return base if self.owner is None else f"{self.owner}{OWNER_SEPARATOR}{base}"
+
+    @property
+    def app(self) -> str:
+        """The key without its owner (``lulesh@large``): what the application is called."""
         return self.name if self.size is None else f"{self.name}{SIZE_SEPARATOR}{self.size}"
+
+    @property
+    def site(self) -> AppKey:
+        """The site's key of the same application and size (no owner)."""
+        return self if self.owner is None else replace(self, owner=None)
+
+    def owned_by(self, owner: str | None) -> AppKey:
+        """The same application and size as `owner`'s key (None: the site's)."""
+        return replace(self, owner=owner)
 
     @classmethod
     def parse(cls, text: str) -> AppKey:
-        """``name`` or ``name@size`` from untrusted text (normalised, validated)."""
+        """``[owner/]name[@size]`` from untrusted text (normalised, validated; the owner is a
+        user name and taken exactly)."""
+        owner: str | None = None
+        if OWNER_SEPARATOR in text:
+            owner, _, text = text.partition(OWNER_SEPARATOR)
+            owner = owner_of(owner)
         name, sep, size = text.partition(SIZE_SEPARATOR)
         if sep and SIZE_SEPARATOR in size:
             raise AppKeyError(f"app key {quote_value(text)} has more than one '@'")
         return cls(
             normalise_part(name, "app name"),
             normalise_part(size, "size class") if sep else None,
+            owner,
         )
 
     @classmethod
@@ -187,6 +239,24 @@ def _is_part(value: object) -> bool:
         and len(value) <= MAX_PART_LENGTH
         and _PART.fullmatch(value) is not None
     )
+
+
+def _is_owner(value: object) -> bool:
+    return isinstance(value, str) and _OWNER.fullmatch(value) is not None
+
+
+def owner_of(user: str) -> str:
+    """The owner part for a user name, taken exactly; AppKeyError when Slurm's name for the
+    user is not one an app key can hold (empty, over-long, or outside [A-Za-z0-9._-])."""
+    if not user:
+        raise AppKeyError("the job has no user to own its app key")
+    if not _is_owner(user):
+        shown = quote_value(user.encode("ascii", "backslashreplace").decode("ascii"))
+        raise AppKeyError(
+            f"user name {shown} cannot own an app key (it must match [A-Za-z0-9_][A-Za-z0-9._-]*, "
+            f"at most {MAX_PART_LENGTH} characters)"
+        )
+    return user
 
 
 #: A size class that is a problem size: a plain decimal number (``1000``, ``2.5e6``).
@@ -359,6 +429,10 @@ class AppKeyRule:
     comment_tag : honour an ``adaptalloc:v1`` tag in the job's comment.
     admin_comment_tag : honour one in the job's admin_comment (set by admins/the daemon).
     generic_names : names refused as saying nothing about the application.
+    scope : "user" (default: every key is the job's user's own) or "site" (every key is the
+        site's: every user's runs size every user's jobs).
+    shared : patterns (fnmatch, on ``name`` or ``name@size``) of the apps whose key is the
+        site's under scope "user": an admin's choice to pool every user's runs of them.
     """
 
     template: str = "{name}"
@@ -366,9 +440,13 @@ class AppKeyRule:
     comment_tag: bool = True
     admin_comment_tag: bool = True
     generic_names: tuple[str, ...] = DEFAULT_GENERIC_NAMES
+    scope: str = "user"
+    shared: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         template_fields(self.template)  # raises ValueError for a bad template
+        if self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {self.scope!r}")
         if self.pattern:
             compiled = re.compile(self.pattern)
             unknown = set(compiled.groupindex) - {"app", "size"}
@@ -388,7 +466,12 @@ class AppKeyRule:
         return template_fields(self.template)
 
     def key_for(self, job: JobFields) -> AppKey:
-        """The job's app key; AppKeyError (one escaped line) when it has none."""
+        """The job's app key, owned by its user unless the site's (module docstring);
+        AppKeyError (one escaped line) when it has none."""
+        return self.scoped(self.app_for(job), job.user)
+
+    def app_for(self, job: JobFields) -> AppKey:
+        """The job's application and size class, without an owner (tags, then template)."""
         tag = self._tag(job)
         if tag is not None and tag.app is not None:
             return AppKey(tag.app, tag.size)
@@ -396,6 +479,19 @@ class AppKeyRule:
         if tag is not None and tag.size is not None:
             size = tag.size
         return AppKey(name, size)
+
+    def is_shared(self, app: AppKey) -> bool:
+        """Whether `app`'s runs are pooled over every user (scope "site", or `shared`)."""
+        if self.scope == "site":
+            return True
+        return any(
+            fnmatch.fnmatchcase(app.app, pattern) or fnmatch.fnmatchcase(app.name, pattern)
+            for pattern in self.shared
+        )
+
+    def scoped(self, app: AppKey, user: str) -> AppKey:
+        """`app` as `user`'s own key, or the site's when its runs are pooled."""
+        return app.site if self.is_shared(app) else app.owned_by(owner_of(user))
 
     def _tag(self, job: JobFields) -> Tag | None:
         if self.admin_comment_tag:

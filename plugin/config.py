@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from plugin.appkey import DEFAULT_GENERIC_NAMES, AppKeyRule
+from plugin.appkey import DEFAULT_GENERIC_NAMES, MAX_USER_INFLUENCE, SCOPES, AppKeyRule
 from plugin.errors import InputError, printable
 from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S
 from policies.toml_keys import (
@@ -141,6 +141,17 @@ class AppKeyConfig:
     generic_names: tuple[str, ...] = field(
         default=DEFAULT_GENERIC_NAMES, metadata=_key(_string_list, "")
     )
+    scope: str = field(
+        default="user",
+        metadata=_key(_choice(*SCOPES), "whose runs size a job: its user's, or every user's"),
+    )
+    shared: tuple[str, ...] = field(
+        default=(), metadata=_key(_string_list, "apps whose runs every user shares (patterns)")
+    )
+    max_user_influence: float = field(
+        default=MAX_USER_INFLUENCE,
+        metadata=_key(_number(0, low_open=True), "how far one user's runs may move a shared curve"),
+    )
 
     def rule(self) -> AppKeyRule:
         return AppKeyRule(
@@ -149,6 +160,8 @@ class AppKeyConfig:
             comment_tag=self.comment_tag,
             admin_comment_tag=self.admin_comment_tag,
             generic_names=tuple(n.strip().lower() for n in self.generic_names),
+            scope=self.scope,
+            shared=tuple(p.strip().lower() for p in self.shared),
         )
 
 

@@ -18,7 +18,8 @@ The flow (rules.py states each rule and its literature):
    more).
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
-   error above max_fit_error) gets the fallback. Otherwise the configured strategy's candidate
+   error above max_fit_error, or a problem of its reliability judgment that says it may be
+   wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
    (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known.
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
@@ -53,11 +54,32 @@ from policies.rules import (
 )
 from policies.time_limit import time_limit
 from predictor import Curve
+from predictor.diagnostics import ReliabilityProblem
 
 NO_BUDGET = ExplorationBudget()
 #: The most nodes adaptalloc ever considers (2^20). No cluster has more; without a partition
 #: limit it keeps a mistyped range from making a decision evaluate the curve at 10^9 sizes.
 MAX_NODES = 1 << 20
+
+
+#: The problems of the reliability judgment that say the curve may be wrong, so it sizes no
+#: job: high_fit_error (its runs deviate from it), runner_up (another curve fits them as
+#: well), mixed_sizes (its key mixes problem sizes), user_influence (one user's runs moved a
+#: shared curve, plugin/learning/sharing.py). The others leave it usable: first_piece_only
+#: says only that every run lies before the knee, so A and σ are not known apart (within the
+#: runs' sizes every instance that fits them agrees, and exploration suggests the run that
+#: finds the knee); a curve borrowed from sibling problem sizes (predictor/sizes.py) is the
+#: best guess until the size has runs. The time limit refuses them all (time_limit.py).
+DISTRUSTING = frozenset({"high_fit_error", "runner_up", "mixed_sizes", "user_influence"})
+
+
+def _distrusts(problem: ReliabilityProblem, settings: PolicySettings) -> bool:
+    """Whether `problem` says the curve may be wrong (`DISTRUSTING`). high_fit_error is judged
+    at the policy's own max_fit_error, as the curve's fit error is: it flags the Downey fit's
+    error where another model of the zoo was chosen (whose error fit_error then holds)."""
+    if problem.problem == "high_fit_error":
+        return not problem.detail.get("fit_error", math.inf) <= settings.max_fit_error
+    return problem.problem in DISTRUSTING
 
 
 def unusable_because(curve: Curve, settings: PolicySettings) -> str:
@@ -68,6 +90,14 @@ def unusable_because(curve: Curve, settings: PolicySettings) -> str:
         return (
             f"the curve is unusable: its fitting error {percent(curve.fit_error)} exceeds "
             f"max_fit_error {percent(settings.max_fit_error)}"
+        )
+    distrusted = sorted(
+        {p.problem for p in curve.diagnostics.reliability if _distrusts(p, settings)}
+    )
+    if distrusted:
+        return (
+            f"the curve is unusable: its reliability judgment distrusts it "
+            f"({', '.join(distrusted)})"
         )
     return ""
 

@@ -56,8 +56,11 @@ class ClusterState:
     idle_nodes: nodes free now; None when unknown, and then the load-adaptive rule assumes a
     neutral load. pending_demand_nodes: nodes requested by the other jobs pending in the
     partition (not counting this one). total_nodes: the partition's size, if known; a job never
-    gets more. max_nodes_per_job and max_time_min: the partition's MaxNodes and MaxTime
-    (minutes), None when unlimited.
+    gets more. max_nodes_per_job and max_time_min: the most nodes and minutes Slurm lets this
+    job have (the partition's MaxNodes and MaxTime, tightened by the job's QOS and association
+    limits where the caller knows them), None when unlimited. limits_enforced: Slurm enforces
+    association and QOS limits (AccountingStorageEnforce=limits), so a limit adaptalloc
+    shortened could only be raised back by lifting them (policies/time_limit.py).
     """
 
     idle_nodes: int | None = None
@@ -65,6 +68,7 @@ class ClusterState:
     total_nodes: int | None = None
     max_nodes_per_job: int | None = None
     max_time_min: int | None = None
+    limits_enforced: bool = False
 
     def __post_init__(self) -> None:
         if self.idle_nodes is not None:

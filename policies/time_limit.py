@@ -31,8 +31,23 @@ Then bounded:
   the user's own request would give the job time the user never asked for;
 * never below time_limit_floor_min, nor below the pessimistic runtime ⌈T⁺(n)/60 · safety⌉ (the
   curve's runtimes are in seconds), except that L stays the ceiling (the reason says when the
-  curve predicts more than L);
-* never above the partition's MaxTime (the reason says when that is below the prediction).
+  curve predicts more than L).
+
+L itself stands, untouched, where shortening it would change what Slurm decides rather than
+how long the job may run:
+
+* L above the job's maximum (the tightest of the partition's MaxTime and the QOS's and the
+  association's MaxWall, `ClusterState.max_time_min`): Slurm keeps such a job pending, or
+  refuses it. Any shorter limit the curve justified would make it startable, and the kill
+  guard would later give the job back L, beyond the maximum. adaptalloc never makes a job
+  startable that Slurm would not start, so the limit stays as the user wrote it and Slurm
+  decides. Every limit the decision does set is then at most L, so at most the maximum;
+* Slurm enforces association and QOS limits (`ClusterState.limits_enforced`): only an
+  operator may raise a running job's limit (Slurm 22.05, job_mgr.c ``_update_job``: a
+  coordinator or the user may only lower it), and an operator's raise marks the limit as set
+  by an administrator, which Slurm's wall-time and TRES-minute checks then skip. The kill
+  guard could give a shortened limit back only by lifting those checks, so the limit is not
+  shortened at all.
 
 An unreliable curve never shortens a limit: when the curve is not identified, has a
 reliability problem (predictor/reliability.py) or a fit_error above max_fit_error, the user's
@@ -62,8 +77,8 @@ class TimeLimit:
 
     minutes: int | None
     reason: str
-    #: For the decision's own reason: set when the prediction exceeds the limit set (the
-    #: user's own, which stands, or the partition's MaxTime).
+    #: For the decision's own reason: set when the prediction exceeds the user's own limit,
+    #: which stands.
     note: str = ""
 
 
@@ -130,21 +145,52 @@ def pessimistic_runtime(profile: RuntimeProfile, n: int) -> float:
 
 
 def _left_alone(
-    user: int | None, profile: RuntimeProfile | None, chosen: int | None, settings: PolicySettings
+    user: int | None,
+    profile: RuntimeProfile | None,
+    chosen: int | None,
+    cluster: ClusterState,
+    settings: PolicySettings,
 ) -> str:
     """Why the user's limit stands as it is, or "" when it is rescaled."""
     if chosen is None:
         return "the job is left as submitted, time limit included"
     if user is None:
         return "the job gave no time limit, so the partition's default applies"
+    beyond = _beyond_maximum(user, cluster)
+    if beyond:
+        return beyond
     if not settings.scale_time_limit:
         return f"scale_time_limit is off, so the user's {user} min stand"
+    return _curve_cannot(user, profile, chosen, settings)
+
+
+def _curve_cannot(
+    user: int, profile: RuntimeProfile | None, chosen: int, settings: PolicySettings
+) -> str:
+    """Why the curve may not shorten the user's limit at `chosen` nodes, or ""."""
     if profile is None:
         return f"without a usable curve the user's {user} min stand"
     untrusted = untrusted_because(profile.curve, settings)
     if untrusted:
         return f"{untrusted}, so it never shortens a limit: the user's {user} min stand"
     return _past_the_data(profile, chosen, user)
+
+
+def _beyond_maximum(user: int, cluster: ClusterState) -> str:
+    """Why Slurm's limits leave the user's limit as written (module docstring), or ""."""
+    maximum = cluster.max_time_min
+    if maximum is not None and user > maximum:
+        return (
+            f"the user's {user} min exceed the job's maximum of {maximum} min (partition "
+            "MaxTime, QOS or association MaxWall), so the limit is left as written and Slurm "
+            "decides whether the job may start"
+        )
+    if cluster.limits_enforced:
+        return (
+            "Slurm enforces association and QOS limits, under which no shortened limit could "
+            f"be given back without lifting them, so the user's {user} min stand"
+        )
+    return ""
 
 
 def _past_the_data(profile: RuntimeProfile, chosen: int, user: int) -> str:
@@ -168,7 +214,7 @@ def time_limit(
     """The time limit for `chosen` nodes (None: the job is left as submitted); `profile` is the
     usable curve's runtimes (it must hold the range's min and max), None without one."""
     user = request.time_limit_min
-    alone = _left_alone(user, profile, chosen, settings)
+    alone = _left_alone(user, profile, chosen, cluster, settings)
     if alone or user is None or profile is None or chosen is None:
         return TimeLimit(None, alone)
 
@@ -201,12 +247,4 @@ def time_limit(
                 f"the curve predicts {predicted} min with its margins, more than the user's "
                 f"{user} min limit, which stands"
             )
-    limit = cluster.max_time_min
-    if limit is not None and minutes > limit:
-        why += f", cut to the partition's maximum of {limit} min"
-        if predicted > limit:
-            shorter = f"shorter than the {predicted} min the curve predicts with its safety factor"
-            why += f", {shorter}"
-            note = f"the time limit is the partition's maximum of {limit} min, {shorter}"
-        return TimeLimit(limit, why, note)
     return TimeLimit(minutes, why, note)

@@ -281,12 +281,16 @@ wait_for "all $NODE_COUNT nodes to be idle (or busy with jobs) in 'sinfo -N -p d
 # --- 9. a non-root user for the user-side tests ---------------------------------
 # adaptalloc runs beside slurmctld as root and treats every job field as hostile: the tests
 # submit as an ordinary Unix user to exercise that side (holds, releases, comments).
+# A second one is the other user of the tests of whose runs size whose jobs.
 TEST_USER="${ADAPTALLOC_TEST_USER:-aatest}"
-if ! id -u "$TEST_USER" >/dev/null 2>&1; then
-    log "creating the unprivileged test user '$TEST_USER'"
-    useradd --create-home --shell /bin/bash "$TEST_USER" ||
-        die "useradd $TEST_USER failed (up.sh needs root to create the test user)"
-fi
+OTHER_USER="${ADAPTALLOC_OTHER_USER:-aaother}"
+for user in "$TEST_USER" "$OTHER_USER"; do
+    if ! id -u "$user" >/dev/null 2>&1; then
+        log "creating the unprivileged test user '$user'"
+        useradd --create-home --shell /bin/bash "$user" ||
+            die "useradd $user failed (up.sh needs root to create the test users)"
+    fi
+done
 
 # The daemon's sizing user (docs/admin/sizing-user.md): a plain account that coordinates
 # only the accounts whose jobs it resizes, so that Slurm checks the daemon's resizes like the
@@ -355,6 +359,7 @@ shq() { local s="$1"; printf "'%s'" "${s//\'/\'\\\'\'}"; }
     printf 'export ADAPTALLOC_LOG_DIR=%s\n' "$(shq "$LOG_DIR")"
     printf 'export ADAPTALLOC_PORT_OFFSET=%s\n' "$(shq "$PORT_OFFSET")"
     printf 'export ADAPTALLOC_TEST_USER=%s\n' "$(shq "$TEST_USER")"
+    printf 'export ADAPTALLOC_OTHER_USER=%s\n' "$(shq "$OTHER_USER")"
     printf 'export ADAPTALLOC_SIZING_USER=%s\n' "$(shq "$SIZING_USER")"
     printf 'export ADAPTALLOC_SIZED_ACCOUNT=%s\n' "$(shq "$SIZED_ACCOUNT")"
 } >"$ENV_FILE.tmp"

@@ -52,6 +52,7 @@ from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
+from policies.decide import unusable_because
 from policies.fallback import curve_on_type
 from policies.partition import Queue, wait_estimate
 
@@ -95,6 +96,11 @@ class Outcome:
     tasks_per_node: int | None = None
     scaling: str | None = None
     placement: dict[str, Any] | None = None
+    #: The key whose curve decided, when not the job's own `app` (the site's curve).
+    curve_app: AppKey | None = None
+    #: The job's maximum time limit where it will run (partition MaxTime, QOS and
+    #: association MaxWall), when a limit is set: the kill guard never raises past it.
+    max_time_min: int | None = None
 
     @property
     def job_id(self) -> int:
@@ -109,13 +115,19 @@ class Outcome:
         return self.resize.time_limit_min if self.resize is not None else None
 
 
-def with_safety(limit_min: int, user_limit_min: int | None, safety: float) -> int:
-    """``min(user limit, ceil(limit * safety))``: the app's kill-guard safety (grown each time
-    the guard had to raise one of its limits, plugin/daemon/guard.py) applied to a limit the
-    policy shortened; a limit not shorter than the user's is left as it is."""
+def with_safety(
+    limit_min: int, user_limit_min: int | None, safety: float, maximum_min: int | None = None
+) -> int:
+    """``min(user limit, ceil(limit * safety), maximum)``: the app's kill-guard safety (grown
+    each time the guard had to raise one of its limits, plugin/daemon/guard.py) applied to a
+    limit the policy shortened; a limit not shorter than the user's is left as it is. The
+    job's maximum (partition MaxTime, QOS and association MaxWall) applies last: a limit past
+    it would let the job run longer than Slurm allows (as root) or never start (as the
+    sizing user)."""
     if user_limit_min is None or limit_min >= user_limit_min or safety <= 1.0:
         return limit_min
-    return min(user_limit_min, math.ceil(limit_min * safety))
+    grown = min(user_limit_min, math.ceil(limit_min * safety))
+    return grown if maximum_min is None else min(grown, maximum_min)
 
 
 def _range(job: JobRecord) -> tuple[int | None, int | None]:
@@ -316,7 +328,10 @@ class Decider:
         self._core_counts: Callable[[], frozenset[int] | None] | None = None
         #: Release every job as submitted: Slurm enforces limits that a resize would lift
         #: (plugin/slurm/enforcement.py); the loop sets it from Slurm's configuration.
-        self.limits_enforced = False
+        self.resize_refused = False
+        #: Slurm enforces (or may enforce: unknown counts) association and QOS limits, so no
+        #: limit is shortened (policies/time_limit.py); the loop sets it with the above.
+        self.limits_enforced = True
         #: `app_key`'s memo: (rule, {what the rule reads of a job: its key}).
         self._keys: tuple[AppKeyRule, dict[tuple[Any, ...], AppKey]] = (rule, {})
 
@@ -340,12 +355,21 @@ class Decider:
         """
         self._where = (queue, cpus, known_partitions)
         self._core_counts = core_counts
-        self._cluster = cluster
+        self._cluster = self._enforcing(cluster)
         try:
-            return self._decide(job, cluster)
+            return self._decide(job, self._cluster)
         except Exception as exc:  # the decision path must fail open, whatever happened
             log.error("decision_error", job_id=job.job_id, error=printable(repr(exc))[:300])
             return release_outcome(job, reasons.INTERNAL_ERROR, f"internal error: {exc!r}"[:300])
+
+    def _enforcing(
+        self, cluster: Callable[[JobRecord], ClusterState]
+    ) -> Callable[[JobRecord], ClusterState]:
+        """`cluster` with ``limits_enforced`` set while Slurm enforces (or may enforce) limits,
+        for every partition the job is decided on."""
+        if not self.limits_enforced:
+            return cluster
+        return lambda job: replace(cluster(job), limits_enforced=True)
 
     def _tags(self, job: JobRecord) -> str | None:
         """A fail-open reason when the job's tags forbid deciding it, else None."""
@@ -371,7 +395,7 @@ class Decider:
         if rule is not self.rule or len(memo) >= KEY_MEMO_SIZE:
             rule, memo = self._keys = (self.rule, {})
         prior = marks.prior_text(job.admin_comment)
-        reads = (prior, job.comment, *(getattr(job, name) for name in rule.fields))
+        reads = (prior, job.comment, job.user, *(getattr(job, name) for name in rule.fields))
         key = memo.get(reads)
         if key is None:
             key = memo[reads] = rule.key_for(replace(job, admin_comment=prior))
@@ -390,7 +414,7 @@ class Decider:
             return release_outcome(job, reasons.BAD_TAG, f"bad tag: {exc}")
         if opted_out:
             return release_outcome(job, opted_out, "the job's tag says resize=no")
-        if self.limits_enforced:
+        if self.resize_refused:
             return release_outcome(
                 job,
                 reasons.LIMITS_ENFORCED,
@@ -403,19 +427,42 @@ class Decider:
         except AppKeyError as exc:
             missing = f"the job has no app key ({exc})"
         record: CurveRecord | None = None
+        source = app
         if app is not None:
             try:
-                record = self.curves.get(app)
+                source, record = self._record_for(app, job)
             except StoreError as exc:
                 return release_outcome(
                     job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
                 )
             if record is None:
-                missing = f"no curve is stored for app {app}"
+                site = f" nor for the site's {app.app}" if app.owner is not None else ""
+                missing = f"no curve is stored for app {app}{site}"
             elif record.curve is None:
                 why = record.note or record.error or "none fitted yet"
-                missing = f"app {app} has no usable curve ({printable(why)[:120]})"
-        return self._apply_policy(job, low, high, app, record, missing, cluster(job))
+                missing = f"app {source} has no usable curve ({printable(why)[:120]})"
+        return self._apply_policy(job, low, high, app, source, record, missing, cluster(job))
+
+    def _record_for(self, app: AppKey, job: JobRecord) -> tuple[AppKey, CurveRecord | None]:
+        """The key and curve record that decide the job: its user's own when that curve can
+        size it, else the site's when that one can (plugin/appkey.py, whose runs), else the
+        user's own when it has a record (which then says why not), else the site's (whose
+        runs the shapes with a rule of their own read, curve or not). StoreError as
+        `CurveSource.get`."""
+        own = self.curves.get(app)
+        if app.owner is None or self._sizes(own, job):
+            return app, own
+        site = self.curves.get(app.site)
+        if self._sizes(site, job) or own is None:
+            return app.site, site
+        return app, own
+
+    def _sizes(self, record: CurveRecord | None, job: JobRecord) -> bool:
+        """Whether `record`'s curve may size the job (policies.decide's usability)."""
+        if record is None or record.curve is None:
+            return False
+        settings = policies.effective(self.policy, job.partition, job.account)
+        return not unusable_because(record.curve, settings)
 
     def _apply_policy(
         self,
@@ -423,14 +470,17 @@ class Decider:
         low: int,
         high: int,
         app: AppKey | None,
+        source: AppKey | None,
         record: CurveRecord | None,
         missing: str,
         state: ClusterState,
     ) -> Outcome:
+        """Decide the job of `app` with the curve of `source` (`_record_for`)."""
         curve = record.curve if record is not None else None
         extra: dict[str, Any] = {
             "curve_version": record.version if record is not None else None,
             "curve_model": curve.model if curve is not None else None,
+            "curve_app": source if source != app and record is not None else None,
             "cluster": state,
             "policy": self.policy.source,
             "budget": self.budget.to_dict(),
@@ -439,18 +489,18 @@ class Decider:
         try:
             request = policies.Request(low, high, limit, job.partition, job.account, job.user)
             settings = policies.effective(self.policy, job.partition, job.account)
-            shaped = self._shaped(job, request, app, state, settings, extra)
+            shaped = self._shaped(job, request, source, state, settings, extra)
             if shaped is not None:
                 decision, partition = shaped
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            options = self._partition_options(job, request, app, curve, missing)
+            options = self._partition_options(job, request, source, curve, missing)
             if options is not None:
                 decision, partition, chosen = options
                 extra["placement"] = chosen
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            listed = listed_partitions(job.partition)
-            if len(listed) == 1 and app is not None and record is not None:
-                curve, refused = self._curve_on(app, listed[0], curve)
+            listed = self._admitted(listed_partitions(job.partition))
+            if len(listed) == 1 and source is not None and record is not None:
+                curve, refused = self._curve_on(source, listed[0], curve)
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
             decision = policies.decide(
@@ -466,6 +516,12 @@ class Decider:
             )
         if record is not None and record.method == BORROWED:
             decision = replace(decision, reason=f"{decision.reason}; {record.note}")
+        if source is not None and source != app and record is not None:
+            decision = replace(
+                decision,
+                reason=f"{decision.reason}; the curve is the site's {source} (the user's own "
+                "cannot size the job yet)",
+            )
         return self._outcome(job, low, high, app, curve, decision, extra)
 
     def _shaped(
@@ -501,6 +557,16 @@ class Decider:
         extra["tasks_per_node"] = placed.tasks_per_node
         extra["placement"] = placed.detail
         return placed.decision, None
+
+    def _admitted(self, listed: list[str]) -> list[str]:
+        """The listed partitions that admit the job when that leaves one of several (the
+        job then runs there, and its node type's curve decides it), else `listed`."""
+        _, _, known = self._where
+        if known is None or len(listed) < 2:
+            return listed
+        names = set(known())
+        admitted = [name for name in listed if name in names]
+        return admitted if len(admitted) == 1 else listed
 
     def _partition_options(
         self,
@@ -615,17 +681,27 @@ class Decider:
                 app,
                 **extra,
             )
-        limit = decision.time_limit_min
-        if limit is not None and app is not None:
-            safety = self.curves.safety(app)
-            guarded = with_safety(limit, job.time_limit_min, safety)
-            if guarded != limit:
-                common["time_limit_reason"] = (
-                    f"{decision.time_limit_reason} Then x {safety:.3g}, this app's safety "
-                    f"after the kill guard raised its limits: {limit} -> {guarded} min."
-                ).strip()
-                limit = guarded
         moved = partition if partition is not None and partition != job.partition else None
+        limit = decision.time_limit_min
+        if limit is not None:
+            where = job if moved is None else replace(job, partition=moved)
+            maximum = self._cluster(where).max_time_min
+            if app is not None:
+                safety = self.curves.safety(app)
+                guarded = with_safety(limit, job.time_limit_min, safety, maximum)
+                if guarded != limit:
+                    common["time_limit_reason"] = (
+                        f"{decision.time_limit_reason} Then x {safety:.3g}, this app's safety "
+                        f"after the kill guard raised its limits: {limit} -> {guarded} min."
+                    ).strip()
+                    limit = guarded
+            if maximum is not None and limit > maximum:  # every cap comes last
+                common["time_limit_reason"] = (
+                    f"{limit} min would exceed the job's maximum of {maximum} min (partition "
+                    "MaxTime, QOS or association MaxWall), so the limit is left as written"
+                )
+                limit = None
+            common["max_time_min"] = maximum
         resize = Resize(job.job_id, n, top, limit, partition=moved)
         if curve is not None:
             runtime = float(curve.runtime(n))

@@ -9,6 +9,15 @@ released with a limit shorter than the user's:
   operator user). slurmctld enforces limits in a background pass every 30 s and never before
   the limit, so a margin of one pass plus two guard intervals and a command timeout of slack
   raises it in time;
+* never past Slurm's limits: the raise goes no higher than the job's maximum when it was
+  decided (the tightest of partition MaxTime, QOS and association MaxWall, kept in the
+  watch), and only while Slurm enforces no association or QOS limits (`may_raise`, set by
+  the daemon from AccountingStorageEnforce). Only an operator may raise a running job's
+  limit (Slurm 22.05, job_mgr.c ``_update_job``; a coordinator such as the sizing user may
+  only lower it), and an operator's raise marks the limit as set by an administrator, which
+  the wall-time and TRES-minute checks of enforced limits skip. Where limits are enforced
+  the decider therefore shortens no limit (policies/time_limit.py), and a watch left from
+  before is not raised: the job runs to the limit Slurm started it with;
 * each raise is one ``limit_raised`` log event, an entry in the Redis stream
   ``adaptalloc:v2:{global}:guard:raises``, the ``adaptalloc_guard_raises_total`` counter, and grows
   the app's time-limit safety: ``safety <- min(MAX_SAFETY, safety * SAFETY_GROWTH)``. The
@@ -81,35 +90,46 @@ MAX_SAFETY = 4.0
 
 @dataclass(frozen=True)
 class Watch:
-    """A job the daemon released with a shortened limit (version 1 of the stored JSON)."""
+    """A job the daemon released with a shortened limit (version 2 of the stored JSON).
+
+    max_limit_min: the job's maximum when it was decided (partition MaxTime, QOS and
+    association MaxWall; None: none known). Version 1, written before the maximum was kept,
+    reads back with None.
+    """
 
     job_id: int
     submit_time: int
     app: str | None
     user_limit_min: int
     set_limit_min: int
-    version: int = 1
+    max_limit_min: int | None = None
+    version: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Watch:
-        """The watch `doc` describes; ValueError when it is not a version-1 watch."""
+        """The watch `doc` describes; ValueError when it is not a version 1 or 2 watch."""
         try:
-            if int(doc.get("version", 0)) != 1:
+            version = int(doc.get("version", 0))
+            if version not in (1, 2):
                 raise ValueError(f"watch version {doc.get('version')!r}")
+            maximum = doc.get("max_limit_min") if version == 2 else None
             watch = cls(
                 int(doc["job_id"]),
                 int(doc["submit_time"]),
                 None if doc.get("app") is None else str(doc["app"]),
                 int(doc["user_limit_min"]),
                 int(doc["set_limit_min"]),
+                None if maximum is None else int(maximum),
             )
         except (KeyError, TypeError) as exc:
             raise ValueError(f"not a watch: {exc}") from exc
         if not 1 <= watch.set_limit_min < watch.user_limit_min:
             raise ValueError("a watch needs 1 <= set limit < user limit")
+        if watch.max_limit_min is not None and watch.max_limit_min < 1:
+            raise ValueError("a watch's maximum must be at least 1 minute")
         return watch
 
     @classmethod
@@ -122,7 +142,21 @@ class Watch:
         if user is None or resize.time_limit_min >= user:
             return None
         app = None if outcome.app is None else str(outcome.app)
-        return cls(outcome.job_id, outcome.job.submit_time or 0, app, user, resize.time_limit_min)
+        return cls(
+            outcome.job_id,
+            outcome.job.submit_time or 0,
+            app,
+            user,
+            resize.time_limit_min,
+            outcome.max_time_min,
+        )
+
+    @property
+    def raise_to(self) -> int:
+        """The limit a raise gives back: the user's, never past the job's maximum."""
+        if self.max_limit_min is None:
+            return self.user_limit_min
+        return min(self.user_limit_min, self.max_limit_min)
 
 
 def due(watch: Watch, job: JobRecord, now: float, margin_s: float = RAISE_MARGIN_S) -> bool:
@@ -132,7 +166,7 @@ def due(watch: Watch, job: JobRecord, now: float, margin_s: float = RAISE_MARGIN
     """
     if job.state != "RUNNING" or job.start_time is None or job.time_limit_min is None:
         return False
-    if job.time_limit_min >= watch.user_limit_min:
+    if job.time_limit_min >= watch.raise_to:
         return False
     return now >= job.start_time + job.time_limit_min * 60.0 - margin_s
 
@@ -161,6 +195,10 @@ class KillGuard:
         self.watched: dict[int, Watch] = {}
         self.next_tick = 0.0
         self._lock = threading.Lock()
+        #: Whether a raise is Slurm-checked like the user's own (module docstring): only
+        #: while Slurm enforces no association or QOS limits. The daemon sets it from
+        #: AccountingStorageEnforce; until then nothing is raised.
+        self.may_raise = False
 
     def store(self) -> CurveStore:
         if self._store is None:
@@ -268,8 +306,20 @@ class KillGuard:
         self._drop(watch.job_id)
 
     def _raise(self, watch: Watch, job: JobRecord, now: float) -> int:
+        if not self.may_raise:
+            log.warning(
+                "limit_not_raised",
+                job_id=watch.job_id,
+                app=watch.app,
+                limit_min=job.time_limit_min,
+                user_limit_min=watch.user_limit_min,
+                why="Slurm enforces association/QOS limits, which an operator's raise would lift",
+            )
+            self._drop(watch.job_id)
+            return 0
+        target = watch.raise_to
         try:
-            self.slurm.set_time_limit(watch.job_id, watch.user_limit_min)
+            self.slurm.set_time_limit(watch.job_id, target)
         except (SlurmError, ValueError) as exc:  # tried again at the next tick
             log.error("guard_raise_failed", job_id=watch.job_id, error=printable(str(exc))[:200])
             return 0
@@ -278,7 +328,8 @@ class KillGuard:
             "job_id": watch.job_id,
             "app": watch.app,
             "from_min": job.time_limit_min,
-            "to_min": watch.user_limit_min,
+            "to_min": target,
+            "user_limit_min": watch.user_limit_min,
             "set_limit_min": watch.set_limit_min,
             "elapsed_s": None if elapsed is None else round(elapsed, 1),
             "nodes": job.nodes_alloc or None,

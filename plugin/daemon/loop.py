@@ -648,7 +648,9 @@ class Daemon:
 
         sizer = getattr(self.slurm, "sizing_user", None)
         verdict = assess(run, sizer, self.config.daemon.resize_with_enforced_limits)
-        self.decider.limits_enforced = not verdict.resize
+        self.decider.resize_refused = not verdict.resize
+        self.decider.limits_enforced = verdict.enforced is not False
+        self.guard.may_raise = verdict.enforced is False
         self.enforcement_retry_at = (
             time.monotonic() + ENFORCEMENT_RETRY_S if verdict.retry else None
         )

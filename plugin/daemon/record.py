@@ -80,6 +80,7 @@ def decision_record(
         scaling=outcome.scaling,
         new_partition=None if resize is None else resize.partition,
         placement=outcome.placement,
+        curve_app=None if outcome.curve_app is None else str(outcome.curve_app),
     )
 
 

@@ -27,6 +27,7 @@ again next round. Refits run here, off the decision path; the daemon only reads 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,9 +37,17 @@ from typing import Any
 import structlog
 
 import predictor
-from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size
+from plugin.appkey import (
+    MAX_USER_INFLUENCE,
+    AppKey,
+    AppKeyError,
+    AppKeyRule,
+    numeric_size,
+    owner_of,
+)
 from plugin.config import Config
 from plugin.errors import printable
+from plugin.learning import sharing
 from plugin.slurm import JobRecord, SlurmReader
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
 from policies.refit_cadence import refit_due
@@ -174,6 +183,9 @@ class Ingestor:
             raise JobRejectedError("too_old", "ended before the retention age")
         try:
             app = self.rule.key_for(job)
+            # A site key pools many users' runs: each keeps its user, whose weight in the fit
+            # is bounded (plugin/learning/sharing.py). A user's own key says it already.
+            user = owner_of(job.user) if app.owner is None else None
         except AppKeyError as exc:
             raise JobRejectedError("app_key", f"app key: {exc}") from exc
         tasks = job.tasks if job.tasks is not None and job.tasks >= 1 else None
@@ -191,6 +203,7 @@ class Ingestor:
             tasks=tasks,
             tasks_per_node=per_node,
             node_type=job.partition if NODE_TYPE.fullmatch(job.partition) else None,
+            user=user,
         )
 
     def _log_rejection(self, job: JobRecord, exc: JobRejectedError) -> None:
@@ -304,6 +317,40 @@ def _fit_runs(
     return curve_from_fit(result), ""
 
 
+def _plain_curve(
+    runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]
+) -> predictor.Curve | None:
+    """The method's own curve of `runs` (no model choice: cheap), None when they give none."""
+    try:
+        prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
+        result = fit_fn(prepared, method=method)
+    except ValueError:
+        return None
+    return predictor.Curve.from_fit(result) if result.status == "ok" else None
+
+
+def _fit_shared(
+    runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any], bound: float
+) -> tuple[predictor.Curve | None, str]:
+    """A site key's curve from its users' votes, flagged when one user moves it more than
+    `bound` (plugin/learning/sharing.py); a key without users' runs fits as any other."""
+    if not any(run.user is not None for run in runs):
+        return _fit_runs(runs, method, fit_fn)
+    pooled = sharing.votes(runs)
+    curve, note = _fit_runs(pooled, method, fit_fn)
+    if curve is None:
+        return curve, note
+    found = sharing.influence(pooled, lambda some: _plain_curve(some, method, fit_fn))
+    if found is not None and found.change > bound:
+        log.info(
+            "shared_curve_flagged",
+            user=printable(found.user)[:64],
+            change=None if math.isinf(found.change) else round(found.change, 3),
+            nodes=found.nodes,
+        )
+    return sharing.flag_influence(curve, found, bound), note
+
+
 def runs_by_node_type(runs: Sequence[Observation]) -> dict[str, list[Observation]]:
     """The runs of each node type when they span more than one (else empty: one curve does)."""
     groups: dict[str, list[Observation]] = {}
@@ -314,7 +361,11 @@ def runs_by_node_type(runs: Sequence[Observation]) -> dict[str, list[Observation
 
 
 def refit_app(
-    store: CurveStore, app: AppKey, method: str = "adept", fit: Callable[..., Any] | None = None
+    store: CurveStore,
+    app: AppKey,
+    method: str = "adept",
+    fit: Callable[..., Any] | None = None,
+    max_user_influence: float = MAX_USER_INFLUENCE,
 ) -> RefitOutcome:
     """Read an app's observations, fit, store the curve with a version check.
 
@@ -322,10 +373,16 @@ def refit_app(
     simulate a crash mid-refit). A data set the predictor refuses (e.g. runs at one size
     only) stores "no curve" with the reason, so the app stops being dirty until new runs.
     When the runs span several node types (partitions), one curve per type is saved too
-    (`CurveStore.curve(app, node_type)`), before the curve over all runs.
+    (`CurveStore.curve(app, node_type)`), before the curve over all runs. A site key's runs
+    of several users are fitted as votes, one user's influence bounded by
+    `max_user_influence` (plugin/learning/sharing.py).
     """
     started = time.perf_counter()
     fit_fn = predictor.fit_observations if fit is None else fit
+
+    def fit_runs(some: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
+        return _fit_shared(some, method, fit_fn, max_user_influence)
+
     snapshot = store.refit_input(app)
     if snapshot is None:
         return RefitOutcome(app, "forgotten", 0, 0)
@@ -333,7 +390,7 @@ def refit_app(
     by_type = runs_by_node_type(runs)
     store.drop_node_types(app, set(store.node_types(app)) - set(by_type))
     for node_type, typed in by_type.items():
-        typed_curve, typed_note = _fit_runs(typed, method, fit_fn)
+        typed_curve, typed_note = fit_runs(typed)
         store.save_curve(
             app,
             typed_curve,
@@ -343,7 +400,7 @@ def refit_app(
             note=typed_note,
             node_type=node_type,
         )
-    curve, note = _fit_runs(runs, method, fit_fn)
+    curve, note = fit_runs(runs)
     saved = store.save_curve(
         app,
         curve,
@@ -485,7 +542,14 @@ class Learner:
             if len(outcomes) == limit:
                 break
             if every or self.refit_is_due(app, now):
-                outcomes.append(refit_app(self.store, app, self.config.learner.method))
+                outcomes.append(
+                    refit_app(
+                        self.store,
+                        app,
+                        self.config.learner.method,
+                        max_user_influence=self.config.appkey.max_user_influence,
+                    )
+                )
         return outcomes
 
     def refit_is_due(self, app: AppKey, now: float) -> bool:

@@ -25,6 +25,7 @@ one ``sacct_json_failed`` warning.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -59,7 +60,12 @@ from plugin.slurm.records import (
     PartitionRecord,
     QosRecord,
 )
-from plugin.slurm.sacct_text import parse_sacct_text, sacct_text_args
+from plugin.slurm.sacct_text import (
+    parse_sacct_text,
+    parse_sacct_users,
+    sacct_text_args,
+    sacct_user_args,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -200,7 +206,26 @@ class CliSlurmReader(SlurmReader):
             for job in found
             if job.state in wanted and job.end_time is not None and first <= job.end_time <= last
         ]
+        records = self._with_users(records, query)
         return sorted(records, key=lambda job: (job.end_time or 0, job.job_id))
+
+    def _with_users(self, records: list[JobRecord], query: Sequence[str]) -> list[JobRecord]:
+        """`records` with the user of each that has none filled in from sacct's text output
+        (sacct_text.parse_sacct_users: 22.05's JSON has no user for a job whose user has no
+        association); the learner keys runs by their user, so a run without one is not
+        learned. Left as they are when that query fails, with a warning."""
+        if all(job.user for job in records):
+            return records
+        sep = new_separator()
+        try:
+            users = parse_sacct_users(self.run("sacct", *sacct_user_args(sep), *query), sep)
+        except (SlurmCommandError, SlurmParseError) as exc:
+            log.warning("sacct_users_unknown", error=printable(str(exc))[:300])
+            return records
+        return [
+            job if job.user else dataclasses.replace(job, user=users.get(job.job_id, ""))
+            for job in records
+        ]
 
     def _finished_jobs_text(self, query: Sequence[str]) -> list[JobRecord]:
         """The jobs of ``sacct QUERY`` read from its text output (sacct_text.py), with a

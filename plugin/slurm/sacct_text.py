@@ -42,7 +42,14 @@ from plugin.slurm.errors import SlurmParseError
 from plugin.slurm.parse import HELPER_STEPS, field_int, field_state, local_epoch, tres_nodes
 from plugin.slurm.records import JobRecord
 
-__all__ = ["SACCT_TEXT_FIELDS", "SacctText", "parse_sacct_text", "sacct_text_args"]
+__all__ = [
+    "SACCT_TEXT_FIELDS",
+    "SacctText",
+    "parse_sacct_text",
+    "parse_sacct_users",
+    "sacct_text_args",
+    "sacct_user_args",
+]
 
 #: sacct --format fields, in the order parse_sacct_text reads them; a record closes with
 #: JobIDRaw again (`sacct_text_args`).
@@ -90,6 +97,34 @@ def sacct_text_args(sep: str) -> list[str]:
     """The output options of the text query, each field followed by `sep`, then JobIDRaw."""
     fields = ",".join((*SACCT_TEXT_FIELDS, "JobIDRaw"))
     return ["--noheader", "--parsable2", f"--delimiter={sep}", f"--format={fields}"]
+
+
+def sacct_user_args(sep: str) -> list[str]:
+    """The output options of the users query (`parse_sacct_users`): each job's allocation
+    line as JobIDRaw SEP User SEP JobIDRaw."""
+    return [
+        "--noheader",
+        "--parsable2",
+        "--allocations",
+        f"--delimiter={sep}",
+        "--format=JobIDRaw,User,JobIDRaw",
+    ]
+
+
+def parse_sacct_users(text: str, sep: str) -> dict[int, str]:
+    """Job id -> user name from the users query's text. Slurm 22.05's ``sacct --json`` says
+    ``"user": null`` for a job whose user has no association (a cluster that enforces
+    none), while its text output names the user from the job's uid; records that do not
+    read are left out (the job then stays without a user)."""
+    out: dict[int, str] = {}
+    for values in _records(text, sep, step=2):
+        match = _ID.fullmatch(values[0])
+        if match is None or match.group(2) is not None or values[-1] != values[0]:
+            continue
+        user = values[1]
+        if user and user.isprintable() and "\n" not in user:
+            out[int(match.group(1))] = user
+    return out
 
 
 def _count(value: str) -> int | None:
@@ -154,16 +189,15 @@ def _job(values: dict[str, str], tasks: int | None) -> JobRecord:
     )
 
 
-def _records(text: str, sep: str) -> list[list[str]]:
+def _records(text: str, sep: str, step: int = len(SACCT_TEXT_FIELDS)) -> list[list[str]]:
     """Each record's values (its closing id last), the text cut at `sep` only.
 
-    A record has len(SACCT_TEXT_FIELDS) separators, so n records make n * that + 1
-    pieces; the piece shared by two records is "<closing id>\\n<next opening id>" and ids
-    hold no newline, so its first newline is the boundary.
+    A record has `step` separators (one per field before the closing id), so n records
+    make n * step + 1 pieces; the piece shared by two records is "<closing id>\\n<next
+    opening id>" and ids hold no newline, so its first newline is the boundary.
     """
     if not text.strip():
         return []
-    step = len(SACCT_TEXT_FIELDS)
     pieces = text.split(sep)
     if (len(pieces) - 1) % step:
         raise SlurmParseError(

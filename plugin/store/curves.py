@@ -39,7 +39,7 @@ import redis
 import structlog
 
 import predictor
-from plugin.appkey import AppKey, AppKeyError, numeric_size
+from plugin.appkey import AppKey, AppKeyError, numeric_size, owner_of
 from plugin.errors import printable
 from plugin.store import keys, scripts
 from plugin.store.connection import StoreError, client_location, guarded
@@ -113,6 +113,7 @@ class Observation:
     tasks: int | None = None
     tasks_per_node: int | None = None
     node_type: str | None = None
+    user: str | None = None
 
     def __post_init__(self) -> None:
         job = str(self.job_id)
@@ -142,11 +143,14 @@ class Observation:
         ):
             shown = printable(repr(self.node_type))[:80]
             raise ValueError(f"node type {shown} is not a partition name [a-z0-9._-]{{1,64}}")
+        if self.user is not None:
+            owner_of(self.user)  # AppKeyError (a ValueError) for a name a key cannot hold
 
     def to_json(self) -> str:
         """The stored form (see plugin/store/keys.py): compact, app and job id live in the
         keys; the optional fields only when set (``z`` size, ``k`` tasks, ``p`` tasks per
-        node, ``y`` node type)."""
+        node, ``y`` node type, ``u`` the user whose run it was, kept for a site key's runs,
+        which many users share: plugin/learning/sharing.py)."""
         doc: dict[str, Any] = {
             "n": self.nodes,
             "t": self.runtime_s,
@@ -158,6 +162,7 @@ class Observation:
             ("k", self.tasks),
             ("p", self.tasks_per_node),
             ("y", self.node_type),
+            ("u", self.user),
         ):
             if value is not None:
                 doc[short] = value
@@ -166,7 +171,7 @@ class Observation:
     @classmethod
     def from_json(cls, app: AppKey, job_id: str, text: str) -> Observation:
         doc = json.loads(text)
-        size, tasks, per_node, node_type = (doc.get(k) for k in ("z", "k", "p", "y"))
+        size, tasks, per_node, node_type, user = (doc.get(k) for k in ("z", "k", "p", "y", "u"))
         return cls(
             job_id=job_id,
             app=app,
@@ -178,6 +183,7 @@ class Observation:
             tasks=None if tasks is None else _stored_whole(tasks, "k"),
             tasks_per_node=None if per_node is None else _stored_whole(per_node, "p"),
             node_type=None if node_type is None else _stored_text(node_type),
+            user=None if user is None else _stored_text(user),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -192,6 +198,7 @@ class Observation:
             "tasks": self.tasks,
             "tasks_per_node": self.tasks_per_node,
             "node_type": self.node_type,
+            "user": self.user,
         }
 
 
@@ -203,7 +210,7 @@ def _stored_number(value: object) -> float:
 
 def _stored_text(value: object) -> str:
     if not isinstance(value, str):
-        raise ValueError("stored y (node type) is not a string")
+        raise ValueError("stored y (node type) or u (user) is not a string")
     return value
 
 
@@ -550,7 +557,10 @@ class CurveStore:
         siblings = [
             other
             for other in self._indexed_apps()
-            if other.name == key.name and other != key and numeric_size(other.size) is not None
+            if other.name == key.name
+            and other.owner == key.owner
+            and other != key
+            and numeric_size(other.size) is not None
         ]
         out: dict[AppKey, list[Observation]] = {}
         for start in range(0, len(siblings), PIPELINE_CHUNK):

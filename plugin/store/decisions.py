@@ -24,7 +24,9 @@ Placement, scaling and partition choice add: ``tasks`` (the job's fixed task
 count) and ``tasks_per_node`` (on the busiest node, as placed), ``scaling`` ("weak" when the
 tag said so), ``new_partition`` (the partition the job was moved to among those it listed,
 None when it kept its own) and ``placement`` (the detail: the placement table, or every
-listed partition's wait, runtime and completion). These fields are optional with defaults,
+listed partition's wait, runtime and completion). ``curve_app`` is the key whose curve
+decided when it was not the job's own ``app`` (the site's curve, for a user without a
+usable curve of their own: plugin/appkey.py). These fields are optional with defaults,
 so documents written before them read unchanged and older readers, which ignore keys they do
 not know, read the new ones: the version stays 1.
 """
@@ -100,6 +102,7 @@ class DecisionRecord:
     scaling: str | None = None
     new_partition: str | None = None
     placement: dict[str, Any] | None = None
+    curve_app: str | None = None
     version: int = DECISION_VERSION
 
     def to_dict(self) -> dict[str, Any]:

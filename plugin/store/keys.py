@@ -28,9 +28,10 @@ Every key carries exactly one hash tag, so that Redis Cluster puts it in a known
 | ``G migration`` | hash | the v1 -> v2 migration: state, counts (migrate.py) |
 | ``G daemon:lease`` (``:token``) | string, PX (int) | HA lease; fencing tokens |
 
-``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh`` or
-``lulesh@large``): validated and normalised before it gets here, so it never holds ``:``,
-``*``, ``{``, ``}``, whitespace or anything outside ``[a-z0-9._@-]``. The functions below
+``<app>`` is an :class:`~plugin.appkey.AppKey`'s string form (``lulesh``, ``lulesh@large``,
+or a user's own ``alice/lulesh@large``): validated and normalised before it gets here, so it
+never holds ``:``, ``*``, ``{``, ``}``, whitespace or anything outside ``[A-Za-z0-9._@/-]``
+(upper case only in the owner, a user name taken exactly). The functions below
 accept only AppKey values and check the other variable parts, so no caller can build a key
 outside the namespace. (An app named ``global`` shares the global keys' slot: harmless, the
 names differ.)
@@ -54,8 +55,8 @@ slots), see migrate.py.
 
 An observation is stored as compact JSON, ``{"n": nodes, "t": runtime_s, "e": end_time,
 "s": source}`` with, only when known, ``"z"`` problem size, ``"k"`` tasks, ``"p"`` tasks per
-node and ``"y"`` node type (partition), short enough for Redis to keep small apps' hashes in
-its compact encoding.
+node, ``"y"`` node type (partition) and ``"u"`` the user whose run it was (a site key's runs),
+short enough for Redis to keep small apps' hashes in its compact encoding.
 
 **Versions.** Bumping the schema means a new prefix, never a silent change. v1
 (``adaptalloc:v1:``, app keys ``adaptalloc:v1:app:<app>:obs`` without the tag) held the same

@@ -260,7 +260,14 @@ class CheckedScaledSizer(ScaledSizer):
         if checked is None or checked > self.gate:
             return curve
         self.admitted.add(job)
-        return replace(curve, fit_error=min(checked, self.settings.max_fit_error))
+        # The out-of-sample check stands in for the fit error, and so for the reliability
+        # judgment's high_fit_error, which says the same of the same runs.
+        kept = tuple(p for p in curve.diagnostics.reliability if p.problem != "high_fit_error")
+        return replace(
+            curve,
+            fit_error=min(checked, self.settings.max_fit_error),
+            diagnostics=replace(curve.diagnostics, reliability=kept),
+        )
 
     def second_size(self, job: int, now: float) -> int | None:
         """The size to explore `job` at (module doc), or None."""

@@ -111,7 +111,7 @@ def test_an_unknown_app_follows_the_fallback(
     decision = daemon.wait_decision(job)
     assert decision["rule"] == "fallback"
     assert decision["nodes"] == 3
-    assert "no curve is stored for app never-seen" in decision["reason"]
+    assert "no curve is stored for app root/never-seen nor for the site's" in decision["reason"]
     assert slurm.show_job(job)["NumNodes"] in ("3", "3-3")  # pending jobs show the range
     kept = submit_job("--nodes=1-3", "--job-name=wrap", wrap="true")  # no app key at all
     decision = daemon.wait_decision(kept)

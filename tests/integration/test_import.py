@@ -20,7 +20,7 @@ from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, adaptalloc, scratch_url
+from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, adaptalloc, own, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -62,10 +62,10 @@ def test_import_sacct_counts_each_job_once_and_resumes(
     assert first["windows"] >= 2  # 3.6 s windows over the ~15 s range
     assert first["added"] >= 3
     assert first["resumed_from"] is None
-    app = AppKey(name)
+    app = own(name)
     store = CurveStore(redis_client)
     assert sorted(o.job_id for o in store.observations(app)) == sorted(map(str, ids))
-    assert [r["app"] for r in first["refits"] if r["app"] == name] == [name]
+    assert [r["app"] for r in first["refits"] if r["app"] == str(app)] == [str(app)]
     assert store.curve(app) is not None
 
     again = ok_json(adaptalloc("import", "sacct", *window, "--format", "json", cwd=tmp_path))
@@ -113,7 +113,7 @@ def test_an_interrupted_import_resumes_after_its_last_window(
     )
     assert result.resumed_from == start + 4
     assert pauses == [0.5] * (result.windows - 1)  # polite: a pause between queries
-    assert sorted(o.job_id for o in store.observations(AppKey(name))) == sorted(map(str, ids))
+    assert sorted(o.job_id for o in store.observations(own(name))) == sorted(map(str, ids))
 
 
 def test_import_csv_is_idempotent_and_the_app_commands_show_it(

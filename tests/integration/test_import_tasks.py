@@ -16,7 +16,7 @@ from plugin.appkey import AppKey
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .testbed import SlurmCLI, SubmitJob, adaptalloc, scratch_url
+from .testbed import SlurmCLI, SubmitJob, adaptalloc, own, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def test_sacct_jobs_record_the_spread_that_is_true_of_every_node(
     window = ["--since", stamp(since), "--until", stamp(time.time() + 5)]
     proc = adaptalloc("import", "sacct", *window, "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    runs = CurveStore(connect(scratch_url())).observations(AppKey(name))
+    runs = CurveStore(connect(scratch_url())).observations(own(name))
     got = {r.job_id: (r.nodes, r.tasks, r.tasks_per_node) for r in runs}
     assert got == {str(uneven): (3, 4, None), str(even): (2, 4, 2)}
 

@@ -29,7 +29,7 @@ from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Observation
 
-from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, scratch_url
+from .testbed import PROJECT_ROOT, SlurmCLI, SubmitJob, own, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +88,7 @@ def test_jobs_become_observations_exactly_once(
             ),
         }
     )
-    app, sized = AppKey(name), AppKey(name, "big")
+    app, sized = own(name), own(name, "big")
     learner = new_learner()
     first = learner.poll_once()
     assert first.source == "sacct"
@@ -108,8 +108,8 @@ def test_jobs_become_observations_exactly_once(
     assert job_ids(restarted, app) == expected
 
     outcomes = {str(o.app): o for o in restarted.refit_dirty()}
-    assert outcomes[name].status == "written"  # runs at 1, 2 and 2-4 nodes
-    assert outcomes[f"{name}@big"].status == "no_curve"  # one size only
+    assert outcomes[str(own(name))].status == "written"  # runs at 1, 2 and 2-4 nodes
+    assert outcomes[str(own(name, "big"))].status == "no_curve"  # one size only
     assert isinstance(restarted.store.curve(app), predictor.Curve)
     assert restarted.store.check(app) == []
 
@@ -144,11 +144,11 @@ def test_two_learner_processes_at_once_count_each_job_once(
             assert proc.returncode == 0, err
             json.loads(out)
     store = CurveStore(redis_client)
-    assert sorted(o.job_id for o in store.observations(AppKey(name))) == sorted(
+    assert sorted(o.job_id for o in store.observations(own(name))) == sorted(
         str(i) for i in ids.values()
     )
-    assert store.check(AppKey(name)) == []
-    record = store.curve_record(AppKey(name))
+    assert store.check(own(name)) == []
+    record = store.curve_record(own(name))
     assert record is not None
     assert record.n_observations == 6
 
@@ -194,7 +194,7 @@ def test_hostile_names_and_comments_create_no_keys_outside_the_namespace(
             learner.poll_once()
     finally:
         structlog.configure(**saved)
-    assert job_ids(learner, AppKey(good)) == [str(ids["control"])]  # bad tags refuse the job
+    assert job_ids(learner, own(good)) == [str(ids["control"])]  # bad tags refuse the job
     for key in redis_client.scan_iter("*"):
         assert key.startswith("adaptalloc:v2:"), key
         assert key.isascii(), key
@@ -229,7 +229,7 @@ def test_without_accounting_the_learner_reads_squeue(
     learner = new_learner(config)
     result = learner.poll_once()
     assert result.source == "squeue"
-    assert job_ids(learner, AppKey(name)) == sorted(str(i) for i in ids.values())
+    assert job_ids(learner, own(name)) == sorted(str(i) for i in ids.values())
     assert learner.store.watermark("squeue") == result.until
     assert learner.store.watermark("sacct") is None
 
@@ -259,7 +259,7 @@ def test_a_run_killed_at_its_limit_is_a_censored_run_never_fitted(
             "killed": ((f"--job-name={name}", "--nodes=2", "--time=1"), "sleep 600", "TIMEOUT"),
         }
     )
-    app = AppKey(name)
+    app = own(name)
     learner = new_learner()
     result = learner.poll_once()
     assert result.stats.censored >= 1
@@ -305,7 +305,7 @@ def test_runs_record_tasks_node_type_and_numeric_size_from_real_accounting(
     ids = run_jobs(specs)
     learner = new_learner()
     learner.poll_once()
-    app = AppKey(name, "1000")
+    app = own(name, "1000")
     runs = {o.job_id: o for o in learner.store.observations(app)}
     assert set(runs) == {str(i) for i in ids.values()}
     for label, job_id in ids.items():

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from plugin.appkey import AppKey
 from plugin.config import Config, LearnerConfig
 from plugin.learning.learner import Learner
 from plugin.slurm import CliSlurmReader, SlurmCommandError
@@ -27,7 +26,7 @@ from plugin.slurm.records import JobRecord
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 
-from .testbed import SlurmCLI, SubmitJob, scratch_url
+from .testbed import SlurmCLI, SubmitJob, own, scratch_url
 
 pytestmark = pytest.mark.integration
 
@@ -126,7 +125,9 @@ def test_text_path_returns_the_json_paths_records(
 
 
 def test_the_learner_keeps_learning_when_sacct_json_fails(
-    redis_client: Any, finished_jobs: Callable[..., tuple[dict[str, int], float, float]]
+    redis_client: Any,
+    slurm: SlurmCLI,
+    finished_jobs: Callable[..., tuple[dict[str, int], float, float]],
 ) -> None:
     name = fresh_name()
     ids, _, _ = finished_jobs(
@@ -140,5 +141,8 @@ def test_the_learner_keeps_learning_when_sacct_json_fails(
         poll = learner.poll_once()
     assert poll.source == "sacct"
     assert "sacct_json_failed" in [e["event"] for e in logs]
-    observed = {o.job_id: o.nodes for o in learner.store.observations(AppKey(name))}
+    # The fixture submits as the test user: their runs, under their own key.
+    observed = {
+        o.job_id: o.nodes for o in learner.store.observations(own(name, user=slurm.test_user))
+    }
     assert observed == {str(ids["j1"]): 1, str(ids["j2"]): 2}

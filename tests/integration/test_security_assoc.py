@@ -4,9 +4,10 @@ An admin's account ``aaparent`` limits jobs to 2 nodes and 30 minutes
 (MaxTRESPerJob=node=2, MaxWallDurationPerJob=00:30:00); its child account ``aachild`` sets
 nothing, and the unprivileged user has an association under it. The daemon reads the
 association's effective limits from slurmctld (``scontrol show assoc_mgr``), the inherited
-ones included, so the user's job under ``aachild`` is never pinned above 2 nodes nor given
-a limit above 30 minutes, while the same job under the unlimited sibling ``aafree`` is sized
-larger (the control: the inherited cap is what made the difference).
+ones included, so the user's job under ``aachild`` is never pinned above 2 nodes, and its
+120 minutes, above the inherited 30, are left as written (Slurm decides whether it starts),
+while the same job under the unlimited sibling ``aafree`` is sized larger (the control: the
+inherited cap is what made the difference).
 
 The testbed does not enforce association limits (no AccountingStorageEnforce), so what is
 shown is that the daemon never asks for more than the association allows. Everything added
@@ -107,5 +108,5 @@ def test_an_inherited_association_limit_caps_the_size_and_the_time_limit(
     control, decision = daemon.wait_decision(free), daemon.wait_decision(capped)
     assert control["action"] == "resize"
     assert control["nodes"] > 2  # without the association the policy wants more
-    fields = assert_capped_release(slurm, capped, decision, nodes=2, minutes=30)
+    fields = assert_capped_release(slurm, capped, decision, nodes=2, asked="02:00:00")
     assert fields["Account"] == limited_account

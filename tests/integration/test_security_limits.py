@@ -220,7 +220,11 @@ def test_with_a_sizing_user_the_daemon_resizes_and_slurm_keeps_the_limit(
     decision = daemon.wait_decision(job)
     assert (decision["status"], decision["action"]) == ("released", "resize")
     n = decision["nodes"]
-    assert slurm.show_job(job)["NumNodes"] == f"{n}-{n}"
+    # No limit is shortened where limits are enforced: only an operator could give it back
+    # (tests/integration/test_security_time_limits.py), and that would lift them.
+    assert decision["new_time_limit_min"] is None
+    fields = slurm.show_job(job)
+    assert (fields["NumNodes"], fields["TimeLimit"]) == (f"{n}-{n}", "01:00:00")
     assert_stays_pending(slurm, job, "AssocGrpNodeLimit")
     assert not daemon.events("limits_enforced")
 

@@ -2,7 +2,8 @@
 
 A QOS an admin made (MaxTRESPerJob=node=2, MaxWall=30 minutes) is read by the daemon
 (``sacctmgr show qos``) and tightens the partition's limits: a job of the unprivileged user
-in that QOS is never pinned above 2 nodes nor given a limit above 30 minutes, while the
+in that QOS is never pinned above 2 nodes, and its 120 minutes, above the QOS's 30, are left
+as written (a shorter limit would make startable a job Slurm would not start), while the
 same job outside it is sized larger (the control: the cap is what made the difference).
 
 The testbed does not enforce QOS limits (no AccountingStorageEnforce), so "Slurm would
@@ -61,5 +62,5 @@ def test_a_qos_caps_the_size_and_the_time_limit(
     assert control["action"] == "resize"
     assert control["nodes"] > 2  # without the QOS the policy wants more than it allows
     assert control["new_time_limit_min"] is None or control["new_time_limit_min"] > 0
-    fields = assert_capped_release(slurm, capped, decision, nodes=2, minutes=30)
+    fields = assert_capped_release(slurm, capped, decision, nodes=2, asked="02:00:00")
     assert fields["QOS"] == small_qos

@@ -450,7 +450,9 @@ def test_decisions_stored_before_records_had_a_version_are_read(
     assert {k: back[k] for k in old} == old
     # Fields added since (placement) read back as absent, nothing else is new.
     added = set(back) - set(old) - {"version"}
-    assert added == {"tasks", "tasks_per_node", "scaling", "new_partition", "placement"}
+    assert added == {
+        "tasks", "tasks_per_node", "scaling", "new_partition", "placement", "curve_app"
+    }  # fmt: skip
     assert all(back[k] is None for k in added)
     assert store.skipped["decision"] == 1
 
@@ -577,14 +579,15 @@ def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock:
     stats = ingest.ingest(jobs)
     assert (stats.added, stats.censored) == (2, 2)
     assert ingest.ingest(jobs[2:4]).censored == 0  # a job counts once
-    fitted = store.refit_input(LULESH)
+    anns = LULESH.owned_by("ann")  # her runs, under her own key
+    fitted = store.refit_input(anns)
     assert fitted is not None
     assert sorted(o.job_id for o in fitted.observations) == ["1", "2"]
-    assert [(r.job_id, r.nodes, r.runtime_s) for r in store.censored_runs(LULESH)] == [
+    assert [(r.job_id, r.nodes, r.runtime_s) for r in store.censored_runs(anns)] == [
         ("3", 16, 600.0),
         ("4", 16, 50.0),
     ]
-    assert store.guard_counts(LULESH)["censored_runs"] == 2
+    assert store.guard_counts(anns)["censored_runs"] == 2
 
 
 # --- placement: what observations carry, node types, sibling sizes -------------------------------

@@ -7,6 +7,7 @@ changes with bounded polls that fail with a pointer to the logs.
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import signal
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from plugin.appkey import AppKey
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 UP_SH = PROJECT_ROOT / "deploy" / "local" / "up.sh"
@@ -35,6 +38,12 @@ SLURM_CMD_TIMEOUT_S = 60
 #: Upper bound for waiting on Slurm state changes (a job finishing, sacct catching up).
 #: A readiness bound that turns a hang into a clear failure, not a speed check.
 WAIT_TIMEOUT_S = 120.0
+
+
+def own(name: str, size: str | None = None, user: str | None = None) -> AppKey:
+    """The app key a job of `user` (default: the user the tests run as, who submits every job
+    not submitted ``as_user``) gets under the default ``[appkey] scope = "user"``."""
+    return AppKey(name, size, user if user is not None else getpass.getuser())
 
 
 def scratch_url(db: int = REDIS_SCRATCH_DB) -> str:
@@ -192,6 +201,11 @@ class SlurmCLI:
     def test_user(self) -> str:
         """The testbed's unprivileged Unix user (up.sh creates it)."""
         return self.cluster.env.get("ADAPTALLOC_TEST_USER", "aatest")
+
+    @property
+    def other_user(self) -> str:
+        """A second unprivileged user, for what one user's jobs can do to another's."""
+        return self.cluster.env.get("ADAPTALLOC_OTHER_USER", "aaother")
 
     def run(
         self, *args: str, check: bool = True, as_user: str | None = None

@@ -175,60 +175,60 @@ def test_a_tag_at_the_end_of_a_64k_comment_is_found() -> None:
 
 
 def test_default_rule_uses_the_job_name() -> None:
-    assert AppKeyRule().key_for(Job(name="LULESH")) == AppKey("lulesh")
+    assert AppKeyRule().app_for(Job(name="LULESH")) == AppKey("lulesh")
 
 
 def test_comment_tag_overrides_the_name_and_admin_comment_overrides_both() -> None:
     rule = AppKeyRule()
     tagged = Job(comment="adaptalloc:v1 app=hpl size=big")
-    assert rule.key_for(tagged) == AppKey("hpl", "big")
+    assert rule.app_for(tagged) == AppKey("hpl", "big")
     both = Job(comment="adaptalloc:v1 app=hpl", admin_comment="adaptalloc:v1 app=lammps")
-    assert rule.key_for(both) == AppKey("lammps")
-    assert AppKeyRule(comment_tag=False).key_for(tagged) == AppKey("lulesh")
+    assert rule.app_for(both) == AppKey("lammps")
+    assert AppKeyRule(comment_tag=False).app_for(tagged) == AppKey("lulesh")
 
 
 def test_a_size_only_tag_keeps_the_templates_name() -> None:
-    assert AppKeyRule().key_for(Job(comment="adaptalloc:v1 size=large")) == AppKey(
+    assert AppKeyRule().app_for(Job(comment="adaptalloc:v1 size=large")) == AppKey(
         "lulesh", "large"
     )
 
 
 def test_an_opt_out_tag_keeps_the_templates_key() -> None:
-    assert AppKeyRule().key_for(Job(comment="adaptalloc:v1 resize=no")) == AppKey("lulesh")
-    assert AppKeyRule().key_for(Job(admin_comment="adaptalloc:v1:held")) == AppKey("lulesh")
+    assert AppKeyRule().app_for(Job(comment="adaptalloc:v1 resize=no")) == AppKey("lulesh")
+    assert AppKeyRule().app_for(Job(admin_comment="adaptalloc:v1:held")) == AppKey("lulesh")
 
 
 def test_a_bad_tag_refuses_the_job_instead_of_falling_back() -> None:
     with pytest.raises(AppKeyError, match="unknown key"):
-        AppKeyRule().key_for(Job(comment="adaptalloc:v1 aap=lulesh"))
+        AppKeyRule().app_for(Job(comment="adaptalloc:v1 aap=lulesh"))
 
 
 def test_template_fields_and_pattern() -> None:
     job = Job(name="lulesh_large_run7", script="/home/alice/LULESH.sbatch")
-    assert AppKeyRule(template="{account}.{name}").key_for(job) == AppKey(
+    assert AppKeyRule(template="{account}.{name}").app_for(job) == AppKey(
         "physics.lulesh_large_run7"
     )
-    assert AppKeyRule(template="{script}").key_for(job) == AppKey("lulesh")
+    assert AppKeyRule(template="{script}").app_for(job) == AppKey("lulesh")
     rule = AppKeyRule(pattern=r"^(?P<app>[a-z]+)_(?P<size>small|large)")
-    assert rule.key_for(job) == AppKey("lulesh", "large")
+    assert rule.app_for(job) == AppKey("lulesh", "large")
     with pytest.raises(AppKeyError, match="does not match"):
-        rule.key_for(Job(name="other"))
+        rule.app_for(Job(name="other"))
 
 
 def test_missing_fields_and_generic_names_are_refused() -> None:
     with pytest.raises(AppKeyError, match="no wckey"):
-        AppKeyRule(template="{wckey}").key_for(Job())
+        AppKeyRule(template="{wckey}").app_for(Job())
     with pytest.raises(AppKeyError, match="no script"):
-        AppKeyRule(template="{script}").key_for(Job())
+        AppKeyRule(template="{script}").app_for(Job())
     with pytest.raises(AppKeyError, match="generic"):
-        AppKeyRule().key_for(Job(name="wrap"))
-    assert AppKeyRule(generic_names=()).key_for(Job(name="wrap")) == AppKey("wrap")
+        AppKeyRule().app_for(Job(name="wrap"))
+    assert AppKeyRule(generic_names=()).app_for(Job(name="wrap")) == AppKey("wrap")
 
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_job_names_yield_no_key(name: str) -> None:
     with pytest.raises(AppKeyError):
-        AppKeyRule().key_for(Job(name=name))
+        AppKeyRule().app_for(Job(name=name))
 
 
 @pytest.mark.parametrize(
@@ -292,3 +292,54 @@ def test_scaling_tag_is_read_and_checked() -> None:
     assert plain.scaling is None
     with pytest.raises(AppKeyError, match="scaling= must be strong or weak"):
         parse_tag("adaptalloc:v1 scaling=weak;rm")
+
+
+# --- whose runs: owners --------------------------------------------------------------------
+
+
+def test_by_default_a_jobs_key_is_its_users_own_whatever_its_name_or_tag_says() -> None:
+    rule = AppKeyRule()
+    assert rule.key_for(Job(name="LULESH")) == AppKey("lulesh", owner="alice")
+    # A tag names the application, never the owner: bob cannot write into alice's key.
+    forged = Job(user="bob", comment="adaptalloc:v1 app=lulesh")
+    assert rule.key_for(forged) == AppKey("lulesh", owner="bob")
+    assert str(rule.key_for(Job(comment="adaptalloc:v1 size=large"))) == "alice/lulesh@large"
+
+
+def test_an_owned_key_round_trips_and_its_site_key_drops_the_owner() -> None:
+    key = AppKey.parse("Alice_1/LULESH@Large")
+    assert key == AppKey("lulesh", "large", "Alice_1")  # the user name is taken exactly
+    assert str(key) == "Alice_1/lulesh@large"
+    assert key.app == "lulesh@large"
+    assert key.site == AppKey("lulesh", "large")
+    assert key.site.site == key.site
+    assert AppKey("lulesh").owned_by("bob") == AppKey("lulesh", owner="bob")
+    assert AppKey.parse(str(key)) == key
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["/lulesh", "a b/lulesh", "al:ice/lulesh", "alice/bob/lulesh", "é/lulesh", "x" * 65 + "/lu"],
+)
+def test_an_owner_that_is_no_user_name_is_refused(text: str) -> None:
+    with pytest.raises(AppKeyError):
+        AppKey.parse(text)
+
+
+def test_a_job_whose_user_name_cannot_own_a_key_has_none() -> None:
+    for user in ("", "a b", "x" * 65, "al\nice"):
+        with pytest.raises(AppKeyError, match="user"):
+            AppKeyRule().key_for(Job(user=user))
+
+
+def test_shared_apps_and_the_site_scope_pool_every_users_runs() -> None:
+    shared = AppKeyRule(shared=("lulesh*", "namd@large"))
+    assert shared.key_for(Job(name="lulesh")) == AppKey("lulesh")
+    assert shared.key_for(Job(name="lulesh2")) == AppKey("lulesh2")
+    assert shared.key_for(Job(name="namd", comment="adaptalloc:v1 size=large")) == AppKey(
+        "namd", "large"
+    )
+    assert shared.key_for(Job(name="namd")) == AppKey("namd", owner="alice")
+    assert AppKeyRule(scope="site").key_for(Job(user="bob")) == AppKey("lulesh")
+    with pytest.raises(ValueError, match="scope"):
+        AppKeyRule(scope="account")

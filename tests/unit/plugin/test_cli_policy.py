@@ -160,12 +160,23 @@ def test_decide_with_a_policy_file_and_partition_limits(
     capped = json_document(
         run_cli(
             *("decide", *LU_JOB, "--time-limit", "600", "--partition-max-time", "30"),
-            *("--feasible", "powers_of_two", "--format", "json"),
+            *("--feasible", "powers_of_two", "--explain", "--format", "json"),
         )
     )
     assert capped["nodes"] == 32
-    assert capped["time_limit_min"] <= 30
+    # 600 min asked where at most 30 are allowed: Slurm would not start the job, and a
+    # shortened limit would let it start, so the limit is left as the user wrote it.
+    assert capped["time_limit_min"] is None
+    assert "exceed the job's maximum of 30 min" in capped["time_limit_reason"]
     assert "powers of two (the job's tag)" in capped["reason"]
+    within = json_document(
+        run_cli(
+            *("decide", *LU_JOB, "--time-limit", "30", "--partition-max-time", "30"),
+            *("--feasible", "powers_of_two", "--format", "json"),
+        )
+    )
+    assert within["time_limit_min"] is not None
+    assert within["time_limit_min"] <= 30
     outside = json_document(
         run_cli(
             *("decide", *LU_JOB[:2], "--nodes", "80-128", "--partition-max-nodes", "64"),

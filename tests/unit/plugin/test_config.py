@@ -61,9 +61,16 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
     job_like = type(
         "J",
         (),
-        {"name": "x", "account": "phys", "comment": None, "admin_comment": None, "script": None},
+        {
+            "name": "x",
+            "user": "ann",
+            "account": "phys",
+            "comment": None,
+            "admin_comment": None,
+            "script": None,
+        },
     )
-    assert config.appkey.rule().key_for(job_like()) == AppKey("phys.x")
+    assert config.appkey.rule().key_for(job_like()) == AppKey("phys.x", owner="ann")
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,7 @@ def test_the_record_replaces_the_marker_and_keeps_earlier_text() -> None:
 def test_the_learner_reads_the_app_from_the_daemons_record() -> None:
     text = marks.admin_comment(marks.sized_record(8, 1, 8, "cap"), "", AppKey("lu"))
     finished = job(admin_comment=text, name="wrap", state="COMPLETED")
-    assert AppKeyRule().key_for(finished) == AppKey("lu")
+    assert AppKeyRule().key_for(finished) == AppKey("lu", owner="ann")
     assert marks.record_word(text) == marks.SIZED
     assert not marks.is_held(text)
 
@@ -79,7 +79,7 @@ def test_no_second_tag_when_an_admin_already_tagged_the_job() -> None:
     prior = "adaptalloc:v1 app=admin-set;"
     text = marks.admin_comment(marks.kept_record(1, 4, "fallback"), prior, AppKey("other"))
     assert text.count("adaptalloc:v1 ") == 1
-    assert AppKeyRule().key_for(job(admin_comment=text)) == AppKey("admin-set")
+    assert AppKeyRule().key_for(job(admin_comment=text)) == AppKey("admin-set", owner="ann")
 
 
 def test_records_refuse_anything_but_plain_tokens() -> None:
@@ -141,7 +141,9 @@ def lu_record() -> CurveRecord:
 def decider(store: FakeStore, clock: list[float] | None = None) -> Decider:
     ticks = clock if clock is not None else [0.0]
     curves = CurveSource(lambda: store, retry_s=5.0, clock=lambda: ticks[0])  # type: ignore[arg-type, return-value]
-    return Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+    made = Decider(AppKeyRule(), policies.default_config(), curves, Budget())
+    made.limits_enforced = False  # as the daemon finds the testbed: no AccountingStorageEnforce
+    return made
 
 
 def idle(_: JobRecord) -> policies.ClusterState:
@@ -165,7 +167,7 @@ def test_an_app_without_a_curve_gets_the_fallback() -> None:
     outcome = decider(FakeStore()).decide(job(), idle)
     assert outcome.action == "keep"
     assert outcome.rule == "fallback"
-    assert "no curve is stored for app lulesh" in outcome.reason
+    assert "no curve is stored for app ann/lulesh nor for the site's lulesh" in outcome.reason
     assert "adaptalloc:v1:kept range=2-8 rule=fallback" in outcome.admin_comment
 
 
@@ -197,7 +199,7 @@ def test_fail_open_before_the_store_is_asked(fields: dict[str, Any], reason: str
 
 def test_where_slurm_enforces_limits_a_known_app_is_released_as_submitted() -> None:
     d = decider(FakeStore({"lulesh": lu_record()}))
-    d.limits_enforced = True
+    d.resize_refused = True
     outcome = d.decide(job(), idle)
     assert (outcome.action, outcome.fail_open, outcome.resize) == (
         "release",
@@ -205,7 +207,7 @@ def test_where_slurm_enforces_limits_a_known_app_is_released_as_submitted() -> N
         None,
     )
     assert "adaptalloc:v1:released reason=limits_enforced" in outcome.admin_comment
-    d.limits_enforced = False  # the control: the same job and curve are resized
+    d.resize_refused = False  # the control: the same job and curve are resized
     assert d.decide(job(), idle).action == "resize"
 
 
@@ -397,3 +399,52 @@ def test_heartbeat_lock_and_spool(tmp_path: Path) -> None:
     finally:
         state.unlock()
     StateDir(tmp_path / "state").lock()  # free again
+
+
+# --- whose runs size whose jobs (plugin/appkey.py) ---------------------------------------
+
+
+def one_node_record() -> CurveRecord:
+    """A curve one user could craft from runs of their own: barely faster on more nodes."""
+    n = [1, 2, 4, 8]
+    fit = predictor.fit(n, [100.0, 95.0, 93.0, 92.0])
+    return CurveRecord(predictor.Curve.from_fit(fit), 1, 1, None, 4, "adept", True)
+
+
+def test_one_users_runs_never_size_another_users_job() -> None:
+    # mallory's own curve of "lulesh" says the range's least, 2 nodes; the site's (an admin's
+    # import) says more.
+    store = FakeStore({"mallory/lulesh": one_node_record(), "lulesh": lu_record()})
+    d = decider(store)
+    hers = d.decide(job(1, user="mallory"), idle)
+    ann = d.decide(job(2, user="ann"), idle)
+    assert hers.resize is not None
+    assert ann.resize is not None
+    assert hers.resize.min_nodes == 2  # her own runs decide her own jobs
+    assert ann.resize.min_nodes > 2  # ...and nobody else's
+    assert (ann.app, ann.curve_app) == (AppKey("lulesh", owner="ann"), AppKey("lulesh"))
+    assert "the curve is the site's lulesh" in ann.reason
+    assert hers.curve_app is None
+    # A tag names the application, not whose runs: mallory's tag on ann's job changes nothing.
+    tagged = d.decide(job(3, user="ann", comment="adaptalloc:v1 app=lulesh"), idle)
+    assert tagged.resize is not None
+    assert tagged.resize.min_nodes == ann.resize.min_nodes
+
+
+def test_a_users_own_usable_curve_comes_before_the_sites_and_an_unusable_one_after() -> None:
+    own = lu_record()
+    assert own.curve is not None
+    unusable = dataclasses.replace(own, curve=dataclasses.replace(own.curve, fit_error=0.5))
+    d = decider(FakeStore({"ann/lulesh": own, "lulesh": one_node_record()}))
+    first = d.decide(job(1), idle)
+    assert first.curve_app is None
+    assert first.resize is not None
+    assert first.resize.min_nodes > 2
+    d = decider(FakeStore({"ann/lulesh": unusable, "lulesh": lu_record()}))
+    fallen = d.decide(job(2), idle)
+    assert fallen.curve_app == AppKey("lulesh")
+    assert fallen.rule != "fallback"
+    d = decider(FakeStore({"ann/lulesh": unusable}))  # no site curve: her own says why not
+    kept = d.decide(job(3), idle)
+    assert kept.rule == "fallback"
+    assert "fitting error" in kept.reason

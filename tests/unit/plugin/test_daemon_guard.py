@@ -59,7 +59,7 @@ def test_the_safety_lengthens_shortened_limits_up_to_the_users() -> None:
 def test_the_decider_applies_the_apps_safety() -> None:
     plain = decider(FakeStore({"lulesh": lu_record()})).decide(job(), idle)
     store = FakeStore({"lulesh": lu_record()})
-    store.safety["lulesh"] = 1.5
+    store.safety["ann/lulesh"] = 1.5  # the user's own raises lengthen the user's limits
     safer = decider(store).decide(job(), idle)
     assert plain.time_limit_min is not None
     assert plain.time_limit_min < 60
@@ -76,9 +76,18 @@ def test_only_a_shortened_limit_is_watched_and_the_watch_round_trips() -> None:
     assert Watch.from_dict(watch.to_dict()) == watch
     unshortened = dataclasses.replace(decided, job=job(1, time_limit_min=1))
     assert Watch.of(unshortened) is None
-    for bad in ({}, {**watch.to_dict(), "version": 2}, {**watch.to_dict(), "set_limit_min": 60}):
+    bad_docs: tuple[dict[str, Any], ...] = (
+        {},
+        {**watch.to_dict(), "version": 3},
+        {**watch.to_dict(), "set_limit_min": 60},
+        {**watch.to_dict(), "max_limit_min": 0},
+    )
+    for bad in bad_docs:
         with pytest.raises(ValueError, match="watch"):
             Watch.from_dict(bad)
+    # A watch stored before the job's maximum was kept reads back without one.
+    old = {k: v for k, v in watch.to_dict().items() if k != "max_limit_min"} | {"version": 1}
+    assert Watch.from_dict(old) == dataclasses.replace(watch, max_limit_min=None)
 
 
 class GuardStore:
@@ -142,6 +151,7 @@ def guard_for(queue: Sequence[JobRecord], now: float, **slurm: Any) -> tuple[Kil
     store = GuardStore()
     fake = QueueSlurm(queue, **slurm)
     guard = KillGuard(fake, lambda: store, Metrics(), clock=lambda: now)  # type: ignore[arg-type,return-value]
+    guard.may_raise = True  # as the daemon sets it where Slurm enforces no accounting limits
     guard.watched[WATCH.job_id] = WATCH
     return guard, fake, store
 
@@ -157,6 +167,46 @@ def test_a_due_job_gets_the_users_limit_back_once() -> None:
     assert guard.metrics.guard_raises._value.get() == 1
     assert not guard.watched
     assert guard.tick(force=True) == 0  # raised once, not again
+
+
+def test_a_raise_never_passes_the_jobs_maximum() -> None:
+    # The user asked 60 min where the job may have 30 at most (partition MaxTime, QOS or
+    # association MaxWall) when it was decided: the guard gives back 30, not 60.
+    now = START + 10 * 60 - 10
+    guard, slurm, store = guard_for([running()], now)
+    guard.watched[WATCH.job_id] = dataclasses.replace(WATCH, max_limit_min=30)
+    assert guard.tick() == 1
+    assert slurm.limits == [(1, 30)]
+    [(_, doc)] = store.raises
+    assert (doc["to_min"], doc["user_limit_min"]) == (30, 60)
+    # A job whose limit already reaches the maximum is not due: nothing is raised.
+    guard, slurm, _ = guard_for([running(limit=30)], START + 30 * 60)
+    guard.watched[WATCH.job_id] = dataclasses.replace(WATCH, max_limit_min=30)
+    assert guard.tick() == 0
+    assert slurm.limits == []
+
+
+def test_where_slurm_enforces_limits_nothing_is_raised() -> None:
+    # Only an operator may raise a running job's limit, and its raise lifts the enforced
+    # limits: the guard leaves the job to the limit Slurm started it with.
+    guard, slurm, store = guard_for([running()], START + 10 * 60 - 10)
+    guard.may_raise = False
+    assert guard.tick() == 0
+    assert slurm.limits == []
+    assert store.raises == []
+    assert not guard.watched  # not asked again every tick
+    fresh = KillGuard(QueueSlurm([]), GuardStore, Metrics())  # type: ignore[arg-type]
+    assert fresh.may_raise is False  # until the daemon has asked Slurm
+
+
+def test_a_watch_keeps_the_maximum_the_decision_saw() -> None:
+    [decided] = outcomes(1)
+    capped = dataclasses.replace(decided, max_time_min=45)
+    watch = Watch.of(capped)
+    assert watch is not None
+    assert watch.max_limit_min == 45
+    assert watch.raise_to == min(60, 45)
+    assert Watch.from_dict(watch.to_dict()) == watch
 
 
 def test_a_job_not_yet_due_is_left_and_a_refused_raise_is_retried() -> None:
@@ -274,6 +324,7 @@ def test_a_slow_guard_read_never_holds_back_the_loops_watches() -> None:
     slurm = SlowSlurm([running()])
     now = START + 10 * 60 - 10
     guard = KillGuard(slurm, lambda: store, Metrics(), clock=lambda: now)  # type: ignore[arg-type,return-value]
+    guard.may_raise = True
     guard.watched[WATCH.job_id] = WATCH
     thread = GuardThread(guard, lambda: True, poll_s=0.01).start()
     try:

@@ -63,7 +63,7 @@ def _record(curve: predictor.Curve | None, n: int, age_s: float = 60.0) -> Curve
 def refitted(monkeypatch: pytest.MonkeyPatch) -> list[AppKey]:
     out: list[AppKey] = []
 
-    def fake_refit(store: Any, app: AppKey, method: str = "adept") -> RefitOutcome:
+    def fake_refit(store: Any, app: AppKey, method: str = "adept", **_: Any) -> RefitOutcome:
         out.append(app)
         return RefitOutcome(app, "written", 1, 0)
 

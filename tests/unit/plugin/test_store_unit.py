@@ -149,9 +149,19 @@ def test_observation_refuses_bad_values(changes: dict[str, object], match: str) 
 def test_a_completed_job_becomes_an_observation() -> None:
     obs = ingestor().observation(job(name="LULESH", comment="adaptalloc:v1 size=large"))
     expected = Observation(
-        "7", AppKey("lulesh", "large"), 4, 120.0, NOW - 60, "sacct", node_type="batch"
+        "7", AppKey("lulesh", "large", "alice"), 4, 120.0, NOW - 60, "sacct", node_type="batch"
     )
     assert obs == expected
+
+
+def test_a_shared_apps_run_goes_to_the_site_key_with_its_user() -> None:
+    rule = AppKeyRule(shared=("lulesh",))
+    shared = Ingestor(cast(CurveStore, None), rule, max_nodes=64, max_age_s=None, clock=lambda: NOW)
+    obs = shared.observation(job())
+    assert (obs.app, obs.user) == (AppKey("lulesh"), "alice")
+    assert Observation.from_json(obs.app, obs.job_id, obs.to_json()) == obs
+    assert '"u":"alice"' in obs.to_json()
+    assert ingestor().observation(job()).user is None  # a user's own key says it already
 
 
 @pytest.mark.parametrize(
@@ -252,7 +262,7 @@ def test_validation_of_the_captured_hostile_jobs() -> None:
             keys.append(check.observation(record).app)
         except JobRejectedError as exc:
             refusals.append(exc.code)
-    assert keys == [AppKey("hostile-ok", "large")]
+    assert keys == [AppKey("hostile-ok", "large", "root")]  # the capture's jobs are root's
     assert refusals == ["app_key"] * 6
 
 

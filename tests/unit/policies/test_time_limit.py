@@ -155,16 +155,33 @@ def test_never_shorter_than_the_curve_predicts() -> None:
     )
 
 
-def test_never_above_the_partition_maximum() -> None:
+def test_a_limit_above_the_jobs_maximum_is_left_as_written() -> None:
+    # 120 min asked where the job may have at most 30 (partition MaxTime, QOS or association
+    # MaxWall): Slurm would not start it. A shortened limit (37 min here, 30 once cut to the
+    # maximum as adaptalloc once did) would make it startable, and the kill guard would
+    # later give it the user's 120: the limit stays as written and Slurm decides.
     got = time_limit(JOB, LINEAR_JOB, 40, ClusterState(max_time_min=30), DEFAULTS)
-    assert got.minutes == 30
-    assert got.reason.endswith(", cut to the partition's maximum of 30 min")
-    assert got.note == ""
-    # Even below the prediction (19 min with the safety factor): then the reason says so.
-    tight = time_limit(JOB, LINEAR_JOB, 40, ClusterState(max_time_min=10), DEFAULTS)
-    assert tight.minutes == 10
-    assert "maximum of 10 min" in tight.note
-    assert f"{_ceil(15 * W * 1.2)} min" in tight.note
+    assert got.minutes is None
+    assert got.reason == (
+        "the user's 120 min exceed the job's maximum of 30 min (partition MaxTime, QOS or "
+        "association MaxWall), so the limit is left as written and Slurm decides whether the "
+        "job may start"
+    )
+    # At the maximum or under it the limit is rescaled as anywhere, and so never exceeds it.
+    for maximum in (120, 200):
+        within = time_limit(JOB, LINEAR_JOB, 40, ClusterState(max_time_min=maximum), DEFAULTS)
+        unbounded = time_limit(JOB, LINEAR_JOB, 40, FREE, DEFAULTS).minutes
+        assert unbounded is not None
+        assert within.minutes == unbounded < 120
+
+
+def test_no_limit_is_shortened_where_slurm_enforces_limits() -> None:
+    # Only an operator can raise a running job's limit back, and that lifts the enforced
+    # limits: the kill guard could not give a shortened limit back, so none is shortened.
+    got = time_limit(JOB, LINEAR_JOB, 40, ClusterState(limits_enforced=True), DEFAULTS)
+    assert got.minutes is None
+    assert got.reason.startswith("Slurm enforces association and QOS limits")
+    assert got.reason.endswith("the user's 120 min stand")
 
 
 def test_beyond_the_largest_observed_size_the_users_limit_stands() -> None:

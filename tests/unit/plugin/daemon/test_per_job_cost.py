@@ -43,10 +43,12 @@ def test_the_remembered_app_key_is_the_rules_own(fields: dict[str, Any]) -> None
 def test_a_new_rule_keys_the_same_jobs_anew() -> None:
     d = decider(FakeStore())
     lulesh = job(1, account="phys")
-    assert d.app_key(lulesh) == AppKey("lulesh")
+    assert d.app_key(lulesh) == AppKey("lulesh", owner="ann")
     d.rule = AppKeyRule(template="{account}.{name}")  # as a SIGHUP reload replaces it
-    assert d.app_key(job(2, account="phys")) == AppKey("phys.lulesh")
-    assert d.app_key(job(3, account="chem")) == AppKey("chem.lulesh")
+    assert d.app_key(job(2, account="phys")) == AppKey("phys.lulesh", owner="ann")
+    assert d.app_key(job(3, account="chem")) == AppKey("chem.lulesh", owner="ann")
+    # The same job of another user is that user's key, never a remembered one.
+    assert d.app_key(job(4, account="chem", user="bob")) == AppKey("chem.lulesh", owner="bob")
 
 
 def test_a_job_without_a_key_is_refused_each_time() -> None:

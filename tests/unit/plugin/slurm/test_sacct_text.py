@@ -21,7 +21,12 @@ from plugin.doctor.services import accounting_answers
 from plugin.slurm import CliSlurmReader, SlurmCommandError, SlurmError, SlurmParseError
 from plugin.slurm.parse import parse_sacct_json
 from plugin.slurm.records import JobRecord
-from plugin.slurm.sacct_text import SACCT_TEXT_FIELDS, parse_sacct_text, sacct_text_args
+from plugin.slurm.sacct_text import (
+    SACCT_TEXT_FIELDS,
+    parse_sacct_text,
+    parse_sacct_users,
+    sacct_text_args,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "data" / "slurm"
 TEXT = (DATA / "sacct_text_hostile.txt").read_text(encoding="utf-8")
@@ -241,3 +246,52 @@ def test_doctor_is_ok_again_once_sacct_json_works() -> None:
     reader._runner = WorkingJson("none")
     check = accounting_answers(reader, now=2_000_000_000)
     assert (check.status, reader.sacct_json_error) == (OK, None)
+
+
+class UsersQuery:
+    """sacct --json answers with the capture (its users null); the users query with each
+    job's id and user as the capture's text names them, or fails."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: Sequence[str], timeout_s: float) -> str:
+        self.calls.append(list(args))
+        if "--json" in args:
+            return JSON
+        if self.fail:
+            raise SlurmCommandError("sacct failed (exit 1): slurmdbd is down")
+        assert "--format=JobIDRaw,User,JobIDRaw" in args
+        (delimiter,) = (a.removeprefix("--delimiter=") for a in args if "--delimiter=" in a)
+        jobs = parse_sacct_text(TEXT, SEP).jobs
+        return "".join(f"{j.job_id}{delimiter}{j.user}{delimiter}{j.job_id}\n" for j in jobs)
+
+
+def test_a_job_the_json_gives_no_user_gets_the_user_sacct_names() -> None:
+    from_json = {job.job_id: job for job in parse_sacct_json(JSON)}
+    assert any(not job.user for job in from_json.values())  # the premise: 22.05's JSON
+    runner = UsersQuery()
+    jobs = CliSlurmReader(runner=runner).finished_jobs(0, 2_000_000_000)
+    named = {job.job_id: job.user for job in parse_sacct_text(TEXT, SEP).jobs}
+    assert {job.job_id: job.user for job in jobs} == {j: named[j] for j in from_json}
+    assert all(job.user for job in jobs)
+    json_call, users_call = runner.calls
+    assert json_call[json_call.index("--json") + 1 :] == users_call[6:]  # the same query
+    for job in jobs:  # nothing else changes
+        assert dataclasses.replace(job, user=from_json[job.job_id].user) == from_json[job.job_id]
+
+
+def test_without_the_users_query_the_jobs_stay_as_the_json_says() -> None:
+    with capture_logs() as logs:
+        jobs = CliSlurmReader(runner=UsersQuery(fail=True)).finished_jobs(0, 2_000_000_000)
+    assert [e["event"] for e in logs] == ["sacct_users_unknown"]
+    assert {j.job_id: j for j in jobs} == {j.job_id: j for j in parse_sacct_json(JSON)}
+
+
+def test_a_users_record_that_does_not_read_is_left_out() -> None:
+    sep = "~x~"
+    text = f"12{sep}ann{sep}12\n13{sep}bob{sep}14\n14.0{sep}eve{sep}14.0\n15{sep}{sep}15\n"
+    assert parse_sacct_users(text, sep) == {12: "ann"}
+    with pytest.raises(SlurmParseError):
+        parse_sacct_users(f"12{sep}ann\n", sep)

@@ -1,0 +1,124 @@
+"""A shared (site) curve from many users' runs: one vote per user and size, and no user who
+can move it far (plugin/learning/sharing.py), with the real predictor's fits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import predictor
+from plugin.appkey import AppKey
+from plugin.learning.sharing import USER_INFLUENCE, flag_influence, influence, votes
+from plugin.store.curves import Observation
+
+APP = AppKey("lulesh")
+#: NAS LU class W (the thesis' Table 5.1) as runtimes of T(1) = 100 s.
+LU = {1: 100.0, 2: 50.8, 4: 26.1, 8: 13.8, 16: 7.65, 32: 4.81}
+
+
+def run(job: int, n: int, t: float, user: str | None) -> Observation:
+    return Observation(f"j{job}", APP, n, t, 1_700_000_000.0 + job, "sacct", user=user)
+
+
+def honest(users: Sequence[str], start: int = 0) -> list[Observation]:
+    """Each user ran every size of LU, within 2% of its curve."""
+    out = []
+    for k, user in enumerate(users):
+        for i, (n, t) in enumerate(LU.items()):
+            out.append(run(start + 100 * k + i, n, t * (1.0 + 0.01 * ((k + i) % 3 - 1)), user))
+    return out
+
+
+def fit(runs: Sequence[Observation]) -> predictor.Curve | None:
+    try:
+        result = predictor.fit([r.nodes for r in runs], [r.runtime_s for r in runs])
+    except ValueError:
+        return None
+    return predictor.Curve.from_fit(result) if result.status == "ok" else None
+
+
+def test_a_user_votes_once_per_size_with_the_median_of_their_runs() -> None:
+    spam = [run(k, 1, 10.0 + k, "mallory") for k in range(99)]
+    pooled = votes([*spam, run(500, 1, 100.0, "ann"), run(501, 1, 90.0, None)])
+    by_user = {(r.user, r.nodes): r.runtime_s for r in pooled}
+    assert by_user == {("mallory", 1): 59.0, ("ann", 1): 100.0, (None, 1): 90.0}
+    assert len(pooled) == 3  # 99 runs of one user are one vote; an admin's run stays whole
+
+
+def test_honest_users_move_a_shared_curve_little() -> None:
+    pooled = votes(honest(["ann", "bob", "carol"]))
+    found = influence(pooled, fit)
+    assert found is not None
+    assert found.change < 0.05
+    curve = fit(pooled)
+    assert curve is not None
+    assert flag_influence(curve, found, 0.25) is curve
+
+
+#: What mallory's runs say: LU stops scaling at 2 nodes (so 2 nodes would size its jobs).
+CRAFTED = {1: 100.0, 2: 60.0, 4: 58.0, 8: 57.0, 16: 57.0, 32: 57.0}
+
+
+def flood() -> list[Observation]:
+    """mallory ran every size 20 times with the crafted runtimes."""
+    return [
+        run(1000 + 10 * i + k, n, t, "mallory")
+        for i, (n, t) in enumerate(CRAFTED.items())
+        for k in range(20)
+    ]
+
+
+def test_a_flood_of_one_users_runs_does_not_move_a_shared_curve() -> None:
+    runs = honest(["ann", "bob", "carol"]) + flood()
+    pooled = votes(runs)
+    found = influence(pooled, fit)
+    curve = fit(pooled)
+    assert found is not None
+    assert curve is not None
+    assert found.change < 0.05
+    assert flag_influence(curve, found, 0.25) is curve
+    assert abs(curve.runtime(32) / LU[32] - 1.0) < 0.05
+    # What she can do is make the votes of a size disagree: the reliability judgment then
+    # sees mixed inputs, and the curve sizes no job (a denial, not a steer).
+    assert {p.problem for p in curve.diagnostics.reliability} == {"mixed_sizes"}
+    # Without the votes the flood outweighs the three of them: the curve goes flat.
+    plain = fit(runs)
+    assert plain is not None
+    assert plain.runtime(32) > 2.0 * LU[32]
+
+
+def test_a_shared_curve_that_stands_or_falls_with_one_user_sizes_no_job() -> None:
+    # Two honest users and mallory: the fit drops her votes as outliers, but only while both
+    # of them are there; leaving one out, hers are half the votes and the curve goes flat.
+    pooled = votes(honest(["ann", "bob"]) + flood())
+    found = influence(pooled, fit)
+    assert found is not None
+    assert found.change > 0.25
+    curve = fit(pooled)
+    assert curve is not None
+    flagged = flag_influence(curve, found, 0.25)
+    [problem] = [p for p in flagged.diagnostics.reliability if p.problem == USER_INFLUENCE]
+    assert problem.detail["influence"] == found.change
+    assert found.user not in problem.action  # the curve's readers learn no user's name
+    assert not flagged.reliable
+
+
+def test_a_curve_of_one_users_runs_alone_is_that_users_say() -> None:
+    pooled = votes(honest(["ann"]))
+    found = influence(pooled, fit)
+    assert found is not None
+    assert (found.user, found.nodes) == ("ann", None)
+    assert math.isinf(found.change)
+    curve = fit(pooled)
+    assert curve is not None
+    assert not flag_influence(curve, found, 0.25).reliable
+    # An admin's import beside it: the curve stands without her.
+    admin = [run(900 + i, n, t, None) for i, (n, t) in enumerate(LU.items())]
+    backed = influence(votes([*honest(["ann"]), *admin]), fit)
+    assert backed is not None
+    assert backed.change < 0.05
+
+
+def test_runs_without_users_are_not_checked() -> None:
+    admin = [run(i, n, t, None) for i, (n, t) in enumerate(LU.items())]
+    assert influence(votes(admin), fit) is None
