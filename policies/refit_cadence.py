@@ -26,7 +26,7 @@ from collections.abc import Iterable
 __all__ = ["REFIT_GROWTH", "REFIT_MAX_AGE_S", "refit_due", "runs_needed"]
 
 #: The default g ([learner] refit_growth): chosen on NASA, checked on Lublin and CEA-Curie
-#: (tests/benchmarks/test_refit_cadence.py; README "Refit cadence").
+#: (tests/benchmarks/test_refit_cadence.py; docs/science/policy.md).
 REFIT_GROWTH = 0.25
 #: The default H in seconds ([learner] refit_max_age_h: 24); not chosen by data: it bounds
 #: how stale a curve with new runs gets.

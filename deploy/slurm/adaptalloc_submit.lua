@@ -50,8 +50,9 @@ Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 While a job is held for sizing (priority 0 and the marker in its admin comment, which only
 this hook and admins can write), job_modify refuses its own user's changes to what the
 daemon's decision rests on (node range, time limit, partition, QOS, account, reservation,
-constraints, node lists, tasks and CPUs, TRES, licenses: SIZING_NUMBERS and SIZING_TEXT
-below) with Slurm's "Job can not be altered now, try again later". The daemon reads those
+constraints, node lists, tasks, CPUs and memory, TRES, licenses: SIZING_NUMBERS and
+SIZING_TEXT below), and its nice value, which can release it, with Slurm's "Job can not be
+altered now, try again later". The daemon reads those
 fields, checks them against the partition, QOS and association limits and then sets NumNodes
 and TimeLimit as an admin, which slurmctld marks as admin-set and no longer checks against
 those limits: a change landing between the daemon's read and its update (QOS or partition
@@ -186,8 +187,11 @@ local function on(value)
     return value ~= nil and value ~= 0 and value < NO_VAL16
 end
 
--- Why a moldable job must not be held, or nil. An immediate allocation (salloc/srun -I)
--- fails when it cannot start at once, which a held job cannot. The daemon sizes a job from
+-- Why a moldable job must not be held, or nil. An interactive allocation (salloc, srun: no
+-- batch script) has a user waiting at a terminal, and with --immediate it fails when it
+-- cannot start in time, which a held job cannot; 22.05 passes the hook immediate = 1 for -I
+-- and -I1 only (slurm_opt.c: salloc/srun enforce -I N themselves), so the hook cannot tell
+-- which interactive allocation has a deadline and holds none. The daemon sizes a job from
 -- the idle nodes of its partitions; that count does not say what a job can run on when it
 -- asks for a reservation, features, nodes to use or to avoid or contiguous nodes, and a
 -- hetjob component starts only with its siblings. A job listing several partitions is held:
@@ -195,6 +199,9 @@ end
 local function leave_alone(job_desc)
     if on(job_desc.immediate) then
         return "an immediate allocation"
+    end
+    if not given(job_desc.script) then
+        return "an interactive allocation"
     end
     local offset = job_desc.het_job_offset
     if offset ~= nil and offset < NO_VAL then
@@ -334,13 +341,18 @@ end
 -- reach the user from slurm_job_modify there).
 local ALTERED_LATER = 2020
 
--- The job_desc fields of a modify request the daemon's sizing rests on: numbers, each group
--- with the value that reads "not set" (NO_VAL for 32-bit fields, NO_VAL16 for 16-bit ones),
--- and text (nil or "").
+-- The job_desc fields of a modify request the daemon's sizing rests on, or its release: numbers,
+-- each group with the value that reads "not set" (NO_VAL for 32-bit fields, NO_VAL16 for 16-bit
+-- ones; the memory fields read nil unless set, 22.05's _get_job_req_field), and text (nil or
+-- ""). nice is here because a user's Nice update made a held job runnable on 22.05 (seen on the
+-- testbed, even under an admin hold); the rest say what a node or the job needs (tasks, CPUs,
+-- memory), which the daemon's size and placement read.
 local SIZING_NUMBERS = {
     { unset = NO_VAL, names = { "min_nodes", "max_nodes", "time_limit", "time_min", "num_tasks",
-                                "min_cpus", "max_cpus" } },
-    { unset = NO_VAL16, names = { "contiguous", "cpus_per_task", "ntasks_per_node" } },
+                                "min_cpus", "max_cpus", "nice" } },
+    { unset = NO_VAL16, names = { "contiguous", "cpus_per_task", "ntasks_per_node",
+                                  "pn_min_cpus" } },
+    { unset = nil, names = { "min_mem_per_node", "min_mem_per_cpu" } },
 }
 local SIZING_TEXT = { "partition", "qos", "account", "reservation", "features", "req_nodes",
                       "exc_nodes", "tres_per_job", "tres_per_node", "tres_per_socket",

@@ -693,7 +693,7 @@ def simulate(
     DIR submits them (for several traces and policy files too) as a Slurm job array, and
     --gather DIR merges the cells' results into the same report.
 
-    Node types (--pools, README "Node types"): one partition per pool, each FCFS + EASY. A
+    Node types (--pools; docs/science/shapes.md): one partition per pool, each FCFS + EASY. A
     job of P processors asks for ⌈P/c⌉ nodes of its pool's c cores. An application's true
     curve is Downey's in processors (A from its median request in processors); on c-core
     nodes it is Downey's in nodes with A/c, one node running as c processors, times the

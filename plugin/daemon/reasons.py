@@ -23,7 +23,7 @@ INTERNAL_ERROR = "internal_error"
 BY_ADMIN = "released_by_admin"
 LIMITS_ENFORCED = "limits_enforced"
 
-#: Every code, with what it means (for the README and `adaptalloc daemon --help`).
+#: Every code, with what it means (for the docs and `adaptalloc daemon --help`).
 REASONS = {
     STORE_UNAVAILABLE: "Redis did not answer in time (or the store refused the read)",
     BAD_TAG: "the job's adaptalloc:v1 tag cannot be honoured (unknown key, bad value, two tags)",

@@ -43,8 +43,9 @@ __all__ = ["WORKER_MEMORY_BYTES", "LearnerThread", "build_learner", "learner_rou
 log = structlog.get_logger("adaptalloc.daemon")
 
 #: The worker's address-space limit (RLIMIT_AS). numpy, scipy and the store take about
-#: 0.5 GiB of address space; an ADEPT refit is bounded to 32 sizes (README) and needs tens
-#: of MiB more, so 2 GiB leaves wide room for the learner and none for a runaway.
+#: 0.5 GiB of address space; an ADEPT refit is bounded to 32 sizes (docs/science/adept.md)
+#: and needs tens of MiB more, so 2 GiB leaves wide room for the learner and none for a
+#: runaway.
 WORKER_MEMORY_BYTES = 2 << 30
 #: A round may take this many learn intervals before its worker is killed ...
 ROUND_TIMEOUT_INTERVALS = 5.0

@@ -126,7 +126,7 @@ def judge(
         if enforced
         else "cannot read AccountingStorageEnforce (scontrol show config)"
     )
-    fix = problem if problem is not None else "set [daemon] sizing_user (README, Limits)"
+    fix = problem if problem is not None else "set [daemon] sizing_user (docs/admin/sizing-user.md)"
     return Verdict(
         False,
         True,

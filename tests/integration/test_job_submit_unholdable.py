@@ -1,7 +1,9 @@
 """Moldable jobs that job_submit.lua must leave alone, submitted by the
 unprivileged user as a user would.
 
-A hold breaks an immediate allocation (``salloc -I``/``srun -I`` fail at once), and the
+A hold breaks an immediate allocation (``salloc -I``/``srun -I`` fail when they cannot
+start in time, and 22.05 tells the hook of ``-I`` and ``-I1`` only), so no interactive
+allocation is held, and the
 daemon sizes a job from the idle nodes of its one partition, which does not describe what a
 job may run on when it names a reservation, features, nodes to use or avoid, contiguous
 nodes, or is one component of a heterogeneous job. Each of those passes
@@ -38,14 +40,17 @@ def test_the_control_job_is_held(
     assert held(slurm, job)[0]
 
 
+@pytest.mark.parametrize("immediate", [("--immediate",), ("--immediate=5",), ()])
 @pytest.mark.parametrize("command", ["salloc", "srun"])
-def test_an_immediate_allocation_with_a_node_range_is_granted(
-    slurm: SlurmCLI, daemon_heartbeat: Heartbeat, command: str
+def test_an_interactive_allocation_with_a_node_range_is_granted(
+    slurm: SlurmCLI, daemon_heartbeat: Heartbeat, command: str, immediate: tuple[str, ...]
 ) -> None:
-    """Before the fix both failed ("Job dependency problem"): the held job cannot start now."""
+    """Held, each would fail or hang: -I at once ("Job dependency problem"), -I5 after 5 s
+    (salloc's own deadline, which slurmctld never sees), without -I for as long as the
+    daemon takes (here no daemon runs: the heartbeat is a fixture's)."""
     proc = slurm.run(
         command,
-        "--immediate",
+        *immediate,
         "--nodes=1-2",
         "--chdir=/tmp",
         f"--job-name=adaptalloc-test-immediate-{command}",

@@ -25,8 +25,12 @@ pytestmark = pytest.mark.integration
 #: scontrol's message for Slurm's ESLURM_TRANSITION_STATE_NO_UPDATE, the hook's answer.
 REFUSED = "can not be altered now"
 #: Fields the tests compare before and after a refused change.
-FIELDS = ("NumNodes", "TimeLimit", "Partition", "QOS", "Account", "Priority", "AdminComment")
-#: Changes an ordinary user may make to a pending job of theirs ({account}: its own).
+FIELDS = (
+    "NumNodes", "TimeLimit", "Partition", "QOS", "Account", "Priority", "AdminComment",
+    "Nice", "MinCPUsNode", "MinMemoryNode",
+)  # fmt: skip
+#: Changes an ordinary user may make to a pending job of theirs ({account}: its own). A Nice
+#: made a held job runnable on 22.05; the tasks, CPUs and memory are what a node must give.
 CHANGES = (
     "NumNodes=1-1",
     "NumNodes=2-3",
@@ -34,6 +38,11 @@ CHANGES = (
     "Partition=batch",
     "QOS=normal",
     "Account={account}",
+    "Nice=10",
+    "CPUsPerTask=2",
+    "MinCPUsNode=2",
+    "MinMemoryNode=100",
+    "MinMemoryCPU=50",
 )
 
 

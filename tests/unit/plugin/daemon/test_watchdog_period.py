@@ -20,7 +20,8 @@ from ..test_daemon_health import daemon as offline_daemon
 
 UNIT = Path(__file__).resolve().parents[4] / "deploy" / "systemd" / "adaptalloc.service"
 #: The fault matrix's bound (tests/integration/fault_harness.py RELEASE_BOUND_S) and what
-#: ExecStopPost's release took after a hang on the testbed (README's fault table: 13 s).
+#: ExecStopPost's release took after a hang on the testbed (13 s, the fault table of
+#: docs/admin/ha.md).
 RELEASE_BOUND_S = 60.0
 RELEASE_AFTER_KILL_S = 13.0
 
