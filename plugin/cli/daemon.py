@@ -66,7 +66,7 @@ def _reason_lines() -> str:
     metavar="DIR",
     default=None,
     help="Heartbeat, spool, journal (default: [daemon] state_dir, else /var/lib/adaptalloc). "
-    "job_submit.lua must agree.",
+    "The hook's adaptalloc_submit.conf must name the same state_dir.",
 )
 @click.option("--pid-file", metavar="FILE", default=None, help="Write the pid here while running.")
 @click.option(
@@ -102,7 +102,7 @@ def daemon(
     release_held: bool,
     if_orphaned: bool,
 ) -> int:
-    """Size the moldable jobs job_submit.lua holds, in the foreground (as systemd expects).
+    """Size the moldable jobs the job_submit hook holds, in the foreground (as systemd expects).
 
     SIGTERM (or Ctrl-C) finishes the jobs in hand and stops; a second one stops at once.
     SIGHUP re-reads the configuration and the policy file. Any failure releases the job as

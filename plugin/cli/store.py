@@ -513,7 +513,7 @@ def import_csv_command(
     if size is not None:
         if key.size is not None:
             raise InputError(f"--app {key} already names a size class; leave out --size")
-        key = AppKey.of(key.name, size)
+        key = AppKey.of(key.name, size).owned_by(key.owner)
     ctx = open_store(config_path, redis_url)
     result = import_csv(ctx.store, file, key, max_rows)
     # A study of several sizes went to one key per size (import_csv): refit each.

@@ -1,4 +1,4 @@
-"""``adaptalloc daemon``: sizes the moldable jobs job_submit.lua holds, failing open.
+"""``adaptalloc daemon``: sizes the moldable jobs the job_submit hook holds, failing open.
 
 The pipeline, one module each:
 

@@ -219,7 +219,7 @@ def import_csv(
     # (cg@1000, cg@4000), as a job tagged size=1000 would be.
     split = raw.size is not None and app.size is None and not bool(np.isnan(raw.size).any())
     keys_ = (
-        [AppKey(app.name, size_class(float(v))) for v in raw.size]
+        [AppKey(app.name, size_class(float(v)), app.owner) for v in raw.size]
         if split and raw.size is not None
         else [app] * len(n)
     )

@@ -191,6 +191,31 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     assert down.stdout == ""
 
 
+def test_an_admins_import_for_one_user_keeps_the_owner_on_every_size(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """`--app alice/sp-mz` (a study split by its size column, or one size with --size) goes
+    to alice's keys, never to the site's, which every user falls back on."""
+    study = tmp_path / "mz.csv"
+    src = PROJECT_ROOT / "tests" / "data" / "scaling" / "sizes" / "npb_mz_sp_classes_ovs.csv"
+    study.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    split = ok_json(
+        adaptalloc(
+            "import", "csv", str(study), "--app", "alice/sp-mz", "--format", "json", cwd=tmp_path
+        )
+    )
+    assert all(app.startswith("alice/sp-mz@") for app in split["size_apps"])
+    plain = tmp_path / "lu.csv"
+    plain.write_text("n,runtime\n1,100\n2,52\n4,27\n", encoding="utf-8")
+    args = ("import", "csv", str(plain), "--app", "alice/lu", "--size", "big")
+    one = ok_json(adaptalloc(*args, "--format", "json", cwd=tmp_path))
+    assert one["added"] == 3
+    store = CurveStore(connect(scratch_url()))
+    assert len(store.observations(AppKey("lu", "big", "alice"))) == 3
+    assert store.observations(AppKey("lu", "big")) == []
+    assert store.observations(AppKey("sp-mz", "262144")) == []
+
+
 def test_import_csv_of_several_sizes_stores_one_app_per_size(
     redis_client: Any, tmp_path: Path
 ) -> None:
