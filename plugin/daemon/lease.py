@@ -281,12 +281,29 @@ class Lease:
             raise LeaseLost("the lease was not renewed in time")
         pipe.watch(keys.LEASE)
         value = pipe.get(keys.LEASE)
+        if value != grant.value and _demoted(pipe):
+            # A pooled connection to a master Sentinel has since demoted reads the replica's
+            # copy, which may lag our grant; only writes fail there. Reconnect (the Sentinel
+            # pool asks for the master again) and read once more.
+            pipe.reset()
+            pipe.connection_pool.disconnect()
+            pipe.watch(keys.LEASE)
+            value = pipe.get(keys.LEASE)
         if value != grant.value:
             pipe.reset()
             self.drop()
             raise LeaseLost(f"token {grant.token} refused by Redis (fenced write)")
         pipe.multi()
         return grant
+
+
+def _demoted(pipe: Any) -> bool:
+    """Whether the connection `pipe` watches on is to a replica (ROLE), False when unknown."""
+    try:
+        role = pipe.execute_command("ROLE")
+    except redis.RedisError:  # a client without ROLE (Cluster): nothing to learn
+        return False
+    return bool(role) and str(role[0]) != "master"
 
 
 class LeaseKeeper:

@@ -17,13 +17,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .job_submit_harness import MARKER, Heartbeat, held, untouched
-from .test_job_submit_hardening import bump_mtime
 from .testbed import PROJECT_ROOT, LocalCluster, SlurmCLI, SubmitJob
 
 pytestmark = pytest.mark.integration
@@ -79,28 +79,43 @@ def composed(site: str) -> str:
     return adaptalloc_block() + "\n" + site
 
 
+class SiteScript:
+    """Writes slurm.conf's job_submit.lua so that slurmctld reloads it on the next
+    submission: slurmctld reloads a script whose mtime (whole seconds) is later than the one
+    it loaded last, and earlier tests' bumps may have left that one ahead of the clock, so
+    every write here is stamped past every mtime this test or the testbed used."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.latest = int(path.stat().st_mtime)
+
+    def stamp(self, target: Path) -> None:
+        self.latest = max(int(time.time()) + 2, self.latest + 1)
+        os.utime(target, (self.latest, self.latest))
+
+    def write(self, text: str) -> None:
+        self.path.write_text(text)
+        self.stamp(self.path)
+
+
 @pytest.fixture
-def site_etc(local_cluster: LocalCluster) -> Iterator[Path]:
+def site(local_cluster: LocalCluster) -> Iterator[SiteScript]:
     """slurm.conf's directory with the site's own job_submit.lua and no adaptalloc module;
     the testbed's links put back (and the script reloaded) at teardown."""
     etc = local_cluster.slurm_conf.parent
     script, module = etc / "job_submit.lua", etc / "adaptalloc_submit.lua"
-    loaded_before = script.stat().st_mtime
+    site = SiteScript(script)
     script.unlink()
     module.unlink()
-    script.write_text(SITE_SCRIPT)
-    ahead = max(int(loaded_before) + 1, int(script.stat().st_mtime))
-    os.utime(script, (ahead + 1, ahead + 1))
+    site.write(SITE_SCRIPT)
     try:
-        yield etc
+        yield site
     finally:
-        replaced = script.with_name("job_submit.lua.site")
-        script.replace(replaced)
+        script.unlink()
         module.unlink(missing_ok=True)
         module.symlink_to(MODULE)
         script.symlink_to(EXAMPLE)
-        bump_mtime(EXAMPLE, after=replaced)
-        replaced.unlink()
+        site.stamp(EXAMPLE)
 
 
 def _adaptalloc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -116,12 +131,13 @@ def _adaptalloc(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_module_composed_into_a_site_hook_keeps_both_policies(
-    site_etc: Path,
+    site: SiteScript,
     slurm: SlurmCLI,
     submit_job: SubmitJob,
     daemon_heartbeat: Heartbeat,
     tmp_path: Path,
 ) -> None:
+    site_etc = site.path.parent
     # install-files beside the site's script: the module installed, the script left alone.
     installed = _adaptalloc(
         "install-files",
@@ -145,8 +161,7 @@ def test_the_module_composed_into_a_site_hook_keeps_both_policies(
     plain = submit_job("--nodes=1-3", "--account=root", wrap="sleep 1", as_user=slurm.test_user)
     assert untouched(slurm, plain)
 
-    (site_etc / "job_submit.lua").write_text(composed(SITE_SCRIPT))
-    bump_mtime(site_etc / "job_submit.lua", after=site_etc / "job_submit.lua")
+    site.write(composed(SITE_SCRIPT))
     doctor = _adaptalloc(
         "doctor", "--no-probe", "--format", "json", "--slurm-conf", str(slurm_conf(site_etc)),
         cwd=tmp_path,
