@@ -163,6 +163,23 @@ def test_a_known_app_is_resized_inside_its_range_with_a_new_limit() -> None:
     assert d.budget.jobs_decided == 1
 
 
+def test_the_record_carries_the_deciding_curve_made_once_per_batch() -> None:
+    """Live accuracy: the curve that sized the job goes into its record, as a document made
+    once per curve per batch (a burst's jobs share it); a new batch makes it afresh."""
+    record = lu_record()
+    assert record.curve is not None
+    d = decider(FakeStore({"lulesh": record}))
+    first, second = d.decide(job(1), idle), d.decide(job(2), idle)
+    assert first.curve_doc == record.curve.to_dict()
+    assert second.curve_doc is first.curve_doc
+    d.curves.begin_batch()
+    third = d.decide(job(3), idle)
+    assert third.curve_doc == first.curve_doc
+    assert third.curve_doc is not first.curve_doc
+    kept = decider(FakeStore()).decide(job(), idle)
+    assert kept.curve_doc is None
+
+
 def test_an_app_without_a_curve_gets_the_fallback() -> None:
     outcome = decider(FakeStore()).decide(job(), idle)
     assert outcome.action == "keep"
