@@ -89,7 +89,12 @@ def test_a_job_is_scored_against_the_snapshot_at_the_size_it_ran_on() -> None:
     assert advised is not None
     assert advised[0] == 4
     assert advised[1:] == pytest.approx((float(curve.runtime(4.0)), lower[1], upper[1]))
-    assert (score.app, score.job_app, score.mode, score.rule) == ("lu", "ann/lu", "enforce", "efficiency")
+    assert (score.app, score.job_app, score.mode, score.rule) == (
+        "lu",
+        "ann/lu",
+        "enforce",
+        "efficiency",
+    )
     assert (score.runtime_s, score.nodes, score.curve_version) == (14.0, 8, 3)
     assert score.error == pytest.approx(abs(score.predicted_s - 14.0) / 14.0)
 
@@ -298,14 +303,39 @@ def test_gauges_keep_the_top_apps_only() -> None:
 def test_what_sizing_would_have_bought_by_hand() -> None:
     scores = [
         # advise: Slurm ran 8 nodes for 100 s; the curve said 4 nodes would take 150 s.
-        score(job_id=1, mode="advise", nodes=8, runtime_s=100.0, predicted_s=90.0,
-              lower_s=80.0, upper_s=110.0, advised_nodes=4, advised_s=150.0,
-              advised_lower_s=120.0, advised_upper_s=200.0),  # fmt: skip
-        score(job_id=2, mode="advise", nodes=4, runtime_s=160.0, predicted_s=150.0,
-              lower_s=120.0, upper_s=200.0, advised_nodes=4),  # fmt: skip
+        score(
+            job_id=1,
+            mode="advise",
+            nodes=8,
+            runtime_s=100.0,
+            predicted_s=90.0,
+            lower_s=80.0,
+            upper_s=110.0,
+            advised_nodes=4,
+            advised_s=150.0,
+            advised_lower_s=120.0,
+            advised_upper_s=200.0,
+        ),  # fmt: skip
+        score(
+            job_id=2,
+            mode="advise",
+            nodes=4,
+            runtime_s=160.0,
+            predicted_s=150.0,
+            lower_s=120.0,
+            upper_s=200.0,
+            advised_nodes=4,
+        ),  # fmt: skip
         score(job_id=3, mode="advise", nodes=4, runtime_s=500.0, censored=True, advised_nodes=4),
-        score(job_id=4, nodes=4, runtime_s=140.0, predicted_s=150.0, lower_s=120.0,
-              upper_s=200.0, advised_nodes=4),  # fmt: skip
+        score(
+            job_id=4,
+            nodes=4,
+            runtime_s=140.0,
+            predicted_s=150.0,
+            lower_s=120.0,
+            upper_s=200.0,
+            advised_nodes=4,
+        ),  # fmt: skip
     ]
     got = accuracy.bought(scores)
     assert list(got) == ["enforce", "advise"]
