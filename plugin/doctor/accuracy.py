@@ -27,7 +27,8 @@ from plugin.errors import printable
 from plugin.learning import accuracy
 from plugin.report.numbers import format_percent
 from plugin.store.connection import StoreError, connect
-from plugin.store.scores import Score, ScoreStore
+from plugin.store.score_stream import ScoreStore
+from plugin.store.scores import Score
 
 __all__ = ["COVERAGE", "DRIFT", "accuracy_checks", "verdicts"]
 

@@ -41,7 +41,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.stats import mannwhitneyu
 
 from plugin.store.scores import MODES, Score
 
@@ -198,6 +197,8 @@ def drift(scores: Iterable[Score], now: float) -> Drift:
     new, old = summarize(latest), summarize(previous)
     if new.exact < MIN_JOBS or old.exact < MIN_JOBS:
         return Drift(new, old)
+    from scipy.stats import mannwhitneyu  # noqa: PLC0415 - scipy.stats costs 0.3 s to import
+
     a = np.array([s.error for s in latest if s.error is not None])
     b = np.array([s.error for s in previous if s.error is not None])
     p_value = float(mannwhitneyu(a, b, alternative="greater").pvalue)

@@ -56,7 +56,7 @@ from plugin.learning.scoring import Scorer, ScoringResult
 from plugin.slurm import JobRecord, SlurmReader
 from plugin.store.connection import StoreError
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
-from plugin.store.scores import ScoreStore
+from plugin.store.score_stream import ScoreStore
 from policies.refit_cadence import refit_due
 
 __all__ = [

@@ -37,7 +37,8 @@ import numpy as np
 import predictor
 from plugin.slurm import JobRecord
 from plugin.store.decisions import DecisionRecord, DecisionRecordError
-from plugin.store.scores import ENFORCE, MODES, Score, ScoreStore
+from plugin.store.score_stream import ScoreStore
+from plugin.store.scores import ENFORCE, MODES, Score
 
 __all__ = ["Scorer", "ScoringResult", "decided_partition", "run_of", "score_job"]
 

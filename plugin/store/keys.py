@@ -120,7 +120,7 @@ DIRTY = GLOBAL + "dirty"
 #: observations never clears a newer mark (clear_dirty.lua).
 DIRTY_VERSION = GLOBAL + "dirty:version"
 DECISIONS = GLOBAL + "decisions"
-#: Finished jobs scored against the prediction that decided them (plugin/store/scores.py).
+#: Finished jobs scored against the prediction that decided them (plugin/store/score_stream.py).
 SCORES = GLOBAL + "scores"
 JOBS = GLOBAL + "jobs"
 GUARD_WATCH = GLOBAL + "guard:watch"

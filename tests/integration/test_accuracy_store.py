@@ -19,7 +19,8 @@ from plugin.slurm import JobRecord
 from plugin.store import keys
 from plugin.store.connection import connect
 from plugin.store.decisions import DecisionRecord
-from plugin.store.scores import Score, ScoreStore
+from plugin.store.score_stream import ScoreStore
+from plugin.store.scores import Score
 
 from .testbed import scratch_url
 
@@ -154,6 +155,8 @@ def test_a_timed_out_run_is_scored_as_a_lower_bound(redis_client: Any) -> None:
         ]
     )
     by_job = {s.job_id: s for s in result.scores}
-    assert by_job[11].censored and by_job[11].where == "above"
-    assert by_job[12].censored and by_job[12].where == "unknown"
+    assert by_job[11].censored
+    assert by_job[11].where == "above"
+    assert by_job[12].censored
+    assert by_job[12].where == "unknown"
     assert by_job[11].error is None

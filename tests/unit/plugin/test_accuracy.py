@@ -277,7 +277,8 @@ def test_drift_needs_a_real_growth_of_the_error() -> None:
     grown = _errors(0, 200, 0.30, rng) + _errors(200, 200, 0.05, rng)
     d = accuracy.drift(grown, NOW)
     assert d.grew
-    assert d.p_value is not None and d.p_value < 1e-6
+    assert d.p_value is not None
+    assert d.p_value < 1e-6
     assert d.latest.error_median == pytest.approx(0.3 / 1.3, rel=0.1)  # |T̂ - T| / T
     steady = _errors(0, 200, 0.10, rng) + _errors(200, 200, 0.10, rng)
     assert not accuracy.drift(steady, NOW).grew
@@ -315,7 +316,7 @@ def test_what_sizing_would_have_bought_by_hand() -> None:
             advised_s=150.0,
             advised_lower_s=120.0,
             advised_upper_s=200.0,
-        ),  # fmt: skip
+        ),
         score(
             job_id=2,
             mode="advise",
@@ -325,7 +326,7 @@ def test_what_sizing_would_have_bought_by_hand() -> None:
             lower_s=120.0,
             upper_s=200.0,
             advised_nodes=4,
-        ),  # fmt: skip
+        ),
         score(job_id=3, mode="advise", nodes=4, runtime_s=500.0, censored=True, advised_nodes=4),
         score(
             job_id=4,
@@ -335,7 +336,7 @@ def test_what_sizing_would_have_bought_by_hand() -> None:
             lower_s=120.0,
             upper_s=200.0,
             advised_nodes=4,
-        ),  # fmt: skip
+        ),
     ]
     got = accuracy.bought(scores)
     assert list(got) == ["enforce", "advise"]
