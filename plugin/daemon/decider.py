@@ -32,11 +32,12 @@ daemon started: exploration's share is a share of what this daemon decided. A re
 starts them afresh (they are a rate limiter, not accounting).
 
 A job sized by a rule that read the curve (`CURVE_RULES`) carries that curve's document
-(`Outcome.curve_doc`, `predictor.Curve.to_dict`) into its decision record: the curve that
-decided, whichever it was (the user's, the site's, a node type's, the chosen partition's,
-or one borrowed from sibling sizes), so that the learner can score the run against it once
-it finished (plugin/learning/scoring.py). A document is made once per curve per batch
-(`CurveSource.document`): a burst's jobs of one app share it.
+(`Outcome.curve_doc`: `predictor.Curve.to_dict` without the diagnostics, which neither its
+runtime nor its interval read, a quarter of the bytes) into its decision record: the curve
+that decided, whichever it was (the user's, the site's, a node type's, the chosen
+partition's, or one borrowed from sibling sizes), so that the learner can score the run
+against it once it finished (plugin/learning/scoring.py). A document is made once per curve
+per batch (`CurveSource.document`): a burst's jobs of one app share it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from policies.decide import unusable_because
 from policies.decision import RULES
 from policies.fallback import curve_on_type
 from policies.partition import Queue, wait_estimate
+from predictor.diagnostics import Diagnostics
 
 __all__ = ["CURVE_RULES", "Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
@@ -77,6 +79,8 @@ CURVE_RULES = frozenset(RULES) - {"fallback"}
 #: Curve documents `CurveSource.document` keeps before it starts afresh (one per curve in
 #: a batch; a batch reads each app's curves once).
 DOCUMENT_MEMO_SIZE = 1024
+#: The keys of a curve's document that hold its diagnostics (left out of the snapshot).
+DIAGNOSTICS = frozenset(Diagnostics().to_dict())
 
 RESIZE = "resize"
 KEEP = "keep"
@@ -204,14 +208,15 @@ class CurveSource:
         self._documents = {}
 
     def document(self, curve: Any) -> dict[str, Any]:
-        """`curve.to_dict()`, made once per curve object of the batch (the jobs of a burst
-        share their app's curve; the decision records only read it)."""
+        """`curve.to_dict()` without its diagnostics (what `Curve.from_dict` needs to give
+        the same runtime and interval), made once per curve object of the batch (the jobs of
+        a burst share their app's curve; the decision records only read it)."""
         held = self._documents.get(id(curve))
         if held is not None and held[0] is curve:
             return held[1]
         if len(self._documents) >= DOCUMENT_MEMO_SIZE:
             self._documents = {}
-        doc: dict[str, Any] = curve.to_dict()
+        doc = {k: v for k, v in curve.to_dict().items() if k not in DIAGNOSTICS}
         self._documents[id(curve)] = (curve, doc)  # the curve held: its id stays its own
         return doc
 

@@ -27,7 +27,8 @@ None when it kept its own) and ``placement`` (the detail: the placement table, o
 listed partition's wait, runtime and completion). ``curve_app`` is the key whose curve
 decided when it was not the job's own ``app`` (the site's curve, for a user without a
 usable curve of their own: plugin/appkey.py). ``curve_doc`` is the document
-(`predictor.Curve.to_dict`) of the curve whose prediction sized the job, when one did (the
+(`predictor.Curve.to_dict`, without the diagnostics) of the curve whose prediction sized the
+job, when one did (the
 rules that read it: efficiency, pws, cap, load_adaptive, exploration), so that the learner
 scores the finished run against the prediction that decided it, even after the curve was
 refitted (plugin/learning/scoring.py). These fields are optional with defaults,

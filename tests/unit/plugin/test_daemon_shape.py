@@ -15,7 +15,7 @@ import predictor
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import journal_entry, outcome_from_journal
-from plugin.daemon.decider import RELEASE, RESIZE, Budget, CurveSource, Decider
+from plugin.daemon.decider import DIAGNOSTICS, RELEASE, RESIZE, Budget, CurveSource, Decider
 from plugin.daemon.journal import JournalEntry
 from plugin.daemon.record import decision_record
 from plugin.slurm import JobRecord, Resize
@@ -371,6 +371,11 @@ def test_on_a_cluster_of_one_core_count_the_runs_are_not_read_for_the_fallback()
 # --- the curve that decided, for live accuracy ------------------------------------------
 
 
+def snapshot(curve: predictor.Curve) -> dict[str, Any]:
+    """The curve's document as the decision record carries it (without diagnostics)."""
+    return {k: v for k, v in curve.to_dict().items() if k not in DIAGNOSTICS}
+
+
 def test_the_record_carries_the_node_types_curve_that_decided() -> None:
     """The job on big was decided on big's own curve: that curve's document is the one its
     run will be scored against (plugin/learning/scoring.py), not the curve of all runs."""
@@ -379,8 +384,8 @@ def test_the_record_carries_the_node_types_curve_that_decided() -> None:
     got = decider(store).decide(job(partition="big"), open_state, cpus=lambda _: 16)
     assert got.action == RESIZE
     assert big.curve is not None
-    assert got.curve_doc == big.curve.to_dict()
-    assert decision_record(got, "released", None).curve_doc == big.curve.to_dict()
+    assert got.curve_doc == snapshot(big.curve)
+    assert decision_record(got, "released", None).curve_doc == snapshot(big.curve)
 
 
 def test_the_record_carries_the_chosen_partitions_curve() -> None:
@@ -396,7 +401,7 @@ def test_the_record_carries_the_chosen_partitions_curve() -> None:
     assert got.resize is not None
     assert got.resize.partition == "big"
     assert big.curve is not None
-    assert got.curve_doc == big.curve.to_dict()
+    assert got.curve_doc == snapshot(big.curve)
 
 
 def test_shapes_fitted_from_runs_and_the_fallback_carry_no_curve() -> None:
