@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from plugin.store.scores import MODES, Score
 
@@ -301,5 +302,5 @@ def bought(scores: Iterable[Score]) -> dict[str, Bought]:
     return out
 
 
-def _interval(sums: np.ndarray) -> Interval:
+def _interval(sums: NDArray[np.float64]) -> Interval:
     return Interval(float(sums[0]), float(sums[1]), float(sums[2]))

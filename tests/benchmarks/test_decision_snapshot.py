@@ -118,7 +118,7 @@ def idle(_: JobRecord) -> policies.ClusterState:
 
 
 def decider(source: type[CurveSource], store: MemoryStore) -> Decider:
-    made = Decider(AppKeyRule(), policies.default_config(), source(lambda: store), Budget())  # type: ignore[arg-type]
+    made = Decider(AppKeyRule(), policies.default_config(), source(lambda: store), Budget())  # type: ignore[arg-type, return-value]
     made.limits_enforced = False
     return made
 
@@ -149,8 +149,8 @@ def test_decision_snapshot_cost(capsys: pytest.CaptureFixture[str]) -> None:
     per_job(without, mix[:BATCH])
     timed: dict[str, list[float]] = {"with": [], "without": []}
     size: dict[str, list[int]] = {"with": [], "without": []}
-    for start in range(0, len(mix), BATCH):  # the two alternate batch by batch
-        batch = mix[start : start + BATCH]
+    for first in range(0, len(mix), BATCH):  # the two alternate batch by batch
+        batch = mix[first : first + BATCH]
         for name, made in (("with", with_doc), ("without", without)):
             t, s = per_job(made, batch)
             timed[name] += t
@@ -169,7 +169,7 @@ def test_decision_snapshot_cost(capsys: pytest.CaptureFixture[str]) -> None:
         for o in sized
     ]  # fmt: skip
     docs = [json.loads(json.dumps(decision_record(o, "released", 0.1).to_dict())) for o in sized]
-    scoring = []
+    scoring: list[float] = []
     for job, doc in zip(finished, docs, strict=True):
         start = time.perf_counter()
         scored = score_job(job, doc, censored=False)

@@ -42,7 +42,7 @@ def test_the_live_accuracy_keys_are_exact() -> None:
     assert keys.decided(4711, 1700000000) == "adaptalloc:v2:{global}:decided:4711-1700000000"
     for bad in ((-1, 0), (1, -1), (True, 0), (1.5, 0), ("7", 0)):
         with pytest.raises(ValueError, match="whole number"):
-            keys.scored(*bad)  # type: ignore[arg-type]
+            keys.scored(*bad)
 
 
 def test_the_forget_tombstone_key_is_exact() -> None:
