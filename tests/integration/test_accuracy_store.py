@@ -3,7 +3,11 @@ test): the daemon's decision record is found through its once-guard, a finished 
 once however often the learner reads it, and the scores read back newest first, by app and
 by end time. Decision records are written exactly as the daemon writes them
 (plugin/daemon/record.py's DecisionRecorder); the advise-mode ones carry ``"mode": "advise"``
-as advise mode writes them."""
+as advise mode writes them.
+
+test_store_cluster.py runs these tests again on a Redis Cluster (the decision and score keys
+all sit in the global slot), which is why they reach the scratch database through
+``testbed.scratch_url`` at call time."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from plugin.store.decisions import DecisionRecord
 from plugin.store.score_stream import ScoreStore
 from plugin.store.scores import Score
 
-from .testbed import scratch_url
+from . import testbed
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +79,7 @@ def finished(job_id: int, **fields: Any) -> JobRecord:
 
 def write(records: list[DecisionRecord], modes: dict[int, str] | None = None) -> None:
     """Record decisions through the daemon's own recorder (the once-guard and the stream)."""
-    recorder = DecisionRecorder(lambda: connect(scratch_url()))
+    recorder = DecisionRecorder(lambda: connect(testbed.scratch_url()))
     docs = [{**r.to_dict(), **({"mode": modes[r.job_id]} if modes and r.job_id in modes else {})}
             for r in records]  # fmt: skip
     assert recorder.record(records, docs) == len(records)
@@ -87,7 +91,7 @@ def test_a_finished_job_is_scored_once_against_its_decision(redis_client: Any) -
     assert "-" in guard  # the guard holds the record's entry id
     assert redis_client.xrange(keys.DECISIONS, min=guard, max=guard)[0][1]["job_id"] == "1"
 
-    scores = ScoreStore(connect(scratch_url()))
+    scores = ScoreStore(connect(testbed.scratch_url()))
     scorer = Scorer(scores, CENSORED)
     jobs = [
         finished(1),
@@ -118,7 +122,7 @@ def test_a_finished_job_is_scored_once_against_its_decision(redis_client: Any) -
 
 
 def test_scores_read_by_app_and_by_end_time(redis_client: Any) -> None:
-    store = ScoreStore(connect(scratch_url()))
+    store = ScoreStore(connect(testbed.scratch_url()))
     made = [
         Score("lu", k, SUBMIT, SUBMIT + 100.0 * k, 4, 10.0, 10.0, 8.0, 12.0) for k in range(1, 2500)
     ] + [Score("cg", 9999, SUBMIT, SUBMIT + 50.0, 2, 5.0, 5.0, 4.0, 6.0)]
@@ -138,7 +142,7 @@ def test_a_decision_before_guards_held_entry_ids_is_not_scored(redis_client: Any
     """An upgrade: guards written by an older daemon hold "1"; their jobs are not scored
     (nothing to join on), nothing fails."""
     redis_client.set(keys.decided(7, SUBMIT + 7), "1", ex=3600)
-    result = Scorer(ScoreStore(connect(scratch_url())), CENSORED).score([finished(7)])
+    result = Scorer(ScoreStore(connect(testbed.scratch_url())), CENSORED).score([finished(7)])
     assert result.scores == ()
     assert result.skipped == {"no_decision": 1}
 
@@ -148,7 +152,7 @@ def test_a_timed_out_run_is_scored_as_a_lower_bound(redis_client: Any) -> None:
     lu = curve()
     _, upper = lu.runtime_interval(4.0)
     beyond = int(float(upper[0])) + 5
-    result = Scorer(ScoreStore(connect(scratch_url())), CENSORED).score(
+    result = Scorer(ScoreStore(connect(testbed.scratch_url())), CENSORED).score(
         [
             finished(11, state="TIMEOUT", elapsed_s=beyond),
             finished(12, state="TIMEOUT", elapsed_s=5),
