@@ -115,36 +115,49 @@ def drift_sentence(section: AccuracySection) -> str:
     )
 
 
+def _hours(value: float) -> str:
+    return f"{format_number(value)} node-hours"
+
+
 def _span(value: accuracy.Interval, unit: Callable[[float], str]) -> str:
-    return f"{unit(value.estimate)} (90%: {unit(value.low)}–{unit(value.high)})"
+    """``3.8 node-hours (90%: 3.2 to 4.6)``."""
+    low, high = (unit(v).split(" ")[0] for v in (value.low, value.high))
+    return f"{unit(value.estimate)} (90%: {low} to {high})"
+
+
+def _left_out(count: int) -> str:
+    if not count:
+        return ""
+    runs = (
+        "run stopped at a limit or preempted is"
+        if count == 1
+        else ("runs stopped at a limit or preempted are")
+    )
+    return f" {count:,} {runs} left out: such a runtime is only a lower bound."
 
 
 def bought_sentence(b: accuracy.Bought) -> str:
     """What sizing would have bought (advise) or bought (enforce), labelled as estimates."""
     if not b.jobs:
         return f"{b.mode}: only censored runs ({b.censored:,}), nothing to estimate."
-    hours = _span(b.advised_node_hours, format_number)
+    hours = _span(b.advised_node_hours, _hours)
     runtime = _span(b.advised_runtime_s, format_runtime)
-    left_out = (
-        f" {b.censored:,} runs stopped at a limit or preempted are left out." if b.censored else ""
-    )
     if b.mode == ADVISE:
-        saved = b.saved_node_hours
         return (
             f"What sizing would have bought (advise mode; model estimates from the curve that "
             f"decided): over {b.jobs:,} jobs, {b.moved:,} of which Slurm ran on another size "
-            f"than advised, the advised sizes would have used {hours} node-hours against "
-            f"{format_number(b.realized_node_hours)} used at the sizes Slurm chose (saved: "
-            f"{_span(saved, format_number)}); at those sizes the curve predicted "
-            f"{format_number(b.predicted_node_hours.estimate)}, which is its bias on these "
-            f"jobs. Mean runtime at the advised sizes {runtime}, measured "
-            f"{format_runtime(b.realized_runtime_s)}.{left_out}"
+            f"than advised, the advised sizes would have used {hours}, against "
+            f"{_hours(b.realized_node_hours)} used at the sizes Slurm chose: "
+            f"{_span(b.saved_node_hours, _hours)} saved. At the sizes Slurm chose the curve "
+            f"predicted {_hours(b.predicted_node_hours.estimate)}: its bias on these jobs. "
+            f"Mean runtime at the advised sizes {runtime}, measured at Slurm's "
+            f"{format_runtime(b.realized_runtime_s)}.{_left_out(b.censored)}"
         )
     return (
         f"Sized by adaptalloc (enforce mode): over {b.jobs:,} jobs the curve that decided "
-        f"predicted {hours} node-hours at the decided sizes (model estimate); they used "
-        f"{format_number(b.realized_node_hours)}. Mean runtime predicted {runtime}, measured "
-        f"{format_runtime(b.realized_runtime_s)}.{left_out}"
+        f"predicted {hours} at the decided sizes (a model estimate); they used "
+        f"{_hours(b.realized_node_hours)}. Mean runtime predicted {runtime}, measured "
+        f"{format_runtime(b.realized_runtime_s)}.{_left_out(b.censored)}"
     )
 
 

@@ -356,3 +356,22 @@ def test_what_sizing_would_have_bought_by_hand() -> None:
     enforce = got["enforce"]
     assert enforce.advised_node_hours.estimate == pytest.approx(4 * 150 / 3600)
     assert enforce.realized_node_hours == pytest.approx(4 * 140 / 3600)
+
+
+def test_scoring_that_fails_never_stops_the_learner() -> None:
+    """Redis refusing the scorer's reads: the poll's scoring is empty, nothing is raised (the
+    observations were stored before, and the next poll's overlap re-reads the jobs)."""
+    import socket  # noqa: PLC0415 - this test alone needs a closed port
+
+    from plugin.config import Config  # noqa: PLC0415
+    from plugin.learning.learner import Learner  # noqa: PLC0415
+    from plugin.learning.scoring import ScoringResult  # noqa: PLC0415
+    from plugin.store.connection import connect  # noqa: PLC0415
+    from plugin.store.curves import CurveStore  # noqa: PLC0415
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = CurveStore(connect(f"redis://127.0.0.1:{port}/0", check=False))
+    learner = Learner(store, reader=None, config=Config())  # type: ignore[arg-type]
+    assert learner.score([finished()]) == ScoringResult()
