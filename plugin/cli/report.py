@@ -39,19 +39,22 @@ from plugin.report import (
     INDEX,
     JOB_COLUMNS,
     SiteWriter,
+    accuracy_section,
     app_document,
     app_inputs,
     assemble,
     fleet_document,
     fleet_inputs,
     fleet_row,
+    fleet_scores,
     job_rows,
     jobs_document,
     render_app,
     render_fleet,
+    render_fleet_accuracy,
     write_csv,
 )
-from plugin.report.model import AppReport, FleetRow
+from plugin.report.model import AccuracySection, AppReport, FleetRow
 from plugin.report.placement import query_placement, render_placement
 from plugin.store.curves import CurveStore
 
@@ -97,9 +100,13 @@ def _check_options(
 
 
 def _emit_rows(
-    output_format: str, apps: list[FleetRow] | None, jobs: list[dict[str, Any]] | None
+    output_format: str,
+    apps: list[FleetRow] | None,
+    jobs: list[dict[str, Any]] | None,
+    accuracy: AccuracySection | None = None,
 ) -> None:
-    """JSON or CSV of app rows, or of job rows (--per-job); text: the fleet table."""
+    """JSON or CSV of app rows, or of job rows (--per-job); text: the fleet table. The
+    fleet's live accuracy (`accuracy`) follows in text and JSON (CSV has it per app)."""
     if jobs is not None:
         if output_format == "json":
             emit_json(jobs_document(jobs))
@@ -108,11 +115,12 @@ def _emit_rows(
         return
     rows = apps or []
     if output_format == "json":
-        emit_json(fleet_document(rows))
+        emit_json(fleet_document(rows, accuracy))
     elif output_format == "csv":
         write_csv(sys.stdout, FLEET_COLUMNS, fleet_document(rows)["apps"])
     else:
         render_fleet(rows, stdout_console())
+        render_fleet_accuracy(accuracy, stdout_console())
 
 
 def _fleet(
@@ -124,7 +132,9 @@ def _fleet(
     generated: str,
 ) -> int:
     """Every app: a site, or rows; one app's report in memory at a time. Returns the count."""
-    total, stream = fleet_inputs(store)
+    scores = fleet_scores(store)
+    total, stream = fleet_inputs(store, scores=scores)
+    accuracy = accuracy_section(scores, time.time(), fleet=True)
     band = html_dir is not None and not no_band
     reports = (assemble(inputs, band=band) for inputs in stream)
     if html_dir is None:
@@ -137,9 +147,9 @@ def _fleet(
                 else:
                     rows.append(fleet_row(one))
         # After the bar is gone, so that stdout holds only the output.
-        _emit_rows(output_format, None if per_job else rows, jobs if per_job else None)
+        _emit_rows(output_format, None if per_job else rows, jobs if per_job else None, accuracy)
         return total
-    site = SiteWriter(html_dir, generated)
+    site = SiteWriter(html_dir, generated, accuracy=accuracy)
     with _progress(total, "report") as advance:
         for one in _counted(reports, advance):
             site.add(one)
@@ -251,9 +261,12 @@ def report(
 
     APP (e.g. lulesh@large): runs per size against the curve, speedup and efficiency, the
     processor working set and the maximum useful size, anomalies, reliability warnings with
-    the suggested next run size, and the recent decisions. --all: one row per app.
+    the suggested next run size, the recent decisions, and live accuracy: finished jobs
+    against the prediction of the curve that decided them, and what sizing would have
+    bought. --all: one row per app, then the fleet's live accuracy.
     Efficiency at the chosen sizes and node-hours saved are model estimates from the
-    current curve. CSV cells that start with = + - @ get a leading ' (no formulas).
+    current curve; what sizing would have bought, from the curve that decided. CSV cells
+    that start with = + - @ get a leading ' (no formulas).
     """
     started = time.perf_counter()
     app = _check_options(key, all_apps, html_dir, output_format, per_job)

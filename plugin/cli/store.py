@@ -574,6 +574,7 @@ def learn(
         f"{poll.source}: {s.seen:,} finished jobs from {_stamp(poll.since)} to "
         f"{_stamp(poll.until)}: {s.added:,} new runs, {s.duplicates:,} already known, "
         f"{s.unsettled:,} not settled yet, {sum(s.rejected.values()):,} refused; "
+        f"{len(poll.scoring.scores):,} scored against the prediction that decided them; "
         f"{len(refits)} curves refitted"
     )
 

@@ -30,6 +30,14 @@ failure becomes a release as submitted with a reason code (reasons.py).
 The exploration counters (policies.ExplorationBudget) are kept here, in memory, since the
 daemon started: exploration's share is a share of what this daemon decided. A restart
 starts them afresh (they are a rate limiter, not accounting).
+
+A job sized by a rule that read the curve (`CURVE_RULES`) carries that curve's document
+(`Outcome.curve_doc`: `predictor.Curve.to_dict` without the diagnostics, which neither its
+runtime nor its interval read, a quarter of the bytes) into its decision record: the curve
+that decided, whichever it was (the user's, the site's, a node type's, the chosen
+partition's, or one borrowed from sibling sizes), so that the learner can score the run
+against it once it finished (plugin/learning/scoring.py). A document is made once per curve
+per batch (`CurveSource.document`): a burst's jobs of one app share it.
 """
 
 from __future__ import annotations
@@ -53,16 +61,26 @@ from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
 from policies.decide import unusable_because
+from policies.decision import RULES
 from policies.fallback import curve_on_type
 from policies.partition import Queue, wait_estimate
+from predictor.diagnostics import Diagnostics
 
-__all__ = ["Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
+__all__ = ["CURVE_RULES", "Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
 
 log = structlog.get_logger("adaptalloc.daemon")
 T = TypeVar("T")
 #: App keys the decider remembers before it starts afresh (`Decider.app_key`): a burst's
 #: jobs share a few (name, comment) pairs; a site's whole set of apps fits many times over.
 KEY_MEMO_SIZE = 4096
+#: The rules whose size comes from the curve's prediction: a job they sized is scored
+#: against that curve once it finished (the fallback and partition_limit read no curve).
+CURVE_RULES = frozenset(RULES) - {"fallback"}
+#: Curve documents `CurveSource.document` keeps before it starts afresh (one per curve in
+#: a batch; a batch reads each app's curves once).
+DOCUMENT_MEMO_SIZE = 1024
+#: The keys of a curve's document that hold its diagnostics (left out of the snapshot).
+DIAGNOSTICS = frozenset(Diagnostics().to_dict())
 
 RESIZE = "resize"
 KEEP = "keep"
@@ -101,6 +119,8 @@ class Outcome:
     #: The job's maximum time limit where it will run (partition MaxTime, QOS and
     #: association MaxWall), when a limit is set: the kill guard never raises past it.
     max_time_min: int | None = None
+    #: The document of the curve whose prediction sized the job (module docstring).
+    curve_doc: dict[str, Any] | None = None
 
     @property
     def job_id(self) -> int:
@@ -176,6 +196,7 @@ class CurveSource:
         self._typed: dict[tuple[AppKey, str], CurveRecord | None] = {}
         self._run_types: dict[AppKey, frozenset[str | None]] = {}
         self._safety: dict[AppKey, float] = {}
+        self._documents: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._on_failure = on_failure
 
     def begin_batch(self) -> None:
@@ -184,6 +205,20 @@ class CurveSource:
         self._typed = {}
         self._run_types = {}
         self._safety = {}
+        self._documents = {}
+
+    def document(self, curve: Any) -> dict[str, Any]:
+        """`curve.to_dict()` without its diagnostics (what `Curve.from_dict` needs to give
+        the same runtime and interval), made once per curve object of the batch (the jobs of
+        a burst share their app's curve; the decision records only read it)."""
+        held = self._documents.get(id(curve))
+        if held is not None and held[0] is curve:
+            return held[1]
+        if len(self._documents) >= DOCUMENT_MEMO_SIZE:
+            self._documents = {}
+        doc = {k: v for k, v in curve.to_dict().items() if k not in DIAGNOSTICS}
+        self._documents[id(curve)] = (curve, doc)  # the curve held: its id stays its own
+        return doc
 
     def safety(self, app: AppKey) -> float:
         """The app's time-limit safety (1 when Redis fails: the curve read fails first)."""
@@ -495,9 +530,11 @@ class Decider:
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
             options = self._partition_options(job, request, source, curve, missing)
             if options is not None:
-                decision, partition, chosen = options
+                decision, partition, chosen, decided_by = options
                 extra["placement"] = chosen
-                return self._outcome(job, low, high, app, None, decision, extra, partition)
+                return self._outcome(
+                    job, low, high, app, None, decision, extra, partition, decided_by
+                )
             listed = self._admitted(listed_partitions(job.partition))
             if len(listed) == 1 and source is not None and record is not None:
                 curve, refused = self._curve_on(source, listed[0], curve)
@@ -522,7 +559,7 @@ class Decider:
                 reason=f"{decision.reason}; the curve is the site's {source} (the user's own "
                 "cannot size the job yet)",
             )
-        return self._outcome(job, low, high, app, curve, decision, extra)
+        return self._outcome(job, low, high, app, curve, decision, extra, decided_by=curve)
 
     def _shaped(
         self,
@@ -575,10 +612,10 @@ class Decider:
         app: AppKey | None,
         generic: Any,
         missing: str,
-    ) -> tuple[Decision, str | None, dict[str, Any]] | None:
+    ) -> tuple[Decision, str | None, dict[str, Any], Any] | None:
         """Each listed partition's own decision and the one with the earliest predicted
-        completion (shape.partition_decision); None when the job lists one partition or the
-        queues cannot be read."""
+        completion (shape.partition_decision), with the curve it was decided on; None when
+        the job lists one partition or the queues cannot be read."""
         queue, _, known = self._where
         listed = listed_partitions(job.partition)
         if queue is None or known is None or len(listed) < 2:
@@ -587,12 +624,14 @@ class Decider:
         listed = [name for name in listed if name in names]
 
         refused: dict[str, str] = {}
+        curves: dict[str, Any] = {}
 
         def curve_for(name: str) -> Any:
             if app is None:
+                curves[name] = generic
                 return generic
-            curve, refused[name] = self._curve_on(app, name, generic)
-            return curve
+            curves[name], refused[name] = self._curve_on(app, name, generic)
+            return curves[name]
 
         def wait_for(name: str, n: int) -> float:
             q = queue(name)
@@ -610,7 +649,7 @@ class Decider:
         )
         if pick is None or pick.decision is None:
             return None
-        return pick.decision, pick.partition, pick.detail
+        return pick.decision, pick.partition, pick.detail, curves.get(pick.partition or "")
 
     def _curve_on(self, app: AppKey, name: str, generic: Any) -> tuple[Any, str]:
         """The app's curve on partition `name`'s node type and, when there is none, why.
@@ -648,7 +687,11 @@ class Decider:
         decision: Decision,
         extra: dict[str, Any],
         partition: str | None = None,
+        decided_by: Any = None,
     ) -> Outcome:
+        """The outcome of `decision`; `curve`: the curve whose runtime counts in the
+        exploration budget, `decided_by`: the curve the decision was made on (its document
+        goes into the record when a rule of CURVE_RULES sized the job)."""
         prior = marks.prior_text(job.admin_comment)
         common = {
             "rule": decision.rule,
@@ -703,6 +746,8 @@ class Decider:
                 limit = None
             common["max_time_min"] = maximum
         resize = Resize(job.job_id, n, top, limit, partition=moved)
+        if decided_by is not None and decision.rule in CURVE_RULES:
+            common["curve_doc"] = self.curves.document(decided_by)
         if curve is not None:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")

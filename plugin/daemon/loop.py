@@ -983,12 +983,15 @@ class Daemon:
             released = item.status == RELEASED
             record = decision_record(outcome, item.status, latency, now if released else None)
             doc = record.to_dict()
+            # The deciding curve's document (a kilobyte) stays in the stream, for scoring;
+            # the log line names it by curve_app and curve_version.
+            logged = {k: v for k, v in doc.items() if k != "curve_doc"}
             batch = (times or {}).get(outcome.job_id) or self.batch_times
             if released and seen and batch:
                 timeline = {k: round(v, 3) for k, v in {**seen, **batch}.items()}
-                log.info("decision", **doc, timeline=timeline)
+                log.info("decision", **logged, timeline=timeline)
             else:
-                log.info("decision", **doc)
+                log.info("decision", **logged)
             if released:
                 records.append(record)
                 rendered.append(doc)

@@ -81,6 +81,7 @@ def decision_record(
         new_partition=None if resize is None else resize.partition,
         placement=outcome.placement,
         curve_app=None if outcome.curve_app is None else str(outcome.curve_app),
+        curve_doc=None if resize is None else outcome.curve_doc,
     )
 
 

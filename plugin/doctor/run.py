@@ -1,11 +1,12 @@
 """All of the doctor's checks, in the order an admin fixes them: the files Slurm reads, the
-state directory, the daemon's Slurm privileges and clock, then the services."""
+state directory, the daemon's Slurm privileges and clock, the services, then how well the
+curves predicted the jobs they decided (live accuracy)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from plugin.doctor import access, backend, install, limits, probe, services, sizer_scope
+from plugin.doctor import access, accuracy, backend, install, limits, probe, services, sizer_scope
 from plugin.doctor.check import FAIL, OK, Check
 from plugin.doctor.conf_files import SlurmConf, parse_slurm_conf, read_submit_conf
 from plugin.doctor.settings import DoctorSettings
@@ -23,12 +24,17 @@ def _guarded(name: str, check: Callable[[], Check]) -> Check:
     try:
         return check()
     except Exception as exc:  # a doctor reports; one broken check must not hide the others
-        return Check(
-            name,
-            FAIL,
-            f"the check could not run: {type(exc).__name__}: {printable(str(exc))}",
-            "run `adaptalloc --debug doctor` and report it",
-        )
+        return _failed(name, exc)
+
+
+def _failed(name: str, exc: Exception) -> Check:
+    """The failed check `name` whose code raised `exc`."""
+    return Check(
+        name,
+        FAIL,
+        f"the check could not run: {type(exc).__name__}: {printable(str(exc))}",
+        "run `adaptalloc --debug doctor` and report it",
+    )
 
 
 def _slurm_conf(settings: DoctorSettings) -> tuple[Check, SlurmConf | None]:
@@ -97,4 +103,8 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
         _guarded("redis", lambda: services.redis_answers(settings)),
         _guarded("metrics", lambda: services.metrics_endpoint(settings)),
     ]
+    try:
+        checks += accuracy.accuracy_checks(settings)
+    except Exception as exc:  # as _guarded: one broken check must not hide the others
+        checks.append(_failed(accuracy.COVERAGE, exc))
     return checks

@@ -22,6 +22,10 @@ costs one fit, and when the refit is due by the refit cadence (policies/refit_ca
 reached max(1, ⌈g·n⌉), or one ran at a size the curve never saw, or it has no curve, or the
 curve is H old; g = 0 refits on every change. An app not due stays dirty and is looked at
 again next round. Refits run here, off the decision path; the daemon only reads curves.
+
+Each poll also scores the finished jobs the daemon sized with a curve against the prediction
+that decided them (plugin/learning/scoring.py: live accuracy); a scoring failure is logged
+and never stops the learning.
 """
 
 from __future__ import annotations
@@ -48,8 +52,11 @@ from plugin.appkey import (
 from plugin.config import Config
 from plugin.errors import printable
 from plugin.learning import sharing
+from plugin.learning.scoring import Scorer, ScoringResult
 from plugin.slurm import JobRecord, SlurmReader
+from plugin.store.connection import StoreError
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
+from plugin.store.score_stream import ScoreStore
 from policies.refit_cadence import refit_due
 
 __all__ = [
@@ -259,6 +266,8 @@ class PollResult:
     until: float
     watermark: float
     stats: IngestStats
+    #: The jobs scored against the prediction that decided them (live accuracy).
+    scoring: ScoringResult = field(default_factory=ScoringResult)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -267,6 +276,7 @@ class PollResult:
             "until": self.until,
             "watermark": self.watermark,
             **self.stats.to_dict(),
+            **self.scoring.to_dict(),
         }
 
 
@@ -450,6 +460,7 @@ class Learner:
         self.rule = self.config.appkey.rule()
         self._source: str | None = None
         self._ingestor: Ingestor | None = None
+        self._scorer: Scorer | None = None
 
     @property
     def source(self) -> str:
@@ -469,6 +480,24 @@ class Learner:
                 self.store, self.rule, max_nodes, self.config.learner.max_age_s, self.clock
             )
         return self._ingestor
+
+    @property
+    def scorer(self) -> Scorer:
+        """Scores finished jobs on the store's Redis (plugin/learning/scoring.py)."""
+        if self._scorer is None:
+            self._scorer = Scorer(ScoreStore(self.store.client), CENSORED_STATES)
+        return self._scorer
+
+    def score(self, jobs: Sequence[JobRecord]) -> ScoringResult:
+        """Score `jobs` (live accuracy); a failure is logged, never raised: scoring must not
+        stop the learning (the next poll's overlap re-reads the newest jobs)."""
+        try:
+            return self.scorer.score(jobs)
+        except StoreError as exc:
+            log.warning("scoring_failed", error=printable(str(exc))[:200])
+        except Exception as exc:  # a scoring bug must not stop the observations
+            log.error("scoring_error", error=printable(repr(exc))[:300])
+        return ScoringResult()
 
     def window(self) -> tuple[float, float]:
         """(since, until) of the next poll: watermark minus overlap, up to now.
@@ -517,9 +546,11 @@ class Learner:
         """Read, validate and store the jobs that ended since the last poll."""
         started = time.perf_counter()
         since, until = self.window()
-        stats = self.ingestor.ingest(self.read(since, until))
+        jobs = self.read(since, until)
+        stats = self.ingestor.ingest(jobs)
+        scoring = self.score(jobs)
         mark = self.store.advance_watermark(self.source, until)
-        result = PollResult(self.source, since, until, mark, stats)
+        result = PollResult(self.source, since, until, mark, stats, scoring)
         log.info(
             "learner_poll",
             **result.to_dict(),

@@ -15,6 +15,10 @@ so a learner that misbehaves cannot stall or kill the daemon's decisions:
 
 Any error is logged and counted: the learner never stops the daemon. The learner's state
 (watermark, dirty apps) lives in Redis, so a killed round loses nothing but its own work.
+
+A round also brings back live accuracy for the daemon's metrics (`RoundResult`): the jobs it
+scored, and, when it scored any (or is the worker's first), the rolling windows over the
+stored scores (plugin/learning/accuracy.py), computed here, off the daemon's process.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ import multiprocessing
 import resource
 import threading
 import time
+from dataclasses import dataclass
 from multiprocessing.pool import Pool
 
 import structlog
 
 from plugin.config import Config
 from plugin.errors import printable
+from plugin.learning import accuracy
 from plugin.learning.learner import Learner
 from plugin.log_setup import configure_logging
 from plugin.metrics import Metrics
@@ -38,7 +44,13 @@ from plugin.store.connection import connect
 from plugin.store.curves import CurveStore, Retention
 from plugin.store.migrate import migrate_if_needed
 
-__all__ = ["WORKER_MEMORY_BYTES", "LearnerThread", "build_learner", "learner_round"]
+__all__ = [
+    "WORKER_MEMORY_BYTES",
+    "LearnerThread",
+    "RoundResult",
+    "build_learner",
+    "learner_round",
+]
 
 log = structlog.get_logger("adaptalloc.daemon")
 
@@ -69,6 +81,35 @@ def build_learner(config: Config, redis_url: str | None) -> Learner:
 
 
 _worker_learner: Learner | None = None
+#: Whether this worker has exported the accuracy windows once (a new worker does at once).
+_worker_exported = False
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """What one round brings back to the daemon: its refits, the jobs it scored (absolute
+    percentage error or None, where against the interval) and the accuracy windows when
+    they changed (None: keep the ones exported)."""
+
+    refits: int = 0
+    scored: tuple[tuple[float | None, str], ...] = ()
+    gauges: accuracy.Gauges | None = None
+
+
+def _gauges(learner: Learner, scored: bool) -> accuracy.Gauges | None:
+    """The accuracy windows over the stored scores, when this round scored a job or the
+    worker exported none yet; a failure to read them is logged and exports nothing."""
+    global _worker_exported  # noqa: PLW0603 - per worker process, as the learner
+    if not scored and _worker_exported:
+        return None
+    now = time.time()
+    try:
+        scores = learner.scorer.store.read(since=now - accuracy.WINDOW_DAYS * 86400.0)
+    except Exception as exc:  # the metrics wait for the next round; learning goes on
+        log.warning("accuracy_unreadable", error=printable(repr(exc))[:300])
+        return None
+    _worker_exported = True
+    return accuracy.gauges(scores, now)
 
 
 def _worker_init(memory_bytes: int) -> None:
@@ -77,21 +118,22 @@ def _worker_init(memory_bytes: int) -> None:
     configure_logging(logging.INFO, capture_warnings=False)
 
 
-def learner_round(config: Config, redis_url: str | None, age_out: bool) -> int:
-    """In the worker: one poll, the refits due, the age-out when `age_out`; the number of
-    refits. Raises what the learner raises (the thread logs it)."""
+def learner_round(config: Config, redis_url: str | None, age_out: bool) -> RoundResult:
+    """In the worker: one poll (scoring the jobs it finds), the refits due, the age-out when
+    `age_out`. Raises what the learner raises (the thread logs it)."""
     global _worker_learner  # noqa: PLW0603 - one learner per worker process, kept between rounds
     try:
         learner = _worker_learner or build_learner(config, redis_url)
         _worker_learner = learner
-        learner.poll_once()
+        poll = learner.poll_once()
         refits = learner.refit_dirty()
         if age_out:
             learner.age_out()
     except BaseException:
         _worker_learner = None  # rebuilt (a fresh connection) at the next round
         raise
-    return len(refits)
+    scored = tuple((s.error, s.where) for s in poll.scoring.scores)
+    return RoundResult(len(refits), scored, _gauges(learner, bool(scored)))
 
 
 class LearnerThread(threading.Thread):
@@ -154,13 +196,16 @@ class LearnerThread(threading.Thread):
                     )
                     return
                 pending.wait(STOP_POLL_S)
-            refits = pending.get()
+            result: RoundResult = pending.get()
         except Exception as exc:  # the learner must never take the daemon down
             self.metrics.learner.labels("error").inc()
             log.warning("learner_error", error=printable(repr(exc))[:300])
             return
         self.metrics.learner.labels("poll").inc()
-        self.metrics.learner.labels("refit").inc(refits)
+        self.metrics.learner.labels("refit").inc(result.refits)
+        self.metrics.record_scores(result.scored)
+        if result.gauges is not None:
+            self.metrics.set_accuracy(result.gauges.fleet, result.gauges.apps)
         if age_out:
             self.metrics.learner.labels("age_out").inc()
             self._next_age_out = time.monotonic() + self.age_out_s

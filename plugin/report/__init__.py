@@ -3,7 +3,8 @@
 The pipeline is visible in the modules, as in reportseff:
 
     query.py      the store -> AppInputs          (the only module that reads Redis)
-    assemble.py   AppInputs -> AppReport          (pure; groups.py, decisions.py and the
+    assemble.py   AppInputs -> AppReport          (pure; groups.py, decisions.py,
+                                                   accuracy.py's live accuracy and the
                                                    envelope band of predictor/band.py)
     terminal.py   AppReport -> rich tables
     export.py     AppReport -> JSON documents, CSV rows
@@ -21,6 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from plugin.report.accuracy import accuracy_section
 from plugin.report.assemble import assemble, fleet_row, size_grid
 from plugin.report.export import (
     FLEET_COLUMNS,
@@ -32,11 +34,11 @@ from plugin.report.export import (
     write_csv,
 )
 from plugin.report.model import AppInputs, AppReport, FleetRow, Run
-from plugin.report.terminal import render_app, render_fleet
+from plugin.report.terminal import render_app, render_fleet, render_fleet_accuracy
 
 if TYPE_CHECKING:
     from plugin.report.html import INDEX, SiteWriter, page_name, render_app_page, render_index
-    from plugin.report.query import app_inputs, fleet_inputs
+    from plugin.report.query import app_inputs, fleet_inputs, fleet_scores
 
 #: Names of the two modules that load jinja2 (html.py) and the store, so redis (query.py):
 #: imported on first use, so that the CLI's commands that only format numbers
@@ -49,6 +51,7 @@ _LAZY = {
     "render_index": "plugin.report.html",
     "app_inputs": "plugin.report.query",
     "fleet_inputs": "plugin.report.query",
+    "fleet_scores": "plugin.report.query",
 }
 
 
@@ -71,18 +74,21 @@ __all__ = [
     "FleetRow",
     "Run",
     "SiteWriter",
+    "accuracy_section",
     "app_document",
     "app_inputs",
     "assemble",
     "fleet_document",
     "fleet_inputs",
     "fleet_row",
+    "fleet_scores",
     "job_rows",
     "jobs_document",
     "page_name",
     "render_app",
     "render_app_page",
     "render_fleet",
+    "render_fleet_accuracy",
     "render_index",
     "size_grid",
     "write_csv",

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 import predictor
+from plugin.report.accuracy import accuracy_section
 from plugin.report.decisions import MAX_NODES, decision_row, estimate, summarise
 from plugin.report.groups import group_runs
 from plugin.report.model import (
@@ -176,6 +177,7 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
         decisions=tuple(decisions),
         decision_summary=summarise(decisions),
         guard=inputs.guard,
+        accuracy=accuracy_section(inputs.scores, inputs.now),
     )
     if curve is None:
         return base
@@ -237,6 +239,7 @@ def fleet_row(report: AppReport) -> FleetRow:
     """The app's line in the fleet index and the one-row-per-app exports."""
     c = report.curve
     s = report.decision_summary
+    live = None if report.accuracy is None else report.accuracy.window
     return FleetRow(
         app=report.app,
         runs=report.runs,
@@ -259,4 +262,8 @@ def fleet_row(report: AppReport) -> FleetRow:
         limits_raised=report.guard.limits_raised,
         killed_at_our_limit=report.guard.killed_at_our_limit,
         censored_runs=report.guard.censored_runs,
+        scored_jobs=0 if live is None else live.judged,
+        coverage=None if live is None else live.coverage,
+        error_median=None if live is None else live.error_median,
+        bias=None if live is None else live.bias,
     )

@@ -3,11 +3,22 @@
 JSON (``--format json``), one document on stdout:
 
 * ``report APP``: `app_document`, the whole report of one app;
-* ``report --all``: ``{"apps": [FleetRow, ...]}``, one object per app (`fleet_document`);
+* ``report --all``: ``{"apps": [FleetRow, ...], "accuracy": ...}``, one object per app
+  and the fleet's live accuracy (`fleet_document`);
 * ``--per-job``: ``{"jobs": [...]}``, one object per job, with job arrays and groups
   summarised in one object each (`job_rows`).
 
 Numbers that cannot be computed are null (never NaN); times are Unix seconds.
+
+Live accuracy (``"accuracy"``, `accuracy_document`; null without scored jobs): ``kept`` and
+``window`` (the rolling window, with its ``days`` and ``jobs``) each hold ``jobs``,
+``censored``, ``inside``, ``above``, ``below``, ``unknown``, ``judged``, ``coverage``,
+``error_median``, ``error_p90``, ``error_mean`` (fractions), ``bias`` and the first and last
+end times; ``drift`` (an app's: ``latest``, ``previous``, ``p_value``, ``grew``); ``apps``
+(the fleet's: each app's window); ``bought`` (per mode, model estimates: ``realized_*``
+measured, ``predicted_node_hours`` at the sizes the jobs ran on, ``advised_*`` and
+``saved_node_hours`` at the decided sizes, each ``{"estimate", "low", "high"}``); and
+``points``, the newest jobs (predicted and actual seconds, the interval, where it fell).
 
 CSV (``--format csv``): a header and one row per app (`FLEET_COLUMNS`) or, with
 ``--per-job``, per job or group (`JOB_COLUMNS`), quoted as RFC 4180 says (the csv module,
@@ -27,11 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup
+from plugin.learning.accuracy import Bought, Summary
+from plugin.report.model import AccuracySection, AppReport, DecisionRow, FleetRow, JobGroup
 
 __all__ = [
     "FLEET_COLUMNS",
     "JOB_COLUMNS",
+    "accuracy_document",
     "app_document",
     "fleet_document",
     "job_rows",
@@ -62,6 +75,10 @@ FLEET_COLUMNS = (
     "limits_raised",
     "killed_at_our_limit",
     "censored_runs",
+    "scored_jobs",
+    "coverage",
+    "error_median",
+    "bias",
 )
 JOB_COLUMNS = (
     "app",
@@ -132,13 +149,56 @@ def app_document(report: AppReport, decisions: int = 20) -> dict[str, Any]:
         "decision_summary": asdict(report.decision_summary),
         "decisions": [_decision(d) for d in report.decisions[:decisions]],
         "guard": asdict(report.guard),
+        "accuracy": accuracy_document(report.accuracy),
     }
     return dict(clean(doc))
 
 
-def fleet_document(rows: Iterable[FleetRow]) -> dict[str, Any]:
-    """``{"apps": [...]}``: one object per app with the `FLEET_COLUMNS` keys."""
-    return {"apps": [clean(asdict(r)) for r in rows]}
+def fleet_document(
+    rows: Iterable[FleetRow], accuracy: AccuracySection | None = None
+) -> dict[str, Any]:
+    """``{"apps": [...], "accuracy": ...}``: one object per app with the `FLEET_COLUMNS`
+    keys, and the fleet's live accuracy (null without scored jobs)."""
+    return {"apps": [clean(asdict(r)) for r in rows], "accuracy": accuracy_document(accuracy)}
+
+
+def _summary(summary: Summary) -> dict[str, Any]:
+    return {**asdict(summary), "judged": summary.judged}
+
+
+def _bought(b: Bought) -> dict[str, Any]:
+    return {
+        **asdict(b),
+        "saved_node_hours": asdict(b.saved_node_hours),
+        "estimates": "model estimates: the curve that decided, at the decided sizes",
+    }
+
+
+def accuracy_document(section: AccuracySection | None) -> dict[str, Any] | None:
+    """Live accuracy as JSON (the module docstring), None without scored jobs."""
+    if section is None:
+        return None
+    drift = section.drift
+    doc = {
+        "kept": _summary(section.kept),
+        "window": {
+            **_summary(section.window),
+            "days": section.window_days,
+            "newest_jobs": section.window_jobs,
+        },
+        "drift": None
+        if drift is None
+        else {
+            "latest": _summary(drift.latest),
+            "previous": _summary(drift.previous),
+            "p_value": drift.p_value,
+            "grew": drift.grew,
+        },
+        "apps": [{"app": app, **_summary(s)} for app, s in section.apps],
+        "bought": [_bought(b) for b in section.bought],
+        "points": [asdict(p) for p in section.points],
+    }
+    return dict(clean(doc))
 
 
 def _job_row(app: str, group: JobGroup, decision: DecisionRow | None) -> dict[str, Any]:

@@ -32,10 +32,11 @@ import jinja2
 from markupsafe import Markup
 
 from plugin.errors import printable
+from plugin.report.accuracy import section_sentences
 from plugin.report.assemble import fleet_row
-from plugin.report.model import AppReport, FleetRow, SizeRow
+from plugin.report.model import AccuracySection, AppReport, FleetRow, SizeRow
 from plugin.report.numbers import format_number, format_percent, format_runtime
-from plugin.report.svg import efficiency_plot, histogram_plot, speedup_plot
+from plugin.report.svg import accuracy_plot, efficiency_plot, histogram_plot, speedup_plot
 from plugin.report.terminal import decision_sentence, stamp
 
 __all__ = ["INDEX", "SiteWriter", "page_name", "render_app_page", "render_index"]
@@ -183,13 +184,29 @@ def render_app_page(report: AppReport, index_href: str | None = INDEX, generated
         speedup_svg=speedup_plot(report),
         efficiency_svg=efficiency_plot(report),
         histogram_svg=histogram_plot(report),
+        **_accuracy(report.accuracy, f"Live accuracy of {report.app}", "this app"),
     )
 
 
-def render_index(rows: list[FleetRow], generated: str = "") -> str:
-    """The index page: one sortable row per app, linking to its page."""
+def _accuracy(section: AccuracySection | None, title: str, what: str) -> dict[str, Any]:
+    """The live-accuracy section's plot and sentences for a template."""
+    if section is None:
+        return {"accuracy": None, "accuracy_svg": "", "accuracy_lines": []}
+    return {
+        "accuracy": section,
+        "accuracy_svg": accuracy_plot(section.points, title),
+        "accuracy_lines": section_sentences(section, what),
+    }
+
+
+def render_index(
+    rows: list[FleetRow], generated: str = "", accuracy: AccuracySection | None = None
+) -> str:
+    """The index page: one sortable row per app, linking to its page, and the fleet's live
+    accuracy."""
     template = _environment().get_template("index.html.j2")
     return template.render(
+        **_accuracy(accuracy, "Live accuracy of the fleet", "the fleet"),
         rows=[(row, quote(page_name(row.app))) for row in rows],
         total_runs=sum(r.runs for r in rows),
         total_node_hours=sum(r.node_hours for r in rows),
@@ -230,12 +247,21 @@ class SiteWriter:
     link_index : bool
         Whether pages link back to the index (``report APP --html`` into a directory
         without one leaves the link out).
+    accuracy : AccuracySection or None
+        The fleet's live accuracy, for the index.
     """
 
-    def __init__(self, directory: Path, generated: str = "", link_index: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        generated: str = "",
+        link_index: bool = True,
+        accuracy: AccuracySection | None = None,
+    ) -> None:
         self.directory = directory
         self.generated = generated
         self.link_index = link_index
+        self.accuracy = accuracy
         self.rows: list[FleetRow] = []
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # a new one: the owner's
 
@@ -249,5 +275,5 @@ class SiteWriter:
     def finish(self) -> Path:
         """Write the index of every page added; returns its path."""
         path = self.directory / INDEX
-        _write(path, render_index(self.rows, self.generated))
+        _write(path, render_index(self.rows, self.generated, self.accuracy))
         return path

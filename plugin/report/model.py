@@ -10,7 +10,9 @@ This module holds what flows between the steps:
   size (`SizeRow`), the curve on a size grid (`CurvePoints`), the ADEPT envelope band
   (`Band`), diagnostics, job arrays and groups (`JobGroup`), decisions (`DecisionRow`) and
   their summary (`DecisionSummary`);
-* `FleetRow`: one app's line in the fleet index and in the one-row-per-app exports.
+* `FleetRow`: one app's line in the fleet index and in the one-row-per-app exports;
+* `AccuracySection` (with `AccuracyPoint`): live accuracy, the finished jobs scored against
+  the prediction of the curve that decided them, for one app or the fleet (accuracy.py).
 
 Units: runtimes in seconds, node-hours in hours × nodes, times as Unix seconds. Figures
 that cannot be computed (no curve, no decisions) are None, never NaN. Strings that came
@@ -26,10 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import predictor
+from plugin.learning.accuracy import Bought, Drift, Summary
 from plugin.store.decisions import StoredDecision
+from plugin.store.scores import Score
 from predictor.band import Band
 
 __all__ = [
+    "AccuracyPoint",
+    "AccuracySection",
     "AppInputs",
     "AppReport",
     "Band",
@@ -96,7 +102,10 @@ class AppInputs:
 
     curve: the stored curve (None: not fitted yet, not fittable, or unreadable; `curve_note`
     says which). decisions: the daemon's records for this app, newest first, as
-    `CurveStore.decisions` returns them.
+    `CurveStore.decisions` returns them. scores: the app's finished jobs scored against the
+    curve that decided them (plugin/store/scores.py), filed under the key whose curve
+    decided; now: when the report is made (the rolling window ends there; None: at the
+    newest score).
     """
 
     app: str
@@ -108,6 +117,8 @@ class AppInputs:
     refit_due: bool = False
     decisions: tuple[StoredDecision, ...] = ()
     guard: GuardCounts = field(default_factory=GuardCounts)
+    scores: tuple[Score, ...] = ()
+    now: float | None = None
 
 
 # --- the figures of one app -------------------------------------------------------------
@@ -278,6 +289,48 @@ class DecisionSummary:
 
 
 @dataclass(frozen=True)
+class AccuracyPoint:
+    """One scored job as a plot marker: predicted against actual runtime (seconds).
+
+    where: inside, above, below the 90% interval [lower_s, upper_s], or unknown (a censored
+    run, `actual_s` a lower bound, that stopped inside it).
+    """
+
+    app: str
+    job_id: int
+    nodes: int
+    predicted_s: float
+    actual_s: float
+    lower_s: float
+    upper_s: float
+    where: str
+    censored: bool
+    mode: str
+
+
+@dataclass(frozen=True)
+class AccuracySection:
+    """Live accuracy of one app or of the fleet (plugin/learning/accuracy.py's figures).
+
+    kept: over every score the store keeps; window: over the rolling window (the newest
+    `window_jobs` jobs of the last `window_days` days), the figures the metrics and the
+    doctor judge. drift: the app's window against the jobs before it (None for the fleet).
+    apps: each app's window, most jobs first (the fleet only). points: the newest scored
+    jobs, for the plot. bought: what sizing would have bought (advise) or bought (enforce),
+    model estimates.
+    """
+
+    kept: Summary
+    window: Summary
+    points: tuple[AccuracyPoint, ...] = ()
+    drift: Drift | None = None
+    apps: tuple[tuple[str, Summary], ...] = ()
+    bought: tuple[Bought, ...] = ()
+    window_days: float = 7.0
+    window_jobs: int = 200
+
+
+@dataclass(frozen=True)
 class AppReport:
     """Everything the report shows about one app (see the module docstring)."""
 
@@ -300,6 +353,7 @@ class AppReport:
     decisions: tuple[DecisionRow, ...] = ()
     decision_summary: DecisionSummary = field(default_factory=DecisionSummary)
     guard: GuardCounts = field(default_factory=GuardCounts)
+    accuracy: AccuracySection | None = None
 
     @property
     def suggest_n(self) -> int | None:
@@ -312,6 +366,8 @@ class FleetRow:
     """One app in the fleet index and in the one-row-per-app exports.
 
     reliability: "reliable", "unreliable: <problems>", or why there is no curve.
+    scored_jobs, coverage, error_median, bias: live accuracy over the app's rolling window
+    (jobs known against the interval; None without scored jobs).
     """
 
     app: str
@@ -335,3 +391,7 @@ class FleetRow:
     limits_raised: int = 0
     killed_at_our_limit: int = 0
     censored_runs: int = 0
+    scored_jobs: int = 0
+    coverage: float | None = None
+    error_median: float | None = None
+    bias: float | None = None

@@ -1,4 +1,5 @@
-"""Hand-written SVG plots of one app: speedup, efficiency, and the histogram of chosen sizes.
+"""Hand-written SVG plots of one app: speedup, efficiency, the histogram of chosen sizes, and
+live accuracy (predicted against actual runtime of the finished jobs, log-log).
 
 Why not matplotlib: a page needs three small line plots, and writing their SVG directly
 costs well under a millisecond per plot against tens of milliseconds for a matplotlib
@@ -24,16 +25,19 @@ from html import escape
 from markupsafe import Markup
 
 from plugin.errors import printable
-from plugin.report.model import AppReport
+from plugin.report.model import AccuracyPoint, AppReport
 
 __all__ = [
     "ANOMALY_COLOUR",
     "BAND_COLOUR",
     "CURVE_COLOUR",
     "HISTOGRAM_COLOUR",
+    "INSIDE_COLOUR",
     "OBSERVED_COLOUR",
+    "OUTSIDE_COLOUR",
     "PWS_COLOUR",
     "USEFUL_COLOUR",
+    "accuracy_plot",
     "efficiency_plot",
     "esc",
     "histogram_plot",
@@ -53,6 +57,12 @@ IDEAL_COLOUR = "#9a9a9a"
 HISTOGRAM_COLOUR = "#2a9d8f"
 GRID_COLOUR = "#e6e6e6"
 AXIS_COLOUR = "#444444"
+#: Live accuracy: a job inside its 90% interval, outside it, or censored inside it (unknown).
+INSIDE_COLOUR = "#0066cc"
+OUTSIDE_COLOUR = "#e66100"
+UNKNOWN_COLOUR = "#9a9a9a"
+#: Jobs up to which each gets its interval drawn as a whisker (more would be a smear).
+MAX_WHISKERS = 300
 
 WIDTH, HEIGHT = 600, 360
 LEFT, RIGHT, TOP, BOTTOM = 60, 18, 44, 46
@@ -404,5 +414,160 @@ def histogram_plot(report: AppReport) -> Markup:
             )
         ]
     )
+    out.append("</svg>")
+    return Markup("\n".join(out))  # noqa: S704 - every text above went through esc()
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    """1, 2 and 5 × 10^k within [lo, hi]; decades only when those are more than eight."""
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    every = [m * 10.0**k for k in range(first, last + 1) for m in (1.0, 2.0, 5.0)]
+    ticks = [t for t in every if lo <= t <= hi]
+    if len(ticks) > 8:
+        ticks = [t for t in ticks if math.isclose(10.0 ** round(math.log10(t)), t)]
+    return ticks or [lo]
+
+
+@dataclass(frozen=True)
+class LogFrame:
+    """The plot area with both axes logarithmic over the same range (so y = x is the
+    diagonal's direction on both)."""
+
+    lo: float
+    hi: float
+
+    @property
+    def width(self) -> float:
+        return WIDTH - LEFT - RIGHT
+
+    @property
+    def height(self) -> float:
+        return HEIGHT - TOP - BOTTOM
+
+    def _share(self, v: float) -> float:
+        return (math.log(v) - math.log(self.lo)) / (math.log(self.hi) - math.log(self.lo))
+
+    def x(self, v: float) -> float:
+        return LEFT + self._share(v) * self.width
+
+    def y(self, v: float) -> float:
+        return TOP + (1.0 - self._share(v)) * self.height
+
+
+def _accuracy_axes(frame: LogFrame, clip_id: str) -> list[str]:
+    out = [
+        f'<clipPath id="{esc(clip_id)}"><rect x="{LEFT}" y="{TOP}" '
+        f'width="{_f(frame.width)}" height="{_f(frame.height)}"/></clipPath>'
+    ]
+    for tick in _log_ticks(frame.lo, frame.hi):
+        x, y, label = _f(frame.x(tick)), _f(frame.y(tick)), esc(_tick_label(tick))
+        out.append(
+            f'<line x1="{x}" y1="{TOP}" x2="{x}" y2="{_f(TOP + frame.height)}" '
+            f'stroke="{GRID_COLOUR}"/><line x1="{LEFT}" y1="{y}" x2="{_f(LEFT + frame.width)}" '
+            f'y2="{y}" stroke="{GRID_COLOUR}"/>'
+        )
+        out.append(
+            f'<text x="{x}" y="{_f(TOP + frame.height + 15)}" text-anchor="middle" '
+            f'fill="{AXIS_COLOUR}">{label}</text><text x="{LEFT - 6}" y="{y}" '
+            f'text-anchor="end" dominant-baseline="middle" fill="{AXIS_COLOUR}">{label}</text>'
+        )
+    middle = _f(TOP + frame.height / 2)
+    out.append(
+        f'<rect x="{LEFT}" y="{TOP}" width="{_f(frame.width)}" height="{_f(frame.height)}" '
+        f'fill="none" stroke="{AXIS_COLOUR}"/>'
+        f'<text x="{_f(LEFT + frame.width / 2)}" y="{HEIGHT - 8}" text-anchor="middle" '
+        f'fill="{AXIS_COLOUR}">predicted runtime, s (log scale)</text>'
+        f'<text x="14" y="{middle}" text-anchor="middle" transform="rotate(-90 14 {middle})" '
+        f'fill="{AXIS_COLOUR}">actual runtime, s (log scale)</text>'
+    )
+    return out
+
+
+def _accuracy_marker(frame: LogFrame, p: AccuracyPoint) -> str:
+    colour = {"inside": INSIDE_COLOUR, "unknown": UNKNOWN_COLOUR}.get(p.where, OUTSIDE_COLOUR)
+    x, y = _f(frame.x(p.predicted_s)), _f(frame.y(p.actual_s))
+    tip = (
+        f"job {p.job_id} ({p.app}, {p.mode}) on {p.nodes:,} nodes: predicted "
+        f"{p.predicted_s:,.4g} s (90%: {p.lower_s:,.4g}–{p.upper_s:,.4g}), "
+        f"{'at least ' if p.censored else ''}{p.actual_s:,.4g} s: {p.where}"
+    )
+    if p.censored:  # a lower bound: a triangle pointing up
+        return (
+            f'<path d="M{x} {y}m0 -5l4.5 8h-9z" fill="none" stroke="{colour}" '
+            f'stroke-width="1.5"><title>{esc(tip)}</title></path>'
+        )
+    return (
+        f'<circle cx="{x}" cy="{y}" r="3.5" fill="{colour}" fill-opacity="0.8" stroke="#ffffff" '
+        f'stroke-width="0.6"><title>{esc(tip)}</title></circle>'
+    )
+
+
+def accuracy_plot(
+    points: Sequence[AccuracyPoint], title: str, clip_id: str = "clip-accuracy"
+) -> Markup:
+    """Actual against predicted runtime of scored jobs, log-log: the line y = x, the band of
+    the median 90% interval (each job's own as a whisker when there are few), and each job
+    coloured by where it fell (a censored run is a triangle: its runtime a lower bound).
+    Empty markup without points."""
+    if not points:
+        return Markup("")
+    values = [v for p in points for v in (p.predicted_s, p.actual_s, p.lower_s, p.upper_s)]
+    positive = [v for v in values if v > 0 and math.isfinite(v)] or [1.0]
+    frame = LogFrame(min(positive) / 1.3, max(positive) * 1.3)
+    inside = sum(1 for p in points if p.where == "inside")
+    judged = sum(1 for p in points if p.where != "unknown")
+    out = _open(title, "actual against predicted runtime of finished jobs, log-log")
+    out += _accuracy_axes(frame, clip_id)
+    body = [f'<g clip-path="url(#{esc(clip_id)})">']
+    low = sorted(p.lower_s / p.predicted_s for p in points)[len(points) // 2]
+    high = sorted(p.upper_s / p.predicted_s for p in points)[len(points) // 2]
+    ends = (frame.lo, frame.hi)
+    band = " ".join(f"{_f(frame.x(v))},{_f(frame.y(v * high))}" for v in ends)
+    band += " " + " ".join(f"{_f(frame.x(v))},{_f(frame.y(v * low))}" for v in ends[::-1])
+    body.append(
+        f'<polygon points="{band}" fill="{BAND_COLOUR}" fill-opacity="{BAND_OPACITY}" '
+        f'stroke="none"><title>the median 90% interval: {low:.3g}x to {high:.3g}x the '
+        "prediction</title></polygon>"
+    )
+    diagonal = " ".join(f"{_f(frame.x(v))},{_f(frame.y(v))}" for v in ends)
+    body.append(
+        f'<polyline points="{diagonal}" fill="none" stroke="{IDEAL_COLOUR}" '
+        'stroke-width="1.2" stroke-dasharray="3,3"/>'
+    )
+    if len(points) <= MAX_WHISKERS:
+        for p in points:
+            x = _f(frame.x(p.predicted_s))
+            body.append(
+                f'<line x1="{x}" y1="{_f(frame.y(p.lower_s))}" x2="{x}" '
+                f'y2="{_f(frame.y(p.upper_s))}" stroke="{BAND_COLOUR}" stroke-opacity="0.35"/>'
+            )
+    body += [_accuracy_marker(frame, p) for p in points]
+    body.append("</g>")
+    out += body
+    out += _legend(
+        [
+            (_line_swatch(IDEAL_COLOUR, "3,3", 1.2), "actual = predicted"),
+            (
+                f'<rect x="0" y="-1" width="16" height="10" fill="{BAND_COLOUR}" '
+                f'fill-opacity="{BAND_OPACITY}"/>',
+                "median 90% interval",
+            ),
+            (f'<circle cx="8" cy="4" r="4" fill="{INSIDE_COLOUR}"/>', f"inside {inside:,}"),
+            (
+                f'<circle cx="8" cy="4" r="4" fill="{OUTSIDE_COLOUR}"/>',
+                f"outside {judged - inside:,}",
+            ),
+        ]
+    )
+    if any(p.censored for p in points):
+        out += _legend(
+            [
+                (
+                    f'<path d="M8 -1l4.5 8h-9z" fill="none" stroke="{UNKNOWN_COLOUR}"/>',
+                    "stopped at a limit (at least this long)",
+                )
+            ],
+            28,
+        )
     out.append("</svg>")
     return Markup("\n".join(out))  # noqa: S704 - every text above went through esc()

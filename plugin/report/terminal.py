@@ -17,10 +17,18 @@ from rich.table import Table
 from rich.text import Text
 
 from plugin.errors import printable
-from plugin.report.model import AppReport, DecisionRow, FleetRow, JobGroup, SizeRow
+from plugin.report.accuracy import section_sentences
+from plugin.report.model import (
+    AccuracySection,
+    AppReport,
+    DecisionRow,
+    FleetRow,
+    JobGroup,
+    SizeRow,
+)
 from plugin.report.numbers import format_number, format_percent, format_runtime
 
-__all__ = ["render_app", "render_fleet", "stamp"]
+__all__ = ["render_accuracy", "render_app", "render_fleet", "render_fleet_accuracy", "stamp"]
 
 _PROBLEM_WORDS = {
     "first_piece_only": "no knee",
@@ -274,6 +282,46 @@ def render_app(report: AppReport, console: Console, decisions: int = 10) -> None
         console.print(_decisions_table(report.decisions[:decisions]))
     _say(console, decision_sentence(report))
     _say(console, guard_sentence(report))
+    render_accuracy(report.accuracy, console, "this app")
+
+
+def _accuracy_table(section: AccuracySection) -> Table:
+    """Each app's rolling window, most jobs first."""
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"live accuracy by app (rolling window, last {section.window_days:g} days)",
+        pad_edge=False,
+    )
+    table.add_column("app", overflow="ellipsis", max_width=24)
+    for name in ("jobs", "in 90%", "median err.", "p90 err.", "bias"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for app, s in section.apps:
+        table.add_row(
+            _t(app),
+            f"{s.judged:,}",
+            _short_pct(s.coverage),
+            _short_pct(s.error_median),
+            _short_pct(s.error_p90),
+            "—" if s.bias is None else format_percent(s.bias, 2, signed=True),
+        )
+    return table
+
+
+def render_accuracy(section: AccuracySection | None, console: Console, what: str) -> None:
+    """Live accuracy: finished jobs against the prediction that decided them (per app in a
+    table for the fleet), and what sizing would have bought, labelled as model estimates."""
+    _say(console, Text("Live accuracy", style="bold"))
+    if section is None:
+        _say(
+            console,
+            f"No finished job of {what} is scored yet: the learner scores the jobs the daemon "
+            "sized with a curve once they finish.",
+        )
+        return
+    if section.apps:
+        console.print(_accuracy_table(section))
+    for line in section_sentences(section, what):
+        _say(console, _t(line))
 
 
 def _reliable_short(row: FleetRow) -> Text:
@@ -320,3 +368,8 @@ def render_fleet(rows: Sequence[FleetRow], console: Console) -> None:
         "eff. n/max is the mean efficiency at the chosen sizes and at the requested maximum, "
         "saved the node-hours saved against running each job at its requested maximum.",
     )
+
+
+def render_fleet_accuracy(section: AccuracySection | None, console: Console) -> None:
+    """The fleet's live accuracy, after the fleet table."""
+    render_accuracy(section, console, "the fleet")

@@ -26,7 +26,12 @@ tag said so), ``new_partition`` (the partition the job was moved to among those 
 None when it kept its own) and ``placement`` (the detail: the placement table, or every
 listed partition's wait, runtime and completion). ``curve_app`` is the key whose curve
 decided when it was not the job's own ``app`` (the site's curve, for a user without a
-usable curve of their own: plugin/appkey.py). These fields are optional with defaults,
+usable curve of their own: plugin/appkey.py). ``curve_doc`` is the document
+(`predictor.Curve.to_dict`, without the diagnostics) of the curve whose prediction sized the
+job, when one did (the
+rules that read it: efficiency, pws, cap, load_adaptive, exploration), so that the learner
+scores the finished run against the prediction that decided it, even after the curve was
+refitted (plugin/learning/scoring.py). These fields are optional with defaults,
 so documents written before them read unchanged and older readers, which ignore keys they do
 not know, read the new ones: the version stays 1.
 """
@@ -103,6 +108,7 @@ class DecisionRecord:
     new_partition: str | None = None
     placement: dict[str, Any] | None = None
     curve_app: str | None = None
+    curve_doc: dict[str, Any] | None = None
     version: int = DECISION_VERSION
 
     def to_dict(self) -> dict[str, Any]:

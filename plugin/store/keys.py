@@ -22,7 +22,9 @@ Every key carries exactly one hash tag, so that Redis Cluster puts it in a known
 | ``A forgotten`` | string, TTL | when the app was forgotten |
 | ``G learner:<source>`` | hash | the learner's watermark for sacct or squeue |
 | ``G import:<id>`` | hash | checkpoint of one ``import sacct`` range |
-| ``G decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision |
+| ``G decided:<job>-<submit>`` | string, TTL | the daemon recorded this decision: its entry id |
+| ``G scores`` | stream | finished jobs scored against the prediction that decided them, capped |
+| ``G scored:<job>-<submit>`` | string, TTL | the learner scored this job |
 | ``G guard:watch`` | hash | job id -> kill-guard watch JSON (limit shortened) |
 | ``G guard:raises`` | stream | every limit the kill guard raised, capped |
 | ``G migration`` | hash | the v1 -> v2 migration: state, counts (migrate.py) |
@@ -41,7 +43,8 @@ names differ.)
 * per app (``{<app>}``): ``add_observations.lua``, ``save_curve.lua``, ``forget.lua``,
   ``refit_input``'s snapshot;
 * global (``{global}``): ``claim_jobs.lua``, ``index_app.lua``, ``clear_dirty.lua``,
-  ``forget_index.lua``, ``record_decision.lua`` (the once-guard and the stream), the HA
+  ``forget_index.lua``, ``record_decision.lua`` and ``record_score.lua`` (each a once-guard
+  and its stream; the learner reads a decision by the id its guard holds), the HA
   lease (``lease.lua``) and the daemon's fenced transactions, which WATCH the lease and
   write the decision keys in one MULTI;
 * ``set_max.lua`` touches one key.
@@ -85,6 +88,7 @@ __all__ = [
     "LEASE_TOKEN",
     "MIGRATION",
     "PREFIX",
+    "SCORES",
     "V1_PREFIX",
     "app_censored",
     "app_curve",
@@ -99,6 +103,7 @@ __all__ = [
     "decided",
     "import_checkpoint",
     "learner",
+    "scored",
 ]
 
 PREFIX = "adaptalloc:v2:"
@@ -115,6 +120,8 @@ DIRTY = GLOBAL + "dirty"
 #: observations never clears a newer mark (clear_dirty.lua).
 DIRTY_VERSION = GLOBAL + "dirty:version"
 DECISIONS = GLOBAL + "decisions"
+#: Finished jobs scored against the prediction that decided them (plugin/store/score_stream.py).
+SCORES = GLOBAL + "scores"
 JOBS = GLOBAL + "jobs"
 GUARD_WATCH = GLOBAL + "guard:watch"
 GUARD_RAISES = GLOBAL + "guard:raises"
@@ -219,13 +226,24 @@ def import_checkpoint(import_id: str) -> str:
     return f"{GLOBAL}import:{import_id}"
 
 
+def _job(job_id: int, submit_time: int) -> str:
+    for name, value in (("job_id", job_id), ("submit_time", submit_time)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number ≥ 0, got {value!r}")
+    return f"{job_id}-{submit_time}"
+
+
 def decided(job_id: int, submit_time: int) -> str:
-    """``adaptalloc:v2:{global}:decided:<job_id>-<submit_time>``: the daemon's record-once guard.
+    """``adaptalloc:v2:{global}:decided:<job_id>-<submit_time>``: the daemon's record-once
+    guard, holding the id of the decision's stream entry.
 
     Slurm reuses job ids (after MaxJobId, or a reset cluster), so the submit time is part of
     the key; both must be whole numbers ≥ 0.
     """
-    for name, value in (("job_id", job_id), ("submit_time", submit_time)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a whole number ≥ 0, got {value!r}")
-    return f"{GLOBAL}decided:{job_id}-{submit_time}"
+    return f"{GLOBAL}decided:{_job(job_id, submit_time)}"
+
+
+def scored(job_id: int, submit_time: int) -> str:
+    """``adaptalloc:v2:{global}:scored:<job_id>-<submit_time>``: the learner's score-once
+    guard (job id and submit time as in `decided`)."""
+    return f"{GLOBAL}scored:{_job(job_id, submit_time)}"

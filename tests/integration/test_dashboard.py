@@ -1,7 +1,7 @@
 """The Grafana dashboard and the alert rules against real data: Debian's Prometheus scrapes
 the testbed's daemon through a burst of moldable jobs; every panel's query, evaluated by
-Prometheus' HTTP API, returns data; the rules load, and the stale-heartbeat alert fires once
-the daemon stops.
+Prometheus' HTTP API, returns data (the accuracy panels once the learner scored the burst's
+finished jobs); the rules load, and the stale-heartbeat alert fires once the daemon stops.
 
 The rule file is the shipped one with its ``for:`` durations shortened to seconds (and a 1 s
 scrape and evaluation interval) so the test waits seconds, not minutes; the expressions are
@@ -165,7 +165,7 @@ def test_promtool_checks_and_unit_tests_the_rules() -> None:
         check=False,
     )
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "SUCCESS: 2 rules found" in check.stdout
+    assert "SUCCESS: 3 rules found" in check.stdout
     tests = subprocess.run(  # noqa: S603 - fixed argument list, no shell
         ["promtool", "test", "rules", RULE_TESTS.name],  # noqa: S607
         cwd=RULE_TESTS.parent,
@@ -182,8 +182,12 @@ def test_every_panel_has_data_after_a_burst_and_the_stale_alert_fires(
     daemon: DaemonProcess, prometheus: Prometheus, submit_job: SubmitJob
 ) -> None:
     learn_curve(scratch_url(), "dash-lu", "lan_thesis_npb_lu_W.csv")
+    # They run a second, so that the learner scores them (a run of 0 s has no error) and
+    # the accuracy panels have data.
     jobs = [
-        submit_job("--nodes=1-8", "--time=10", "--comment=adaptalloc:v1 app=dash-lu", wrap="true")
+        submit_job(
+            "--nodes=1-8", "--time=10", "--comment=adaptalloc:v1 app=dash-lu", wrap="sleep 1"
+        )
         for _ in range(4)
     ]
     jobs.append(
@@ -212,7 +216,11 @@ def test_every_panel_has_data_after_a_burst_and_the_stale_alert_fires(
 
     rules = prometheus.api("rules")["groups"]
     loaded = {r["name"]: r["health"] for g in rules for r in g["rules"]}
-    assert loaded == {"AdaptallocHeartbeatStale": "ok", "AdaptallocFailOpenRising": "ok"}
+    assert loaded == {
+        "AdaptallocHeartbeatStale": "ok",
+        "AdaptallocFailOpenRising": "ok",
+        "AdaptallocCoverageDrift": "ok",
+    }
 
     def alerts() -> dict[str, str]:
         return {a["labels"]["alertname"]: a["state"] for a in prometheus.api("alerts")["alerts"]}

@@ -129,6 +129,8 @@ EVERY_CHECK = (
     "accounting_answers",
     "redis",
     "metrics",
+    "accuracy_coverage",
+    "accuracy_drift",
 )
 
 

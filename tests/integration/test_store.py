@@ -451,7 +451,8 @@ def test_decisions_stored_before_records_had_a_version_are_read(
     # Fields added since (placement) read back as absent, nothing else is new.
     added = set(back) - set(old) - {"version"}
     assert added == {
-        "tasks", "tasks_per_node", "scaling", "new_partition", "placement", "curve_app"
+        "tasks", "tasks_per_node", "scaling", "new_partition", "placement", "curve_app",
+        "curve_doc",
     }  # fmt: skip
     assert all(back[k] is None for k in added)
     assert store.skipped["decision"] == 1

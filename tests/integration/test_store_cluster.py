@@ -36,6 +36,12 @@ from plugin.store.migrate import migrate
 
 from . import test_store as store_tests
 from . import testbed
+from .test_accuracy_store import (  # live accuracy's store tests, run again on the cluster
+    test_a_decision_before_guards_held_entry_ids_is_not_scored,
+    test_a_finished_job_is_scored_once_against_its_decision,
+    test_a_timed_out_run_is_scored_as_a_lower_bound,
+    test_scores_read_by_app_and_by_end_time,
+)
 from .test_store import (  # the store's tests, run again on the cluster
     Clock,
     clock,
@@ -68,19 +74,22 @@ from .testbed import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 
-__all__ = [  # what this module runs from test_store.py (ruff: imported on purpose)
+__all__ = [  # what it runs from test_store.py, test_accuracy_store.py (imported on purpose)
     "Clock",
     "clock",
     "store",
     "test_a_bad_argument_to_the_script_writes_nothing",
     "test_a_crash_after_the_claim_loses_no_run",
     "test_a_crash_before_the_index_is_healed_by_the_next_read",
+    "test_a_decision_before_guards_held_entry_ids_is_not_scored",
     "test_a_failure_between_read_and_write_leaves_the_store_as_it_was",
+    "test_a_finished_job_is_scored_once_against_its_decision",
     "test_a_fit_from_older_observations_never_replaces_a_newer_one",
     "test_a_forgotten_app_learns_new_runs_but_not_its_old_ones_again",
     "test_a_job_counts_once_across_calls_and_apps",
     "test_a_rebuilt_application_is_relearned",
     "test_a_refit_cleared_after_newer_runs_were_indexed_keeps_them_dirty",
+    "test_a_timed_out_run_is_scored_as_a_lower_bound",
     "test_an_app_on_two_node_types_gets_a_curve_per_type",
     "test_censored_runs_are_kept_apart_and_never_fitted",
     "test_decisions_are_capped_and_filtered_by_app",
@@ -90,6 +99,7 @@ __all__ = [  # what this module runs from test_store.py (ruff: imported on purpo
     "test_optional_fields_are_stored_under_short_keys",
     "test_retention_keeps_the_newest_and_forgets_the_old",
     "test_runs_at_one_size_store_no_curve_with_the_reason",
+    "test_scores_read_by_app_and_by_end_time",
     "test_sibling_sizes_are_the_same_name_with_numeric_sizes",
     "test_the_curve_reads_back_as_a_predictor_curve",
     "test_the_guard_counts_safety_and_watches",

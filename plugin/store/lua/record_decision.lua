@@ -8,9 +8,13 @@
 -- ARGV[4]  job id
 -- ARGV[5]  the decision document (JSON)
 -- Returns the new entry's id, or false when this job's decision was recorded before.
+-- The guard then holds the entry's id: the learner finds a finished job's decision by its
+-- job id and submit time (plugin/learning/scoring.py) without scanning the stream.
 
 if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
     return false
 end
-return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*',
+local id = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*',
     'app', ARGV[3], 'job_id', ARGV[4], 'doc', ARGV[5])
+redis.call('SET', KEYS[1], id, 'EX', ARGV[1])
+return id

@@ -5,11 +5,13 @@ journal, the state directory."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import policies
@@ -17,7 +19,7 @@ import predictor
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import GONE, RELEASED, Applier, journal_entry, outcome_from_journal
-from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.daemon.decider import DIAGNOSTICS, Budget, CurveSource, Decider
 from plugin.daemon.journal import Journal
 from plugin.daemon.state import DaemonLockedError, SpoolWatcher, StateDir
 from plugin.daemon.sweep import classify
@@ -161,6 +163,36 @@ def test_a_known_app_is_resized_inside_its_range_with_a_new_limit() -> None:
     assert outcome.admin_comment.startswith("adaptalloc:v1 app=lulesh; adaptalloc:v1:sized n=")
     assert outcome.curve_version == 3
     assert d.budget.jobs_decided == 1
+
+
+def snapshot(curve: predictor.Curve) -> dict[str, Any]:
+    return {k: v for k, v in curve.to_dict().items() if k not in DIAGNOSTICS}
+
+
+def test_the_record_carries_the_deciding_curve_made_once_per_batch() -> None:
+    """Live accuracy: the curve that sized the job goes into its record, as a document made
+    once per curve per batch (a burst's jobs share it); a new batch makes it afresh."""
+    record = lu_record()
+    assert record.curve is not None
+    d = decider(FakeStore({"lulesh": record}))
+    first, second = d.decide(job(1), idle), d.decide(job(2), idle)
+    assert first.curve_doc is not None
+    assert second.curve_doc is first.curve_doc
+    # The document without the diagnostics, which nothing of the prediction reads: read back,
+    # the same runtime and 90% interval at every size, to the bit.
+    assert first.curve_doc == snapshot(record.curve)
+    assert not DIAGNOSTICS & set(first.curve_doc)
+    back = predictor.Curve.from_dict(json.loads(json.dumps(first.curve_doc)))
+    n = np.arange(1.0, 513.0)
+    assert np.array_equal(back.runtime(n), record.curve.runtime(n))
+    for a, b in zip(back.runtime_interval(n), record.curve.runtime_interval(n), strict=True):
+        assert np.array_equal(a, b)
+    d.curves.begin_batch()
+    third = d.decide(job(3), idle)
+    assert third.curve_doc == first.curve_doc
+    assert third.curve_doc is not first.curve_doc
+    kept = decider(FakeStore()).decide(job(), idle)
+    assert kept.curve_doc is None
 
 
 def test_an_app_without_a_curve_gets_the_fallback() -> None:

@@ -15,7 +15,7 @@ import predictor
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import journal_entry, outcome_from_journal
-from plugin.daemon.decider import RELEASE, RESIZE, Budget, CurveSource, Decider
+from plugin.daemon.decider import DIAGNOSTICS, RELEASE, RESIZE, Budget, CurveSource, Decider
 from plugin.daemon.journal import JournalEntry
 from plugin.daemon.record import decision_record
 from plugin.slurm import JobRecord, Resize
@@ -366,3 +366,51 @@ def test_on_a_cluster_of_one_core_count_the_runs_are_not_read_for_the_fallback()
     )
     assert len(read) == 1
     assert mixed.rule == "fallback"
+
+
+# --- the curve that decided, for live accuracy ------------------------------------------
+
+
+def snapshot(curve: predictor.Curve) -> dict[str, Any]:
+    """The curve's document as the decision record carries it (without diagnostics)."""
+    return {k: v for k, v in curve.to_dict().items() if k not in DIAGNOSTICS}
+
+
+def test_the_record_carries_the_node_types_curve_that_decided() -> None:
+    """The job on big was decided on big's own curve: that curve's document is the one its
+    run will be scored against (plugin/learning/scoring.py), not the curve of all runs."""
+    big = curve_record(4_000.0)
+    store = Store([], curve_record(10_000.0), {"big": big})
+    got = decider(store).decide(job(partition="big"), open_state, cpus=lambda _: 16)
+    assert got.action == RESIZE
+    assert big.curve is not None
+    assert got.curve_doc == snapshot(big.curve)
+    assert decision_record(got, "released", None).curve_doc == snapshot(big.curve)
+
+
+def test_the_record_carries_the_chosen_partitions_curve() -> None:
+    big = curve_record(400.0)
+    store = Store([], curve_record(1000.0), {"big": big})
+    free = Queue(idle_nodes=8)
+    got = decider(store).decide(
+        job(partition="debug,big"),
+        open_state,
+        queue=queues({"debug": free, "big": free}),
+        known_partitions=lambda: ["debug", "big"],
+    )
+    assert got.resize is not None
+    assert got.resize.partition == "big"
+    assert big.curve is not None
+    assert got.curve_doc == snapshot(big.curve)
+
+
+def test_shapes_fitted_from_runs_and_the_fallback_carry_no_curve() -> None:
+    """Placement and weak scaling fit their own models from the runs, and the fallback reads
+    no curve: nothing was predicted by a stored curve, so nothing is scored."""
+    placed = decider(Store(memory_bound_runs())).decide(job(num_tasks=16), open_state)
+    assert placed.action == RESIZE
+    assert placed.curve_doc is None
+    store = Store(fat_runs(), curve_record(1000.0))
+    fallback = decider(store).decide(job(partition="standard"), open_state, cpus=CURIE_CPUS.get)
+    assert fallback.rule == "fallback"
+    assert fallback.curve_doc is None

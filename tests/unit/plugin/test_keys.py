@@ -36,6 +36,15 @@ def test_per_app_keys_are_exact() -> None:
     )
 
 
+def test_the_live_accuracy_keys_are_exact() -> None:
+    assert keys.SCORES == "adaptalloc:v2:{global}:scores"
+    assert keys.scored(4711, 1700000000) == "adaptalloc:v2:{global}:scored:4711-1700000000"
+    assert keys.decided(4711, 1700000000) == "adaptalloc:v2:{global}:decided:4711-1700000000"
+    for bad in ((-1, 0), (1, -1), (True, 0), (1.5, 0), ("7", 0)):
+        with pytest.raises(ValueError, match="whole number"):
+            keys.scored(*bad)
+
+
 def test_the_forget_tombstone_key_is_exact() -> None:
     assert keys.app_forgotten(AppKey("npb-lu")) == "adaptalloc:v2:app:{npb-lu}:forgotten"
 
@@ -98,6 +107,7 @@ def test_the_lease_and_the_global_keys_share_one_cluster_slot() -> None:
         keys.APPS, keys.DIRTY, keys.DIRTY_VERSION, keys.JOBS, keys.DECISIONS, keys.MIGRATION,
         keys.GUARD_WATCH, keys.GUARD_RAISES, keys.LEASE, keys.LEASE_TOKEN,
         keys.learner("sacct"), keys.import_checkpoint("a-1"), keys.decided(7, 17),
+        keys.SCORES, keys.scored(7, 17),
     ]  # fmt: skip
     assert all(k.startswith("adaptalloc:v2:{global}:") for k in globals_)
     assert {key_slot(k.encode()) for k in globals_} == {key_slot(b"global")}

@@ -113,3 +113,35 @@ def test_decisions_and_outcomes_start_at_zero_and_the_process_is_exported() -> N
         assert get("adaptalloc_jobs_total", {"outcome": outcome}) == 0.0, outcome
     assert (get("process_resident_memory_bytes") or 0.0) > 0.0
     assert get("process_start_time_seconds") is not None
+
+
+def test_live_accuracy_is_exported_fleet_wide_and_for_the_top_apps_only() -> None:
+    from plugin.learning import accuracy  # noqa: PLC0415 - this test alone needs it
+    from plugin.store.scores import Score  # noqa: PLC0415
+
+    metrics = Metrics()
+    value = metrics.registry.get_sample_value
+    assert value("adaptalloc_accuracy_window_jobs") == 0.0
+    assert value("adaptalloc_predictions_scored_total", {"interval": "above"}) == 0.0
+    metrics.record_scores([(0.1, "inside"), (0.6, "above"), (None, "unknown")])
+    assert value("adaptalloc_prediction_error_ratio_count") == 2.0
+    assert value("adaptalloc_prediction_error_ratio_bucket", {"le": "0.2"}) == 1.0
+    assert value("adaptalloc_predictions_scored_total", {"interval": "unknown"}) == 1.0
+
+    now = 1_800_000_000.0
+    scores = [
+        Score(app, k, 1, now - k, 4, runtime, 100.0, 80.0, 125.0)
+        for app, count, runtime in (("lu", 8, 100.0), ("cg", 2, 200.0))
+        for k in range(count)
+    ]
+    g = accuracy.gauges(scores, now, top=1)
+    metrics.set_accuracy(g.fleet, g.apps)
+    assert value("adaptalloc_accuracy_window_jobs") == 10.0
+    assert value("adaptalloc_accuracy_coverage") == 0.8
+    assert value("adaptalloc_accuracy_error_ratio", {"quantile": "0.5"}) == 0.0
+    assert value("adaptalloc_app_accuracy_coverage", {"app": "lu"}) == 1.0
+    assert value("adaptalloc_app_accuracy_coverage", {"app": "cg"}) is None  # not a top app
+    assert value("adaptalloc_app_accuracy_window_jobs", {"app": "lu"}) == 8.0
+    metrics.set_accuracy(None, {})
+    assert value("adaptalloc_app_accuracy_coverage", {"app": "lu"}) is None  # series gone
+    assert value("adaptalloc_accuracy_window_jobs") == 0.0
