@@ -72,6 +72,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import pwd
 import threading
 import time
 from collections import defaultdict
@@ -86,6 +87,14 @@ import structlog
 from plugin.config import Config, load_config
 from plugin.daemon import reasons
 from plugin.daemon.access import usable_partitions
+from plugin.daemon.advise import (
+    ADVISED,
+    ADVISED_LATE,
+    AdviceQueue,
+    AdviseLine,
+    as_requested,
+    pair,
+)
 from plugin.daemon.apply import (
     GONE,
     PENDING_RELEASE,
@@ -108,6 +117,7 @@ from plugin.daemon.follow_up import FOLLOW_UP_S, FollowUps
 from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
+from plugin.daemon.modes import MODES_FILE, modes_text, write_modes
 from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.spool_wake import SpoolWake
@@ -252,6 +262,12 @@ class Daemon:
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
         self.decider = Decider(config.appkey.rule(), policy, self.curves, Budget())
+        #: The modes file's text (plugin/daemon/modes.py) and the text last written.
+        self.modes = modes_text(d.mode, policy)
+        self.modes_written: str | None = None
+        #: Advise mode's spool lines waiting for their jobs (plugin/daemon/advise.py).
+        self.advice = AdviceQueue()
+        self.uids: dict[str, int | None] = {}
         self.recorder = DecisionRecorder(
             self._redis,
             config.learner.decisions_maxlen,
@@ -679,6 +695,7 @@ class Daemon:
         directory) remove the old one at once, so that the hook does not go on holding jobs
         for ``heartbeat_max_age`` on a heartbeat the daemon can no longer renew."""
         try:
+            self._publish_modes()
             stamp = self.state.beat()
         except OSError as exc:
             if self.beat_error is None:
@@ -696,6 +713,18 @@ class Daemon:
             log.info("heartbeat_on", path=str(self.state.heartbeat))
         self.beating = True
         self.beat_error = None
+
+    def _publish_modes(self) -> None:
+        """Write the modes file when its text changed or it went missing, before the
+        heartbeat: a fresh heartbeat means the hook reads the current modes (OSError when
+        it cannot be written: then no heartbeat either)."""
+        path = self.state.path / MODES_FILE
+        if self.modes_written == self.modes and path.exists():
+            return
+        write_modes(self.state.path, self.modes)
+        if self.modes_written != self.modes:
+            log.info("modes_published", path=str(path), modes=self.modes.splitlines()[1:])
+        self.modes_written = self.modes
 
     def _unlink_own_heartbeat(self) -> OSError | None:
         """Remove the heartbeat; with HA only if it is still the one this daemon wrote
@@ -841,6 +870,9 @@ class Daemon:
         self.follow_ups.read(lines, (i for i, job in jobs.items() if held_by_us(job)))
         if sweep.work:
             self.handle(sweep)
+        self.advice.add(self.spool.take_advice())
+        if self.advice and self.advise(sweep):
+            sweep.deferred += 1  # more advise jobs than one batch: go again at once
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
         elif self.follow_ups.wanted():  # a spool line's job not created yet (follow_up.py)
@@ -925,6 +957,72 @@ class Daemon:
             decide_ms=round(decided_ms, 1),
             total_ms=round((time.perf_counter() - started) * 1000.0, 1),
             slurm_ms={k: round(v, 1) for k, v in self.slurm_ms.items()},
+        )
+
+    def _uid(self, user: str) -> int | None:
+        """A user name's uid (cached: NSS may be slow), None when unknown."""
+        if user not in self.uids:
+            try:
+                self.uids[user] = pwd.getpwnam(user).pw_uid if user else None
+            except KeyError:
+                self.uids[user] = None
+        return self.uids[user]
+
+    def advise(self, sweep: Sweep) -> bool:
+        """Advise mode (plugin/daemon/advise.py): pair the spool's advise lines with their
+        jobs, decide at most ``max_batch`` of them, record them with mode "advise". Nothing
+        in Slurm changes. True when paired jobs were left for the next sweep."""
+        try:
+            with self.timed("squeue_all"):
+                known = self.slurm.known_jobs()
+        except SlurmError as exc:
+            log.warning("advise_read_failed", error=printable(str(exc))[:300])
+            return False
+        paired = pair(
+            self.advice.lines(),
+            known,
+            self._uid,
+            lambda job: self.advice.taken(job) or on_hold(job),
+        )
+        batch = paired[: self.config.daemon.max_batch]
+        self.advice.done(batch)
+        lost = self.advice.expire()
+        if lost:
+            log.warning("advise_unpaired", lines=lost, note="no job found for these lines")
+        if batch:
+            self.record_advice(batch, sweep)
+        return len(paired) > len(batch)
+
+    def record_advice(self, batch: Sequence[tuple[AdviseLine, JobRecord]], sweep: Sweep) -> None:
+        """Decide advise jobs as held ones would be, and record the decisions."""
+        started = time.perf_counter()
+        now = time.time()
+        records: list[DecisionRecord] = []
+        rendered: list[dict[str, Any]] = []
+        self.curves.begin_batch()
+        for line, found in batch:
+            job = as_requested(line, found)
+            outcome = self.decider.decide(
+                job,
+                lambda j: self.cluster.state(j, sweep.demand),
+                queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
+                cpus=self.cluster.cpus_per_node,
+                known_partitions=functools.partial(self._usable_partitions, job),
+                core_counts=self.cluster.core_counts,
+            )
+            status = ADVISED if found.state == "PENDING" else ADVISED_LATE
+            record = decision_record(outcome, status, None, mode="advise")
+            doc = record.to_dict()
+            log.info("decision", **doc)
+            self.metrics.advised.labels(status).inc()
+            records.append(record)
+            rendered.append(doc)
+        self.recorder.record(records, rendered)
+        log.info(
+            "advise_batch",
+            jobs=len(batch),
+            waiting=len(self.advice.waiting),
+            total_ms=round((time.perf_counter() - started) * 1000.0, 1),
         )
 
     def _usable_partitions(self, job: JobRecord) -> list[str]:
@@ -1065,6 +1163,9 @@ class Daemon:
         self.config = config
         self.decider.rule = rule
         self.decider.policy = policy
+        self.modes = modes_text(config.daemon.mode, policy)
+        if self.modes != self.modes_written:
+            self.next_beat = 0.0  # publish the new modes now, with the next heartbeat
         if config.redis != old.redis or config.daemon.redis_timeout_s != old.daemon.redis_timeout_s:
             self.curves.reset(self._curve_store)
             self.recorder.reset(self._redis)

@@ -1,0 +1,165 @@
+"""Advise mode: the jobs job_submit.lua left as submitted, found and paired with the range
+their users asked for.
+
+For a job whose partition and account resolve to advise (policies/mode.py, the modes file:
+plugin/daemon/modes.py) the hook holds nothing and changes nothing; it appends
+``advise <epoch> <uid> <min> <max>`` to the spool (integers only). The daemon records the
+decision it would have made, with ``mode = "advise"``, and changes nothing in Slurm: no
+hold, no resize, no admin comment.
+
+Why the spool line carries the range: on a quiet cluster slurmctld starts a job inside the
+submission call, before any daemon can read it pending, and a started job no longer says
+what it asked for (22.05's squeue and ``squeue --json`` show the allocated count as both
+NumNodes and MaxNodes, or max 0; sacct keeps only the minimum). The line has no job id
+(22.05 assigns it after the hook), so lines are paired with jobs (`pair`) by user, submit
+second and range: a job whose uid is the line's, submitted in the line's second or the
+next two (slurmctld stamps SubmitTime after the hook ran), pending with exactly the line's
+range, or started or finished on a node count inside it. Among candidates the lowest job
+id takes the oldest line: slurmctld runs the hook and assigns ids under one lock, so a
+user's lines and job ids come in the same order. A started job of the same user and second
+that was never advised (a rigid job, say) can take a line whose range its size fits; its
+advise record is then another job's would-be decision, flagged ``advised_late``.
+
+A paired job that was pending is ``advised``; one that had started is ``advised_late``
+(its cluster state is the one the daemon sees now, not the one at submission). A line
+whose job is not found within ``MATCH_S`` (a submission refused after the hook) is
+dropped, counted in the log.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from plugin.slurm import JobRecord
+
+__all__ = [
+    "ADVISED",
+    "ADVISED_LATE",
+    "MATCH_S",
+    "AdviceQueue",
+    "AdviseLine",
+    "pair",
+    "parse_line",
+]
+
+ADVISED = "advised"
+ADVISED_LATE = "advised_late"
+#: How long a line waits for its job. Chosen, not fitted: a job exists milliseconds after
+#: its hook ran, and slurmctld stalls of seconds are the worst seen on the testbed.
+MATCH_S = 60.0
+#: A job's SubmitTime may be this many seconds after its line's epoch.
+SUBMIT_SLACK_S = 2
+#: Lines kept waiting at most (a burst larger than this loses its oldest advise records).
+MAX_WAITING = 20_000
+
+
+@dataclass(frozen=True)
+class AdviseLine:
+    """One ``advise`` spool line: when the hook ran (whole seconds), whose job, its range."""
+
+    at: int
+    uid: int
+    low: int
+    high: int
+
+
+def parse_line(line: bytes) -> AdviseLine | None:
+    """An ``advise`` line's values, None for any other line or one that does not read."""
+    words = line.split()
+    if len(words) != 5 or words[0] != b"advise" or not all(w.isdigit() for w in words[1:]):
+        return None
+    at, uid, low, high = (int(w) for w in words[1:])
+    if not 1 <= low < high:
+        return None
+    return AdviseLine(at, uid, low, high)
+
+
+def _fits(line: AdviseLine, job: JobRecord, uid: int | None) -> bool:
+    if uid != line.uid or job.submit_time is None:
+        return False
+    if not 0 <= job.submit_time - line.at <= SUBMIT_SLACK_S:
+        return False
+    if job.state == "PENDING":
+        return (job.nodes_min, job.nodes_max) == (line.low, line.high)
+    size = job.nodes_alloc or job.nodes_min
+    return size is not None and line.low <= size <= line.high
+
+
+def pair(
+    lines: Sequence[AdviseLine],
+    jobs: Iterable[JobRecord],
+    uid_of: Callable[[str], int | None],
+    taken: Callable[[JobRecord], bool],
+) -> list[tuple[AdviseLine, JobRecord]]:
+    """Each line with its job (module docstring), oldest line first; `taken(job)`: the job
+    was advised already (or is held: not an advise job). Lines without a job are left out."""
+    candidates = sorted(
+        (job for job in jobs if not taken(job) and job.submit_time is not None),
+        key=lambda job: job.job_id,
+    )
+    uids = {job.user: uid_of(job.user) for job in candidates}
+    used: set[int] = set()
+    out = []
+    for line in lines:
+        for job in candidates:
+            if job.job_id not in used and _fits(line, job, uids[job.user]):
+                used.add(job.job_id)
+                out.append((line, job))
+                break
+    return out
+
+
+def as_requested(line: AdviseLine, job: JobRecord) -> JobRecord:
+    """`job` with the range its user asked for (the line's), as a pending job would read."""
+    return dataclasses.replace(job, nodes_min=line.low, nodes_max=line.high)
+
+
+class AdviceQueue:
+    """The advise lines waiting for their jobs, and the jobs advised lately (by id and
+    submit time, so that no job is recorded twice by this daemon; Redis' once-guard keeps
+    it so across restarts)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.waiting: list[tuple[float, AdviseLine]] = []
+        self.advised: dict[tuple[int, int | None], float] = {}
+        self.dropped = 0
+
+    def add(self, lines: Iterable[AdviseLine]) -> None:
+        now = self.clock()
+        self.waiting.extend((now, line) for line in lines)
+        if len(self.waiting) > MAX_WAITING:
+            self.dropped += len(self.waiting) - MAX_WAITING
+            del self.waiting[: len(self.waiting) - MAX_WAITING]
+
+    def __bool__(self) -> bool:
+        return bool(self.waiting)
+
+    def lines(self) -> list[AdviseLine]:
+        return [line for _, line in self.waiting]
+
+    def taken(self, job: JobRecord) -> bool:
+        return (job.job_id, job.submit_time) in self.advised
+
+    def done(self, paired: Iterable[tuple[AdviseLine, JobRecord]]) -> None:
+        """These lines found their jobs: forget the lines, remember the jobs."""
+        now = self.clock()
+        lines: set[int] = set()
+        for line, job in paired:
+            lines.add(id(line))
+            self.advised[(job.job_id, job.submit_time)] = now
+        self.waiting = [(t, line) for t, line in self.waiting if id(line) not in lines]
+
+    def expire(self) -> int:
+        """Drop lines older than MATCH_S and jobs advised longer ago than that; how many
+        lines were dropped (their jobs never showed)."""
+        cutoff = self.clock() - MATCH_S
+        before = len(self.waiting)
+        self.waiting = [(t, line) for t, line in self.waiting if t >= cutoff]
+        self.advised = {key: t for key, t in self.advised.items() if t >= cutoff}
+        lost = before - len(self.waiting)
+        self.dropped += lost
+        return lost
