@@ -13,8 +13,9 @@ what it asked for (22.05's squeue and ``squeue --json`` show the allocated count
 NumNodes and MaxNodes, or max 0; sacct keeps only the minimum). The line has no job id
 (22.05 assigns it after the hook), so lines are paired with jobs (`pair`) by user, submit
 second and range: a job whose uid is the line's, submitted in the line's second or the
-next two (slurmctld stamps SubmitTime after the hook ran), pending with exactly the line's
-range, or started or finished on a node count inside it. Among candidates the lowest job
+next two (slurmctld stamps SubmitTime after the hook ran), whose node count as squeue
+shows it lies inside the line's range (a started job's allocated count; a pending job's
+count, which for a job the scheduler has looked at is already its maximum on 22.05). Among candidates the lowest job
 id takes the oldest line: slurmctld runs the hook and assigns ids under one lock, so a
 user's lines and job ids come in the same order. A started job of the same user and second
 that was never advised (a rigid job, say) can take a line whose range its size fits; its
@@ -82,8 +83,6 @@ def _fits(line: AdviseLine, job: JobRecord, uid: int | None) -> bool:
         return False
     if not 0 <= job.submit_time - line.at <= SUBMIT_SLACK_S:
         return False
-    if job.state == "PENDING":
-        return (job.nodes_min, job.nodes_max) == (line.low, line.high)
     size = job.nodes_alloc or job.nodes_min
     return size is not None and line.low <= size <= line.high
 
@@ -143,6 +142,13 @@ class AdviceQueue:
 
     def taken(self, job: JobRecord) -> bool:
         return (job.job_id, job.submit_time) in self.advised
+
+    def enforced(self, jobs: Iterable[JobRecord]) -> None:
+        """Jobs the daemon held and decided: never an advise job, whatever they show once
+        released (the same user, second and range as an advise line can follow them)."""
+        now = self.clock()
+        for job in jobs:
+            self.advised[(job.job_id, job.submit_time)] = now
 
     def done(self, paired: Iterable[tuple[AdviseLine, JobRecord]]) -> None:
         """These lines found their jobs: forget the lines, remember the jobs."""

@@ -1054,6 +1054,7 @@ class Daemon:
         now = time.time()
         records: list[DecisionRecord] = []
         rendered: list[dict[str, Any]] = []
+        self.advice.enforced(item.outcome.job for item in applied)
         for item in applied:
             outcome = item.outcome
             since = self.held_since.pop(outcome.job_id, None)

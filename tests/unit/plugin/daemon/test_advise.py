@@ -40,9 +40,9 @@ def test_parse_line_reads_only_well_formed_advise_lines() -> None:
         assert parse_line(bad) is None
 
 
-def test_a_pending_job_needs_the_exact_range_and_its_users_uid() -> None:
+def test_a_job_needs_a_count_inside_the_range_and_its_users_uid() -> None:
     line = AdviseLine(100, 1001, 2, 6)
-    assert _pair([line], [_job(1, nodes_max=8), _job(2, user="bob"), _job(3)]) == [(0, 3)]
+    assert _pair([line], [_job(1, nodes_min=8), _job(2, user="bob"), _job(3)]) == [(0, 3)]
 
 
 def test_a_started_job_pairs_when_its_size_fits_the_range() -> None:
@@ -108,3 +108,12 @@ def test_modes_text_lists_the_default_and_the_overrides_with_plain_names() -> No
     lines = modes_text("advise", policy).splitlines()
     assert lines[0].startswith("#")
     assert lines[1:] == ["default advise", "partition batch enforce", "account trial advise"]
+
+
+def test_a_job_the_daemon_held_and_released_is_never_paired() -> None:
+    queue = AdviceQueue()
+    released = _job(1)  # held, decided, released: now pending like any other
+    queue.enforced([released])
+    line = AdviseLine(100, 1001, 2, 6)
+    found = pair([line], [released, _job(2)], UIDS.get, queue.taken)
+    assert [job.job_id for _, job in found] == [2]
