@@ -6,7 +6,7 @@
 | ``adaptalloc_fail_open_total`` | counter | reason | jobs released as submitted, by reason code |
 | ``adaptalloc_jobs_total`` | counter | outcome | jobs finished: resized, kept, released, gone |
 | ``adaptalloc_held_jobs`` | gauge | | jobs carrying the held marker at the last sweep |
-| ``adaptalloc_advised_jobs_total`` | counter | status | advise-mode jobs recorded, not held: advised, advised_late |
+| ``adaptalloc_advised_jobs_total`` | counter | status | advise jobs recorded (advised[_late]) |
 | ``adaptalloc_decision_latency_seconds`` | histogram | | held to released, per job |
 | ``adaptalloc_slurm_call_seconds`` | histogram | call | one adapter call (squeue, resize, ...) |
 | ``adaptalloc_slurm_call_failures_total`` | counter | call | adapter calls that raised |

@@ -8,18 +8,18 @@ decision it would have made, with ``mode = "advise"``, and changes nothing in Sl
 hold, no resize, no admin comment.
 
 Why the spool line carries the range: on a quiet cluster slurmctld starts a job inside the
-submission call, before any daemon can read it pending, and a started job no longer says
-what it asked for (22.05's squeue and ``squeue --json`` show the allocated count as both
-NumNodes and MaxNodes, or max 0; sacct keeps only the minimum). The line has no job id
-(22.05 assigns it after the hook), so lines are paired with jobs (`pair`) by user, submit
-second and range: a job whose uid is the line's, submitted in the line's second or the
-next two (slurmctld stamps SubmitTime after the hook ran), whose node count as squeue
-shows it lies inside the line's range (a started job's allocated count; a pending job's
-count, which for a job the scheduler has looked at is already its maximum on 22.05). Among candidates the lowest job
-id takes the oldest line: slurmctld runs the hook and assigns ids under one lock, so a
-user's lines and job ids come in the same order. A started job of the same user and second
-that was never advised (a rigid job, say) can take a line whose range its size fits; its
-advise record is then another job's would-be decision, flagged ``advised_late``.
+submission call, before any daemon can read it pending, and a started job no longer says what
+it asked for (22.05's squeue and ``squeue --json`` show the allocated count as both NumNodes
+and MaxNodes, or max 0; sacct keeps only the minimum). The line has no job id (22.05 assigns it
+after the hook), so lines are paired with jobs (`pair`) by user, submit second and range: a job
+whose uid is the line's, submitted in the line's second or the next two (slurmctld stamps
+SubmitTime after the hook ran), whose node count as squeue shows it lies inside the line's
+range (a started job's allocated count; a pending job's count, which for a job the scheduler
+has looked at is already its maximum on 22.05). Among candidates the lowest job id takes the
+oldest line: slurmctld runs the hook and assigns ids under one lock, so a user's lines and job
+ids come in the same order. A started job of the same user and second that was never advised (a
+rigid job, say) can take a line whose range its size fits; its advise record is then another
+job's would-be decision, flagged ``advised_late``.
 
 A paired job that was pending is ``advised``; one that had started is ``advised_late``
 (its cluster state is the one the daemon sees now, not the one at submission). A line

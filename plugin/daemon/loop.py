@@ -113,6 +113,7 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
+from plugin.daemon.explain_files import Explanations
 from plugin.daemon.follow_up import FOLLOW_UP_S, FollowUps
 from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
@@ -161,6 +162,8 @@ ENFORCEMENT_RETRY_S = 30.0
 BEAT_EVERY = 200
 #: Pause after the heartbeat is removed, for submissions that read it just before.
 DRAIN_PAUSE_S = 0.3
+#: How often old explanation files are removed (plugin/daemon/explain_files.py).
+PRUNE_EVERY_S = 3600.0
 #: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
 #: of cluster_cache_s.
 PREFETCH_MIN_POLL_S = 0.1
@@ -262,12 +265,7 @@ class Daemon:
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
         self.decider = Decider(config.appkey.rule(), policy, self.curves, Budget())
-        #: The modes file's text (plugin/daemon/modes.py) and the text last written.
-        self.modes = modes_text(d.mode, policy)
-        self.modes_written: str | None = None
-        #: Advise mode's spool lines waiting for their jobs (plugin/daemon/advise.py).
-        self.advice = AdviceQueue()
-        self.uids: dict[str, int | None] = {}
+        self._advise_state(d.mode, policy)
         self.recorder = DecisionRecorder(
             self._redis,
             config.learner.decisions_maxlen,
@@ -296,7 +294,6 @@ class Daemon:
             on_return=self.wake.set,  # a straggler's update returned: record it
             straggler_s=d.straggler_s,
         )
-        self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
         self.guard_thread: GuardThread | None = None
@@ -323,6 +320,20 @@ class Daemon:
         self.port = 0
         #: (job id, submit time) -> admin comment, for held jobs (read once per job).
         self.comments: dict[tuple[int, int | None], str] = {}
+
+    def _advise_state(self, mode: str, policy: Any) -> None:
+        """The spool's watcher, advise mode's and `adaptalloc explain`'s state (``__init__``'s
+        share)."""
+        self.spool = SpoolWatcher(self.state.spool)
+        #: The modes file's text (plugin/daemon/modes.py) and the text last written.
+        self.modes = modes_text(mode, policy)
+        self.modes_written: str | None = None
+        #: Advise mode's spool lines waiting for their jobs (plugin/daemon/advise.py).
+        self.advice = AdviceQueue()
+        self.uids: dict[str, int | None] = {}
+        #: What `adaptalloc explain` reads (plugin/daemon/explain_files.py), pruned hourly.
+        self.explanations = Explanations(self.state.path, self._uid)
+        self.next_prune = 0.0
 
     @contextlib.contextmanager
     def timed(self, call: str) -> Iterator[None]:
@@ -632,6 +643,9 @@ class Daemon:
         d = self.config.daemon
         if self.enforcement_retry_at is not None and now >= self.enforcement_retry_at:
             self.check_enforcement()
+        if now >= self.next_prune and self.active:
+            self.next_prune = now + PRUNE_EVERY_S
+            self.explanations.prune(d.decided_ttl_days * 86400.0)
         problem = self.health_problem(now)
         if problem is None and now >= self.next_beat:
             self._beat()
@@ -1018,6 +1032,7 @@ class Daemon:
             records.append(record)
             rendered.append(doc)
         self.recorder.record(records, rendered)
+        self.explanations.write(records)
         log.info(
             "advise_batch",
             jobs=len(batch),
@@ -1095,6 +1110,7 @@ class Daemon:
                 records.append(record)
                 rendered.append(doc)
         self.recorder.record(records, rendered)
+        self.explanations.write(records)
         self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:

@@ -26,7 +26,9 @@ def stored(job_ids: list[int]) -> dict[int, Any]:
     """The decision records in Redis of these jobs (the stream's newest 500)."""
     store = CurveStore(connect(scratch_url()))
     wanted = set(job_ids)
-    return {d.record.job_id: d.record for d in store.decisions(count=500) if d.record.job_id in wanted}
+    return {
+        d.record.job_id: d.record for d in store.decisions(count=500) if d.record.job_id in wanted
+    }
 
 
 def test_advise_holds_and_changes_nothing_and_records_every_moldable_job(
@@ -36,7 +38,9 @@ def test_advise_holds_and_changes_nothing_and_records_every_moldable_job(
     # The first takes the whole cluster at once (Slurm starts it inside sbatch, before the
     # daemon can see it pending); the others wait behind it.
     moldable = [
-        submit_job("--nodes=2-8", "--time=5", "--comment=adaptalloc:v1 app=advise-it", wrap="sleep 4")
+        submit_job(
+            "--nodes=2-8", "--time=5", "--comment=adaptalloc:v1 app=advise-it", wrap="sleep 4"
+        )
         for _ in range(4)
     ]
     rigid = submit_job("--nodes=2", "--time=5", wrap="sleep 1")
@@ -71,7 +75,8 @@ def test_a_sighup_enforcing_one_partition_takes_effect_for_the_next_job(
 
     def published() -> bool:
         return any(
-            "partition debug enforce" in e.get("modes", []) for e in daemon.events("modes_published")
+            "partition debug enforce" in e.get("modes", [])
+            for e in daemon.events("modes_published")
         )
 
     daemon.wait_for("the new modes", published, 30)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from policies.config import PolicyConfigError, default_config, parse_config
+from policies.config import PolicyConfig, PolicyConfigError, default_config, parse_config
 from policies.mode import ADVISE, ENFORCE, job_mode
 
 
-def _config(doc: dict[str, object]):  # noqa: ANN202 - a PolicyConfig
+def _config(doc: dict[str, object]) -> PolicyConfig:
     return parse_config(doc, "policy.toml")
 
 
@@ -49,7 +49,10 @@ def test_mode_is_kept_apart_from_the_sizing_settings() -> None:
 @pytest.mark.parametrize(
     ("doc", "expected"),
     [
-        ({"partition": {"batch": {"mode": "on"}}}, '[partition.batch] mode: must be one of "advise"'),
+        (
+            {"partition": {"batch": {"mode": "on"}}},
+            '[partition.batch] mode: must be one of "advise"',
+        ),
         ({"account": {"a": {"mode": 1}}}, "[account.a] mode: must be one of"),
         ({"defaults": {"mode": "advise"}}, "[defaults] mode: the site's mode is [daemon] mode"),
     ],

@@ -79,10 +79,12 @@ def test_the_queue_forgets_paired_lines_and_expires_old_ones() -> None:
     a, b = AdviseLine(100, 1001, 2, 6), AdviseLine(100, 1001, 2, 6)
     queue.add([a, b])
     queue.done([(a, _job(1))])
-    assert queue.lines() == [b] and queue.taken(_job(1))
+    assert queue.lines() == [b]
+    assert queue.taken(_job(1))
     now[0] = MATCH_S + 1
     assert queue.expire() == 1
-    assert not queue and not queue.taken(_job(1))
+    assert not queue
+    assert not queue.taken(_job(1))
 
 
 def test_the_spool_watcher_counts_held_lines_and_keeps_advise_lines(tmp_path: Path) -> None:
