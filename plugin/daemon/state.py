@@ -216,17 +216,22 @@ class SpoolWatcher:
             return 0
 
     def woken(self) -> bool:
-        """True when lines were appended since the last call (truncating a large spool)."""
+        """True when held lines were appended since the last call (truncating a large spool).
+
+        Advise lines alone wake nobody: they are kept for the periodic sweep, so a burst of
+        advise jobs costs slurmctld no queue reads beyond one per ``sweep_interval_s``
+        (nobody waits on an advise record; plugin/daemon/advise.py)."""
         size = self._size()
-        grew = size != self._seen
-        if grew:
-            self._lines += self._count_lines(self._seen if size > self._seen else 0, size)
+        held = 0
+        if size != self._seen:
+            held = self._count_lines(self._seen if size > self._seen else 0, size)
+            self._lines += held
         if size > SPOOL_TRUNCATE_BYTES:
             with contextlib.suppress(OSError):
                 os.truncate(self.path, 0)
             size = 0
         self._seen = size
-        return grew
+        return held > 0
 
     def _count_lines(self, start: int, end: int) -> int:
         """The held lines in the spool's bytes [start, end) (job_submit.lua writes each line

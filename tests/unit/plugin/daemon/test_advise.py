@@ -97,6 +97,10 @@ def test_the_spool_watcher_counts_held_lines_and_keeps_advise_lines(tmp_path: Pa
     assert watcher.take_lines() == 2
     assert watcher.take_advice() == [AdviseLine(100, 1001, 2, 6), AdviseLine(101, 1001, 1, 8)]
     assert watcher.take_advice() == []
+    with spool.open("a") as out:
+        out.write("advise 102 1001 2 6\n")
+    assert not watcher.woken()  # advise lines wait for the periodic sweep
+    assert [a.at for a in watcher.take_advice()] == [102]
 
 
 def test_modes_text_lists_the_default_and_the_overrides_with_plain_names() -> None:
