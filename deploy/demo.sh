@@ -149,11 +149,12 @@ PY
 NEWCODE="newcode-$(date +%H%M%S)"
 cp "$DEMO/job-newcode.sh" "$DEMO/job-$NEWCODE.sh"
 DAEMON_LOG="$(log_file_of "$DAEMON_COMPONENT")"
-# burst: 9 moldable jobs at once; their ids in IDS (comma-separated).
+# burst: 9 moldable jobs at once, on whole nodes (--exclusive: the testbed's nodes are shared
+# by core otherwise, and MPI jobs on a cluster get their nodes whole); ids in IDS.
 burst() {
     local app ids=()
     for app in lu hpc2 spm cs267 lu hpc2 spm cs267 "$NEWCODE"; do
-        ids+=("$(sbatch --parsable --nodes=1-8 --time=10 --job-name="demo-$app" \
+        ids+=("$(sbatch --parsable --nodes=1-8 --exclusive --time=10 --job-name="demo-$app" \
             --comment="adaptalloc:v1 app=$app" --output=/dev/null --chdir="$DEMO" \
             "$DEMO/job-$app.sh")")
     done
@@ -171,7 +172,7 @@ run_burst() {
 }
 
 echo
-echo "== Run A, advise: 9 moldable jobs at once (sbatch --nodes=1-8 --time=10); Slurm sizes them =="
+echo "== Run A, advise: 9 moldable jobs at once (sbatch --nodes=1-8 --exclusive --time=10); Slurm sizes them =="
 run_burst advise
 ADVISE_IDS="$IDS"
 

@@ -53,10 +53,10 @@ MODE advise or enforce, rewritten on every reload). A job that would be held is 
 when its mode is enforce: its account's line if there is one (the account it names, else
 its user's default account), else enforce when every partition it lists (or the default
 partition) resolves to enforce by its own line or the default, as policies/mode.py does.
-An advise job is left as submitted: only the spool line "advise <epoch> <uid> <min> <max>"
-is appended (integers only), so the daemon can record the decision it would have made with
-the range the user asked for (Slurm forgets the maximum once a job starts), and it is logged
-as left alone. No modes file beside a fresh heartbeat (a daemon from before modes) is
+An advise job is left as submitted: only the spool line
+"advise <epoch> <uid> <min> <max> <tasks> <tasks per node>" is appended (integers only, 0 for
+a count not set), so the daemon can record the decision it would have made with what the user
+asked for (Slurm forgets the maximum once a job starts), and it is logged as left alone. No modes file beside a fresh heartbeat (a daemon from before modes) is
 enforce, as before; a modes file without a readable default line advises everything.
 
 While a job is held for sizing (priority 0 and the marker in its admin comment, which only
@@ -349,14 +349,25 @@ local function announce(conf, submit_uid)
     return wrote ~= nil and closed == true
 end
 
--- An advise job's spool line: when, whose, the range asked for (see the header).
+-- A count the submitter set, else 0.
+local function count(value, unset)
+    if value == nil or value >= unset then
+        return 0
+    end
+    return value
+end
+
+-- An advise job's spool line: when, whose, the range and task counts asked for (see the
+-- header).
 local function advise(conf, job_desc, submit_uid)
     local spool = io.open(conf.state_dir .. "/spool", "a")
     if not spool then
         return
     end
-    spool:write(string.format("advise %d %d %d %d\n", os.time(), submit_uid,
-                              job_desc.min_nodes, job_desc.max_nodes))
+    spool:write(string.format("advise %d %d %d %d %d %d\n", os.time(), submit_uid,
+                              job_desc.min_nodes, job_desc.max_nodes,
+                              count(job_desc.num_tasks, NO_VAL),
+                              count(job_desc.ntasks_per_node, NO_VAL16)))
     spool:close()
 end
 

@@ -3,7 +3,8 @@ their users asked for.
 
 For a job whose partition and account resolve to advise (policies/mode.py, the modes file:
 plugin/daemon/modes.py) the hook holds nothing and changes nothing; it appends
-``advise <epoch> <uid> <min> <max>`` to the spool (integers only). The daemon records the
+``advise <epoch> <uid> <min> <max> <tasks> <tasks per node>`` to the spool (integers only,
+0 for a count the user did not set). The daemon records the
 decision it would have made, with ``mode = "advise"``, and changes nothing in Slurm: no
 hold, no resize, no admin comment.
 
@@ -21,8 +22,11 @@ ids come in the same order. A started job of the same user and second that was n
 rigid job, say) can take a line whose range its size fits; its advise record is then another
 job's would-be decision, flagged ``advised_late``.
 
-A paired job that was pending is ``advised``; one that had started is ``advised_late``
-(its cluster state is the one the daemon sees now, not the one at submission). A line
+A paired job that was pending is ``advised``; one that had started is ``advised_late``.
+Advise jobs are decided at the periodic sweep, after their burst has arrived, so each is
+decided on the queue it would have met on arrival (`arrival_demand`: the pending jobs
+submitted before it, advise jobs at their minimum); the idle nodes are those of the sweep,
+plus, for a started job, the nodes it holds itself (they were idle when Slurm gave them). A line
 whose job is not found within ``MATCH_S`` (a submission refused after the hook) is
 dropped, counted in the log.
 """
@@ -31,9 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from plugin.daemon.cluster import first_partition
 from plugin.slurm import JobRecord
 
 __all__ = [
@@ -59,23 +65,28 @@ MAX_WAITING = 20_000
 
 @dataclass(frozen=True)
 class AdviseLine:
-    """One ``advise`` spool line: when the hook ran (whole seconds), whose job, its range."""
+    """One ``advise`` spool line: when the hook ran (whole seconds), whose job, its range, and
+    the task count and tasks per node the user set (0: not set)."""
 
     at: int
     uid: int
     low: int
     high: int
+    tasks: int = 0
+    tasks_per_node: int = 0
 
 
 def parse_line(line: bytes) -> AdviseLine | None:
     """An ``advise`` line's values, None for any other line or one that does not read."""
     words = line.split()
-    if len(words) != 5 or words[0] != b"advise" or not all(w.isdigit() for w in words[1:]):
+    if len(words) not in (5, 7) or words[0] != b"advise":
         return None
-    at, uid, low, high = (int(w) for w in words[1:])
-    if not 1 <= low < high:
+    if not all(w.isdigit() and len(w) <= 12 for w in words[1:]):
         return None
-    return AdviseLine(at, uid, low, high)
+    values = [int(w) for w in words[1:]]
+    if not 1 <= values[2] < values[3]:
+        return None
+    return AdviseLine(*values)
 
 
 def _fits(line: AdviseLine, job: JobRecord, uid: int | None) -> bool:
@@ -112,8 +123,43 @@ def pair(
 
 
 def as_requested(line: AdviseLine, job: JobRecord) -> JobRecord:
-    """`job` with the range its user asked for (the line's), as a pending job would read."""
-    return dataclasses.replace(job, nodes_min=line.low, nodes_max=line.high)
+    """`job` with the range and task counts its user asked for (the line's), as a held job
+    would read: a started job's squeue counts are its allocation's."""
+    return dataclasses.replace(
+        job,
+        nodes_min=line.low,
+        nodes_max=line.high,
+        num_tasks=line.tasks or None,
+        ntasks_per_node=line.tasks_per_node,
+    )
+
+
+def arrival_demand(
+    pending: Iterable[JobRecord], batch: Sequence[tuple[AdviseLine, JobRecord]]
+) -> dict[int, Counter[str]]:
+    """For each batch job, the pending demand it would have met had it been held on arrival:
+    the pending jobs submitted up to it (by job id, itself included), each advise job counted
+    at the minimum its line asked for, as a held job is (22.05 shows a pending job the
+    scheduler has looked at with its maximum). Per first partition, as
+    `plugin.daemon.cluster.pending_demand`."""
+    asked = {job.job_id: line.low for line, job in batch}
+    queue = sorted(
+        (job for job in pending if job.state == "PENDING" or job.job_id in asked),
+        key=lambda job: job.job_id,
+    )
+    wanted = sorted(asked)
+    out: dict[int, Counter[str]] = {}
+    running: Counter[str] = Counter()
+    at = 0
+    for job_id in wanted:
+        while at < len(queue) and queue[at].job_id <= job_id:
+            job = queue[at]
+            nodes = asked.get(job.job_id, job.nodes_min or 0)
+            if nodes and (job.state == "PENDING" or job.job_id == job_id):
+                running[first_partition(job.partition)] += nodes
+            at += 1
+        out[job_id] = running.copy()
+    return out
 
 
 class AdviceQueue:

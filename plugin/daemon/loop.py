@@ -75,7 +75,7 @@ import os
 import pwd
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -92,6 +92,7 @@ from plugin.daemon.advise import (
     ADVISED_LATE,
     AdviceQueue,
     AdviseLine,
+    arrival_demand,
     as_requested,
     pair,
 )
@@ -149,6 +150,7 @@ from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 from plugin.store.decisions import DecisionRecord
+from policies import ClusterState
 from policies.decision import PARTITION_LIMIT, RULES
 from policies.partition import Queue
 
@@ -1004,11 +1006,17 @@ class Daemon:
         if lost:
             log.warning("advise_unpaired", lines=lost, note="no job found for these lines")
         if batch:
-            self.record_advice(batch, sweep)
+            self.record_advice(batch, sweep, arrival_demand(known, batch))
         return len(paired) > len(batch)
 
-    def record_advice(self, batch: Sequence[tuple[AdviseLine, JobRecord]], sweep: Sweep) -> None:
-        """Decide advise jobs as held ones would be, and record the decisions."""
+    def record_advice(
+        self,
+        batch: Sequence[tuple[AdviseLine, JobRecord]],
+        sweep: Sweep,
+        demand: dict[int, Counter[str]],
+    ) -> None:
+        """Decide advise jobs as held ones would be (each on the pending `demand` it met on
+        arrival), and record the decisions."""
         started = time.perf_counter()
         now = time.time()
         records: list[DecisionRecord] = []
@@ -1016,9 +1024,13 @@ class Daemon:
         self.curves.begin_batch()
         for line, found in batch:
             job = as_requested(line, found)
+            # A started job's own nodes were idle when Slurm gave them to it.
+            freed = 0 if found.state == "PENDING" else found.nodes_alloc or found.nodes_min or 0
             outcome = self.decider.decide(
                 job,
-                lambda j: self.cluster.state(j, sweep.demand),
+                functools.partial(
+                    self._advised_cluster, met=demand.get(job.job_id, sweep.demand), freed=freed
+                ),
                 queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
                 cpus=self.cluster.cpus_per_node,
                 known_partitions=functools.partial(self._usable_partitions, job),
@@ -1039,6 +1051,17 @@ class Daemon:
             waiting=len(self.advice.waiting),
             total_ms=round((time.perf_counter() - started) * 1000.0, 1),
         )
+
+    def _advised_cluster(self, job: JobRecord, met: Counter[str], freed: int) -> ClusterState:
+        """An advise job's cluster state: the pending demand `met` on arrival, and the idle
+        nodes now plus the `freed` nodes it holds itself (plugin/daemon/advise.py)."""
+        state = self.cluster.state(job, met)
+        if not freed or state.idle_nodes is None:
+            return state
+        idle = state.idle_nodes + freed
+        if state.total_nodes is not None:
+            idle = min(idle, state.total_nodes)
+        return dataclasses.replace(state, idle_nodes=idle)
 
     def _usable_partitions(self, job: JobRecord) -> list[str]:
         """The partitions Slurm knows that admit `job` (plugin/daemon/access.py): read only

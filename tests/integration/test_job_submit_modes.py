@@ -34,8 +34,11 @@ def test_an_advise_job_is_left_alone_with_its_range_in_the_spool(
     assert fields.get("AdminComment", "") in ("", "(null)")
     lines = _advise_lines(daemon_heartbeat)
     assert len(lines) == len(before) + 1
-    word, _, uid, low, high = lines[-1]
+    word, _, uid, low, high, tasks, per_node = lines[-1]
     assert (word, uid, low, high) == ("advise", str(os.getuid()), "2", "6")
+    assert (tasks, per_node) == ("0", "0")  # not set
+    submit_job("--nodes=2-6", "--ntasks=12", "--ntasks-per-node=3", wrap="sleep 1")
+    assert _advise_lines(daemon_heartbeat)[-1][5:] == ["12", "3"]
     assert daemon_heartbeat.spooled() == held_before  # no "held" line
 
 

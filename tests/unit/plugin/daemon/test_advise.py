@@ -36,8 +36,26 @@ def _pair(lines: list[AdviseLine], jobs: list[JobRecord]) -> list[tuple[int, int
 
 def test_parse_line_reads_only_well_formed_advise_lines() -> None:
     assert parse_line(b"advise 100 1001 2 6") == AdviseLine(100, 1001, 2, 6)
-    for bad in (b"held 100 1001", b"advise 100 1001 6 2", b"advise 100 x 2 6", b"advise 1 2 3"):
+    assert parse_line(b"advise 100 1001 2 6 16 4") == AdviseLine(100, 1001, 2, 6, 16, 4)
+    for bad in (
+        b"held 100 1001",
+        b"advise 100 1001 6 2",
+        b"advise 100 x 2 6",
+        b"advise 1 2 3",
+        b"advise 100 1001 2 6 16",
+        b"advise 100 1001 2 6 16 -4",
+    ):
         assert parse_line(bad) is None
+
+
+def test_the_job_decided_carries_the_asked_task_counts_not_the_allocations() -> None:
+    started = _job(5, state="RUNNING", nodes_min=8, nodes_max=8, num_tasks=8, ntasks_per_node=1)
+    plain = as_requested(AdviseLine(100, 1001, 1, 8), started)
+    assert (plain.nodes_min, plain.nodes_max, plain.num_tasks, plain.ntasks_per_node) == (
+        1, 8, None, 0,
+    )  # fmt: skip
+    placed = as_requested(AdviseLine(100, 1001, 1, 8, 16, 4), started)
+    assert (placed.num_tasks, placed.ntasks_per_node) == (16, 4)
 
 
 def test_a_job_needs_a_count_inside_the_range_and_its_users_uid() -> None:
@@ -123,3 +141,15 @@ def test_a_job_the_daemon_held_and_released_is_never_paired() -> None:
     line = AdviseLine(100, 1001, 2, 6)
     found = pair([line], [released, _job(2)], UIDS.get, queue.taken)
     assert [job.job_id for _, job in found] == [2]
+
+
+def test_each_advise_job_meets_the_queue_it_would_have_met_on_arrival() -> None:
+    from plugin.daemon.advise import arrival_demand  # noqa: PLC0415 - beside its test
+
+    rigid = _job(1, nodes_min=3, nodes_max=3)  # pending before the burst
+    burst = [_job(i, nodes_min=8, nodes_max=8) for i in (2, 3, 4)]  # 22.05 shows the max
+    started = _job(5, state="RUNNING", nodes_min=8, nodes_max=8, nodes_alloc=8)
+    lines = [AdviseLine(100, 1001, 1, 8) for _ in range(4)]
+    batch = list(zip(lines, [*burst, started], strict=True))
+    met = arrival_demand([rigid, *burst, started], batch)
+    assert [met[i]["batch"] for i in (2, 3, 4, 5)] == [4, 5, 6, 7]  # 3 + 1 per advise job
