@@ -182,6 +182,9 @@ demo_config enforce
 kill -HUP "$(running_pid "$DAEMON_COMPONENT")"
 enforcing() { grep -qx "default enforce" "$(daemon_state_dir)/modes" 2>/dev/null; }
 wait_for "the daemon to enforce" "$DAEMON_LOG" enforcing
+# The daemon's view of the nodes may be [daemon] cluster_cache_s (2 s) old: let it see run A's
+# nodes free, as run A's first job saw them, before the same burst comes.
+sleep 3
 run_burst enforce
 ENFORCE_IDS="$IDS"
 
