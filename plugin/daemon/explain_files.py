@@ -29,6 +29,7 @@ import os
 import struct
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import structlog
@@ -101,6 +102,22 @@ class Explanations:
         self.uid_of = uid_of
         self.ready: set[int] = set()
         self.unavailable: str | None = None
+        self._writer: ThreadPoolExecutor | None = None
+
+    def write_later(self, records: Sequence[DecisionRecord]) -> None:
+        """`write` in one background thread, in order: off the decision loop (about 0.1 ms a
+        file here, 60 ms for a 500-job burst, which the next batch would otherwise wait)."""
+        if not records or self.unavailable is not None:
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explain")
+        self._writer.submit(self.write, list(records))
+
+    def close(self) -> None:
+        """Finish the files queued (the daemon's teardown)."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
     def _user_dir(self, uid: int) -> Path:
         """explain/<uid>/, made and given its ACL once per daemon (OSError if it cannot)."""
@@ -120,7 +137,15 @@ class Explanations:
         return path
 
     def write(self, records: Sequence[DecisionRecord]) -> int:
-        """One file per record whose user this host knows; how many were written."""
+        """One file per record whose user this host knows; how many were written. Never
+        raises (it runs in the writer thread too)."""
+        try:
+            return self._write(records)
+        except Exception as exc:  # a bug must not end the thread or the daemon
+            log.error("explain_failed", error=printable(str(exc))[:200])
+            return 0
+
+    def _write(self, records: Sequence[DecisionRecord]) -> int:
         if self.unavailable is not None:
             return 0
         written = 0

@@ -1044,7 +1044,7 @@ class Daemon:
             records.append(record)
             rendered.append(doc)
         self.recorder.record(records, rendered)
-        self.explanations.write(records)
+        self.explanations.write_later(records)
         log.info(
             "advise_batch",
             jobs=len(batch),
@@ -1133,7 +1133,7 @@ class Daemon:
                 records.append(record)
                 rendered.append(doc)
         self.recorder.record(records, rendered)
-        self.explanations.write(records)
+        self.explanations.write_later(records)
         self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:
@@ -1184,6 +1184,7 @@ class Daemon:
         if self.prefetch is not None:
             self.prefetch.stop()
         self.spool_wake.close()
+        self.explanations.close()
         self.metrics.close()
         self.state.unlock()
         self.signals.restore()

@@ -39,8 +39,7 @@ def test_advise_holds_and_changes_nothing_and_records_every_moldable_job(
     # daemon can see it pending); the others wait behind it (whole nodes: --exclusive).
     tag = "--comment=adaptalloc:v1 app=advise-it"
     moldable = [
-        submit_job("--nodes=2-8", "--exclusive", "--time=5", tag, wrap="sleep 4")
-        for _ in range(4)
+        submit_job("--nodes=2-8", "--exclusive", "--time=5", tag, wrap="sleep 4") for _ in range(4)
     ]
     rigid = submit_job("--nodes=2", "--time=5", wrap="sleep 1")
     for job in moldable:

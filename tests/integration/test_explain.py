@@ -67,6 +67,14 @@ def test_users_read_their_own_explanations_and_are_refused_anothers(
     for job in (advised, enforced, theirs):
         daemon.wait_decision(job)
     state = daemon.state_dir
+    uid = int(as_user(me, "id", "-u").stdout)
+    other_uid = int(as_user(other, "id", "-u").stdout)
+    files = [
+        state / "explain" / str(owner) / f"{job}.json"
+        for owner, job in ((uid, advised), (uid, enforced), (other_uid, theirs))
+    ]
+    # written off the decision loop, just after the decision's log line
+    daemon.wait_for("the explanation files", lambda: all(f.is_file() for f in files), 30)
 
     shown = explain(me, state, str(advised))
     assert shown.returncode == 0, shown.stderr
@@ -87,9 +95,7 @@ def test_users_read_their_own_explanations_and_are_refused_anothers(
     assert explain(other, state, str(theirs)).returncode == 0
 
     # The files themselves: another user can neither read nor list them.
-    uid = int(as_user(me, "id", "-u").stdout)
-    path = state / "explain" / str(uid) / f"{advised}.json"
-    assert path.is_file()
+    path = files[0]
     assert as_user(me, "cat", str(path)).returncode == 0
     assert as_user(other, "cat", str(path)).returncode != 0
     assert as_user(other, "ls", str(state / "explain")).returncode != 0
