@@ -2,10 +2,11 @@
 
 * baseline: a burst of ``BURST`` moldable submissions from 4 submitters with *no* daemon
   (no heartbeat, so job_submit.lua holds nothing): Slurm's own accept time, the yardstick;
-* advise: the same burst with a daemon in advise mode (``[daemon] mode = "advise"``: the
-  hook holds nothing, reads the modes file and appends one spool line per job), then the
-  burst with no daemon once more (the spread between two no-daemon bursts is the noise): the
-  sbatch call's time p50/p99 and the burst's accept time of all three, and how many of the
+* advise (after the daemon's phases, so they run as before): the same burst with a daemon
+  in advise mode (``[daemon] mode = "advise"``: the hook holds nothing, reads the modes file
+  and appends one spool line per job), then the burst with no daemon once more, right after
+  on a slurmctld that remembers as many jobs: the sbatch call's time p50/p99 and the burst's
+  accept time of all three (the two no-daemon bursts show the noise), and how many of the
   advise burst's jobs got their advise record;
 * light: ``LIGHT_RATE_PER_S`` submissions per second for ``LIGHT_S`` s, the latency the
   daemon adds while it keeps up (wake-up, one sweep, the batch's writes);
@@ -186,29 +187,6 @@ def test_release_latency(
         scancel("bench-base")
     assert len(baseline.done) + baseline.timed_out == BURST
 
-    # --- advise: the same burst, a daemon in advise mode (it holds and changes nothing) ------
-    adviser = daemon_factory(
-        config=f'mode = "advise"\n{sizing}[slurm]\nbackend = "{writer}"\n',
-        args=("--redis-url", url),
-    )
-    adviser.start()
-    advise = Submitter(tmp_path, "bench-advise", stay=JOBS == "stay", account=account)
-    try:
-        advise_accept = advise.burst(BURST)
-        advise_recorded = advised(adviser, set(advise.done), 300)
-        advise_held = held("bench-advise")
-    finally:
-        adviser.stop()
-        scancel("bench-advise")
-    assert advise_held == 0, "advise mode held jobs"
-    # No daemon again, after: how much the same burst's figures move from one burst to the next.
-    after = Submitter(tmp_path, "bench-base", stay=JOBS == "stay", account=account)
-    try:
-        slurm_accept_after = after.burst(BURST)
-    finally:
-        scancel("bench-base")
-
-    # (made after the adviser: the harness writes each daemon's config to one path)
     daemon = daemon_factory(
         config=f'max_hold_s = 600.0\n{sizing}[slurm]\nbackend = "{writer}"\n',
         args=("--redis-url", url),
@@ -261,6 +239,31 @@ def test_release_latency(
     finally:
         daemon.stop()
         scancel("bench-daemon")
+
+    # --- advise: the same burst, a daemon in advise mode (it holds and changes nothing), then
+    # no daemon again: the fair comparison is with that burst, made right after on a
+    # slurmctld that remembers as many jobs (MinJobAge) ----------------------------------------
+    adviser = daemon_factory(
+        config=f'mode = "advise"\n{sizing}[slurm]\nbackend = "{writer}"\n',
+        args=("--redis-url", url),
+    )
+    adviser.start()
+    advise = Submitter(tmp_path, "bench-advise", stay=JOBS == "stay", account=account)
+    try:
+        advise_accept = advise.burst(BURST)
+        advise_recorded = advised(adviser, set(advise.done), 300)
+        advise_held = held("bench-advise")
+    finally:
+        adviser.stop()
+        scancel("bench-advise")
+    assert advise_held == 0, "advise mode held jobs"
+    # No daemon again, after: how much the same burst's figures move from one burst to the next.
+    after = Submitter(tmp_path, "bench-base", stay=JOBS == "stay", account=account)
+    try:
+        slurm_accept_after = after.burst(BURST)
+    finally:
+        scancel("bench-base")
+
     client.flushdb()
     assert len(steady_jobs) + steady.timed_out == RATE_PER_S * STEADY_S
     assert len(burst_jobs) + burst.timed_out == BURST
