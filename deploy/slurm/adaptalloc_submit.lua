@@ -56,8 +56,9 @@ partition) resolves to enforce by its own line or the default, as policies/mode.
 An advise job is left as submitted: only the spool line
 "advise <epoch> <uid> <min> <max> <tasks> <tasks per node>" is appended (integers only, 0 for
 a count not set), so the daemon can record the decision it would have made with what the user
-asked for (Slurm forgets the maximum once a job starts), and it is logged as left alone. No modes file beside a fresh heartbeat (a daemon from before modes) is
-enforce, as before; a modes file without a readable default line advises everything.
+asked for (Slurm forgets the maximum once a job starts), and it is logged as left alone. No
+modes file beside a fresh heartbeat (a daemon from before modes) is enforce, as before; a
+modes file without a readable default line advises everything.
 
 While a job is held for sizing (priority 0 and the marker in its admin comment, which only
 this hook and admins can write), job_modify refuses its own user's changes to what the
