@@ -2,17 +2,22 @@
 # The main job, from a fresh Debian machine, in one command:
 #
 #  1. set up Python (deploy/setup.sh) and bring up the local Slurm + Redis testbed with the
-#     adaptalloc daemon (deploy/local/up.sh --with-daemon), its policy asking for 80%
-#     efficiency (.local/demo/policy.toml: on 8 nodes most real curves stay efficient at the
-#     default 50%, and the demo should show the sizes differ);
+#     adaptalloc daemon (deploy/local/up.sh --with-daemon) in advise mode, its policy asking
+#     for 80% efficiency (.local/demo/policy.toml: on 8 nodes most real curves stay
+#     efficient at the default 50%, and the demo should show the sizes differ); the learner
+#     is off, so both runs below are decided from the same history;
 #  2. import real strong-scaling studies (tests/data/scaling/) as the history of four
 #     applications, lu, hpc2, spm and cs267, their runtimes scaled to demo seconds
-#     (T(1) = 24 s), and fit their curves;
-#  3. submit a small workload of moldable jobs (sbatch --nodes=1-8) tagged with those apps
-#     (and one app nobody has seen), whose scripts sleep for the runtime their app's curve
-#     gives at $SLURM_NNODES: the daemon holds, sizes and releases each one;
-#  4. print each job's requested range, the size chosen, the rule and the reason, and its
-#     runtime once it has run; then where the reports are.
+#     (T(1) = 16 s), and fit their curves;
+#  3. run A, advise: submit a burst of 9 moldable jobs (sbatch --nodes=1-8) tagged with those
+#     apps (and one app nobody has seen), whose scripts sleep for the runtime their app's
+#     curve gives at $SLURM_NNODES: nothing is held, Slurm sizes them, the daemon records what
+#     it would have done;
+#  4. run B, enforce: switch the daemon to enforce with a SIGHUP (no restart) and submit the
+#     same burst: the daemon holds, sizes and releases each one;
+#  5. print, from sacct, mean turnaround, mean wait, makespan and node-hours of both runs side
+#     by side, job by job what each got, and write the same numbers to .local/demo/ab.json
+#     (deploy/demo_ab.py); then where the reports are.
 #
 # Idempotent: re-running imports nothing twice and submits a fresh workload. The daemon is
 # stopped again at the end so that the testbed is quiet for deploy/test.sh (--keep-daemon
@@ -38,7 +43,12 @@ T0=$SECONDS
 DEMO="$STATE_DIR/demo"
 mkdir -p "$DEMO"
 printf '[defaults]\nefficiency_threshold = 0.8\n' >"$DEMO/policy.toml"
-printf '[daemon]\npolicy_file = "%s"\nlearn_interval_s = 10.0\n' "$DEMO/policy.toml" >"$DEMO/adaptalloc.toml"
+# The daemon's config: advise first (run A), enforce after a SIGHUP (run B).
+demo_config() {
+    printf '[daemon]\nmode = "%s"\npolicy_file = "%s"\nlearn = false\n' "$1" "$DEMO/policy.toml" \
+        >"$DEMO/adaptalloc.toml"
+}
+demo_config advise
 export ADAPTALLOC_CONFIG="$DEMO/adaptalloc.toml"
 "$DEPLOY_LOCAL_DIR/../setup.sh"
 # A daemon left running by an earlier up.sh --with-daemon is restarted with the demo's policy.
@@ -54,7 +64,7 @@ if ((KEEP_DAEMON == 0)); then
 fi
 
 echo
-echo "== The cluster: 8 nodes; the daemon holds moldable jobs while its heartbeat is fresh =="
+echo "== The cluster: 8 nodes; the daemon starts in advise mode: it holds nothing, records what it would do =="
 sinfo --Format=partition,nodes,cpus,statecompact
 
 # --- 2. history: scaled copies of real studies, and each app's job script -----------------
@@ -66,11 +76,11 @@ APPS=(
     "cs267 cs267hw4_mpi_N1e6"
 )
 echo
-echo "== History: real strong-scaling studies as past runs (runtimes scaled to T(1) = 24 s) =="
+echo "== History: real strong-scaling studies as past runs (runtimes scaled to T(1) = 16 s) =="
 for entry in "${APPS[@]}"; do
     read -r app file <<<"$entry"
     "$PY" - "$PROJECT_ROOT/tests/data/scaling/$file.csv" "$DEMO/$app.csv" "$DEMO/job-$app.sh" <<'PY'
-"""Scale a study to T(1) = 24 s; write the scaled CSV and a job script sleeping T(n)."""
+"""Scale a study to T(1) = 16 s; write the scaled CSV and a job script sleeping T(n)."""
 import csv
 import math
 import sys
@@ -95,7 +105,7 @@ def runtime(n):
     return pts[-1][1]
 
 
-scale = 24.0 / runtime(1.0)
+scale = 16.0 / runtime(1.0)
 with open(scaled_csv, "w") as out:
     out.write("n,runtime\n")
     for n, t in rows:
@@ -114,9 +124,9 @@ PY
 done
 cat >"$DEMO/job-newcode.sh" <<'SH'
 #!/bin/bash
-# An application adaptalloc has never seen: 6 s whatever the size.
+# An application adaptalloc has never seen: 4 s whatever the size.
 echo "nodes=$SLURM_NNODES"
-sleep 6
+sleep 4
 SH
 echo
 "$ADAPTALLOC" -q apps --format json >"$DEMO/apps.json"
@@ -134,60 +144,58 @@ for app in json.load(open(sys.argv[1]))["apps"]:
               f"model {curve.get('model')}")
 PY
 
-# --- 3. the workload ---------------------------------------------------------------------------
-echo
-echo "== Submitting 9 moldable jobs at once: sbatch --nodes=1-8 --time=10, each tagged with its app =="
-JOBS=()
-# The unknown app gets a new name each run: the learner learns from every finished job,
-# so yesterday's "newcode" would have a curve today.
+# --- 3 and 4. the same burst, advise then enforce ---------------------------------------------
+# The unknown app gets a new name each demo: an earlier demo's daemon may have learned it.
 NEWCODE="newcode-$(date +%H%M%S)"
 cp "$DEMO/job-newcode.sh" "$DEMO/job-$NEWCODE.sh"
-for app in lu hpc2 spm cs267 lu hpc2 spm cs267 "$NEWCODE"; do
-    JOBS+=("$(sbatch --parsable --nodes=1-8 --time=10 --job-name="demo-$app" \
-        --comment="adaptalloc:v1 app=$app" --output=/dev/null --chdir="$DEMO" \
-        "$DEMO/job-$app.sh")")
-done
-IDS="$(IFS=,; echo "${JOBS[*]}")"
-echo "jobs ${JOBS[0]}..${JOBS[-1]}"
-
+DAEMON_LOG="$(log_file_of "$DAEMON_COMPONENT")"
+# burst: 9 moldable jobs at once, on whole nodes (--exclusive: the testbed's nodes are shared
+# by core otherwise, and MPI jobs on a cluster get their nodes whole); ids in IDS.
+burst() {
+    local app ids=()
+    for app in lu hpc2 spm cs267 lu hpc2 spm cs267 "$NEWCODE"; do
+        ids+=("$(sbatch --parsable --nodes=1-8 --exclusive --time=10 --job-name="demo-$app" \
+            --comment="adaptalloc:v1 app=$app" --output=/dev/null --chdir="$DEMO" \
+            "$DEMO/job-$app.sh")")
+    done
+    IDS="$(IFS=,; echo "${ids[*]}")"
+    echo "jobs ${ids[0]}..${ids[-1]}"
+}
 decided() { "$ADAPTALLOC" decisions --job "$IDS" --last 500 --format json 2>/dev/null |
-    "$PY" -c 'import json,sys; sys.exit(0 if len(json.load(sys.stdin)["decisions"]) >= int(sys.argv[1]) else 1)' "${#JOBS[@]}"; }
-wait_for "the daemon's decisions on the demo jobs" "$(log_file_of adaptalloc-daemon)" decided
+    "$PY" -c 'import json,sys; sys.exit(0 if len(json.load(sys.stdin)["decisions"]) >= 9 else 1)'; }
 finished() { [[ -z "$(squeue -h -j "$IDS" -o %i 2>/dev/null)" ]]; }
-WAIT_TIMEOUT=150 wait_for "the demo jobs to finish" "$LOG_DIR/slurmctld.log" finished
+run_burst() {
+    burst
+    wait_for "the daemon's records of the demo jobs" "$DAEMON_LOG" decided
+    WAIT_TIMEOUT=150 wait_for "the demo jobs to finish" "$LOG_DIR/slurmctld.log" finished
+    "$ADAPTALLOC" -q decisions --job "$IDS" --last 500 --format json >"$DEMO/decisions-$1.json"
+}
 
-# --- 4. what happened ----------------------------------------------------------------------------
 echo
-echo "== What the daemon decided, and how long each job ran =="
-"$ADAPTALLOC" -q decisions --job "$IDS" --last 500 --format json >"$DEMO/decisions.json"
-sacct -j "$IDS" -X -n -P -o jobid,nnodes,elapsedraw,state >"$DEMO/sacct.txt" 2>/dev/null || true
-"$PY" - "$DEMO/decisions.json" "$DEMO/sacct.txt" <<'PY'
-import json
-import sys
+echo "== Run A, advise: 9 moldable jobs at once (sbatch --nodes=1-8 --exclusive --time=10); Slurm sizes them =="
+run_burst advise
+ADVISE_IDS="$IDS"
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
+echo
+echo "== Run B, enforce: [daemon] mode = \"enforce\", SIGHUP (no restart), the same 9 jobs =="
+demo_config enforce
+kill -HUP "$(running_pid "$DAEMON_COMPONENT")"
+enforcing() { grep -qx "default enforce" "$(daemon_state_dir)/modes" 2>/dev/null; }
+wait_for "the daemon to enforce" "$DAEMON_LOG" enforcing
+# The daemon's view of the nodes may be [daemon] cluster_cache_s (2 s) old: let it see run A's
+# nodes free, as run A's first job saw them, before the same burst comes.
+sleep 3
+run_burst enforce
+ENFORCE_IDS="$IDS"
 
-decisions = json.load(open(sys.argv[1]))["decisions"]
-runs = {}
-for line in open(sys.argv[2]):
-    parts = line.strip().split("|")
-    if len(parts) == 4:
-        runs[int(parts[0])] = parts[1:]
-table = Table(box=box.SIMPLE_HEAD)
-for column in ("job", "app", "asked", "chosen", "limit", "rule", "ran", "reason"):
-    table.add_column(column, overflow="fold", justify="right" if column in ("chosen", "ran") else "left")
-for d in decisions:
-    nodes, elapsed, state = runs.get(d["job_id"], ["?", "?", "?"])
-    chosen = str(d["nodes"]) if d["nodes"] is not None else f"kept ({nodes})"
-    limit = f"{d['new_time_limit_min']} min" if d.get("new_time_limit_min") else "10 min"
-    rule = d.get("rule") or f"released: {d.get('fail_open')}"
-    ran = f"{elapsed} s on {nodes}" if state == "COMPLETED" else state.lower()
-    table.add_row(str(d["job_id"]), str(d.get("app") or "-"), f"{d['min_nodes']}-{d['max_nodes']}",
-                  chosen, limit, rule, ran, d["reason"])
-Console(width=160).print(table)
-PY
+# --- 5. the comparison -------------------------------------------------------------------------
+echo
+echo "== Advise against enforce, from sacct =="
+"$PY" "$DEPLOY_LOCAL_DIR/../demo_ab.py" --advise "$ADVISE_IDS" --enforce "$ENFORCE_IDS" \
+    --decisions-advise "$DEMO/decisions-advise.json" \
+    --decisions-enforce "$DEMO/decisions-enforce.json" --json "$DEMO/ab.json"
+echo "Why one job got its size, as its user would ask: adaptalloc explain ${ENFORCE_IDS%%,*}"
+"$ADAPTALLOC" -q explain "${ENFORCE_IDS%%,*}" --state-dir "$(daemon_state_dir)" | sed 's/^/  /'
 
 echo
 echo "== Reports =="

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 from plugin.appkey import DEFAULT_GENERIC_NAMES, MAX_USER_INFLUENCE, SCOPES, AppKeyRule
 from plugin.errors import InputError, printable
+from policies.config import MODES
 from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S
 from policies.toml_keys import (
     ConfigFileError,
@@ -217,6 +218,14 @@ class DaemonConfig:
     """``[daemon]``: the daemon's state directory, timings, limits and metrics (plugin/daemon/)."""
 
     state_dir: str = field(default="", metadata=_key(_string, "empty: /var/lib/adaptalloc"))
+    mode: str = field(
+        default="enforce",
+        metadata=_key(
+            _choice(*MODES),
+            "advise: record what it would do, hold and change nothing; enforce: hold and size "
+            "(a policy file's [partition.NAME] and [account.NAME] may set mode too)",
+        ),
+    )
     policy_file: str = field(default="", metadata=_key(_string, "empty: built-in policy"))
     heartbeat_interval_s: float = field(default=2.0, metadata=_key(_POSITIVE, ""))
     unhealthy_after_s: float = field(default=10.0, metadata=_key(_POSITIVE, ""))

@@ -6,6 +6,7 @@
 | ``adaptalloc_fail_open_total`` | counter | reason | jobs released as submitted, by reason code |
 | ``adaptalloc_jobs_total`` | counter | outcome | jobs finished: resized, kept, released, gone |
 | ``adaptalloc_held_jobs`` | gauge | | jobs carrying the held marker at the last sweep |
+| ``adaptalloc_advised_jobs_total`` | counter | status | advise jobs recorded (advised[_late]) |
 | ``adaptalloc_decision_latency_seconds`` | histogram | | held to released, per job |
 | ``adaptalloc_slurm_call_seconds`` | histogram | call | one adapter call (squeue, resize, ...) |
 | ``adaptalloc_slurm_call_failures_total`` | counter | call | adapter calls that raised |
@@ -128,6 +129,12 @@ class Metrics:
             "adaptalloc_jobs", "Held jobs finished, by outcome", ["outcome"], registry=r
         )
         self.held = Gauge("adaptalloc_held_jobs", "Jobs held at the last sweep", registry=r)
+        self.advised = Counter(
+            "adaptalloc_advised_jobs",
+            "Advise-mode jobs whose would-be decision was recorded, by status",
+            ["status"],
+            registry=r,
+        )
         self.latency = Histogram(
             "adaptalloc_decision_latency_seconds",
             "Held to released, per job",
@@ -244,6 +251,8 @@ class Metrics:
             self.decisions.labels(rule)
         for outcome in OUTCOMES:
             self.jobs.labels(outcome)
+        for status in ("advised", "advised_late"):
+            self.advised.labels(status)
         for which in ("requested", "decided"):
             self.limit_node_hours.labels(which)
         for place in INTERVAL_PLACES:

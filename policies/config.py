@@ -14,7 +14,13 @@ Layout::
     [account.NAME]        # overrides both for jobs charged to account NAME
 
 Precedence, most specific first: ``[account.NAME]``, then ``[partition.NAME]``, then
-``[defaults]``, then the built-in defaults (`PolicySettings()`). Every table is optional; unknown
+``[defaults]``, then the built-in defaults (`PolicySettings()`).
+
+``mode`` ("advise" or "enforce") may be set in ``[partition.NAME]`` and ``[account.NAME]``
+only: it overrides the site's ``[daemon] mode`` (adaptalloc.toml) for those jobs, with the
+same precedence, and is kept apart from the sizing settings (`PolicyConfig.partition_modes`,
+`account_modes`; resolved by policies/mode.py). ``[defaults]`` has no ``mode``: the site's
+default lives in one place. Every table is optional; unknown
 keys and tables are errors, so that a typo never passes silently. Rules that involve two keys
 (light_pressure below heavy_pressure below crowded_pressure) are checked on every combination
 a job can meet: the defaults, each partition, each account, and each partition with each
@@ -24,7 +30,7 @@ account.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -46,6 +52,9 @@ EFFICIENCY_BASELINES = ("auto", "t1", "smallest_observed")
 FALLBACKS = ("as_submitted", "min", "max")
 TIME_LIMIT_REFERENCES = ("min", "max")
 RELEASES = ("pinned", "range")
+#: What the daemon does with a moldable job (policies/mode.py): record only, or hold and size.
+MODES = ("advise", "enforce")
+MODE_KEY = "mode"
 TABLES = ("defaults", "partition", "account")
 #: Sane upper bounds. A setting beyond them passes no useful policy and could make every
 #: decision fail (a safety factor of 1e308 overflows the limit arithmetic).
@@ -199,6 +208,9 @@ class PolicyConfig:
     defaults: PolicySettings
     partitions: Mapping[str, Mapping[str, Any]]
     accounts: Mapping[str, Mapping[str, Any]]
+    #: ``mode`` set by a ``[partition.NAME]`` or ``[account.NAME]`` table (policies/mode.py).
+    partition_modes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    account_modes: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def default_config(source: str = "built-in defaults") -> PolicyConfig:
@@ -211,17 +223,33 @@ def effective(config: PolicyConfig, partition: str = "", account: str = "") -> P
     return replace(config.defaults, **overrides) if overrides else config.defaults
 
 
-def _named_tables(source: str, prefix: str, tables: object) -> dict[str, Mapping[str, Any]]:
+_MODE = choice(*MODES)
+
+
+def _named_tables(
+    source: str, prefix: str, tables: object
+) -> tuple[dict[str, Mapping[str, Any]], dict[str, str]]:
+    """Each table's sizing overrides, and the ``mode`` of the tables that set one."""
     if not isinstance(tables, dict):
         raise PolicyConfigError(
             source, prefix, "", f"must hold one table per {prefix} name, got {show(tables)}"
         )
     out: dict[str, Mapping[str, Any]] = {}
+    modes: dict[str, str] = {}
     for name, table in sorted(tables.items()):
         if not name:
             raise PolicyConfigError(source, f'{prefix}.""', "", "names must not be empty")
-        out[name] = MappingProxyType(_settings(source, f"{prefix}.{label(name)}", table))
-    return out
+        where = f"{prefix}.{label(name)}"
+        if isinstance(table, dict) and MODE_KEY in table:
+            table = dict(table)  # noqa: PLW2901 - the sizing keys without mode
+            value = table.pop(MODE_KEY)
+            if _MODE.accepts(value) is None:
+                raise PolicyConfigError(
+                    source, where, MODE_KEY, f"must be {_MODE.allowed}, got {show(value)}"
+                )
+            modes[name] = value
+        out[name] = MappingProxyType(_settings(source, where, table))
+    return out, modes
 
 
 def _settings(source: str, table: str, values: object) -> dict[str, Any]:
@@ -259,12 +287,26 @@ def parse_config(doc: Mapping[str, object], source: str) -> PolicyConfig:
         if name not in TABLES:
             hint = key_hint(name, TABLES, EXAMPLE)
             raise PolicyConfigError(source, "", label(name), f"not a known table ({hint})")
-    base = _settings(source, "defaults", doc.get("defaults", {}))
+    table = doc.get("defaults", {})
+    if isinstance(table, dict) and MODE_KEY in table:
+        raise PolicyConfigError(
+            source,
+            "defaults",
+            MODE_KEY,
+            "the site's mode is [daemon] mode in adaptalloc.toml; set mode here only in "
+            "[partition.NAME] or [account.NAME] tables",
+        )
+    base = _settings(source, "defaults", table)
     defaults = replace(DEFAULTS, **base)
-    partitions = _named_tables(source, "partition", doc.get("partition", {}))
-    accounts = _named_tables(source, "account", doc.get("account", {}))
+    partitions, partition_modes = _named_tables(source, "partition", doc.get("partition", {}))
+    accounts, account_modes = _named_tables(source, "account", doc.get("account", {}))
     config = PolicyConfig(
-        source, defaults, MappingProxyType(partitions), MappingProxyType(accounts)
+        source,
+        defaults,
+        MappingProxyType(partitions),
+        MappingProxyType(accounts),
+        MappingProxyType(partition_modes),
+        MappingProxyType(account_modes),
     )
     _check_combination(source, defaults, "defaults", base, " of the built-in defaults")
     for p, sets in partitions.items():

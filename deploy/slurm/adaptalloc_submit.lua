@@ -47,6 +47,19 @@ comment, wherever it is, so values cannot contain one):
 A bad state_dir or heartbeat_max_age holds nothing.
 Opting out: a comment with the tag "adaptalloc:v1 resize=no".
 
+Modes (docs/admin/rollout.md): the daemon publishes, beside its heartbeat, the file "modes"
+(plugin/daemon/modes.py: "default MODE", "partition NAME MODE", "account NAME MODE" lines,
+MODE advise or enforce, rewritten on every reload). A job that would be held is held only
+when its mode is enforce: its account's line if there is one (the account it names, else
+its user's default account), else enforce when every partition it lists (or the default
+partition) resolves to enforce by its own line or the default, as policies/mode.py does.
+An advise job is left as submitted: only the spool line
+"advise <epoch> <uid> <min> <max> <tasks> <tasks per node>" is appended (integers only, 0 for
+a count not set), so the daemon can record the decision it would have made with what the user
+asked for (Slurm forgets the maximum once a job starts), and it is logged as left alone. No
+modes file beside a fresh heartbeat (a daemon from before modes) is enforce, as before; a
+modes file without a readable default line advises everything.
+
 While a job is held for sizing (priority 0 and the marker in its admin comment, which only
 this hook and admins can write), job_modify refuses its own user's changes to what the
 daemon's decision rests on (node range, time limit, partition, QOS, account, reservation,
@@ -173,6 +186,55 @@ local function partition_enabled(conf, partition, part_list)
     return true
 end
 
+-- The daemon's published modes (see the header), or the enforce-everything table of a
+-- daemon that publishes none.
+local function read_modes(conf)
+    local modes = { partition = {}, account = {} }
+    local file = io.open(conf.state_dir .. "/modes", "r")
+    if not file then
+        modes.default = "enforce"
+        return modes
+    end
+    for line in file:lines() do
+        local kind, name, mode = line:match("^(%a+)%s+(%S+)%s*(%S*)%s*$")
+        if kind == "default" and mode == "" then
+            modes.default = name
+        elseif (kind == "partition" or kind == "account") and mode ~= "" then
+            modes[kind][name] = mode
+        end
+    end
+    file:close()
+    return modes
+end
+
+-- "enforce" or "advise" for this job (see the header); anything unreadable advises.
+local function job_mode(modes, job_desc, part_list)
+    local account = job_desc.account
+    if account == nil or account == "" then
+        account = job_desc.default_account
+    end
+    local mode = account and modes.account[account]
+    if mode == nil then
+        local partition = job_desc.partition
+        if partition == nil or partition == "" then
+            partition = default_partition(part_list) or ""
+        end
+        mode = modes.default
+        for name in partition:gmatch("[^,%s]+") do
+            local own = modes.partition[name] or modes.default
+            if own ~= "enforce" then
+                mode = "advise"
+                break
+            end
+            mode = own
+        end
+    end
+    if mode == "enforce" then
+        return mode
+    end
+    return "advise"
+end
+
 local function moldable(job_desc)
     local low, high = job_desc.min_nodes, job_desc.max_nodes
     return low ~= nil and high ~= nil and low >= 1 and low < NO_VAL and high < NO_VAL and high > low
@@ -271,6 +333,9 @@ local function decide(job_desc, part_list)
     if not daemon_alive(conf) then
         return nil, "no fresh daemon heartbeat"
     end
+    if job_mode(read_modes(conf), job_desc, part_list) ~= "enforce" then
+        return nil, "advise mode", conf
+    end
     return conf
 end
 
@@ -283,6 +348,28 @@ local function announce(conf, submit_uid)
     local wrote = spool:write(string.format("held %d %d\n", os.time(), submit_uid))
     local closed = spool:close()
     return wrote ~= nil and closed == true
+end
+
+-- A count the submitter set, else 0.
+local function count(value, unset)
+    if value == nil or value >= unset then
+        return 0
+    end
+    return value
+end
+
+-- An advise job's spool line: when, whose, the range and task counts asked for (see the
+-- header).
+local function advise(conf, job_desc, submit_uid)
+    local spool = io.open(conf.state_dir .. "/spool", "a")
+    if not spool then
+        return
+    end
+    spool:write(string.format("advise %d %d %d %d %d %d\n", os.time(), submit_uid,
+                              job_desc.min_nodes, job_desc.max_nodes,
+                              count(job_desc.num_tasks, NO_VAL),
+                              count(job_desc.ntasks_per_node, NO_VAL16)))
+    spool:close()
 end
 
 local function hold(job_desc)
@@ -300,11 +387,14 @@ local function left_alone(submit_uid, why)
 end
 
 local function submit(job_desc, part_list, submit_uid)
-    local ok, conf, why = pcall(decide, job_desc, part_list)
+    local ok, conf, why, advised = pcall(decide, job_desc, part_list)
     if not ok then
         return left_alone(submit_uid, "error: " .. tostring(conf))
     end
     if conf == nil then
+        if advised then
+            pcall(advise, advised, job_desc, submit_uid)
+        end
         if why then
             left_alone(submit_uid, why)
         end

@@ -226,6 +226,8 @@ def decisions(
     for d in found:
         r = d.record
         chosen = r.nodes if r.nodes is not None else "as submitted"
+        if r.mode == "advise":
+            chosen = f"would be {chosen} (advise)"
         table.add_row(
             _cell(r.job_id),
             _cell(r.app),

@@ -58,6 +58,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "decide": ("plugin.cli.policy", "decide", "Choose a moldable job's size and time limit."),
     "decisions": ("plugin.cli.daemon", "decisions", "The daemon's newest decisions."),
     "doctor": ("plugin.cli.doctor", "doctor", "Check an install end to end, with fixes."),
+    "explain": ("plugin.cli.explain", "explain", "Why your job got its size and time limit."),
     "fit": ("plugin.cli.model", "fit", "Fit the Downey speedup model to OBS.csv."),
     "forget": ("plugin.cli.store", "forget", "Remove everything the store keeps of one app."),
     "import": ("plugin.cli.store", "import_group", "Backfill the store from sacct or a CSV."),

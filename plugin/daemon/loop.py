@@ -72,9 +72,10 @@ import contextlib
 import dataclasses
 import functools
 import os
+import pwd
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -86,6 +87,15 @@ import structlog
 from plugin.config import Config, load_config
 from plugin.daemon import reasons
 from plugin.daemon.access import usable_partitions
+from plugin.daemon.advise import (
+    ADVISED,
+    ADVISED_LATE,
+    AdviceQueue,
+    AdviseLine,
+    arrival_demand,
+    as_requested,
+    pair,
+)
 from plugin.daemon.apply import (
     GONE,
     PENDING_RELEASE,
@@ -104,10 +114,12 @@ from plugin.daemon.decider import (
     Outcome,
     release_outcome,
 )
+from plugin.daemon.explain_files import Explanations
 from plugin.daemon.follow_up import FOLLOW_UP_S, FollowUps
 from plugin.daemon.guard import GuardThread, KillGuard
 from plugin.daemon.journal import Journal, JournalEntry
 from plugin.daemon.lease import Lease, LeaseKeeper, LeaseLost
+from plugin.daemon.modes import MODES_FILE, modes_text, write_modes
 from plugin.daemon.record import DecisionRecorder, decision_record
 from plugin.daemon.signals import ForcedStop, Signals
 from plugin.daemon.spool_wake import SpoolWake
@@ -138,6 +150,7 @@ from plugin.slurm.privileges import privilege_problem
 from plugin.store.connection import connect
 from plugin.store.curves import CurveStore
 from plugin.store.decisions import DecisionRecord
+from policies import ClusterState
 from policies.decision import PARTITION_LIMIT, RULES
 from policies.partition import Queue
 
@@ -151,6 +164,8 @@ ENFORCEMENT_RETRY_S = 30.0
 BEAT_EVERY = 200
 #: Pause after the heartbeat is removed, for submissions that read it just before.
 DRAIN_PAUSE_S = 0.3
+#: How often old explanation files are removed (plugin/daemon/explain_files.py).
+PRUNE_EVERY_S = 3600.0
 #: The cluster prefetch's shortest round (plugin/daemon/cluster.py); it looks every quarter
 #: of cluster_cache_s.
 PREFETCH_MIN_POLL_S = 0.1
@@ -252,6 +267,7 @@ class Daemon:
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
         self.decider = Decider(config.appkey.rule(), policy, self.curves, Budget())
+        self._advise_state(d.mode, policy)
         self.recorder = DecisionRecorder(
             self._redis,
             config.learner.decisions_maxlen,
@@ -280,7 +296,6 @@ class Daemon:
             on_return=self.wake.set,  # a straggler's update returned: record it
             straggler_s=d.straggler_s,
         )
-        self.spool = SpoolWatcher(self.state.spool)
         self.spool_wake = SpoolWake(self.state.spool, self.wake)
         self.guard = KillGuard(self.slurm, self._curve_store, self.metrics)
         self.guard_thread: GuardThread | None = None
@@ -307,6 +322,20 @@ class Daemon:
         self.port = 0
         #: (job id, submit time) -> admin comment, for held jobs (read once per job).
         self.comments: dict[tuple[int, int | None], str] = {}
+
+    def _advise_state(self, mode: str, policy: Any) -> None:
+        """The spool's watcher, advise mode's and `adaptalloc explain`'s state (``__init__``'s
+        share)."""
+        self.spool = SpoolWatcher(self.state.spool)
+        #: The modes file's text (plugin/daemon/modes.py) and the text last written.
+        self.modes = modes_text(mode, policy)
+        self.modes_written: str | None = None
+        #: Advise mode's spool lines waiting for their jobs (plugin/daemon/advise.py).
+        self.advice = AdviceQueue()
+        self.uids: dict[str, int | None] = {}
+        #: What `adaptalloc explain` reads (plugin/daemon/explain_files.py), pruned hourly.
+        self.explanations = Explanations(self.state.path, self._uid)
+        self.next_prune = 0.0
 
     @contextlib.contextmanager
     def timed(self, call: str) -> Iterator[None]:
@@ -616,6 +645,9 @@ class Daemon:
         d = self.config.daemon
         if self.enforcement_retry_at is not None and now >= self.enforcement_retry_at:
             self.check_enforcement()
+        if now >= self.next_prune and self.active:
+            self.next_prune = now + PRUNE_EVERY_S
+            self.explanations.prune(d.decided_ttl_days * 86400.0)
         problem = self.health_problem(now)
         if problem is None and now >= self.next_beat:
             self._beat()
@@ -679,6 +711,7 @@ class Daemon:
         directory) remove the old one at once, so that the hook does not go on holding jobs
         for ``heartbeat_max_age`` on a heartbeat the daemon can no longer renew."""
         try:
+            self._publish_modes()
             stamp = self.state.beat()
         except OSError as exc:
             if self.beat_error is None:
@@ -696,6 +729,18 @@ class Daemon:
             log.info("heartbeat_on", path=str(self.state.heartbeat))
         self.beating = True
         self.beat_error = None
+
+    def _publish_modes(self) -> None:
+        """Write the modes file when its text changed or it went missing, before the
+        heartbeat: a fresh heartbeat means the hook reads the current modes (OSError when
+        it cannot be written: then no heartbeat either)."""
+        path = self.state.path / MODES_FILE
+        if self.modes_written == self.modes and path.exists():
+            return
+        write_modes(self.state.path, self.modes)
+        if self.modes_written != self.modes:
+            log.info("modes_published", path=str(path), modes=self.modes.splitlines()[1:])
+        self.modes_written = self.modes
 
     def _unlink_own_heartbeat(self) -> OSError | None:
         """Remove the heartbeat; with HA only if it is still the one this daemon wrote
@@ -841,6 +886,9 @@ class Daemon:
         self.follow_ups.read(lines, (i for i, job in jobs.items() if held_by_us(job)))
         if sweep.work:
             self.handle(sweep)
+        self.advice.add(self.spool.take_advice())
+        if self.advice and self.advise(sweep):
+            sweep.deferred += 1  # more advise jobs than one batch: go again at once
         if sweep.deferred:
             self.next_sweep = 0.0  # more held jobs than one batch takes: go again at once
         elif self.follow_ups.wanted():  # a spool line's job not created yet (follow_up.py)
@@ -927,6 +975,94 @@ class Daemon:
             slurm_ms={k: round(v, 1) for k, v in self.slurm_ms.items()},
         )
 
+    def _uid(self, user: str) -> int | None:
+        """A user name's uid (cached: NSS may be slow), None when unknown."""
+        if user not in self.uids:
+            try:
+                self.uids[user] = pwd.getpwnam(user).pw_uid if user else None
+            except KeyError:
+                self.uids[user] = None
+        return self.uids[user]
+
+    def advise(self, sweep: Sweep) -> bool:
+        """Advise mode (plugin/daemon/advise.py): pair the spool's advise lines with their
+        jobs, decide at most ``max_batch`` of them, record them with mode "advise". Nothing
+        in Slurm changes. True when paired jobs were left for the next sweep."""
+        try:
+            with self.timed("squeue_all"):
+                known = self.slurm.known_jobs()
+        except SlurmError as exc:
+            log.warning("advise_read_failed", error=printable(str(exc))[:300])
+            return False
+        paired = pair(
+            self.advice.lines(),
+            known,
+            self._uid,
+            lambda job: self.advice.taken(job) or on_hold(job),
+        )
+        batch = paired[: self.config.daemon.max_batch]
+        self.advice.done(batch)
+        lost = self.advice.expire()
+        if lost:
+            log.warning("advise_unpaired", lines=lost, note="no job found for these lines")
+        if batch:
+            self.record_advice(batch, sweep, arrival_demand(known, batch))
+        return len(paired) > len(batch)
+
+    def record_advice(
+        self,
+        batch: Sequence[tuple[AdviseLine, JobRecord]],
+        sweep: Sweep,
+        demand: dict[int, Counter[str]],
+    ) -> None:
+        """Decide advise jobs as held ones would be (each on the pending `demand` it met on
+        arrival), and record the decisions."""
+        started = time.perf_counter()
+        now = time.time()
+        records: list[DecisionRecord] = []
+        rendered: list[dict[str, Any]] = []
+        self.curves.begin_batch()
+        for line, found in batch:
+            job = as_requested(line, found)
+            # A started job's own nodes were idle when Slurm gave them to it.
+            freed = 0 if found.state == "PENDING" else found.nodes_alloc or found.nodes_min or 0
+            outcome = self.decider.decide(
+                job,
+                functools.partial(
+                    self._advised_cluster, met=demand.get(job.job_id, sweep.demand), freed=freed
+                ),
+                queue=functools.partial(self._queue, sweep=sweep, job=job, now=now),
+                cpus=self.cluster.cpus_per_node,
+                known_partitions=functools.partial(self._usable_partitions, job),
+                core_counts=self.cluster.core_counts,
+            )
+            status = ADVISED if found.state == "PENDING" else ADVISED_LATE
+            record = decision_record(outcome, status, None, mode="advise")
+            doc = record.to_dict()
+            log.info("decision", **doc)
+            self.metrics.advised.labels(status).inc()
+            records.append(record)
+            rendered.append(doc)
+        self.recorder.record(records, rendered)
+        self.explanations.write_later(records)
+        log.info(
+            "advise_batch",
+            jobs=len(batch),
+            waiting=len(self.advice.waiting),
+            total_ms=round((time.perf_counter() - started) * 1000.0, 1),
+        )
+
+    def _advised_cluster(self, job: JobRecord, met: Counter[str], freed: int) -> ClusterState:
+        """An advise job's cluster state: the pending demand `met` on arrival, and the idle
+        nodes now plus the `freed` nodes it holds itself (plugin/daemon/advise.py)."""
+        state = self.cluster.state(job, met)
+        if not freed or state.idle_nodes is None:
+            return state
+        idle = state.idle_nodes + freed
+        if state.total_nodes is not None:
+            idle = min(idle, state.total_nodes)
+        return dataclasses.replace(state, idle_nodes=idle)
+
     def _usable_partitions(self, job: JobRecord) -> list[str]:
         """The partitions Slurm knows that admit `job` (plugin/daemon/access.py): read only
         for a job listing several, the candidates of the partition choice."""
@@ -956,6 +1092,7 @@ class Daemon:
         now = time.time()
         records: list[DecisionRecord] = []
         rendered: list[dict[str, Any]] = []
+        self.advice.enforced(item.outcome.job for item in applied)
         for item in applied:
             outcome = item.outcome
             since = self.held_since.pop(outcome.job_id, None)
@@ -996,6 +1133,7 @@ class Daemon:
                 records.append(record)
                 rendered.append(doc)
         self.recorder.record(records, rendered)
+        self.explanations.write_later(records)
         self.guard.watch(a.outcome for a in applied if a.status == RELEASED)
 
     def drain(self) -> None:
@@ -1046,6 +1184,7 @@ class Daemon:
         if self.prefetch is not None:
             self.prefetch.stop()
         self.spool_wake.close()
+        self.explanations.close()
         self.metrics.close()
         self.state.unlock()
         self.signals.restore()
@@ -1065,6 +1204,9 @@ class Daemon:
         self.config = config
         self.decider.rule = rule
         self.decider.policy = policy
+        self.modes = modes_text(config.daemon.mode, policy)
+        if self.modes != self.modes_written:
+            self.next_beat = 0.0  # publish the new modes now, with the next heartbeat
         if config.redis != old.redis or config.daemon.redis_timeout_s != old.daemon.redis_timeout_s:
             self.curves.reset(self._curve_store)
             self.recorder.reset(self._redis)

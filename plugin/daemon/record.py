@@ -37,10 +37,15 @@ CHUNK = 500
 
 
 def decision_record(
-    outcome: Outcome, status: str, latency_s: float | None, released_at: float | None = None
+    outcome: Outcome,
+    status: str,
+    latency_s: float | None,
+    released_at: float | None = None,
+    mode: str = "enforce",
 ) -> DecisionRecord:
     """Everything needed to replay the decision (and to report on it); `released_at`: when
-    the release returned (Unix seconds, rounded to ms), for a released job."""
+    the release returned (Unix seconds, rounded to ms), for a released job; `mode`: "advise"
+    for a decision only recorded (plugin/daemon/advise.py)."""
     job = outcome.job
     cluster = outcome.cluster
     # A release's resize only puts the submitted range back (the watchdog): no size chosen.
@@ -82,6 +87,7 @@ def decision_record(
         placement=outcome.placement,
         curve_app=None if outcome.curve_app is None else str(outcome.curve_app),
         curve_doc=None if resize is None else outcome.curve_doc,
+        mode=mode,
     )
 
 

@@ -5,7 +5,9 @@ daemon keeps for itself.
   healthy; job_submit.lua holds jobs only while it is fresh.
 * ``spool``: one ``held <epoch> <uid>`` line per held job, appended by job_submit.lua; the
   daemon watches its size. A wake-up call only: 22.05's job_submit runs before the job id
-  is assigned, so the daemon finds the jobs by their marker.
+  is assigned, so the daemon finds the jobs by their marker. A job in advise mode gets an
+  ``advise <epoch> <uid> <min> <max>`` line instead (plugin/daemon/advise.py).
+* ``modes``: which jobs the hook may hold (plugin/daemon/modes.py).
 * ``inflight.json``: the decisions being applied, written before any job is changed, so a
   crash mid-apply is finished at the next start, not redone.
 * ``daemon.lock``: flock'd by the running daemon (one per state directory), with its pid.
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from plugin.daemon.advise import AdviseLine, parse_line
 from plugin.errors import AdaptallocError, printable
 
 __all__ = [
@@ -201,8 +204,10 @@ class SpoolWatcher:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._seen = self._size()
-        #: Whole lines appended since the last `take_lines`.
+        #: Whole ``held`` lines appended since the last `take_lines`.
         self._lines = 0
+        #: ``advise`` lines appended since the last `take_advice` (plugin/daemon/advise.py).
+        self._advice: list[AdviseLine] = []
 
     def _size(self) -> int:
         try:
@@ -211,27 +216,48 @@ class SpoolWatcher:
             return 0
 
     def woken(self) -> bool:
-        """True when lines were appended since the last call (truncating a large spool)."""
+        """True when held lines were appended since the last call (truncating a large spool).
+
+        Advise lines alone wake nobody: they are kept for the periodic sweep, so a burst of
+        advise jobs costs slurmctld no queue reads beyond one per ``sweep_interval_s``
+        (nobody waits on an advise record; plugin/daemon/advise.py)."""
         size = self._size()
-        grew = size != self._seen
-        if grew:
-            self._lines += self._count_lines(self._seen if size > self._seen else 0, size)
+        held = 0
+        if size != self._seen:
+            held = self._count_lines(self._seen if size > self._seen else 0, size)
+            self._lines += held
         if size > SPOOL_TRUNCATE_BYTES:
             with contextlib.suppress(OSError):
                 os.truncate(self.path, 0)
             size = 0
         self._seen = size
-        return grew
+        return held > 0
 
     def _count_lines(self, start: int, end: int) -> int:
-        """Newlines in the spool's bytes [start, end): job_submit.lua writes each line whole.
-        An unreadable spool counts as one line (it grew, so at least one job is coming)."""
+        """The held lines in the spool's bytes [start, end) (job_submit.lua writes each line
+        whole): every line but an ``advise`` one, which is kept for `take_advice`. An
+        unreadable spool counts as one line (it grew, so at least one job is coming)."""
         try:
             with self.path.open("rb") as spool:
                 spool.seek(start)
-                return spool.read(end - start).count(b"\n")
+                text = spool.read(end - start)
         except OSError:
             return 1
+        if b"advise " not in text:
+            return text.count(b"\n")
+        held = 0
+        for line in text.split(b"\n")[:-1]:
+            advice = parse_line(line) if line.startswith(b"advise ") else None
+            if advice is None:
+                held += 1
+            else:
+                self._advice.append(advice)
+        return held
+
+    def take_advice(self) -> list[AdviseLine]:
+        """The advise lines read by `woken` since the last call."""
+        advice, self._advice = self._advice, []
+        return advice
 
     def take_lines(self) -> int:
         """The lines counted by `woken` since the last call (then zero again)."""

@@ -273,6 +273,13 @@ class CliSlurmReader(SlurmReader):
         )
         return parse_pending(out, sep)
 
+    def known_jobs(self) -> list[JobRecord]:
+        """Every job slurmctld knows, from the pending read's format (pending.py) over every
+        state: no JSON. A started job's NumNodes (nodes_min) is its allocated count."""
+        sep = new_separator()
+        out = self.run("squeue", "--noheader", "--states=all", f"--Format={pending_format(sep)}")
+        return parse_pending(out, sep)
+
     def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
         """The held marker from each job's own ``scontrol show job -o`` (pending.py)."""
         return admin_comments(self.run, sorted(job_ids), int(getattr(self, "parallelism", 4)))

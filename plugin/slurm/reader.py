@@ -73,6 +73,12 @@ class SlurmReader(ABC):
         """The pending jobs; admin_comment may be None (unknown: see held_admin_comments)."""
         return [job for job in self.jobs() if job.state == "PENDING"]
 
+    def known_jobs(self) -> list[JobRecord]:
+        """Every job slurmctld knows, cheaply where the backend can (advise mode's read,
+        plugin/daemon/advise.py): `jobs` by default. A started job's nodes_min is then its
+        allocated count where the source gives no other (the cheap squeue read)."""
+        return self.jobs()
+
     def held_admin_comments(self, job_ids: Collection[int]) -> dict[int, str | None]:
         """Job id -> admin comment, for the daemon's held jobs ("" when there is none).
 

@@ -34,6 +34,11 @@ scores the finished run against the prediction that decided it, even after the c
 refitted (plugin/learning/scoring.py). These fields are optional with defaults,
 so documents written before them read unchanged and older readers, which ignore keys they do
 not know, read the new ones: the version stays 1.
+
+``mode`` (optional too, default "enforce"): "enforce" for a job the daemon held and sized
+(or released), "advise" for one it only recorded; that job ran as Slurm decided and the
+record says what the daemon would have done (``status`` "advised", or "advised_late" when
+the job had started before the daemon saw it).
 """
 
 from __future__ import annotations
@@ -109,6 +114,7 @@ class DecisionRecord:
     placement: dict[str, Any] | None = None
     curve_app: str | None = None
     curve_doc: dict[str, Any] | None = None
+    mode: str = "enforce"
     version: int = DECISION_VERSION
 
     def to_dict(self) -> dict[str, Any]:

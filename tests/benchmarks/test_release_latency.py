@@ -2,6 +2,12 @@
 
 * baseline: a burst of ``BURST`` moldable submissions from 4 submitters with *no* daemon
   (no heartbeat, so job_submit.lua holds nothing): Slurm's own accept time, the yardstick;
+* advise (after the daemon's phases, so they run as before): the same burst with a daemon
+  in advise mode (``[daemon] mode = "advise"``: the hook holds nothing, reads the modes file
+  and appends one spool line per job), then the burst with no daemon once more, right after
+  on a slurmctld that remembers as many jobs: the sbatch call's time p50/p99 and the burst's
+  accept time of all three (the two no-daemon bursts show the noise), and how many of the
+  advise burst's jobs got their advise record;
 * light: ``LIGHT_RATE_PER_S`` submissions per second for ``LIGHT_S`` s, the latency the
   daemon adds while it keeps up (wake-up, one sweep, the batch's writes);
 * steady: ``RATE_PER_S`` moldable submissions per second for ``STEADY_S`` s; latency from
@@ -122,6 +128,24 @@ def releases(
     return found
 
 
+def advised(daemon: DaemonProcess, jobs: set[int], timeout: float) -> int:
+    """Wait (up to `timeout`) until every one of `jobs` has its advise record; how many do."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = {
+            e["job_id"]
+            for e in daemon.events("decision")
+            if e.get("mode") == "advise" and e.get("job_id") in jobs
+        }
+        if found >= jobs or time.monotonic() > deadline:
+            return len(found)
+        time.sleep(POLL_S)
+
+
+def ms(values: dict[int, float], q: float) -> str:
+    return f"{np.percentile(list(values.values()), q) * 1000:.0f}"
+
+
 def daemon_released(daemon: DaemonProcess) -> list[int]:
     return [e["job_id"] for e in daemon.events("decision") if e.get("status") == "released"]
 
@@ -151,20 +175,22 @@ def test_release_latency(
     sizing = f'sizing_user = "{sizer}"\n' if backend == SIZER else ""
     # The sizing user coordinates the testbed's user account only (up.sh): its jobs go there.
     account = local_cluster.env.get("ADAPTALLOC_SIZED_ACCOUNT") if backend == SIZER else None
-    daemon = daemon_factory(
-        config=f'max_hold_s = 600.0\n{sizing}[slurm]\nbackend = "{writer}"\n',
-        args=("--redis-url", url),
-    )
 
     # --- baseline: the same burst, no daemon (no heartbeat: job_submit.lua holds nothing) ---
     stop_testbed_daemon(local_cluster)
-    assert not daemon.heartbeat.exists(), "a heartbeat without a daemon: jobs would be held"
+    heartbeat = local_cluster.state_dir / "adaptalloc" / "heartbeat"
+    assert not heartbeat.exists(), "a heartbeat without a daemon: jobs would be held"
     baseline = Submitter(tmp_path, "bench-base", stay=JOBS == "stay", account=account)
     try:
         slurm_accept = baseline.burst(BURST)
     finally:
         scancel("bench-base")
     assert len(baseline.done) + baseline.timed_out == BURST
+
+    daemon = daemon_factory(
+        config=f'max_hold_s = 600.0\n{sizing}[slurm]\nbackend = "{writer}"\n',
+        args=("--redis-url", url),
+    )
 
     log_offset = (local_cluster.log_dir / "slurmctld.log").stat().st_size
     daemon.start()
@@ -213,6 +239,31 @@ def test_release_latency(
     finally:
         daemon.stop()
         scancel("bench-daemon")
+
+    # --- advise: the same burst, a daemon in advise mode (it holds and changes nothing), then
+    # no daemon again: the fair comparison is with that burst, made right after on a
+    # slurmctld that remembers as many jobs (MinJobAge) ----------------------------------------
+    adviser = daemon_factory(
+        config=f'mode = "advise"\n{sizing}[slurm]\nbackend = "{writer}"\n',
+        args=("--redis-url", url),
+    )
+    adviser.start()
+    advise = Submitter(tmp_path, "bench-advise", stay=JOBS == "stay", account=account)
+    try:
+        advise_accept = advise.burst(BURST)
+        advise_recorded = advised(adviser, set(advise.done), 300)
+        advise_held = held("bench-advise")
+    finally:
+        adviser.stop()
+        scancel("bench-advise")
+    assert advise_held == 0, "advise mode held jobs"
+    # No daemon again, after: how much the same burst's figures move from one burst to the next.
+    after = Submitter(tmp_path, "bench-base", stay=JOBS == "stay", account=account)
+    try:
+        slurm_accept_after = after.burst(BURST)
+    finally:
+        scancel("bench-base")
+
     client.flushdb()
     assert len(steady_jobs) + steady.timed_out == RATE_PER_S * STEADY_S
     assert len(burst_jobs) + burst.timed_out == BURST
@@ -253,6 +304,23 @@ def test_release_latency(
     )
     view.add_row(
         f"burst of {BURST:,}, no adaptalloc: Slurm accepted them in", f"{slurm_accept:.1f} s", ""
+    )
+    view.add_row(
+        "  advise mode (nothing held), then no daemon again: accepted in",
+        f"{advise_accept:.1f} s; {slurm_accept_after:.1f} s",
+        "as no daemon",
+    )
+    view.add_row(
+        "  one sbatch call, p50 / p99: no daemon; advise; no daemon again",
+        f"{ms(baseline.took, 50)} / {ms(baseline.took, 99)}; "
+        f"{ms(advise.took, 50)} / {ms(advise.took, 99)}; "
+        f"{ms(after.took, 50)} / {ms(after.took, 99)} ms",
+        "as no daemon",
+    )
+    view.add_row(
+        "  advise records written for the burst's jobs",
+        f"{advise_recorded} of {len(advise.done)}",
+        "all",
     )
     view.add_row("  with adaptalloc: Slurm accepted them in", f"{accepted:.1f} s", "")
     view.add_row(

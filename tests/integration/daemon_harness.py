@@ -231,6 +231,7 @@ def daemon_factory(
             except subprocess.TimeoutExpired:
                 process.kill()
     (local_cluster.state_dir / "adaptalloc" / "heartbeat").unlink(missing_ok=True)
+    (local_cluster.state_dir / "adaptalloc" / "modes").unlink(missing_ok=True)
 
 
 def job_fields(slurm: SlurmCLI, job_id: int) -> dict[str, Any]:

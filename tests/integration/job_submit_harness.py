@@ -4,7 +4,8 @@ the hook reads them, the hook's settings file, and whether a job came out held.
 No daemon runs in these tests: the ``daemon_heartbeat`` fixture writes the heartbeat the
 daemon would write and removes it afterwards, so the other tests' jobs are never held. The
 ``submit_conf`` fixture rewrites ``adaptalloc_submit.conf`` beside slurm.conf (the hook reads
-it on every submission) and puts the original back at teardown. A pytest plugin
+it on every submission) and puts the original back at teardown. The modes file
+the daemon publishes is removed before and after (the hook then enforces). A pytest plugin
 (tests/conftest.py loads it): tests ask for the fixtures by name (``daemon_heartbeat``).
 """
 
@@ -28,6 +29,15 @@ class Heartbeat:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / "heartbeat"
         self.spool = state_dir / "spool"
+        self.modes = state_dir / "modes"
+
+    def set_modes(self, text: str | None) -> None:
+        """Write the modes file the daemon publishes (plugin/daemon/modes.py); None removes
+        it (the hook then enforces, as with a daemon from before modes)."""
+        if text is None:
+            self.modes.unlink(missing_ok=True)
+        else:
+            self.modes.write_text(text)
 
     def beat(self, age_s: int = 0) -> None:
         """Write a heartbeat `age_s` seconds old (whole Unix seconds, as the daemon does)."""
@@ -71,11 +81,13 @@ def fixture_daemon_heartbeat(local_cluster: LocalCluster) -> Iterator[Heartbeat]
     """A fresh heartbeat for the test; heartbeat removed and spool a file again afterwards."""
     state = Path(local_cluster.env["ADAPTALLOC_STATE_DIR"]) / "adaptalloc"
     heartbeat = Heartbeat(state)
+    heartbeat.set_modes(None)  # a daemon test may have left its modes: enforce, as before
     heartbeat.beat()
     try:
         yield heartbeat
     finally:
         heartbeat.stop()
+        heartbeat.set_modes(None)
         heartbeat.restore_spool()
 
 

@@ -49,12 +49,26 @@ LATER = {
 }
 
 
+#: Later fields whose default is not None: a document without them reads as this.
+LATER_DEFAULTS = {"mode": "enforce"}  # every decision was enforced before advise mode
+
+
 def test_an_unversioned_document_loses_nothing() -> None:
     record = DecisionRecord.from_dict(UNVERSIONED)
-    assert {f.name for f in fields(record)} - {"version"} == set(UNVERSIONED) | LATER
+    later = LATER | set(LATER_DEFAULTS)
+    assert {f.name for f in fields(record)} - {"version"} == set(UNVERSIONED) | later
     doc = record.to_dict()
-    assert {k: v for k, v in doc.items() if k != "version" and k not in LATER} == UNVERSIONED
+    assert {k: v for k, v in doc.items() if k != "version" and k not in later} == UNVERSIONED
     assert all(doc[k] is None for k in LATER)
+    assert {k: doc[k] for k in LATER_DEFAULTS} == LATER_DEFAULTS
+
+
+def test_an_advise_record_round_trips_and_a_bad_mode_type_is_refused() -> None:
+    record = DecisionRecord.from_dict({**UNVERSIONED, "mode": "advise", "status": "advised"})
+    assert record.mode == "advise"
+    assert DecisionRecord.from_dict(record.to_dict()) == record
+    with pytest.raises(DecisionRecordError, match="mode"):
+        DecisionRecord.from_dict({**UNVERSIONED, "mode": 1})
 
 
 def test_a_placement_record_round_trips() -> None:
