@@ -35,7 +35,7 @@ import numpy as np
 
 from policies.partition import Option, Queue, choose_partition, wait_estimate
 from policies.simulation.adaptive import AdaptiveSizer
-from policies.simulation.engine import PartitionScheduler, Schedule
+from policies.simulation.engine import PartitionScheduler, Runs, Schedule
 from predictor.downey import IntArray
 
 #: (job, now, the pools' schedulers) -> the index of the pool that gets the job.
@@ -127,6 +127,19 @@ def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
         return out
 
     raised = [s.raised if s.raised is not None else np.zeros(len(where), bool) for s in schedules]
+    every = [s.all_runs() for s in schedules]
+    start = np.concatenate([r.start for r in every])
+    order = np.argsort(start, kind="stable")
+    runs = Runs(
+        job=np.concatenate([r.job for r in every])[order],
+        start=start[order],
+        end=np.concatenate([r.end for r in every])[order],
+        nodes=np.concatenate([r.nodes for r in every])[order],
+        killed=np.concatenate([r.killed for r in every])[order],
+    )
+    abandoned = [
+        s.abandoned if s.abandoned is not None else np.zeros(len(where), bool) for s in schedules
+    ]
     return Schedule(
         machine=sum(s.machine for s in schedules),
         submit=schedules[0].submit,
@@ -137,4 +150,6 @@ def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
         killed=pick("killed"),
         rule=tuple(schedules[q].rule[i] for i, q in enumerate(where)),
         raised=np.stack(raised)[where, cols],
+        runs=runs,
+        abandoned=np.stack(abandoned)[where, cols],
     )

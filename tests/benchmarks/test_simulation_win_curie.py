@@ -66,8 +66,8 @@ class WholeMinutes(GreedySizer):
 
     name = "greedy_minutes"
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
-        got = super().allocate(job, view)
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
+        got = super().allocate(job, view, user_limit)
         return Allocation(got.min_nodes, got.max_nodes, 60.0 * minutes(got.limit))
 
 
@@ -79,9 +79,9 @@ class Recorder:
         self.name = inner.name
         self.idle: dict[int, int] = {}
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         self.idle[job] = view.idle_nodes
-        return self.inner.allocate(job, view)
+        return self.inner.allocate(job, view, user_limit)
 
     def __getattr__(self, attr: str) -> object:
         return getattr(self.inner, attr)
