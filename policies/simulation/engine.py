@@ -73,14 +73,17 @@ RECORDED = "as recorded"
 
 @dataclass(frozen=True, eq=False)
 class Runs:
-    """Every run of every job, in start order: its job, start, end, nodes and whether it was
-    killed at its limit."""
+    """Every run of every job, in start order: its job, start, end, nodes, whether it was
+    killed at its limit, and (when known) its limit (the raised one, if raised) and its
+    submission's user limit."""
 
     job: IntArray
     start: FloatArray
     end: FloatArray
     nodes: IntArray
     killed: BoolArray
+    limit: FloatArray | None = None
+    user_limit: FloatArray | None = None
 
     def __len__(self) -> int:
         return len(self.job)
@@ -235,8 +238,8 @@ class PartitionScheduler:
         self.running: dict[int, tuple[float, int]] = {}  # job -> (end by its limit, nodes)
         self.queue: list[int] = []  # waiting jobs in submit order
         self.reservations: list[Reservation] = []
-        #: Every run: (job, start, end, nodes, killed).
-        self.runs: list[tuple[int, float, float, int, bool]] = []
+        #: Every run: (job, start, end, nodes, killed, limit, user limit).
+        self.runs: list[tuple[int, float, float, int, bool, float, float]] = []
         self.free = machine
         self.pending = 0  # nodes the waiting jobs want, each at its minimum
         self.submitted = 0
@@ -412,7 +415,10 @@ class PartitionScheduler:
         self.free -= size
         self.pending -= self.lo[job]
         self.running[job] = (now + limit, size)
-        self.runs.append((job, now, self.end[job], size, cut))
+        user = self.user_limit[job]
+        self.runs.append(
+            (job, now, self.end[job], size, cut, final, j.limit if user is None else user)
+        )
         heapq.heappush(self.finishes, (self.end[job], job))
 
     def schedule(self) -> Schedule:
@@ -438,6 +444,8 @@ class PartitionScheduler:
                 end=np.array([r[2] for r in runs], dtype=float),
                 nodes=np.array([r[3] for r in runs], dtype=np.int64),
                 killed=run_killed,
+                limit=np.array([r[5] for r in runs], dtype=float),
+                user_limit=np.array([r[6] for r in runs], dtype=float),
             ),
             abandoned=np.asarray(self.abandoned, dtype=bool),
         )

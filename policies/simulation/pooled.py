@@ -36,7 +36,7 @@ import numpy as np
 from policies.partition import Option, Queue, choose_partition, wait_estimate
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.engine import PartitionScheduler, Runs, Schedule
-from predictor.downey import IntArray
+from predictor.downey import FloatArray, IntArray
 
 #: (job, now, the pools' schedulers) -> the index of the pool that gets the job.
 Router = Callable[[int, float, Sequence[PartitionScheduler]], int]
@@ -117,6 +117,14 @@ def simulate_pools(
     return PooledSchedule(merge([p.schedule() for p in pools], where), where)
 
 
+def _joined(parts: Sequence[FloatArray | None], order: IntArray) -> FloatArray | None:
+    """The pools' per-run arrays in `order`; None when a pool has none."""
+    if any(p is None for p in parts):
+        return None
+    out: FloatArray = np.concatenate([p for p in parts if p is not None])[order]
+    return out
+
+
 def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
     """One schedule of every job from the schedule of its pool `where[i]`."""
     cols = np.arange(len(where))
@@ -136,6 +144,8 @@ def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
         end=np.concatenate([r.end for r in every])[order],
         nodes=np.concatenate([r.nodes for r in every])[order],
         killed=np.concatenate([r.killed for r in every])[order],
+        limit=_joined([r.limit for r in every], order),
+        user_limit=_joined([r.user_limit for r in every], order),
     )
     abandoned = [
         s.abandoned if s.abandoned is not None else np.zeros(len(where), bool) for s in schedules
