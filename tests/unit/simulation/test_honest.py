@@ -11,12 +11,15 @@ them:
 5. the oracle says what it knows; a curve-only oracle knows the shape and not the run time;
 6. world models relate the parallelism to the request as named;
 7. policies are compared by paired ratios with intervals;
-8. rigid_limits can shorten a limit.
+8. rigid_limits can shorten a limit;
+
+and the docs page states every assumption the simulator prints.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +36,7 @@ from policies.simulation import (
     sweep,
 )
 from policies.simulation.adaptive import LIMIT_ONLY
+from policies.simulation.assumptions import assumptions
 from policies.simulation.engine import RECORDED
 from policies.simulation.estimates import JOINT, bin_count, head_values, histogram, model_limits
 from policies.simulation.experiment import ORACLE_CURVE, ORACLE_LABELS
@@ -328,3 +332,12 @@ def test_rigid_limits_keeps_the_size_and_can_shorten_the_limit() -> None:
     first = fallback.allocate(0, ClusterView(0.0, 64, 0, 64))  # learned: no curve yet
     assert (first.min_nodes, first.max_nodes, first.limit) == (16, 16, 4 * 3600.0)
     assert policies.DEFAULTS.time_limit_reference == "min"
+
+
+def test_the_docs_page_lists_every_assumption_the_simulator_prints() -> None:
+    page = Path(__file__).resolve().parents[3] / "docs" / "science" / "what-if-assumptions.md"
+    text = page.read_text(encoding="utf-8")
+    for world in WORLDS:
+        for assumption in assumptions(Setup(machine=8, world=world)):
+            assert f"| `{assumption.key}` |" in text, assumption.key
+            assert assumption.favours
