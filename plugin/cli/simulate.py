@@ -514,7 +514,8 @@ HELP_MORE = (
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Seed of the workload model's curves; the same seed gives the same results.",
+    help="Seed of every draw (limits a trace lacks, hidden applications, curves, noise); the "
+    "same seed gives the same results.",
 )
 @click.option(
     "--backfill",
