@@ -95,7 +95,7 @@ COMPARED = {
 
 def _ratio(r: Ratio) -> str:
     assert r.ci95 is not None
-    return f"{r.mean:.2f} [{r.ci95[0]:.2f}, {r.ci95[1]:.2f}]"
+    return f"{r.mean:.3f} [{r.ci95[0]:.3f}, {r.ci95[1]:.3f}]"
 
 
 def _verdict(r: Ratio) -> str:
@@ -186,8 +186,8 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             f"[bold]{MODE} mode[/bold] ({how}): first {JOBS:,} jobs per "
             f"trace, {SEEDS} seeds, loads {', '.join(f'{x:g}' for x in LOADS)}, worlds "
             f"{', '.join(WORLD_NAMES)}; hidden applications: 1-{CODES} per key, shared with "
-            f"probability {SHARED:g}; {seconds:.0f} s on {WORKERS} processes ({cpu:.0f} CPU-s "
-            "in them: the wall time shared-machine load aside is about that over the processes)."
+            f"probability {SHARED:g}; {seconds:.0f} s on {WORKERS} processes, {cpu:.0f} CPU-s "
+            "in them (on free cores the wall time is about that over the processes)."
         )
         for table in tables:
             console.print(table)
