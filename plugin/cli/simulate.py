@@ -2,7 +2,8 @@
 
     adaptalloc simulate TRACE.swf [--config policy.toml] [--seed N] [--seeds K]
         [--load L1,L2,...] [--curves learned|oracle] [--procs-per-node P]
-        [--parallelism-factor LOW,HIGH] [--noise X] [--backfill easy|none]
+        [--world cirne|downey|overask] [--codes-per-key N] [--shared-codes P]
+        [--parallelism-factor LOW,HIGH] [--noise X] [--max-time MIN] [--backfill easy|none]
         [--moldable LOW,HIGH] [--max-parallelism A] [--jobs N] [--store [--redis-url URL]]
         [--html DIR] [--pools SPEC|auto|none] [--multi-partition A,B] [--format text|json]
         [--quiet]
@@ -57,7 +58,6 @@ from plugin.formats.swf import SwfTrace, read_swf
 from plugin.policy_file import load_policy_config
 from plugin.report.numbers import format_number, format_percent
 from plugin.report.sim_document import (
-    ASSUMPTIONS,
     assemble_document,
     document_parts,
     load_value,
@@ -75,9 +75,12 @@ from policies.simulation import (
     offered_load,
     sweep,
 )
-from policies.simulation.experiment import ADAPTALLOC, ORACLES, Experiment
+from policies.simulation.assumptions import assumptions
+from policies.simulation.experiment import ADAPTALLOC, ORACLE_LABELS, ORACLES, Experiment
 from policies.simulation.pools import from_header, parse_multi, parse_pools
+from policies.simulation.sweep import BASELINE, Ratio
 from policies.simulation.typed import PoolPlan, pooled_offered_load
+from policies.simulation.world import CODES_PER_KEY, SHARED, WORLD_NAMES
 
 __all__ = [
     "STORE_APP_PREFIX",
@@ -266,8 +269,10 @@ def run_sweep(
 
 
 def _curve_label(name: str, curves: str) -> str:
-    """The policy's name as printed: oracle's and (with --curves oracle) every adaptalloc
-    policy's label says it saw the true curves."""
+    """The policy's name as printed: each oracle says what it knows, and (with --curves
+    oracle) every adaptalloc policy's label says it saw the true curves."""
+    if name in ORACLE_LABELS:
+        return ORACLE_LABELS[name]
     if name in ORACLES or (curves == "oracle" and name in ADAPTALLOC):
         return f"{name} [true curves]"
     return name
@@ -317,14 +322,31 @@ SUMMARY_ROWS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("mean bounded slowdown", "mean_bsld", lambda x: format_number(x, 3)),
     ("node-hours", "node_hours", lambda x: f"{x:,.0f}"),
     ("killed at their limit", "killed", lambda x: f"{x:,.1f}"),
-    ("killed node-hours", "killed_node_hours", lambda x: f"{x:,.0f}"),
-    ("limits raised by the kill guard", "raised", lambda x: f"{x:,.1f}"),
+    ("wasted node-hours", "wasted_node_hours", lambda x: f"{x:,.0f}"),
+    ("resubmitted", "resubmitted", lambda x: f"{x:,.1f}"),
+    ("abandoned", "abandoned", lambda x: f"{x:,.1f}"),
+    ("raised by the guard", "raised", lambda x: f"{x:,.1f}"),
+    ("sized with a curve", "sized", lambda x: f"{x:,.1f}"),
     ("utilization", "utilization", lambda x: format_percent(x, 3)),
+)
+#: (label, figure) of the paired-ratio columns.
+RATIO_COLUMNS = (
+    ("mean response / greedy's", "mean_response_s"),
+    ("mean bounded slowdown / greedy's", "mean_bsld"),
+    ("node-hours / greedy's", "node_hours"),
 )
 
 
+def ratio_text(ratio: Ratio) -> str:
+    """A paired ratio with its 95% interval: "0.97 [0.93, 1.01]" (no interval: one seed)."""
+    if ratio.ci95 is None:
+        return f"{ratio.mean:.3f} (1 seed)"
+    return f"{ratio.mean:.3f} [{ratio.ci95[0]:.3f}, {ratio.ci95[1]:.3f}]"
+
+
 def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
-    """One load: figures (rows) per policy (columns), means over seeds ± the 95% half-width."""
+    """One load: figures (rows) per policy (columns), means over seeds ± the 95% half-width,
+    then each policy's paired ratios to greedy with their 95% intervals."""
     load = offered if result.load is None else result.load
     seeds = next(iter(result.policies.values())).seeds
     where = f"offered load {format_number(load, 3)}" if math.isfinite(load) else "all at once"
@@ -354,6 +376,26 @@ def summary_table(result: LoadResult, curves: str, offered: float) -> Table:
     return table
 
 
+def ratio_table(result: LoadResult, curves: str) -> Table | None:
+    """One load: each policy's paired ratios to greedy's (same seed), [95% interval]; None
+    when greedy did not run."""
+    if BASELINE not in result.policies:
+        return None
+    seeds = next(iter(result.policies.values())).seeds
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"paired with greedy in each of the {seeds} seed{'s' if seeds > 1 else ''}",
+        show_header=True,
+    )
+    table.add_column("policy")
+    for label, _ in RATIO_COLUMNS:
+        table.add_column(label, justify="right")
+    for name, summary in result.policies.items():
+        cells = [ratio_text(summary.vs[key]) for _, key in RATIO_COLUMNS]
+        table.add_row(Text(_curve_label(name, curves)), *cells)
+    return table
+
+
 def render_text(
     trace: SwfTrace,
     results: Sequence[LoadResult],
@@ -378,13 +420,20 @@ def render_text(
             say(sentence)
     for result in results:
         out.print(summary_table(result, curves, offered))
+        ratios = ratio_table(result, curves)
+        if ratios is not None:
+            out.print(ratios)
     adaptive = head.first.get("adaptive")
     if adaptive is not None and adaptive.rules:
         rules = ", ".join(f"{rule} {count:,}" for rule, count in adaptive.rules.items())
         say(f"Adaptive decisions by rule (first load, first seed): {rules}.")
-    say("± : half the 95% interval over seeds (Student's t). Assumptions:")
-    for assumption in ASSUMPTIONS:
-        say(f"  - {assumption}")
+    say(
+        "± : half the 95% interval over seeds (Student's t). Paired: the mean over seeds of "
+        "policy / greedy in the same seed, [its 95% interval]; an interval that holds 1 is no "
+        "evidence either way. Assumptions (each with whom it favours):"
+    )
+    for assumption in assumptions(head.experiment.setup):
+        say(f"  - {assumption.line()}")
 
 
 def _loads_callback(
@@ -402,7 +451,11 @@ def _loads_callback(
     return loads
 
 
-def _factor_callback(ctx: click.Context, param: click.Parameter, value: str) -> tuple[float, float]:
+def _factor_callback(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> tuple[float, float] | None:
+    if value is None:
+        return None
     match = _MOLDABLE.fullmatch(value)
     if not match:
         raise click.BadParameter(
@@ -461,7 +514,8 @@ HELP_MORE = (
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Seed of the workload model's curves; the same seed gives the same results.",
+    help="Seed of every draw (limits a trace lacks, hidden applications, curves, noise); the "
+    "same seed gives the same results.",
 )
 @click.option(
     "--backfill",
@@ -550,12 +604,49 @@ HELP_MORE = (
     help="Independent draws of curves and noise (seed, seed+1, ...); figures get 95% intervals.",
 )
 @click.option(
-    "--parallelism-factor",
-    default="1,4",
+    "--world",
+    type=click.Choice(WORLD_NAMES),
+    default="cirne",
     show_default=True,
+    help="How an application's parallelism A relates to its request: cirne (A = request × "
+    "U[1, 4]: users never over-ask), downey (A log-uniform on [1, machine], whatever the "
+    "request) or overask (A = request × U[0.25, 1]). Who wins depends on it: compare all.",
+)
+@click.option(
+    "--parallelism-factor",
+    default=None,
     callback=_factor_callback,
     metavar="LOW,HIGH",
-    help="An application's A is its median request times U[LOW, HIGH].",
+    help="cirne and overask: an application's A is its median request times U[LOW, HIGH] "
+    "(default: the world's, 1,4 and 0.25,1).",
+)
+@click.option(
+    "--codes-per-key",
+    type=click.IntRange(min=1, max=1000),
+    default=CODES_PER_KEY,
+    show_default=True,
+    metavar="N",
+    help="Hidden applications (code and input, one true curve each) behind one key the "
+    "learner files runs under: 1 to N, drawn per key (1 with --shared-codes 0: the key is "
+    "exact).",
+)
+@click.option(
+    "--shared-codes",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=SHARED,
+    show_default=True,
+    metavar="P",
+    help="Chance that a hidden application behind a key is one already behind an earlier key "
+    "(one code under several keys).",
+)
+@click.option(
+    "--max-time",
+    "max_time",
+    type=click.IntRange(min=1, max=10**7),
+    default=None,
+    metavar="MIN",
+    help="The partition's longest limit, minutes: a killed job's user submits it again with "
+    "twice the limit, up to this (default: the longest limit in the trace).",
 )
 @click.option(
     "--noise",
@@ -651,7 +742,11 @@ def simulate(
     curves: str,
     loads: tuple[float, ...] | None,
     seeds: int,
-    parallelism_factor: tuple[float, float],
+    world: str,
+    parallelism_factor: tuple[float, float] | None,
+    codes_per_key: int,
+    shared_codes: float,
+    max_time: int | None,
     noise: float,
     refits: str,
     variants: bool,
@@ -667,27 +762,34 @@ def simulate(
     quiet: bool,
     output_format: str,
 ) -> None:
-    """Replay a workload trace under six sizing policies and compare them.
+    """Replay a workload trace under seven sizing policies and compare them.
 
     TRACE.swf is a Standard Workload Format log (Parallel Workloads Archive). Sizes are in
     nodes: SWF processors divided by processors per node (--procs-per-node, else the header's
     MaxProcs/MaxNodes). One partition of MaxNodes nodes runs the jobs FCFS with EASY
     backfilling; a job still running at its time limit is killed there.
 
-    What it assumes: jobs are grouped into applications (SWF executable, else user and
-    requested-size class); each application has one true Downey curve, A = its median
-    request × U[--parallelism-factor], σ ~ U[0, 2]; a job's run time is its trace run time
-    at its request moved along that curve, times lognormal noise (--noise). Limits are the
-    trace's requested time, else a modelled user estimate (2× the run time, rounded up to a
-    round value). All of this is synthetic, not measured.
+    What it assumes (each assumption is printed with the figures, with whom it favours):
+    the learner files runs by key (SWF executable, else user and requested-size class), but
+    what runs are hidden applications drawn apart from the keys (--codes-per-key,
+    --shared-codes), one true Downey curve each, its A tied to the request by the world
+    model (--world, --parallelism-factor), σ ~ U[0, 2]; a job's run time is its trace run
+    time at its request moved along that curve, times lognormal noise (--noise). Limits are
+    the trace's requested times as written; where a trace has none, they are drawn from
+    Tsafrir, Etsion and Feitelson's model of user estimates (2005). A killed job is
+    submitted again with twice its limit, up to --max-time; failed and cancelled trace jobs
+    run as recorded under every policy. All of this is synthetic, not measured.
 
-    Policies: rigid (as submitted), rigid_limits (its size, adaptalloc's limit), greedy (what
-    Slurm does with --nodes=MIN-MAX), adaptive_fixed_limits (adaptalloc's size, the user's
-    limit), adaptive (size and limit), oracle (adaptive with the true curves: an upper
-    bound). With --curves learned (default) the adaptalloc policies see only curves the
-    learner's fit (ADEPT) makes from their applications' earlier completed runs, refitted
-    at the learner's cadence (--refits daemon; sparse: fewer, staler refits); killed runs
-    are not observations; an application without a usable curve runs as submitted.
+    Policies: rigid (as submitted), rigid_limits (its size, the limit adaptalloc's rule sets
+    for it), greedy (what Slurm does with --nodes=MIN-MAX), adaptive_fixed_limits
+    (adaptalloc's size, the user's limit), adaptive (size and limit), oracle (adaptive with
+    the true curve and each job's own run time: an upper bound) and oracle_curve (adaptive
+    with the true curve's shape only: the ceiling of a learner). With --curves learned
+    (default) the adaptalloc policies see only curves the learner's fit (ADEPT) makes from
+    their keys' earlier completed runs, refitted at the learner's cadence (--refits daemon;
+    sparse: fewer, staler refits); killed runs are not observations; a key without a usable
+    curve runs as submitted. With --seeds K ≥ 2 every policy's ratio to greedy is paired by
+    seed and given with its 95% interval.
 
     Sweeps at scale: --workers runs the (load, seed) cells in processes here; --slurm-array
     DIR submits them (for several traces and policy files too) as a Slurm job array, and
@@ -739,6 +841,10 @@ def simulate(
             parallelism_factor=parallelism_factor,
             noise=noise,
             refits=refits,
+            world=world,
+            codes_per_key=codes_per_key,
+            shared_codes=shared_codes,
+            max_time_s=None if max_time is None else 60.0 * max_time,
         )
     except ValueError as exc:
         raise InputError(printable(str(exc))) from exc
@@ -833,6 +939,10 @@ def _array_command(params: Mapping[str, Any], names: Sequence[str]) -> bool:
         max_parallelism=params["max_parallelism"],
         curves=params["curves"],
         parallelism_factor=params["parallelism_factor"],
+        world=params["world"],
+        codes_per_key=params["codes_per_key"],
+        shared_codes=params["shared_codes"],
+        max_time=params["max_time"],
         noise=params["noise"],
         refits=params["refits"],
         procs_per_node=params["procs_per_node"],

@@ -13,9 +13,12 @@ whitespace-separated numbers, −1 where a value is missing:
      6 average CPU time 12 user                 18 think time
 
 What the simulator takes from a job: submit time, run time (> 0), the size (requested
-processors, else allocated), the time limit (requested time, else a modelled user estimate,
-`policies.simulation.workload.user_estimate`), the user and the executable (its application),
-and, for node types (policies/simulation/pools.py), the size in processors and the partition.
+processors, else allocated), the time limit (requested time as written; when missing, left
+to the simulator, which draws it from a published model of user estimates,
+`policies.simulation.estimates`), the status (1 completed; 0 failed, 5 cancelled and the
+others are replayed as recorded; -1, unknown, is taken as completed and counted), the user
+and the executable (its application), and, for node types (policies/simulation/pools.py),
+the size in processors and the partition.
 
 Units: SWF sizes count processors, the simulator counts nodes. Processors per node p come from
 ``--procs-per-node``, else the header's MaxProcs / MaxNodes when it has both (Curie: 93312 /
@@ -43,7 +46,6 @@ from typing import TextIO
 
 from plugin.errors import InputError, printable
 from policies.simulation import TraceJob
-from policies.simulation.workload import user_estimate
 
 __all__ = [
     "FIELDS",
@@ -99,8 +101,11 @@ class SwfTrace:
     procs_per_node_from: "--procs-per-node", "MaxProcs/MaxNodes" or "default". header: the
     ``Key: value`` comment fields (first occurrence wins). lines: job lines read (skipped ones
     included). skipped: reason -> count.
-    limits_from_runtime: jobs without a requested time, whose limit is the modelled estimate.
-    usable: usable jobs in the file (more than len(jobs) after `head`).
+    limits_from_runtime: jobs without a requested time, whose limit the simulator models (the
+    name is older than the model: the limit is no longer made from the run time).
+    usable: usable jobs in the file (more than len(jobs) after `head`). not_completed: jobs
+    whose status is neither completed nor unknown (failed, cancelled, ...: replayed as
+    recorded); status_unknown: jobs with status -1, taken as completed.
     """
 
     source: str
@@ -117,6 +122,8 @@ class SwfTrace:
     #: The header's comment lines as read (the first MAX_COMMENTS, each cut), for what the
     #: ``Key: value`` fields cannot hold (node types in notes: policies.simulation.pools).
     comments: tuple[str, ...] = ()
+    not_completed: int = 0
+    status_unknown: int = 0
 
     def __post_init__(self) -> None:
         if self.usable < len(self.jobs):
@@ -144,6 +151,8 @@ class SwfTrace:
             self.procs_per_node,
             self.procs_per_node_from,
             self.comments,
+            sum(not j.completed for j in jobs),
+            sum(j.status == -1 for j in jobs),
         )
 
 
@@ -204,6 +213,7 @@ class _Job:
     user: int | None
     processors: int
     partition: int | None
+    status: int
 
 
 def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
@@ -211,7 +221,7 @@ def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
     None (counted) when it lacks one."""
     job_id, submit, _, runtime, allocated = values[:5]
     requested, requested_time = values[7], values[8]
-    executable, user, partition = values[13], values[11], values[15]
+    executable, user, partition, status = values[13], values[11], values[15], values[10]
     if any(abs(v) > MAX_FIELD for v in values):
         skipped[_IMPLAUSIBLE] += 1
         return None
@@ -230,7 +240,9 @@ def _job(values: list[float], skipped: Counter[str], p: float) -> _Job | None:
     who = int(user) if user >= 0 and user == int(user) else None
     part = int(partition) if partition >= 0 and partition == int(partition) else None
     nodes = max(1, math.ceil(size / p - _EPS))
-    return _Job(int(job_id), submit, runtime, nodes, limit, exe, who, int(size), part)
+    # A status that is not a whole number is not a status: taken as unknown (-1).
+    code = int(status) if status == int(status) else -1
+    return _Job(int(job_id), submit, runtime, nodes, limit, exe, who, int(size), part, code)
 
 
 def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = None) -> SwfTrace:
@@ -284,7 +296,7 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
             continue
         given = not math.isnan(j.limit)
         from_runtime += not given
-        limit = j.limit if given else user_estimate(j.runtime)
+        limit = j.limit if given else math.inf
         jobs.append(
             TraceJob(
                 j.job_id,
@@ -297,6 +309,7 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
                 limit_given=given,
                 processors=j.processors,
                 partition=j.partition,
+                status=j.status,
             )
         )
     if not jobs:
@@ -315,6 +328,8 @@ def parse_swf(lines: Iterable[str], source: str, procs_per_node: float | None = 
         procs_per_node=p,
         procs_per_node_from=p_from,
         comments=tuple(comments),
+        not_completed=sum(not j.completed for j in jobs),
+        status_unknown=sum(j.status == -1 for j in jobs),
     )
 
 

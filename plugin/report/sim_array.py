@@ -39,12 +39,13 @@ from plugin.policy_file import load_policy_config
 from plugin.report.sim_document import assemble_document, document_parts, load_value
 from policies import PolicyConfig, effective
 from policies.simulation import MoldableRule, Setup
-from policies.simulation.sweep import Cell, summarize_seeds
+from policies.simulation.sweep import Cell, summarize_load
 from policies.simulation.sweep import run_cell as run_sweep_cell
+from policies.simulation.world import CODES_PER_KEY, SHARED
 
 #: plan.json's and a cell file's format tags.
-PLAN_FORMAT = "adaptalloc-simulate-plan/1"
-CELL_FORMAT = "adaptalloc-simulate-cell/1"
+PLAN_FORMAT = "adaptalloc-simulate-plan/2"
+CELL_FORMAT = "adaptalloc-simulate-cell/2"
 #: sbatch's upper bound on one command.
 SBATCH_TIMEOUT_S = 120.0
 
@@ -60,12 +61,17 @@ class SweepOptions:
     moldable: tuple[float, float]
     max_parallelism: float | None
     curves: str
-    parallelism_factor: tuple[float, float]
+    parallelism_factor: tuple[float, float] | None
     noise: float
     procs_per_node: float | None
     max_jobs: int | None
     policies: tuple[str, ...]
     refits: str = "daemon"
+    world: str = "cirne"
+    codes_per_key: int = CODES_PER_KEY
+    shared_codes: float = SHARED
+    #: The partition's longest limit in minutes (None: the trace's longest limit).
+    max_time: int | None = None
 
     @property
     def load_list(self) -> list[float | None]:
@@ -85,6 +91,10 @@ class SweepOptions:
                 parallelism_factor=self.parallelism_factor,
                 noise=self.noise,
                 refits=self.refits,
+                world=self.world,
+                codes_per_key=self.codes_per_key,
+                shared_codes=self.shared_codes,
+                max_time_s=None if self.max_time is None else 60.0 * self.max_time,
             )
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
@@ -107,8 +117,12 @@ class SweepOptions:
                 ),
                 curves=str(doc["curves"]),
                 parallelism_factor=(
-                    float(doc["parallelism_factor"][0]),
-                    float(doc["parallelism_factor"][1]),
+                    None
+                    if doc["parallelism_factor"] is None
+                    else (
+                        float(doc["parallelism_factor"][0]),
+                        float(doc["parallelism_factor"][1]),
+                    )
                 ),
                 noise=float(doc["noise"]),
                 procs_per_node=(
@@ -117,6 +131,10 @@ class SweepOptions:
                 max_jobs=None if doc["max_jobs"] is None else int(doc["max_jobs"]),
                 policies=tuple(str(p) for p in doc["policies"]),
                 refits=str(doc.get("refits", "daemon")),  # a plan written before the option
+                world=str(doc["world"]),
+                codes_per_key=int(doc["codes_per_key"]),
+                shared_codes=float(doc["shared_codes"]),
+                max_time=None if doc["max_time"] is None else int(doc["max_time"]),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"the plan's options cannot be read: {printable(str(exc))}") from exc
@@ -349,8 +367,8 @@ def gather(directory: Path) -> dict[str, Any]:
             seeds = sorted((c for c in mine if c.load_index == li), key=lambda c: c.seed_index)
             per_seed = [cells[c.index]["metrics"] for c in seeds]
             summaries = {
-                name: summarize_seeds([m[name] for m in per_seed]).to_dict()
-                for name in plan.options.policies
+                name: summary.to_dict()
+                for name, summary in summarize_load(per_seed, plan.options.policies).items()
             }
             given = load_value(load, offered if offered is not None else float("inf"))
             loads.append({"load": given, "policies": summaries})

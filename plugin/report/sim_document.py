@@ -15,7 +15,8 @@ from typing import Any
 
 from plugin.formats.swf import SwfTrace
 from policies.simulation import PolicyResult, Setup, offered_load
-from policies.simulation.experiment import Experiment
+from policies.simulation.assumptions import assumptions
+from policies.simulation.experiment import ORACLE_LABELS, Experiment
 from policies.simulation.typed import PooledExperiment, PoolPlan
 
 __all__ = [
@@ -28,26 +29,9 @@ __all__ = [
     "pools_part",
 ]
 
-#: What every simulation assumes, said in the text, the JSON and the HTML report.
-ASSUMPTIONS = (
-    "Applications: jobs grouped by SWF executable where present, else by user and "
-    "requested-size class (2^k nodes).",
-    "True curves: one Downey curve per application, A = median request × U[factor] (Cirne and "
-    "Berman's reading: users request at most their code's parallelism), σ ~ U[0, 2]; a "
-    "synthetic assumption, not data.",
-    "Run times: the trace's run time at the requested size, moved along the curve, times "
-    "lognormal noise per run.",
-    "Learned curves: ADEPT fits (predictor.fit_observations) of each application's earlier "
-    "completed runs in this simulation, at the learner's cadence (refits: daemon: each 30 s "
-    "round refits the applications whose runs changed 60 s ago or more, on their newest 500 "
-    "runs of the last 365 days; sparse, an approximation: only once the runs grew by 50% or a "
-    "needed size appeared, on the latest 64); the learner's model choice is not run; killed "
-    "runs are not observations.",
-    "Limits: the trace's requested time, else a modelled user estimate (the smallest round "
-    "value ≥ 2× the run time); moldable limits are moved to the range's minimum on the true "
-    "curve; a run longer than its limit is killed at the limit.",
-    "One partition, nodes counted not placed, FCFS with EASY backfilling.",
-)
+#: What every simulation assumes, with the defaults' numbers: the text, JSON and HTML
+#: outputs print `assumptions(setup)` (policies/simulation/assumptions.py) for the run's own.
+ASSUMPTIONS = tuple(a.line() for a in assumptions(Setup(machine=1)))
 
 
 #: What a simulation over node pools assumes besides ASSUMPTIONS (policies/simulation/typed.py).
@@ -159,11 +143,13 @@ def document_parts(
         },
         "curves": setup.curves,
         "curves_note": (
-            "oracle: the adaptalloc policies were handed the true curves (an upper bound)"
+            "oracle: the adaptalloc policies were handed the true curves with each job's own "
+            "run time (an upper bound)"
             if setup.curves == "oracle"
-            else "learned: the adaptalloc policies saw only curves fitted from earlier runs; "
-            "the oracle policies (oracle, and oracle_range among the variants) alone saw the "
-            "true curves (an upper bound)"
+            else "learned: the adaptalloc policies saw only curves fitted from earlier runs, "
+            "filed under the learner's keys; the oracles alone saw true curves: oracle (true "
+            "curve + own run time, and oracle_range among the variants: upper bounds) and "
+            "oracle_curve (the curve's shape only: the ceiling of a learner)"
             + (
                 "; refitted at the sparse cadence (an approximation: staler than the daemon's)"
                 if setup.refits == "sparse"
@@ -179,13 +165,33 @@ def document_parts(
             "backfill": "easy" if setup.backfill else "none",
             "moldable": {"low": setup.moldable.low, "high": setup.moldable.high},
             "max_parallelism": setup.parallelism,
-            "parallelism_factor": list(setup.parallelism_factor),
+            "parallelism_factor": None if setup.factor is None else list(setup.factor),
             "noise": setup.noise,
+            "world": setup.world,
+            "codes_per_key": setup.codes_per_key,
+            "shared_codes": setup.shared_codes,
+            "max_time_s": experiment.max_time,
             "refit_cadence": setup.refits,
             "config": config_source,
             "stored_curves": experiment.jobs_with_stored_curves,
         },
-        "assumptions": list(ASSUMPTIONS),
+        "world": setup.world,
+        "assumptions": [a.line() for a in assumptions(setup)],
+        "oracles": dict(ORACLE_LABELS),
+        "limits": {
+            "as_written": len(experiment.jobs) - experiment.limits.modelled,
+            "modelled": experiment.limits.modelled,
+            "model": "Tsafrir, Etsion and Feitelson 2005" if experiment.limits.modelled else None,
+            "max_estimate_s": experiment.limits.max_estimate or None,
+            "raised_to_max": experiment.limits.raised,
+        },
+        "hidden_applications": {
+            "count": len(experiment.truth),
+            "per_key": experiment.truth.applications_per_key(experiment.apps),
+            "keys_per_application": experiment.truth.keys_per_application(experiment.apps),
+        },
+        "recorded_jobs": sum(not j.completed for j in experiment.jobs),
+        "status_unknown": sum(j.status == -1 for j in experiment.jobs),
         "adaptive_rules": dict(adaptive.rules) if adaptive else {},
         "refits": {name: r.refits for name, r in first.items() if r.refits},
     }

@@ -11,6 +11,7 @@ from plugin.formats.swf import SwfTrace, skipped_summary
 from plugin.report.numbers import format_number, format_percent
 from policies.simulation import Experiment, Metrics, PolicyResult
 from policies.simulation.typed import PooledExperiment
+from policies.simulation.world import describe
 
 __all__ = ["FIGURES", "Figure", "duration", "setup_sentences", "table_rows"]
 
@@ -62,6 +63,10 @@ FIGURES = (
     Figure("node-hours", lambda m: m.node_hours, lambda x: f"{x:,.0f}"),
     Figure("killed at their limit", lambda m: float(m.killed), lambda x: f"{x:,.0f}", False),
     Figure("killed node-hours", lambda m: m.killed_node_hours, lambda x: f"{x:,.0f}", False),
+    Figure(
+        "submitted again after a kill", lambda m: float(m.resubmitted), lambda x: f"{x:,.0f}", False
+    ),
+    Figure("jobs sized with a curve", lambda m: float(m.sized), lambda x: f"{x:,.0f}", False),
     Figure("jobs", lambda m: float(m.jobs), lambda x: f"{x:,.0f}", False),
 )
 
@@ -106,17 +111,30 @@ def setup_sentences(
     out = [head + "."]
     if trace.skipped:
         out.append(f"Dropped {trace.skipped_total:,} lines: {skipped_summary(trace.skipped)}.")
-    if trace.limits_from_runtime:
+    limits = experiment.limits
+    if limits.modelled:
         out.append(
-            f"{trace.limits_from_runtime:,} jobs have no requested time: their time limit is "
-            "modelled (the smallest round value ≥ 2× the run time; an assumption, not data)."
+            f"{limits.modelled:,} jobs have no requested time: their limits are drawn from "
+            "Tsafrir, Etsion and Feitelson's model of user estimates (JSSPP 2005: round "
+            f"values up to {duration(limits.max_estimate)}, each ≥ the job's run time; an "
+            "assumption, not data); the others keep their users' limits as written."
+        )
+    else:
+        out.append("Time limits: the users' requested times as written (one for the whole range).")
+    recorded = sum(not j.completed for j in experiment.jobs)
+    if recorded:
+        out.append(
+            f"{recorded:,} jobs failed or were cancelled in the trace: they run as recorded "
+            "(their size, their run time) under every policy."
         )
     apps = experiment.apps
     grouping = ", ".join(f"{n:,} jobs by {how}" for how, n in apps.grouping.items() if n)
-    lo, hi = setup.parallelism_factor
+    truth = experiment.truth
     curves = (
-        f"{len(apps):,} applications ({grouping}), one Downey curve each: A = median request "
-        f"× U[{lo:g}, {hi:g}] (at most {cap:g}), σ ~ U[0, 2], run noise "
+        f"world {setup.world}: {describe(setup.world, setup.factor, cap)}, σ ~ U[0, 2]; "
+        f"{len(truth):,} hidden applications behind the learner's {len(apps):,} keys "
+        f"({grouping}; {truth.applications_per_key(apps):.2f} per key, up to "
+        f"{setup.codes_per_key}, shared with probability {setup.shared_codes:g}); run noise "
         f"{format_percent(setup.noise, 2)}, seed {setup.seed}"
     )
     stored = experiment.jobs_with_stored_curves
@@ -124,18 +142,20 @@ def setup_sentences(
         curves = f"stored curves for {stored:,} jobs, {curves} for the rest"
     out.append(
         f"Moldable range {setup.moldable.low:g}-{setup.moldable.high:g} × the requested size; "
-        f"{'EASY backfilling' if setup.backfill else 'FCFS without backfilling'}; "
-        f"true curves: {curves}; policy settings: {config}."
+        f"{'EASY backfilling' if setup.backfill else 'FCFS without backfilling'}; a killed job "
+        "is submitted again with twice its user's limit, up to the longest limit "
+        f"({duration(experiment.max_time)}); true curves: {curves}; policy settings: {config}."
     )
     if setup.curves == "oracle":
         out.append(
-            "--curves oracle: every adaptalloc policy was handed the true curves. These figures "
-            "are an upper bound no site reaches."
+            "--curves oracle: every adaptalloc policy was handed the true curves with each "
+            "job's own run time. These figures are an upper bound no site reaches."
         )
     else:
         out.append(
-            "Curves learned: the adaptalloc policies saw only curves fitted from their "
-            "applications' earlier completed runs in this simulation; [true curves] marks the "
-            "oracle, an upper bound."
+            "Curves learned: the adaptalloc policies saw only curves fitted from their keys' "
+            "earlier completed runs in this simulation. The oracles say what they know: "
+            "oracle (true curve + own run time), an upper bound; oracle (curve shape only), "
+            "the ceiling of a learner that identified every hidden application."
         )
     return out

@@ -9,17 +9,21 @@ Pure decision code, like the rest of policies/: no I/O, no logging. The plugin r
 
 The modules, in the order a job meets them:
 
-workload.py     trace jobs, run times on any size, modelled user limits
-applications.py jobs grouped into applications, one true curve each, run noise
+workload.py     trace jobs, run times on any size, the curves the oracles read
+estimates.py    user limits for traces without any: Tsafrir, Etsion and Feitelson's model
+applications.py the learner's keys: jobs grouped the way the daemon files runs
+world.py        the truth no policy sees: hidden applications, world models, run noise
 learning.py     the curves the daemon would have: fitted from the simulation's completed runs
 moldable.py     the rule that makes a rigid job moldable, [⌈low·r⌉, ⌊high·r⌋]
 sizing.py       the allocation each policy asks for: rigid, greedy
 adaptive.py     the adaptive policy: `policies.decide` at submit, as the daemon runs it
-engine.py       the event-driven scheduler: FCFS + EASY backfilling, kills at the time limit
+engine.py       the event-driven scheduler: FCFS + EASY backfilling, kills at the time limit,
+                killed jobs submitted again, failed and cancelled jobs run as recorded
 backfill.py     EASY's reservation and the backfill rule (Lifka 1995; Mu'alem & Feitelson 2001)
-metrics.py      response, wait, bounded slowdown, utilization, makespan, node-hours
-experiment.py   one trace under every policy with the same curves
-sweep.py        offered loads × seeds, means with 95% intervals
+metrics.py      response, wait, bounded slowdown, utilization, node-hours, waste
+experiment.py   one trace under every policy with the same limits, truth and noise
+sweep.py        offered loads × seeds, means and paired ratios with 95% intervals
+assumptions.py  every assumption left, with whom it favours (printed with the figures)
 pools.py        node types: pools of nodes, the partitions they run, jobs placed on them
 pooled.py       several pools in one event loop, multi-partition routing
 typed.py        one trace over node pools: true curves per type, learned per (app, pool)

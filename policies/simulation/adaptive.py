@@ -2,10 +2,13 @@
 
 A thin adapter, so that the simulator tries exactly the code the daemon runs. For each job, when
 it is submitted: the request is its moldable range with its user's limit in whole minutes
-(sizing.MoldableRequests), the curve is what the daemon would have (`learner`: the curve
+(sizing.MoldableRequests: the trace's requested time as written; a job submitted again after
+a kill, its new limit), the curve is what the daemon would have (`learner`: the curve
 learning.CurveLearner fitted from the application's earlier completed runs, None before it
-has one; without a learner, the oracle: the job's true curve, workload.JobCurves.policy_curve,
-an upper bound no site has), the cluster
+has one; without a learner, an oracle: the job's true curve with its own run time,
+workload.JobCurves.policy_curve, an upper bound no site has, or with `shape_only` the true
+curve's shape at its hidden application's typical scale, JobCurves.shape_curve, the ceiling a
+learner can reach), the cluster
 state is what the daemon would see (idle nodes, the nodes the waiting jobs want, the partition's
 size), and the exploration budget counts this run's decisions as the daemon counts its own.
 
@@ -14,8 +17,11 @@ user's limit when the decision leaves it alone). A decision that leaves the job 
 hands Slurm the range, which sizes it at start like `greedy` does.
 
 Variants that separate the effect of sizing from the effect of limits: `pinned` (rigid_limits:
-the request is the trace's own size [r, r] with its limit, so only the limit can change) and
-`fixed_limits` (adaptive_fixed_limits: the size is decided, the user's limit is kept).
+the job keeps its requested size r, and gets the limit adaptalloc's rule would set had it
+chosen r in the moldable range, time_limit.py on [lo, hi] with n = r: L·T⁺(r)/T⁻(lo)·safety
+when the curve may shorten a limit, the user's L otherwise; deciding on [r, r] instead could
+never shorten a limit, since T⁺(r)/T⁻(r) ≥ 1) and `fixed_limits` (adaptive_fixed_limits: the
+size is decided, the user's limit is kept).
 
 A decision released with a range (release = "range": `Decision.max_nodes`) hands the scheduler
 that narrowed range, and its limit (written for the range's smallest size); Slurm sizes it at
@@ -40,11 +46,13 @@ from typing import Protocol
 import numpy as np
 
 from policies.config import PolicySettings
-from policies.decide import decide, decide_with_runtime
+from policies.decide import decide, decide_with_runtime, unusable_because
 from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
+from policies.profile import RuntimeProfile
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
 from policies.simulation.workload import JobCurves, TraceJob
+from policies.time_limit import time_limit
 from predictor import Curve
 from predictor.downey import IntArray
 
@@ -52,6 +60,8 @@ EXPLORATION = "exploration"
 FALLBACK = "fallback"
 FALLBACK_NO_CURVE = "no curve"
 FALLBACK_UNUSABLE = "curve unusable"
+#: rigid_limits' rule for a job whose limit its curve set (its size stays the request).
+LIMIT_ONLY = "limit_only"
 #: Why `identified_only` leaves a job as submitted.
 UNIDENTIFIED = (
     "the learned curve is not identified (its runs do not pin A and σ), and this policy sizes "
@@ -97,9 +107,11 @@ class AdaptiveSizer:
         name: str = "adaptive",
         guard: IntArray | None = None,
         identified_only: bool = False,
+        shape_only: bool = False,
     ) -> None:
         """`guard`: each job's application index, to run the kill guard with per-application
-        safety (module doc); None: no guard."""
+        safety (module doc); None: no guard. `shape_only`: without a learner, the curve-only
+        oracle's curves (module doc)."""
         self.name = name
         self.jobs = jobs
         self.requests = requests
@@ -109,6 +121,7 @@ class AdaptiveSizer:
         self.pinned, self.fixed_limits = pinned, fixed_limits
         self.guard = guard
         self.identified_only = identified_only
+        self.shape_only = shape_only
         #: The kill guard's safety per application index (1 until a raise).
         self.safety: dict[int, float] = {}
         self.budget = ExplorationBudget()
@@ -123,36 +136,53 @@ class AdaptiveSizer:
 
     def _curve(self, job: int, lo: int, hi: int, now: float) -> Curve | None:
         if self.learner is None:
-            return self.curves.policy_curve(job, (lo, self.jobs[job].nodes, hi))
+            observed = (lo, self.jobs[job].nodes, hi)
+            if self.shape_only:
+                return self.curves.shape_curve(job, observed)
+            return self.curves.policy_curve(job, observed)
         learner, apps = self.learner
         return learner.curve(int(apps[job]), now)
 
     def _decide(
-        self, job: int, view: ClusterView
+        self, job: int, view: ClusterView, user_limit: float | None = None
     ) -> tuple[Decision, Curve | None, int, float, float | None]:
         """(decision, curve, requested minimum, user's limit in s, the curve's runtime at the
-        decided size when decide evaluated it, else None) for `job` now; no state changes."""
-        if self.pinned:
-            j = self.jobs[job]
-            lo, hi, user_limit = j.nodes, j.nodes, j.limit
-        else:
-            r = self.requests
-            lo, hi, user_limit = r.lo[job], r.hi[job], r.limit[job]
+        decided size when decide evaluated it, else None) for `job` now, with `user_limit`
+        (None: the request's); no state changes."""
+        r = self.requests
+        lo, hi = r.lo[job], r.hi[job]
+        user = r.limit[job] if user_limit is None else user_limit
         curve = self._curve(job, lo, hi, view.now)
-        request = Request(lo, hi, time_limit_min=minutes(user_limit))
+        request = Request(lo, hi, time_limit_min=minutes(user))
         cluster = ClusterState(
             idle_nodes=view.idle_nodes,
             pending_demand_nodes=view.pending_demand_nodes,
             total_nodes=view.total_nodes,
         )
         runtime = None
-        if self.identified_only and curve is not None and not curve.identified:
+        if self.pinned:
+            decision = self._limit_at_request(job, request, curve, cluster)
+        elif self.identified_only and curve is not None and not curve.identified:
             decision = decide(request, None, cluster, self.settings, self.budget, UNIDENTIFIED)
         else:
             decision, runtime = decide_with_runtime(
                 request, curve, cluster, self.settings, self.budget
             )
-        return decision, curve, lo, user_limit, runtime
+        return decision, curve, lo, user, runtime
+
+    def _limit_at_request(
+        self, job: int, request: Request, curve: Curve | None, cluster: ClusterState
+    ) -> Decision:
+        """rigid_limits: the requested size r with the limit adaptalloc's rule sets for r in
+        the moldable range (module doc); the fallback when the curve may not be used."""
+        size = self.jobs[job].nodes
+        why = "no curve" if curve is None else unusable_because(curve, self.settings)
+        if curve is None or why:
+            return Decision(None, None, FALLBACK, f"{why}: the job keeps its size and limit")
+        lo, hi = request.min_nodes, request.max_nodes
+        profile = RuntimeProfile.of(curve, lo, hi, (lo, hi))
+        limit = time_limit(request, profile, size, cluster, self.settings)
+        return Decision(size, limit.minutes, LIMIT_ONLY, limit.reason)
 
     def propose(self, job: int, view: ClusterView) -> tuple[int | None, float]:
         """What `allocate` would decide now, without counting it: (size, the curve's runtime
@@ -163,9 +193,12 @@ class AdaptiveSizer:
             return None, math.nan
         return decision.nodes, _runtime_at(curve, decision.nodes, runtime)
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
-        decision, curve, lo, user_limit, runtime = self._decide(job, view)
-        hi = self.requests.hi[job] if not self.pinned else lo
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
+        decision, curve, lo, user_limit, runtime = self._decide(job, view, user_limit)
+        if self.pinned:
+            lo = hi = self.jobs[job].nodes
+        else:
+            hi = self.requests.hi[job]
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1

@@ -16,14 +16,28 @@ nodes as are free, up to its maximum, or as backfilling allows; it waits while f
 minimum are. Nodes are counted, not placed: one partition with no topology.
 
 A job started on n nodes runs T(n) (workload.JobCurves.runtime); one still running at its time
-limit is killed then, as a real scheduler does: it ends at start + limit and counts as killed.
+limit is killed then, as a real scheduler does: that run ends at start + limit.
+
+Kills cost what they cost (`max_time`, the partition's longest limit): a killed job is
+submitted again by its user at once, the same request with the user's limit doubled up to
+`max_time` (the sizer allocates it again, with that `user_limit`), and again after each kill
+while the user's limit is below `max_time`; a job killed with the user's limit at `max_time`
+is abandoned (its user gives up). Its response runs from its first submit to the end of its
+last run, every run's node-hours count, and the killed runs' are wasted. Without `max_time`
+a killed job is not submitted again and its response ends at the kill (for tests of the
+scheduling alone).
+
+A job the trace records as failed or cancelled (`TraceJob.completed` False) runs as recorded
+in every policy: its size, its trace run time, a limit it cannot outrun; its sizer is never
+asked, nor told of its end.
+
 The kill guard: a job whose allocation carries a `guard_limit` above its limit and that is
 still running GUARD_MARGIN_S before its limit gets that limit then (as the daemon does, as
 root: plugin/daemon/guard.py); it counts as raised, and is killed only at the raised limit.
 Until the raise, the scheduler plans with the shorter limit (EASY's reservations may then
 come late, as on the real cluster). A sizer with a `raised(job, now)` method is told of it.
-A sizer with a `finished(job, nodes, runtime, killed, now)` method is told of every end, in
-end order, before the jobs submitted at that time are sized (the learning policies).
+A sizer with a `finished(job, nodes, runtime, killed, now)` method is told of every run's
+end, in end order, before the jobs submitted at that time are sized (the learning policies).
 Node counts never exceed the machine (the tests check it over the whole schedule).
 """
 
@@ -38,7 +52,7 @@ from itertools import islice
 import numpy as np
 
 from policies.simulation.backfill import Reservation, backfill_cap, shadow
-from policies.simulation.sizing import ClusterView, Sizer
+from policies.simulation.sizing import Allocation, ClusterView, Sizer
 from policies.simulation.workload import TraceJob
 from predictor.downey import BoolArray, FloatArray, IntArray
 
@@ -51,16 +65,41 @@ PROGRESS_EVERY = 500
 #: The kill guard raises a limit this long before it (the daemon's RAISE_MARGIN_S: slurmctld's
 #: 30 s enforcement pass, two 5 s guard intervals and a 5 s command timeout).
 GUARD_MARGIN_S = 45.0
+#: A resubmitted job's user limit: the previous one times this, up to the partition's maximum.
+RESUBMIT_FACTOR = 2.0
+#: The rule of a job replayed as recorded (failed or cancelled in the trace).
+RECORDED = "as recorded"
+
+
+@dataclass(frozen=True, eq=False)
+class Runs:
+    """Every run of every job, in start order: its job, start, end, nodes, whether it was
+    killed at its limit, and (when known) its limit (the raised one, if raised) and its
+    submission's user limit."""
+
+    job: IntArray
+    start: FloatArray
+    end: FloatArray
+    nodes: IntArray
+    killed: BoolArray
+    limit: FloatArray | None = None
+    user_limit: FloatArray | None = None
+
+    def __len__(self) -> int:
+        return len(self.job)
 
 
 @dataclass(frozen=True, eq=False)
 class Schedule:
     """What happened to every job, in the order of the jobs given (times in seconds).
 
-    nodes: the size it ran on; limit: its time limit (the raised one, if raised); killed: it
-    hit its limit; raised: the kill guard raised its limit; rule: why it got its allocation
-    (adaptive) or "". reservations: every EASY reservation, in order, when recorded
-    (`simulate(record_reservations=True)`).
+    start, end, nodes, limit: of the job's last run (its completion, or the kill it was
+    abandoned at); limit the raised one, if raised; killed: some run of it hit its limit;
+    raised: the kill guard raised its limit; rule: why it got its (last) allocation (adaptive;
+    RECORDED for a job replayed as recorded) or "". reservations: every EASY reservation, in
+    order, when recorded (`simulate(record_reservations=True)`). runs: every run (engine
+    module doc: a killed job runs again); None for a schedule built without them, which
+    then has one run per job. abandoned: killed with the user's limit at the maximum.
     """
 
     machine: int
@@ -73,6 +112,8 @@ class Schedule:
     rule: tuple[str, ...]
     reservations: tuple[Reservation, ...] = ()
     raised: BoolArray | None = None
+    runs: Runs | None = None
+    abandoned: BoolArray | None = None
 
     @property
     def raised_limits(self) -> int:
@@ -81,8 +122,51 @@ class Schedule:
 
     @property
     def runtime(self) -> FloatArray:
+        """The last run's length, per job."""
         out: FloatArray = self.end - self.start
         return out
+
+    def all_runs(self) -> Runs:
+        """Every run (one per job when the schedule has no `runs`)."""
+        if self.runs is not None:
+            return self.runs
+        return Runs(np.arange(len(self)), self.start, self.end, self.nodes, self.killed)
+
+    def per_job(self, values: FloatArray) -> FloatArray:
+        """Σ of a per-run value over each job's runs."""
+        runs = self.all_runs()
+        out: FloatArray = np.bincount(runs.job, weights=values, minlength=len(self)).astype(float)
+        return out
+
+    @property
+    def work(self) -> FloatArray:
+        """Node-seconds of every run of each job."""
+        runs = self.all_runs()
+        return self.per_job(runs.nodes * (runs.end - runs.start))
+
+    @property
+    def wasted(self) -> FloatArray:
+        """Node-seconds of each job's killed runs."""
+        runs = self.all_runs()
+        return self.per_job(np.where(runs.killed, runs.nodes * (runs.end - runs.start), 0.0))
+
+    @property
+    def ran(self) -> FloatArray:
+        """Seconds each job spent running, over all its runs."""
+        runs = self.all_runs()
+        return self.per_job(runs.end - runs.start)
+
+    @property
+    def kills(self) -> IntArray:
+        """Killed runs per job."""
+        runs = self.all_runs()
+        out: IntArray = np.bincount(runs.job[runs.killed], minlength=len(self)).astype(np.int64)
+        return out
+
+    @property
+    def resubmitted(self) -> int:
+        """How many times users submitted a killed job again."""
+        return len(self.all_runs()) - len(self)
 
     def __len__(self) -> int:
         return len(self.submit)
@@ -96,11 +180,15 @@ def simulate(
     backfill: bool = True,
     record_reservations: bool = False,
     progress: Progress | None = None,
+    max_time: float | None = None,
 ) -> Schedule:
-    """Run the trace through the scheduler (module doc) and return the schedule."""
+    """Run the trace through the scheduler (module doc) and return the schedule; with
+    `max_time` (s) a killed job is submitted again (module doc)."""
     if machine < 1:
         raise ValueError(f"machine must have at least 1 node, got {machine}")
-    state = PartitionScheduler(jobs, machine, sizer, runtime, backfill, record_reservations)
+    state = PartitionScheduler(
+        jobs, machine, sizer, runtime, backfill, record_reservations, max_time
+    )
     state.run(progress)
     return state.schedule()
 
@@ -118,21 +206,29 @@ class PartitionScheduler:
         runtime: RuntimeModel,
         backfill: bool,
         record_reservations: bool,
+        max_time: float | None = None,
     ) -> None:
+        if max_time is not None and not (math.isfinite(max_time) and max_time > 0.0):
+            raise ValueError(f"max_time must be finite and > 0, got {max_time!r}")
         count = len(jobs)
         self.jobs, self.machine, self.sizer, self.runtime = jobs, machine, sizer, runtime
         self.backfill, self.record = backfill, record_reservations
+        self.max_time = max_time
         # A sizer that learns (adaptive.AdaptiveSizer) is told of every run's end.
         self.on_finish = getattr(sizer, "finished", None)
         self.on_raise = getattr(sizer, "raised", None)
         self.submit = [float(j.submit) for j in jobs]
         self.order = sorted(range(count), key=self.submit.__getitem__)
+        self.recorded = [not j.completed for j in jobs]
         self.start = [math.nan] * count
         self.end = [math.nan] * count
         self.nodes = [0] * count
         self.limit = [0.0] * count
         self.killed = [False] * count
         self.raised = [False] * count
+        self.abandoned = [False] * count
+        #: The user's limit of each job's latest submission (None: the job's own).
+        self.user_limit: list[float | None] = [None] * count
         self.guard = [0.0] * count  # the kill guard's limit; 0: not watched
         self.rule = [""] * count
         self.lo = [0] * count
@@ -142,6 +238,8 @@ class PartitionScheduler:
         self.running: dict[int, tuple[float, int]] = {}  # job -> (end by its limit, nodes)
         self.queue: list[int] = []  # waiting jobs in submit order
         self.reservations: list[Reservation] = []
+        #: Every run: (job, start, end, nodes, killed, limit, user limit).
+        self.runs: list[tuple[int, float, float, int, bool, float, float]] = []
         self.free = machine
         self.pending = 0  # nodes the waiting jobs want, each at its minimum
         self.submitted = 0
@@ -193,16 +291,37 @@ class PartitionScheduler:
                 self.on_raise(job, at)
 
     def _finish(self, now: float) -> int:
-        """Give back the nodes of every job ending at `now`; return how many ended."""
+        """Give back the nodes of every run ending at `now`, then submit again the killed
+        jobs whose users will (module doc); return how many runs ended."""
         ended = 0
+        again: list[int] = []
         while self.finishes and self.finishes[0][0] <= now:
             end, job = heapq.heappop(self.finishes)
             self.free += self.nodes[job]
             del self.running[job]
-            if self.on_finish is not None:
-                self.on_finish(job, self.nodes[job], end - self.start[job], self.killed[job], end)
+            killed = self.killed[job]
+            if self.on_finish is not None and not self.recorded[job]:
+                self.on_finish(job, self.nodes[job], end - self.start[job], killed, end)
+            if killed and self.max_time is not None:
+                again.append(job)
             ended += 1
+        for job in again:
+            self._resubmit(job, now)
         return ended
+
+    def _resubmit(self, job: int, now: float) -> None:
+        """The user of killed `job` submits it again with twice the limit (at most
+        max_time), or gives up when the limit was at max_time already."""
+        if self.max_time is None:  # _finish resubmits only with a maximum
+            return
+        user = self.user_limit[job]
+        previous = self.jobs[job].limit if user is None else user
+        if previous >= self.max_time * (1.0 - 1e-12):
+            self.abandoned[job] = True
+            return
+        self.user_limit[job] = min(self.max_time, RESUBMIT_FACTOR * previous)
+        self.start[job] = math.nan
+        self._enqueue(job, now)
 
     def _arrive(self, now: float) -> None:
         """Size every job submitted at `now` (its policy sees the cluster now) and queue it."""
@@ -217,21 +336,27 @@ class PartitionScheduler:
         return ClusterView(now, self.free, self.pending, self.machine)
 
     def _enqueue(self, job: int, now: float) -> None:
-        """Size `job` (its policy sees the cluster now) and put it at the end of the queue."""
-        alloc = self.sizer.allocate(job, self.view(now))
+        """Size `job` (its policy sees the cluster now) and put it at the end of the queue; a
+        job replayed as recorded gets its own size and a limit it cannot outrun."""
+        j = self.jobs[job]
+        if self.recorded[job]:
+            alloc = Allocation(j.nodes, j.nodes, max(j.limit, j.runtime), RECORDED)
+        else:
+            alloc = self.sizer.allocate(job, self.view(now), self.user_limit[job])
         if not 1 <= alloc.min_nodes <= alloc.max_nodes <= self.machine:
             raise ValueError(
-                f"job {self.jobs[job].job_id}: {self.sizer.name} asked for "
+                f"job {j.job_id}: {self.sizer.name} asked for "
                 f"{alloc.min_nodes}-{alloc.max_nodes} nodes on a machine of {self.machine}"
             )
         if not (math.isfinite(alloc.limit) and alloc.limit > 0.0):
-            raise ValueError(f"job {self.jobs[job].job_id}: time limit {alloc.limit}")
+            raise ValueError(f"job {j.job_id}: time limit {alloc.limit}")
         self.lo[job], self.hi[job] = alloc.min_nodes, alloc.max_nodes
         self.limit[job], self.rule[job] = alloc.limit, alloc.rule
+        self.guard[job] = 0.0
         guard = alloc.guard_limit
         if guard is not None and guard > alloc.limit:
             if not math.isfinite(guard):
-                raise ValueError(f"job {self.jobs[job].job_id}: guard limit {guard}")
+                raise ValueError(f"job {j.job_id}: guard limit {guard}")
             self.guard[job] = guard
         self.queue.append(job)
         self.pending += alloc.min_nodes
@@ -271,10 +396,12 @@ class PartitionScheduler:
             self.queue = [job for job in self.queue if math.isnan(self.start[job])]
 
     def _start(self, job: int, size: int, now: float) -> None:
-        """Run `job` on `size` nodes from `now`: ends after T(size) or is killed at its limit."""
-        actual = self.runtime(job, size)
+        """Run `job` on `size` nodes from `now`: ends after T(size) or is killed at its limit
+        (a job replayed as recorded runs its trace run time)."""
+        j = self.jobs[job]
+        actual = j.runtime if self.recorded[job] else self.runtime(job, size)
         if not (math.isfinite(actual) and actual > 0.0):
-            raise ValueError(f"job {self.jobs[job].job_id}: runtime on {size} nodes is {actual}")
+            raise ValueError(f"job {j.job_id}: runtime on {size} nodes is {actual}")
         limit = self.limit[job]
         final = limit
         if actual > limit - GUARD_MARGIN_S and self.guard[job] > limit:
@@ -288,9 +415,18 @@ class PartitionScheduler:
         self.free -= size
         self.pending -= self.lo[job]
         self.running[job] = (now + limit, size)
+        user = self.user_limit[job]
+        self.runs.append(
+            (job, now, self.end[job], size, cut, final, j.limit if user is None else user)
+        )
         heapq.heappush(self.finishes, (self.end[job], job))
 
     def schedule(self) -> Schedule:
+        runs = self.runs
+        job = np.array([r[0] for r in runs], dtype=np.int64)
+        killed_any = np.zeros(len(self.jobs), dtype=bool)
+        run_killed = np.array([r[4] for r in runs], dtype=bool)
+        killed_any[job[run_killed]] = True
         return Schedule(
             machine=self.machine,
             submit=np.asarray(self.submit, dtype=float),
@@ -298,8 +434,18 @@ class PartitionScheduler:
             end=np.asarray(self.end, dtype=float),
             nodes=np.asarray(self.nodes, dtype=np.int64),
             limit=np.asarray(self.limit, dtype=float),
-            killed=np.asarray(self.killed, dtype=bool),
+            killed=killed_any,
             rule=tuple(self.rule),
             reservations=tuple(self.reservations),
             raised=np.asarray(self.raised, dtype=bool),
+            runs=Runs(
+                job=job,
+                start=np.array([r[1] for r in runs], dtype=float),
+                end=np.array([r[2] for r in runs], dtype=float),
+                nodes=np.array([r[3] for r in runs], dtype=np.int64),
+                killed=run_killed,
+                limit=np.array([r[5] for r in runs], dtype=float),
+                user_limit=np.array([r[6] for r in runs], dtype=float),
+            ),
+            abandoned=np.asarray(self.abandoned, dtype=bool),
         )

@@ -5,15 +5,24 @@
     results = {name: experiment.run(name) for name in POLICIES}
     results["adaptive"].metrics.mean_response_s
 
-Every policy runs on the same jobs with the same true curves and run noise (applications.py),
-so the figures differ only by how the jobs were sized and limited:
+Every policy runs on the same jobs with the same limits, hidden applications, true curves
+and run noise (estimates.py, world.py), so the figures differ only by how the jobs were sized
+and limited:
 
 rigid                  the trace as submitted: its size, its user's limit
-rigid_limits           its size, adaptalloc's time limit for it (decide on the range [r, r])
+rigid_limits           its size, the limit adaptalloc's rule sets for that size in the
+                       moldable range (adaptive.py)
 greedy                 the moldable range left to Slurm: as many free nodes as allowed
 adaptive_fixed_limits  adaptalloc's size, the user's limit untouched
 adaptive               adaptalloc's size and limit
-oracle                 adaptive handed each job's true curve: an upper bound no site has
+oracle                 adaptive handed each job's true curve scaled by its own run time
+                       ("oracle (true curve + own run time)"): an upper bound no site has
+oracle_curve           adaptive handed the true curve's shape at its hidden application's
+                       typical scale ("oracle (curve shape only)"): the ceiling a learner
+                       that identified each hidden application exactly could reach
+
+A failed or cancelled trace job runs as recorded under every policy, and a job killed at its
+limit is submitted again by its user until it completes (engine.py).
 
 and, on request (VARIANTS, not among the default POLICIES), adaptive with the release and the
 kill guard the daemon offers:
@@ -43,44 +52,71 @@ adaptive_scaled_checked_range  adaptive_scaled_checked released with the narrowe
 oracle_range           the oracle released with the narrowed range (true curves: an upper
                        bound no site has)
 
-With curves = "learned" (the default) the adaptalloc policies other than oracle see only
-curves learned from their own completed runs in this simulation (learning.py); with "oracle"
-they all see the true curves, as the simulator did before (an upper bound).
+With curves = "learned" (the default) the adaptalloc policies other than the oracles see only
+curves learned from their own completed runs in this simulation (learning.py), filed under the
+learner's keys (applications.py), which are not the hidden applications; with "oracle" they
+all see the true curves with each job's own run time (an upper bound).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import MappingProxyType
 
+import numpy as np
+
 from policies.config import DEFAULTS, PolicySettings
 from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation.adaptive import AdaptiveSizer
-from policies.simulation.applications import (
-    PARALLELISM_FACTOR,
-    RUN_NOISE,
-    Applications,
-    by_time_class,
-    draw_true_curves,
-    group,
-)
+from policies.simulation.applications import Applications, by_time_class, group
 from policies.simulation.engine import Progress, Schedule, simulate
+from policies.simulation.estimates import ModelledLimits, model_limits
 from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import Metrics, summarize
 from policies.simulation.moldable import MoldableRule
 from policies.simulation.scaled import CHECKED, CHECKED_RANGE, EXPLORE, GATE_ONLY, SCALED, SIZERS
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import JobCurves, TraceJob
+from policies.simulation.world import (
+    CODES_PER_KEY,
+    RUN_NOISE,
+    SHARED,
+    WORLDS,
+    Truth,
+    check,
+    draw_truth,
+)
 from predictor import Curve
 
+#: The curve-only oracle: the true curve's shape, no run time of the job's own.
+ORACLE_CURVE = "oracle_curve"
 #: The policies compared, in the order they are reported.
-POLICIES = ("rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle")
+POLICIES = (
+    "rigid",
+    "rigid_limits",
+    "greedy",
+    "adaptive_fixed_limits",
+    "adaptive",
+    "oracle",
+    ORACLE_CURVE,
+)
 #: The oracle released with the narrowed range (release = "range"): true curves too.
 ORACLE_RANGE = "oracle_range"
 #: The policies handed the true curves whatever Setup.curves says.
-ORACLES = frozenset({"oracle", ORACLE_RANGE})
+ORACLES = frozenset({"oracle", ORACLE_CURVE, ORACLE_RANGE})
+#: What each oracle knows, as printed beside its name.
+ORACLE_LABELS: Mapping[str, str] = MappingProxyType(
+    {
+        "oracle": "oracle (true curve + own run time)",
+        ORACLE_CURVE: "oracle (curve shape only)",
+        ORACLE_RANGE: "oracle_range (true curve + own run time)",
+    }
+)
+#: The limits model's random stream, apart from the truth's (world.py uses the seed itself).
+LIMIT_STREAM = 1
 #: adaptive's variants: (release, kill guard on); release None keeps the settings' own.
 VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
     {
@@ -110,8 +146,15 @@ CURVES = ("learned", "oracle")
 #: 500 runs) or "sparse" (only when the runs grew by half, on the
 #: latest 64: fewer fits, staler curves); learning.py.
 REFITS = ("daemon", "sparse")
-#: The policies that run adaptalloc's decide (oracle too, on the true curves).
-ADAPTALLOC = ("rigid_limits", "adaptive_fixed_limits", "adaptive", "oracle", *VARIANTS)
+#: The policies that run adaptalloc's decide (the oracles too, on the true curves).
+ADAPTALLOC = (
+    "rigid_limits",
+    "adaptive_fixed_limits",
+    "adaptive",
+    "oracle",
+    ORACLE_CURVE,
+    *VARIANTS,
+)
 
 
 @dataclass(frozen=True)
@@ -119,12 +162,15 @@ class Setup:
     """How the trace is replayed.
 
     machine: the partition's size in nodes. moldable: the range rule. backfill: EASY on or off
-    (FCFS alone). seed: the workload model's draws. max_parallelism: the largest average
-    parallelism A of the workload model (None: the machine's size). settings: the adaptive
-    policy's settings. curves: "learned" or "oracle" (module doc). parallelism_factor: F's
-    range in A = r_app·F; noise: σ of the run noise (applications.py). refits: the learned
-    curves' refit cadence, one of REFITS; refit_growth: the daemon cadence's g ([learner]
-    refit_growth; 0: refit on every change, the rule before the cadence).
+    (FCFS alone). seed: every draw (limits the trace lacks, hidden applications, curves,
+    noise). max_parallelism: the largest average parallelism A (None: the machine's size).
+    settings: the adaptive policy's settings. curves: "learned" or "oracle" (module doc).
+    world: the world model, one of world.WORLDS; parallelism_factor: F's range in A =
+    r_h·F (None: the world's); codes_per_key, shared_codes: the hidden applications behind
+    a learner key (world.py); noise: σ of the run noise. refits: the learned curves' refit
+    cadence, one of REFITS; refit_growth: the daemon cadence's g ([learner] refit_growth;
+    0: refit on every change). max_time_s: the partition's longest limit, up to which a
+    killed job's user doubles its limit (None: the longest limit of the jobs).
     """
 
     machine: int
@@ -134,12 +180,26 @@ class Setup:
     max_parallelism: float | None = None
     settings: PolicySettings = DEFAULTS
     curves: str = "learned"
-    parallelism_factor: tuple[float, float] = PARALLELISM_FACTOR
+    parallelism_factor: tuple[float, float] | None = None
     noise: float = RUN_NOISE
     refits: str = "daemon"
     refit_growth: float = REFIT_GROWTH
+    world: str = "cirne"
+    codes_per_key: int = CODES_PER_KEY
+    shared_codes: float = SHARED
+    max_time_s: float | None = None
 
     def __post_init__(self) -> None:
+        check(self.world, self.codes_per_key, self.shared_codes, self.noise)
+        if self.parallelism_factor is not None and WORLDS[self.world].factor is None:
+            raise ValueError(
+                f"the {self.world} world draws A without the request: it takes no "
+                "parallelism factor"
+            )
+        if self.max_time_s is not None and not (
+            math.isfinite(self.max_time_s) and self.max_time_s > 0.0
+        ):
+            raise ValueError(f"max_time_s must be finite and > 0, got {self.max_time_s!r}")
         if not self.refit_growth >= 0.0:
             raise ValueError(f"refit_growth must be ≥ 0, got {self.refit_growth!r}")
         if self.curves not in CURVES:
@@ -152,6 +212,13 @@ class Setup:
     @property
     def parallelism(self) -> float:
         return float(self.machine if self.max_parallelism is None else self.max_parallelism)
+
+    @property
+    def factor(self) -> tuple[float, float] | None:
+        """F's range in A = r_h·F: the given one, else the world's (None: downey)."""
+        if self.parallelism_factor is not None:
+            return self.parallelism_factor
+        return WORLDS[self.world].factor
 
 
 @dataclass(frozen=True)
@@ -200,18 +267,32 @@ class Experiment:
     ) -> None:
         if not jobs:
             raise ValueError("an experiment needs at least one job")
-        self.jobs = tuple(jobs)
         self.setup = setup
+        #: The limits the trace lacks, drawn from the model of user estimates.
+        self.limits: ModelledLimits = model_limits(
+            jobs, np.random.default_rng((setup.seed, LIMIT_STREAM))
+        )
+        self.jobs = self.limits.jobs
+        #: The learner's keys (not the hidden applications).
         self.apps: Applications = group(self.jobs)
-        true = draw_true_curves(
+        self.truth: Truth = draw_truth(
             self.jobs,
             self.apps,
             setup.seed,
             setup.parallelism,
+            setup.world,
             setup.parallelism_factor,
             setup.noise,
+            setup.codes_per_key,
+            setup.shared_codes,
         )
-        self.curves = JobCurves(self.jobs, true.per_job(self.apps), stored, true.noise)
+        self.curves = JobCurves(
+            self.jobs, self.truth.per_job(), stored, self.truth.noise, self.truth.hidden
+        )
+        #: The partition's longest limit (a killed job's user doubles its limit up to it).
+        self.max_time = (
+            setup.max_time_s if setup.max_time_s is not None else max(j.limit for j in self.jobs)
+        )
         #: The learners' fits, shared by this experiment's policies (learning.py).
         self.fits: Fits = {}
 
@@ -223,7 +304,7 @@ class Experiment:
     @cached_property
     def requests(self) -> MoldableRequests:
         s = self.setup
-        return MoldableRequests.build(self.jobs, self.curves, s.moldable, s.machine)
+        return MoldableRequests.build(self.jobs, s.moldable, s.machine)
 
     @property
     def jobs_with_stored_curves(self) -> int:
@@ -260,6 +341,7 @@ class Experiment:
                 name=policy,
                 guard=self.apps.index if guard else None,
                 identified_only=policy in IDENTIFIED_ONLY,
+                shape_only=policy == ORACLE_CURVE,
             )
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(ALL_POLICIES)}")
 
@@ -276,6 +358,7 @@ class Experiment:
             backfill=self.setup.backfill,
             record_reservations=record_reservations,
             progress=progress,
+            max_time=self.max_time,
         )
         rules = sizer.rules if isinstance(sizer, AdaptiveSizer) else {}
         fallbacks = sizer.fallbacks if isinstance(sizer, AdaptiveSizer) else {}

@@ -1,21 +1,28 @@
 """What a schedule is worth: the figures the simulator reports per policy.
 
-For job i with submit s_i, start b_i, end e_i on n_i nodes (run time r_i = e_i − b_i):
+For job i with first submit s_i, end of its last run e_i, and runs k (start b_k, end f_k, n_k
+nodes; a job killed at its limit is submitted again and runs again, engine.py):
 
-    response            e_i − s_i                     (turnaround)
-    wait                b_i − s_i
-    bounded slowdown    max(1, (e_i − s_i) / max(T_i, 10 s))   (Feitelson et al. 1997)
-    node-hours          Σ n_i r_i / 3600
-    killed node-hours   Σ over killed jobs of n_i r_i / 3600   (work lost at the limit)
+    response            e_i − s_i                                   (turnaround)
+    wait                e_i − s_i − Σ_k (f_k − b_k)                 (all the time it queued)
+    bounded slowdown    max(1, (e_i − s_i) / max(T_i, 10 s))        (Feitelson et al. 1997)
+    node-hours          Σ_k n_k (f_k − b_k) / 3600                  (every run, killed ones too)
+    killed              runs killed at their limit
+    killed node-hours   Σ over killed runs of n_k (f_k − b_k) / 3600  (wasted_node_hours, the
+                        same figure under its plain name: work thrown away at the limit)
+    resubmitted         runs beyond each job's first (a user submitting a killed job again)
+    abandoned           jobs killed with their user's limit at the partition's maximum
     raised              jobs whose limit the kill guard raised (each a kill it saved or,
                         if the job still outran the raised limit, put off to the user's limit)
+    sized               jobs whose last allocation was decided with a curve (a rule other
+                        than LEFT_AS_SUBMITTED); recorded: jobs replayed as recorded
     makespan            max e_i − min s_i
-    utilization         Σ n_i r_i / (machine · makespan)
+    utilization         node-hours · 3600 / (machine · makespan)
 
 T_i is the job's run time at its *requested* size (the same for every policy, so slowdowns are
-comparable across policies; its own run time r_i when no reference is given). Means are over
-all jobs. `usage_over_time` gives the busy share of the machine per time bin,
-for the utilization plots of the HTML report.
+comparable across policies; its own run time when no reference is given). Means are over
+all jobs. `usage_over_time` gives the busy share of the machine per time bin, over every
+run, for the utilization plots of the HTML report.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from policies.simulation.engine import Schedule
+from policies.decision import PARTITION_LIMIT
+from policies.simulation.engine import RECORDED, Schedule
 from predictor.downey import FloatArray
 
 #: The bound of the bounded slowdown, seconds: short jobs do not dominate the mean.
 SLOWDOWN_BOUND_S = 10.0
+#: The rules of an allocation that left the job as submitted: the baselines' (""), and the
+#: adaptive policy's fallback and partition-limit rules.
+LEFT_AS_SUBMITTED = frozenset({"", "fallback", PARTITION_LIMIT})
 
 
 @dataclass(frozen=True)
@@ -45,15 +56,25 @@ class Metrics:
     killed: int
     killed_node_hours: float = 0.0
     raised: int = 0
+    resubmitted: int = 0
+    abandoned: int = 0
+    sized: int = 0
+    recorded: int = 0
 
     @property
     def mean_bsld(self) -> float:
         return self.mean_bounded_slowdown
 
+    @property
+    def wasted_node_hours(self) -> float:
+        return self.killed_node_hours
+
     def to_dict(self) -> dict[str, float | int]:
-        """The figures by name; mean_bsld is mean_bounded_slowdown under its contract name."""
+        """The figures by name; mean_bsld is mean_bounded_slowdown under its contract name,
+        wasted_node_hours killed_node_hours under its plain one."""
         out: dict[str, float | int] = asdict(self)
         out["mean_bsld"] = self.mean_bounded_slowdown
+        out["wasted_node_hours"] = self.killed_node_hours
         return out
 
 
@@ -71,20 +92,27 @@ def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metric
     """The figures of the module doc; ValueError for an empty schedule."""
     if len(schedule) == 0:
         raise ValueError("an empty schedule has no figures")
-    work = schedule.nodes * schedule.runtime
-    area = float(np.sum(work))
+    area = float(np.sum(schedule.work))
     makespan = float(np.max(schedule.end) - np.min(schedule.submit))
+    response = schedule.end - schedule.submit
+    recorded = np.array([rule == RECORDED for rule in schedule.rule])
+    left = np.array([rule in LEFT_AS_SUBMITTED for rule in schedule.rule])
+    runs = schedule.all_runs()
     return Metrics(
         jobs=len(schedule),
-        mean_response_s=float(np.mean(schedule.end - schedule.submit)),
-        mean_wait_s=float(np.mean(schedule.start - schedule.submit)),
+        mean_response_s=float(np.mean(response)),
+        mean_wait_s=float(np.mean(response - schedule.ran)),
         mean_bounded_slowdown=float(np.mean(bounded_slowdown(schedule, reference=reference))),
         utilization=area / (schedule.machine * makespan) if makespan > 0.0 else 0.0,
         makespan_s=makespan,
         node_hours=area / 3600.0,
-        killed=int(np.sum(schedule.killed)),
-        killed_node_hours=float(np.sum(work[schedule.killed])) / 3600.0,
+        killed=int(np.sum(runs.killed)),
+        killed_node_hours=float(np.sum(schedule.wasted)) / 3600.0,
         raised=schedule.raised_limits,
+        resubmitted=schedule.resubmitted,
+        abandoned=0 if schedule.abandoned is None else int(np.sum(schedule.abandoned)),
+        sized=int(np.sum(~left & ~recorded)),
+        recorded=int(np.sum(recorded)),
     )
 
 
@@ -92,9 +120,11 @@ def busy_nodes(schedule: Schedule) -> tuple[FloatArray, FloatArray]:
     """The busy node count as a step function: (times, nodes busy from each time on).
 
     At equal times ends come before starts, so the count never shows a transient overlap.
+    Every run counts (a killed job's runs too).
     """
-    times = np.concatenate([schedule.end, schedule.start])
-    deltas = np.concatenate([-schedule.nodes, schedule.nodes]).astype(float)
+    runs = schedule.all_runs()
+    times = np.concatenate([runs.end, runs.start])
+    deltas = np.concatenate([-runs.nodes, runs.nodes]).astype(float)
     # lexsort: by time, then ends (-n) before starts (+n).
     order = np.lexsort((deltas, times))
     return times[order], np.cumsum(deltas[order])

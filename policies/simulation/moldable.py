@@ -5,10 +5,11 @@ A job that asked for r nodes on a machine of M nodes may run on any size in
     [lo, hi] = [max(1, ⌈low · r⌉), min(M, ⌊high · r⌋)]        (lo is also at most M)
 
 with 0 < low ≤ 1 ≤ high, so the requested size is always in the range. low = high = 1 keeps
-every job rigid. The user's time limit L was written for r; the moldable job's user writes it
-for the range's minimum instead (that is what ``sbatch --nodes=lo-hi --time=…`` must cover, and
-what the policies assume with time_limit_reference = "min"): L_lo = L · τ(lo)/τ(r) on the job's
-curve, so the limit keeps the margin the trace's user gave.
+every job rigid. The user's time limit L stays as the trace's user wrote it: one ``--time``
+for the whole range, by a user who does not know the curve (sizing.py). The policies read it
+as written for the range's minimum (time_limit_reference = "min"); when it was really written
+for a larger size, a job run near the minimum may outrun it, and that risk is part of what
+the simulator measures.
 """
 
 from __future__ import annotations

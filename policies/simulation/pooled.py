@@ -35,8 +35,8 @@ import numpy as np
 
 from policies.partition import Option, Queue, choose_partition, wait_estimate
 from policies.simulation.adaptive import AdaptiveSizer
-from policies.simulation.engine import PartitionScheduler, Schedule
-from predictor.downey import IntArray
+from policies.simulation.engine import PartitionScheduler, Runs, Schedule
+from predictor.downey import FloatArray, IntArray
 
 #: (job, now, the pools' schedulers) -> the index of the pool that gets the job.
 Router = Callable[[int, float, Sequence[PartitionScheduler]], int]
@@ -117,6 +117,14 @@ def simulate_pools(
     return PooledSchedule(merge([p.schedule() for p in pools], where), where)
 
 
+def _joined(parts: Sequence[FloatArray | None], order: IntArray) -> FloatArray | None:
+    """The pools' per-run arrays in `order`; None when a pool has none."""
+    if any(p is None for p in parts):
+        return None
+    out: FloatArray = np.concatenate([p for p in parts if p is not None])[order]
+    return out
+
+
 def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
     """One schedule of every job from the schedule of its pool `where[i]`."""
     cols = np.arange(len(where))
@@ -127,6 +135,21 @@ def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
         return out
 
     raised = [s.raised if s.raised is not None else np.zeros(len(where), bool) for s in schedules]
+    every = [s.all_runs() for s in schedules]
+    start = np.concatenate([r.start for r in every])
+    order = np.argsort(start, kind="stable")
+    runs = Runs(
+        job=np.concatenate([r.job for r in every])[order],
+        start=start[order],
+        end=np.concatenate([r.end for r in every])[order],
+        nodes=np.concatenate([r.nodes for r in every])[order],
+        killed=np.concatenate([r.killed for r in every])[order],
+        limit=_joined([r.limit for r in every], order),
+        user_limit=_joined([r.user_limit for r in every], order),
+    )
+    abandoned = [
+        s.abandoned if s.abandoned is not None else np.zeros(len(where), bool) for s in schedules
+    ]
     return Schedule(
         machine=sum(s.machine for s in schedules),
         submit=schedules[0].submit,
@@ -137,4 +160,6 @@ def merge(schedules: Sequence[Schedule], where: IntArray) -> Schedule:
         killed=pick("killed"),
         rule=tuple(schedules[q].rule[i] for i, q in enumerate(where)),
         raised=np.stack(raised)[where, cols],
+        runs=runs,
+        abandoned=np.stack(abandoned)[where, cols],
     )

@@ -11,9 +11,17 @@ rigid
 greedy
     The moldable range (moldable.py) left to the scheduler: at start the job takes
     min(hi, nodes it may take) ≥ lo. Slurm does not rescale time limits, so the job keeps its
-    user's limit, written for the range's minimum; on more nodes it finishes early.
+    user's limit; on more nodes it finishes early, on fewer it may be killed.
 adaptive
     adaptive.py: the policies package's `decide`, at submit, like the daemon.
+
+The user's limit is the trace's requested time as written: one ``--time`` for the whole
+range, written by a user who does not know the curve (for the requested size r, the only
+size the trace's user asked for). Nothing here moves it along the true curve.
+
+A job killed at its limit is submitted again by its user (engine.py): the same range, the
+user's limit doubled up to the partition's maximum. `allocate` is then called again with
+that limit as `user_limit`; None is the job's own.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from policies.simulation.moldable import MoldableRule
-from policies.simulation.workload import JobCurves, TraceJob
+from policies.simulation.workload import TraceJob
 
 
 @dataclass(frozen=True)
@@ -56,30 +64,31 @@ class ClusterView:
 
 
 class Sizer(Protocol):
-    """A sizing policy: one allocation per job, at its submit time."""
+    """A sizing policy: one allocation per submission, at its submit time (a job killed and
+    submitted again by its user is allocated again, with its new `user_limit`)."""
 
     name: str
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation: ...
+    def allocate(
+        self, job: int, view: ClusterView, user_limit: float | None = None
+    ) -> Allocation: ...
 
 
 @dataclass(frozen=True)
 class MoldableRequests:
-    """Every job's moldable request: range [lo_i, hi_i] and the user's limit for lo_i (s)."""
+    """Every job's moldable request: range [lo_i, hi_i] and the user's limit (s), as the
+    trace's user wrote it."""
 
     lo: tuple[int, ...]
     hi: tuple[int, ...]
     limit: tuple[float, ...]
 
     @classmethod
-    def build(
-        cls, jobs: Sequence[TraceJob], curves: JobCurves, rule: MoldableRule, machine: int
-    ) -> MoldableRequests:
-        """Ranges by `rule`; limits L·τ(lo)/τ(r), the trace's limit moved to the minimum."""
+    def build(cls, jobs: Sequence[TraceJob], rule: MoldableRule, machine: int) -> MoldableRequests:
+        """Ranges by `rule`; each job's limit as the trace gives it (module doc)."""
         ranges = [rule.range(j.nodes, machine) for j in jobs]
         lo = tuple(r[0] for r in ranges)
-        factors = curves.scales([j.nodes for j in jobs], lo)
-        limits = tuple(j.limit * float(f) for j, f in zip(jobs, factors, strict=True))
+        limits = tuple(j.limit for j in jobs)
         return cls(lo, tuple(r[1] for r in ranges), limits)
 
     def __len__(self) -> int:
@@ -97,9 +106,9 @@ class RigidSizer:
             raise ValueError(f"job {too_large[0]} asks for more than the machine's {machine} nodes")
         self.jobs = jobs
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         j = self.jobs[job]
-        return Allocation(j.nodes, j.nodes, j.limit)
+        return Allocation(j.nodes, j.nodes, j.limit if user_limit is None else user_limit)
 
 
 class GreedySizer:
@@ -110,9 +119,9 @@ class GreedySizer:
     def __init__(self, requests: MoldableRequests) -> None:
         self.requests = requests
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         r = self.requests
-        return Allocation(r.lo[job], r.hi[job], r.limit[job])
+        return Allocation(r.lo[job], r.hi[job], r.limit[job] if user_limit is None else user_limit)
 
 
 def minutes(seconds: float) -> int:

@@ -6,9 +6,14 @@ submits s_i):
     ρ = Σ n_i T_i / (M · (max s − min s))
 
 `at_load` scales the inter-arrival times by ρ/ρ*, so that the trace offers ρ*: s'_i = s_0 +
-(s_i − s_0)·ρ/ρ*. Each seed draws new true curves and run noise (applications.py); a figure
-is the mean over seeds with its 95% interval, mean ± t_{0.975, k−1} · sd/√k over k seeds (none
-with one seed).
+(s_i − s_0)·ρ/ρ*. Each seed draws new limits where the trace has none, hidden applications,
+true curves and run noise (estimates.py, world.py); a figure is the mean over seeds with its
+95% interval, mean ± t_{0.975, k−1} · sd/√k over k seeds (none with one seed).
+
+Policies are compared paired: every policy of a seed meets the same draws, so the ratio of
+a figure, policy / BASELINE (greedy) in the same seed, removes the seeds' common variation.
+Each policy's ratio is the mean over seeds of those per-seed ratios with the same Student-t
+interval (`Ratio`; RATIO_FIGURES).
 
 A sweep is a list of cells, one per (load, seed), each running every policy on one
 experiment (so its policies share their fits, learning.py). `run_cell` is a plain function
@@ -50,10 +55,19 @@ FIGURES = (
     "node_hours",
     "killed",
     "killed_node_hours",
+    "wasted_node_hours",
+    "resubmitted",
+    "abandoned",
     "raised",
+    "sized",
+    "recorded",
     "utilization",
     "makespan_s",
 )
+#: The figures compared as paired ratios against BASELINE.
+RATIO_FIGURES = ("mean_response_s", "mean_bsld", "node_hours")
+#: The policy every other is compared with, seed by seed.
+BASELINE = "greedy"
 #: Told (load index, seed index, policy) before each cell; must not raise.
 CellProgress = Callable[[int, int, str], None]
 
@@ -79,14 +93,51 @@ def at_load(jobs: Sequence[TraceJob], machine: int, load: float) -> tuple[TraceJ
 
 
 @dataclass(frozen=True)
+class Ratio:
+    """A paired ratio over seeds: the mean of the per-seed ratios, its 95% interval (None
+    with one seed) and the seeds."""
+
+    mean: float
+    ci95: tuple[float, float] | None
+    seeds: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"ratio": self.mean, "ci95": None if self.ci95 is None else list(self.ci95)}
+
+
+def student(values: Sequence[float]) -> tuple[float, tuple[float, float] | None]:
+    """(mean, 95% interval mean ± t_{0.975, k−1}·sd/√k; None for one value)."""
+    from scipy import stats  # noqa: PLC0415 - 0.6 s to import; only a summary needs it
+
+    v = np.asarray(values, dtype=float)
+    m = float(v.mean())
+    if len(v) < 2:
+        return m, None
+    half = float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+    return m, (m - half, m + half)
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> Ratio:
+    """The mean of a_s / b_s over seeds s, with its interval (module doc)."""
+    if len(a) != len(b) or not a:
+        raise ValueError("a paired ratio needs the same seeds on both sides")
+    ratios = np.asarray(a, dtype=float) / np.asarray(b, dtype=float)
+    mean, ci = student(ratios.tolist())
+    return Ratio(mean, ci, len(ratios))
+
+
+@dataclass(frozen=True)
 class Summary:
-    """One policy at one load: the mean of each figure over seeds, and its 95% interval."""
+    """One policy at one load: the mean of each figure over seeds, its 95% interval, and
+    (when the baseline ran) its paired ratios to the baseline's, per RATIO_FIGURES."""
 
     mean: Mapping[str, float]
     ci95: Mapping[str, tuple[float, float] | None]
     seeds: int
     #: With node pools: pool -> {"jobs", "node_hours"}, means over seeds; empty without.
     pools: Mapping[str, Mapping[str, float]] = dataclasses.field(default_factory=dict)
+    #: figure -> this policy / BASELINE, paired by seed; empty when the baseline did not run.
+    vs: Mapping[str, Ratio] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {k: self.mean[k] for k in FIGURES}
@@ -94,6 +145,8 @@ class Summary:
         out["ci95"] = {k: None if v is None else list(v) for k, v in self.ci95.items()}
         if self.pools:
             out["pools"] = {name: dict(v) for name, v in self.pools.items()}
+        if self.vs:
+            out[f"vs_{BASELINE}"] = {k: r.to_dict() for k, r in self.vs.items()}
         return out
 
 
@@ -111,21 +164,31 @@ def pool_means(results: Sequence[PolicyResult]) -> dict[str, dict[str, float]]:
 
 def summarize_seeds(results: Sequence[Mapping[str, float | int]]) -> Summary:
     """Mean and 95% interval (Student's t) of every figure over the seeds' results."""
-    from scipy import stats  # noqa: PLC0415 - 0.6 s to import; only a summary needs it
-
-    k = len(results)
     mean: dict[str, float] = {}
     ci: dict[str, tuple[float, float] | None] = {}
     for name in FIGURES:
-        values = np.array([float(r[name]) for r in results])
-        m = float(values.mean())
-        mean[name] = m
-        if k < 2:
-            ci[name] = None
-            continue
-        half = float(stats.t.ppf(0.975, k - 1) * values.std(ddof=1) / math.sqrt(k))
-        ci[name] = (m - half, m + half)
-    return Summary(mean, ci, k)
+        mean[name], ci[name] = student([float(r[name]) for r in results])
+    return Summary(mean, ci, len(results))
+
+
+def summarize_load(
+    per_seed: Sequence[Mapping[str, Mapping[str, float | int]]], policies: Sequence[str]
+) -> dict[str, Summary]:
+    """Every policy's Summary over the seeds (`per_seed[s][policy]`: its figures in seed s),
+    with its paired ratios to BASELINE when the baseline ran."""
+    out = {p: summarize_seeds([seed[p] for seed in per_seed]) for p in policies}
+    if BASELINE not in policies:
+        return out
+    for p in policies:
+        vs = {
+            figure: paired_ratio(
+                [float(seed[p][figure]) for seed in per_seed],
+                [float(seed[BASELINE][figure]) for seed in per_seed],
+            )
+            for figure in RATIO_FIGURES
+        }
+        out[p] = dataclasses.replace(out[p], vs=vs)
+    return out
 
 
 @dataclass(frozen=True)
@@ -241,12 +304,10 @@ def sweep(
     out = []
     for li, load in enumerate(loads):
         per_seed = [{p: merged[li, si][p] for p in policies} for si in range(seeds)]
+        figures = [{p: r[p].metrics.to_dict() for p in policies} for r in per_seed]
         summaries = {
-            p: dataclasses.replace(
-                summarize_seeds([r[p].metrics.to_dict() for r in per_seed]),
-                pools=pool_means([r[p] for r in per_seed]),
-            )
-            for p in policies
+            p: dataclasses.replace(summary, pools=pool_means([r[p] for r in per_seed]))
+            for p, summary in summarize_load(figures, policies).items()
         }
         first = cells[li * seeds * len(groups)]
         out.append(LoadResult(load, summaries, per_seed[0], first.experiment()))

@@ -39,15 +39,25 @@ import numpy as np
 from policies.fallback import fallback_refusal
 from policies.refit_cadence import REFIT_GROWTH
 from policies.simulation.adaptive import AdaptiveSizer
-from policies.simulation.applications import draw_true_curves, group
+from policies.simulation.applications import group
 from policies.simulation.engine import PartitionScheduler
-from policies.simulation.experiment import ADAPTALLOC, POLICIES, PolicyResult, Setup
+from policies.simulation.estimates import model_limits
+from policies.simulation.experiment import (
+    ADAPTALLOC,
+    LIMIT_STREAM,
+    ORACLE_CURVE,
+    ORACLES,
+    POLICIES,
+    PolicyResult,
+    Setup,
+)
 from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import summarize
 from policies.simulation.pooled import choice_route, simulate_pools, slurm_route
 from policies.simulation.pools import Placed, Pool, place
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import DowneyDraws, JobCurves, TraceJob
+from policies.simulation.world import draw_truth
 from predictor import Curve
 from predictor.downey import FloatArray, IntArray, relative_runtime
 
@@ -174,7 +184,8 @@ class PooledExperiment:
     def __init__(self, placed: Placed, plan: PoolPlan, setup: Setup) -> None:
         if not placed.jobs:
             raise ValueError("an experiment needs at least one job")
-        self.jobs, self.pool, self.plan, self.setup = placed.jobs, placed.pool, plan, setup
+        self.limits = model_limits(placed.jobs, np.random.default_rng((setup.seed, LIMIT_STREAM)))
+        self.jobs, self.pool, self.plan, self.setup = self.limits.jobs, placed.pool, plan, setup
         self.dropped = dict(placed.dropped)
         self.apps = group(self.jobs)
         pools = plan.pools
@@ -185,10 +196,18 @@ class PooledExperiment:
         in_procs = [
             replace(j, nodes=int(p)) for j, p in zip(self.jobs, placed.processors, strict=True)
         ]
-        true = draw_true_curves(
-            in_procs, self.apps, setup.seed, cap, setup.parallelism_factor, setup.noise
+        true = self.truth = draw_truth(
+            in_procs,
+            self.apps,
+            setup.seed,
+            cap,
+            setup.world,
+            setup.parallelism_factor,
+            setup.noise,
+            setup.codes_per_key,
+            setup.shared_codes,
         )
-        A, sigma = true.A[self.apps.index], true.sigma[self.apps.index]
+        A, sigma = true.A[true.hidden], true.sigma[true.hidden]
         self.noise = true.noise
         cores = np.array([p.cores for p in pools], dtype=float)
         speed = np.array([p.speed for p in pools], dtype=float)
@@ -215,13 +234,17 @@ class PooledExperiment:
             )
             self.pool_jobs.append(jobs_q)
             draws = DowneyDraws(A=np.maximum(1.0, A / p.cores), sigma=sigma)
-            self.pool_curves.append(JobCurves(jobs_q, draws, None, true.noise))
+            self.pool_curves.append(JobCurves(jobs_q, draws, None, true.noise, true.hidden))
         #: Each job's pools in the order it lists them.
         order = list(plan.multi) + [q for q in range(len(pools)) if q not in plan.multi]
         self.choices = [
             tuple(q for q in order if self.eligible[q, i]) for i in range(len(self.jobs))
         ]
         self.fits: Fits = {}
+        #: The pools' longest limit (a killed job's user doubles its limit up to it).
+        self.max_time = (
+            setup.max_time_s if setup.max_time_s is not None else max(j.limit for j in self.jobs)
+        )
 
     @property
     def jobs_with_stored_curves(self) -> int:
@@ -230,7 +253,7 @@ class PooledExperiment:
 
     def requests(self, q: int) -> MoldableRequests:
         return MoldableRequests.build(
-            self.pool_jobs[q], self.pool_curves[q], self.setup.moldable, self.plan.pools[q].nodes
+            self.pool_jobs[q], self.setup.moldable, self.plan.pools[q].nodes
         )
 
     def _sizers(self, policy: str, requests: list[MoldableRequests]) -> list[Sizer]:
@@ -240,7 +263,7 @@ class PooledExperiment:
         if policy == "greedy":
             return [GreedySizer(r) for r in requests]
         learner = None
-        if policy != "oracle" and self.setup.curves == "learned":
+        if policy not in ORACLES and self.setup.curves == "learned":
             growth = None if self.setup.refits == "daemon" else GROWTH
             fallback = self.plan.fallback
             learner = TypedLearner(
@@ -262,6 +285,7 @@ class PooledExperiment:
                 pinned=policy == "rigid_limits",
                 fixed_limits=policy == "adaptive_fixed_limits",
                 name=policy,
+                shape_only=policy == ORACLE_CURVE,
             )
             for q in range(len(pools))
         ]
@@ -281,6 +305,7 @@ class PooledExperiment:
                 self.pool_curves[q].runtime,
                 self.setup.backfill,
                 False,
+                self.max_time,
             )
             for q, p in enumerate(pools)
         ]
@@ -318,7 +343,7 @@ class PooledExperiment:
             and sizers[0].learner is not None
         ):
             refits = sizers[0].learner[0].refits
-        hours = schedule.nodes * schedule.runtime / 3600.0
+        hours = schedule.work / 3600.0
         per_pool = {
             p.name: {
                 "jobs": int(np.sum(pooled.pool == q)),

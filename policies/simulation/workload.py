@@ -1,17 +1,20 @@
 """The jobs of a trace and the speedup curve each one gets.
 
 A trace job (`TraceJob`) is what a workload log records: when it was submitted, how many
-nodes it asked for, how long it ran there and its time limit. The simulator makes the job
-moldable (moldable.py), so it needs the job's runtime at *other* sizes too. That comes from a
-speedup curve, one per job:
+nodes it asked for, how long it ran there, its time limit and whether it completed. The
+simulator makes a completed job moldable (moldable.py), so it needs the job's runtime at
+*other* sizes too. That comes from a speedup curve, one per job:
 
-* Downey's workload model (Downey 1997, the thesis' chapter 3.2): the average parallelism A is
-  log-uniform on [1, max_parallelism] and the variance parameter σ uniform on [0, 2]. The
-  draws come from one seeded `numpy.random.Generator`, one row (u_A, u_σ) per job in trace
-  order, so a seed always gives the same curves, and the first N jobs get the same curves
-  whether or not the rest of the trace is simulated.
-* Or a stored curve (the learner's, read from the store by the plugin) for jobs whose
-  application has one; the rest keep the workload model's curve.
+* the hidden application's true Downey curve (world.py draws them, apart from the key the
+  learner groups jobs by), or Downey's workload model for one curve per job (`draw_downey`:
+  A log-uniform on [1, max_parallelism], σ uniform on [0, 2], Downey 1997, the thesis'
+  chapter 3.2; one seeded row (u_A, u_σ) per job in trace order);
+* or a stored curve (the learner's, read from the store by the plugin) for jobs whose
+  application has one; the rest keep the drawn curve.
+
+A job the trace records as failed or cancelled (`completed` False) has no curve to follow:
+it runs as recorded, its size and its run time, in every policy (`JobCurves.runtime` returns
+the trace's run time at any size; the engine never resizes it).
 
 Either way the trace fixes the job's work: its runtime at its requested size r is the trace's
 run time T_r, and at n nodes
@@ -38,6 +41,7 @@ import numpy as np
 from predictor import Curve
 from predictor.downey import (
     FloatArray,
+    IntArray,
     max_useful_size,
     processor_working_set,
     relative_runtime,
@@ -45,6 +49,9 @@ from predictor.downey import (
     sigma_to_s,
 )
 
+#: SWF statuses of a job simulated as completed work: 1 (completed) and -1 (not recorded:
+#: taken as completed, and counted where the trace is described).
+COMPLETED_STATUSES = frozenset({1, -1})
 #: Downey's workload model: σ is uniform on [0, SIGMA_MAX].
 SIGMA_MAX = 2.0
 #: The `method` of the curves the workload model gives the adaptive policy.
@@ -56,12 +63,17 @@ class TraceJob:
     """One job of a workload trace (times in seconds).
 
     job_id: the trace's job number. submit: submit time. runtime: run time at the requested
-    size, > 0. nodes: the requested size, ≥ 1. limit: the time limit (the trace's requested
-    time, or `user_estimate` of its run time when the trace has none; then limit_given is
-    False), > 0. executable: the trace's application number (SWF field 14), None when missing;
-    it names the job's app in the store. user: the trace's user number (field 12) or None.
-    processors: the trace's size in processors (SWF field 8, else 5) and partition: its
-    partition number (field 16), None when missing; only node types use them (pools.py).
+    size, > 0. nodes: the requested size, ≥ 1. limit: the time limit, > 0: the trace's
+    requested time as its user wrote it; when the trace has none, limit_given is False and
+    `limit` is inf until the simulator draws it from a published model of user estimates
+    (estimates.py), before any policy sees it (an inf limit reaching the engine is an
+    error). executable: the trace's application number (SWF field 14), None when missing; it
+    names the job's app in the store. user: the
+    trace's user number (field 12) or None. processors: the trace's size in processors (SWF
+    field 8, else 5) and partition: its partition number (field 16), None when missing; only
+    node types use them (pools.py). status: the trace's (SWF field 11: 1 completed, 0 failed,
+    5 cancelled, 2-4 partial runs, -1 unknown); `completed` for 1 and -1, any other is
+    replayed as recorded.
     """
 
     job_id: int
@@ -74,35 +86,24 @@ class TraceJob:
     limit_given: bool = True
     processors: int | None = None
     partition: int | None = None
+    status: int = 1
+
+    @property
+    def completed(self) -> bool:
+        """The trace says it completed, or does not say (SWF status 1 or -1)."""
+        return self.status in COMPLETED_STATUSES
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.submit) and self.submit >= 0.0):
             raise ValueError(f"job {self.job_id}: submit must be finite and ≥ 0, got {self.submit}")
         if not (math.isfinite(self.runtime) and self.runtime > 0.0):
             raise ValueError(f"job {self.job_id}: runtime must be finite and > 0")
-        if not (math.isfinite(self.limit) and self.limit > 0.0):
+        if not (math.isfinite(self.limit) and self.limit > 0.0) and not (
+            self.limit == math.inf and not self.limit_given
+        ):
             raise ValueError(f"job {self.job_id}: limit must be finite and > 0")
         if isinstance(self.nodes, bool) or not isinstance(self.nodes, int) or self.nodes < 1:
             raise ValueError(f"job {self.job_id}: nodes must be a whole number ≥ 1")
-
-
-#: Time limits users pick, minutes: round values (Tsafrir, Etsion and Feitelson, "Modeling
-#: user runtime estimates", JSSPP 2005: a handful of round values cover most estimates).
-ROUND_LIMITS_MIN = (5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 360, 480, 720, 960, 1440)
-#: The modelled user asks for at least this multiple of the run time. A synthetic assumption,
-#: not fitted to a log: real estimates are a few times the run time at the median
-#: (Mu'alem and Feitelson, TPDS 2001), and are never below it in a log whose jobs completed.
-ESTIMATE_FACTOR = 2.0
-
-
-def user_estimate(runtime: float) -> float:
-    """The modelled time limit (s) of a job whose trace gives none: the smallest round value
-    of ROUND_LIMITS_MIN at least ESTIMATE_FACTOR × runtime, beyond a day whole days."""
-    want = ESTIMATE_FACTOR * runtime / 60.0
-    for minutes in ROUND_LIMITS_MIN:
-        if minutes >= want:
-            return 60.0 * minutes
-    return 86400.0 * math.ceil(want / 1440.0)
 
 
 @dataclass(frozen=True, eq=False)
@@ -169,11 +170,26 @@ def model_curve(
     )
 
 
+def group_median(values: FloatArray, groups: IntArray) -> FloatArray:
+    """The median of `values` within each group 0..max(groups), one vectorised pass: sort by
+    (group, value), then average the one or two middle values of each group's run."""
+    count = int(groups.max()) + 1 if len(groups) else 0
+    order = np.lexsort((values, groups))
+    g, v = groups[order], values[order]
+    first = np.searchsorted(g, np.arange(count), side="left")
+    size = np.searchsorted(g, np.arange(count), side="right") - first
+    if np.any(size == 0):
+        raise ValueError("every group needs at least one value")
+    out: FloatArray = 0.5 * (v[first + (size - 1) // 2] + v[first + size // 2])
+    return out
+
+
 class JobCurves:
-    """Every job's true runtime at any size, and the curve the adaptive policy reads.
+    """Every job's true runtime at any size, and the curves the oracles read.
 
     `stored` maps a job's executable number to a stored curve; jobs without one (or without
-    an executable) use the workload model's draw.
+    an executable) use the drawn curve. `groups`: each job's hidden application (world.py),
+    whose jobs share the curve-only oracle's scale; None: each job its own.
     """
 
     def __init__(
@@ -182,14 +198,20 @@ class JobCurves:
         draws: DowneyDraws,
         stored: Mapping[int, Curve] | None = None,
         noise: FloatArray | None = None,
+        groups: IntArray | None = None,
     ) -> None:
         if len(draws.A) != len(jobs) or len(draws.sigma) != len(jobs):
             raise ValueError(f"draws for {len(draws.A)} jobs, but {len(jobs)} jobs")
         if noise is not None and len(noise) != len(jobs):
             raise ValueError(f"noise for {len(noise)} jobs, but {len(jobs)} jobs")
+        if groups is not None and len(groups) != len(jobs):
+            raise ValueError(f"groups for {len(groups)} jobs, but {len(jobs)} jobs")
         self.jobs = jobs
-        #: ε_i, each run's multiplicative noise (1 without noise).
-        self.noise = [1.0] * len(jobs) if noise is None else [float(e) for e in noise]
+        #: ε_i, each run's multiplicative noise (1 without noise, and for a job replayed as
+        #: recorded).
+        eps = np.ones(len(jobs)) if noise is None else np.asarray(noise, dtype=float)
+        self.noise = [float(e) if j.completed else 1.0 for j, e in zip(jobs, eps, strict=True)]
+        self.completed = [j.completed for j in jobs]
         self.A = [float(a) for a in draws.A]
         self.sigma = [float(s) for s in draws.sigma]
         # Each job's shape coordinate once (relative_runtime converts σ at every call).
@@ -197,7 +219,11 @@ class JobCurves:
         self._useful, self._pws = useful_sizes(draws.A, draws.sigma)
         # T(1) = T_r/τ(r), for all jobs at once.
         tau = relative_runtime(np.array([float(j.nodes) for j in jobs]), draws.A, draws.sigma)
-        self._t1 = [j.runtime / float(t) for j, t in zip(jobs, tau, strict=True)]
+        t1 = np.array([j.runtime for j in jobs]) / tau
+        self._t1 = [float(t) for t in t1]
+        hidden = np.arange(len(jobs)) if groups is None else np.asarray(groups, dtype=np.int64)
+        #: The curve-only oracle's T(1): the median T(1) of the job's hidden application.
+        self._typical_t1 = [float(t) for t in group_median(t1, hidden)[hidden]] if len(jobs) else []
         stored = stored or {}
         self.stored: list[Curve | None] = [
             stored.get(j.executable) if j.executable is not None else None for j in jobs
@@ -214,9 +240,10 @@ class JobCurves:
         return relative_runtime_s(np.asarray(sizes), self.A[job], self._s[job])
 
     def runtime(self, job: int, n: int) -> float:
-        """T(n) = T_r · τ(n)/τ(r) · ε; the trace's run time (times ε) at the requested size r."""
+        """T(n) = T_r · τ(n)/τ(r) · ε; the trace's run time (times ε) at the requested size r;
+        a job replayed as recorded runs its trace run time whatever n."""
         j = self.jobs[job]
-        if n == j.nodes:
+        if n == j.nodes or not self.completed[job]:
             return j.runtime * self.noise[job]
         tau = self._relative(job, [float(n), float(j.nodes)])
         return j.runtime * float(tau[0] / tau[1]) * self.noise[job]
@@ -248,8 +275,9 @@ class JobCurves:
         return out
 
     def policy_curve(self, job: int, observed: Sequence[int]) -> Curve:
-        """The curve the adaptive policy decides with: the stored one, else the exact model
-        with T(1) in seconds (T(1) = T_r/τ(r)), observed at `observed`."""
+        """The oracle's curve (true curve + own run time): the stored one, else the exact
+        model with T(1) in seconds from this job's own run time, T(1) = T_r/τ(r), observed
+        at `observed`."""
         curve = self.stored[job]
         if curve is not None:
             return curve
@@ -257,6 +285,21 @@ class JobCurves:
             self.A[job],
             self.sigma[job],
             self._t1[job],
+            observed,
+            (self._useful[job], self._pws[job]),
+        )
+
+    def shape_curve(self, job: int, observed: Sequence[int]) -> Curve:
+        """The curve-only oracle's curve: the true shape (A, σ) of the job's hidden
+        application with its typical scale (module doc), observed at `observed`; a stored
+        curve as it is (it has no run time of this job in it)."""
+        curve = self.stored[job]
+        if curve is not None:
+            return curve
+        return model_curve(
+            self.A[job],
+            self.sigma[job],
+            self._typical_t1[job],
             observed,
             (self._useful[job], self._pws[job]),
         )

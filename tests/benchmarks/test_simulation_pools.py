@@ -8,7 +8,8 @@ partition 10; speed 1 on both: the trace gives no per-type speed), seeds 1-3, of
 0.7 and 1.0 of all pools' processors. Policies: rigid, greedy, adaptive (learned: curves
 fitted per (application, pool) from the simulation's own earlier runs) and oracle (adaptive
 handed the true curves: an upper bound no site has). True curves are synthetic (A = median
-request in processors × U[1, 4], σ ~ U[0, 2]; typed.py), labelled so where printed.
+request in processors × U[1, 4], σ ~ U[0, 2], for hidden applications drawn apart from the
+learner's keys; typed.py, world.py), labelled so where printed.
 Multi-partition: every job of large or standard submitted with -p large,standard (rigid and
 greedy: Slurm's first that can start it; adaptive and oracle: earliest predicted completion);
 and adaptive again without the daemon's fallback to the curve of all an application's runs
@@ -33,6 +34,7 @@ from rich.table import Table
 
 from plugin.formats.swf import read_swf
 from policies.simulation import Setup, Summary, sweep
+from policies.simulation.experiment import ORACLE_LABELS
 from policies.simulation.pools import from_header
 from policies.simulation.typed import PoolPlan
 
@@ -45,7 +47,7 @@ LABELS = {
     "rigid": "rigid",
     "greedy": "greedy",
     "adaptive": "adaptive (learned)",
-    "oracle": "oracle (true curves)",
+    "oracle": ORACLE_LABELS["oracle"],
 }
 
 
@@ -107,7 +109,8 @@ def test_curie_pools_with_and_without_the_multi_partition_what_if(
         console.print(table)
         console.print(
             f"Pools from the trace header: {', '.join(map(str, pools))}; dropped: {dropped}. "
-            "oracle = adaptive handed the true curves (an upper bound); the true curves are "
+            "oracle = adaptive handed the true curve and each job's own run time (an upper "
+            "bound); the true curves are "
             "synthetic (A = median request in processors × U[1, 4], σ ~ U[0, 2]; per-type "
             "speed 1, an assumption); no constant was chosen on this data. Node-hours add "
             "fat (32-core) and thin (16-core) nodes only per pool, never across. 'no "

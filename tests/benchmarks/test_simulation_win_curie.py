@@ -4,8 +4,10 @@ Data: the first 1,500 jobs of the CEA-Curie sample (/work/shared/data/swf, 5,544
 users' own time limits), seed 1, loads 0.5, 0.7, 0.9, 1.0, the simulator's defaults (moldable
 0.5-2, EASY, 5% run noise, A = median request × U[1, 4]: synthetic curves). Every adaptalloc
 row here is handed the TRUE curves (an oracle no site has): this is the tuning data on which
-release = "range" was preferred to "pinned" (scored on every trace and seed in
-test_simulation_win.py). No constant is chosen here.
+release = "range" was preferred to "pinned" (test_simulation_fair.py scores oracle_range on
+every trace, world and seed when asked). No constant is chosen here. The simulator's rules
+hold here too: limits as written, hidden applications, kills submitted again (so waits and
+runs are summed over a job's runs).
 
 Rows, per load:
 
@@ -66,8 +68,8 @@ class WholeMinutes(GreedySizer):
 
     name = "greedy_minutes"
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
-        got = super().allocate(job, view)
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
+        got = super().allocate(job, view, user_limit)
         return Allocation(got.min_nodes, got.max_nodes, 60.0 * minutes(got.limit))
 
 
@@ -79,9 +81,9 @@ class Recorder:
         self.name = inner.name
         self.idle: dict[int, int] = {}
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         self.idle[job] = view.idle_nodes
-        return self.inner.allocate(job, view)
+        return self.inner.allocate(job, view, user_limit)
 
     def __getattr__(self, attr: str) -> object:
         return getattr(self.inner, attr)
@@ -95,9 +97,12 @@ class Run:
 
 def _run(jobs: Sequence[TraceJob], ex: Experiment, sizer: Sizer) -> Run:
     recorder = Recorder(sizer)
-    schedule = simulate(jobs, ex.setup.machine, recorder, ex.curves.runtime)
+    schedule = simulate(
+        ex.jobs, ex.setup.machine, recorder, ex.curves.runtime, max_time=ex.max_time
+    )
     assert len(schedule) == len(jobs)
-    idle = np.array([recorder.idle[j] for j in range(len(jobs))], dtype=np.int64)
+    # a job replayed as recorded is never sized: no idle count at submit (-1)
+    idle = np.array([recorder.idle.get(j, -1) for j in range(len(jobs))], dtype=np.int64)
     return Run(schedule, idle)
 
 
@@ -108,8 +113,9 @@ def _hours(x: FloatArray, jobs: int) -> str:
 def _decompose(load: float, name: str, run: Run, greedy: Run) -> list[str]:
     o, g = run.schedule, greedy.schedule
     jobs = len(o)
-    dwait = (o.start - o.submit) - (g.start - g.submit)
-    drun = o.runtime - g.runtime
+    # all the time queued and all the time run (a killed job runs again)
+    dwait = (o.end - o.submit - o.ran) - (g.end - g.submit - g.ran)
+    drun = o.ran - g.ran
     dresp = dwait + drun
     fewer, more = o.nodes < g.nodes, o.nodes > g.nodes
     same = ~fewer & ~more
@@ -161,7 +167,7 @@ def test_where_the_oracle_loses_to_greedy_on_curie(capsys: pytest.CaptureFixture
                 row + ("*" if row in ORACLE_ROWS else ""),
                 f"{m.mean_response_s / 3600:.3f}",
                 f"{m.mean_wait_s / 3600:.3f}",
-                f"{float(np.mean(run.schedule.runtime)) / 3600:.3f}",
+                f"{float(np.mean(run.schedule.ran)) / 3600:.3f}",
                 f"{m.node_hours:,.0f}",
                 str(m.killed),
                 f"{m.killed_node_hours:,.0f}",

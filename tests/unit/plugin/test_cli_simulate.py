@@ -34,13 +34,31 @@ CONTRACT_KEYS = {
     "ci95",
 }
 OLDER_KEYS = {"mean_bounded_slowdown", "utilization", "makespan_s"}
-#: Keys added since: limits the kill guard raised (0 unless a guard variant runs).
-ADDED_KEYS = {"raised"}
-POLICY_NAMES = ["rigid", "rigid_limits", "greedy", "adaptive_fixed_limits", "adaptive", "oracle"]
+#: Keys added since: limits the kill guard raised (0 unless a guard variant runs); the cost
+#: of kills (wasted node-hours, resubmissions, abandoned jobs); jobs sized and replayed as
+#: recorded; the paired ratios to greedy.
+ADDED_KEYS = {
+    "raised",
+    "wasted_node_hours",
+    "resubmitted",
+    "abandoned",
+    "sized",
+    "recorded",
+    "vs_greedy",
+}
+POLICY_NAMES = [
+    "rigid",
+    "rigid_limits",
+    "greedy",
+    "adaptive_fixed_limits",
+    "adaptive",
+    "oracle",
+    "oracle_curve",
+]
 FAST = ("--jobs", "300")
 
 
-def test_variants_run_beside_the_six_policies(run_cli: RunCli) -> None:
+def test_variants_run_beside_the_seven_policies(run_cli: RunCli) -> None:
     doc = json_document(run_cli("simulate", NASA, *FAST, "--variants", "--format", "json"))
     variants = ["adaptive_range", "adaptive_guard", "adaptive_range_guard", "adaptive_identified"]
     variants += [
@@ -91,6 +109,8 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
         assert isinstance(figures["jobs"], int)
         for key in CONTRACT_KEYS - {"jobs", "ci95"}:
             assert isinstance(figures[key], float), (name, key)
+        assert set(figures["vs_greedy"]) == {"mean_response_s", "mean_bsld", "node_hours"}
+        assert figures["vs_greedy"]["mean_response_s"]["ci95"] is None  # one seed
         assert set(figures["ci95"]) >= CONTRACT_KEYS - {"ci95"}
         assert all(v is None for v in figures["ci95"].values())  # one seed: no interval
         assert 0.0 < figures["utilization"] <= 1.0
@@ -117,10 +137,19 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
         "max_parallelism": 128.0,
         "parallelism_factor": [1.0, 4.0],
         "noise": 0.05,
+        "world": "cirne",
+        "codes_per_key": 3,
+        "shared_codes": 0.2,
+        "max_time_s": doc["limits"]["max_estimate_s"],
         "refit_cadence": "daemon",
         "config": "built-in defaults",
         "stored_curves": 0,
     }
+    assert doc["world"] == "cirne"
+    assert doc["limits"]["modelled"] == 300
+    assert doc["limits"]["model"] == "Tsafrir, Etsion and Feitelson 2005"
+    assert doc["oracles"]["oracle"] == "oracle (true curve + own run time)"
+    assert doc["hidden_applications"]["per_key"] > 1.0
     assert sum(doc["adaptive_rules"].values()) == 300
     assert doc["applications"]["grouping"] == {"executable": 263, "user + size class": 37}
     assert doc["assumptions"]
@@ -134,7 +163,13 @@ def test_loads_and_seeds_give_one_entry_per_load_with_intervals(run_cli: RunCli)
     rigid = doc["loads"][1]["policies"]["rigid"]
     low, high = rigid["ci95"]["mean_response_s"]
     assert low <= rigid["mean_response_s"] <= high
+    paired = rigid["vs_greedy"]["mean_response_s"]
+    assert paired["ci95"][0] <= paired["ratio"] <= paired["ci95"][1]
     assert doc["settings"]["seeds"] == 2
+    text = run_cli(*args).stdout
+    assert "paired with greedy in each of the 2 seeds" in text
+    assert re.search(r"mean response / greedy's", text)
+    assert re.search(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", text)  # ratio [interval]
 
 
 def test_oracle_curves_are_labelled_in_every_output(run_cli: RunCli) -> None:
@@ -145,7 +180,9 @@ def test_oracle_curves_are_labelled_in_every_output(run_cli: RunCli) -> None:
     assert "upper bound" in doc["curves_note"]
     assert "refits" not in doc or not doc["refits"]
     text = run_cli("simulate", LUBLIN, "--jobs", "100", "--curves", "oracle").stdout
-    assert text.count("[true") == 4  # the four adaptalloc columns (headers may wrap)
+    assert text.count("[true") == 6  # the three learning policies, in both tables
+    assert "own run time" in text
+    assert "shape only" in text
     assert "upper bound" in text
 
 
@@ -156,7 +193,7 @@ def test_the_skipped_lines_are_summarised_on_stderr(run_cli: RunCli) -> None:
     assert events["swf_lines_skipped"]["level"] == "warning"
     done = events["simulate"]
     assert done["jobs"] == 300
-    assert done["runs"] == 6
+    assert done["runs"] == 7
     assert done["curves"] == "learned"
 
 
@@ -167,9 +204,9 @@ def test_text_shows_the_comparison(run_cli: RunCli) -> None:
     assert "200 jobs on 256 nodes (MaxNodes" in out
     assert "the first 200 of 10,000 usable jobs" in out
     assert "EASY backfilling" in out
-    assert re.search(
-        r"rigid\s+rigid_limits\s+greedy\s+adaptive_fixed_limits\s+adaptive\s+oracle \[true", out
-    )
+    assert re.search(r"rigid\s+rigid_limits\s+greedy\s+adaptive_fixed_l", out)
+    assert "curve + own" in out
+    assert "shape only)" in out
     for label in (
         "mean response",
         "mean wait",
@@ -177,11 +214,16 @@ def test_text_shows_the_comparison(run_cli: RunCli) -> None:
         "utilization",
         "node-hours",
         "killed at their limit",
-        "killed node-hours",
+        "wasted node-hours",
+        "resubmitted",
+        "abandoned",
+        "sized with a curve",
     ):
         assert re.search(rf"^\s*{label}\s", out, re.MULTILINE), label
     assert "Adaptive decisions by rule" in out
     assert "Curves learned" in out
+    assert "Favours:" in out  # every assumption says whom it favours
+    assert "World model cirne" in out
     assert "Dropped" not in out  # nothing dropped in this trace
     assert "\x1b" not in out  # no colour codes or progress bar when stdout is not a terminal
 
@@ -392,7 +434,7 @@ def _plan(
         moldable=(0.5, 2.0),
         max_parallelism=None,
         curves="learned",
-        parallelism_factor=(1.0, 4.0),
+        parallelism_factor=None,
         noise=0.05,
         procs_per_node=None,
         max_jobs=int(sweep[1]),
@@ -490,8 +532,9 @@ def test_several_traces_without_an_array_and_hostile_names_are_refused(
 
 
 @pytest.mark.parametrize("curves", ["learned", "oracle"])
-def test_both_oracles_are_labelled_as_true_curves(curves: str) -> None:
-    assert _curve_label("oracle_range", curves) == "oracle_range [true curves]"
-    assert _curve_label("oracle", curves) == "oracle [true curves]"
+def test_the_oracles_say_what_they_know(curves: str) -> None:
+    assert _curve_label("oracle_range", curves) == "oracle_range (true curve + own run time)"
+    assert _curve_label("oracle", curves) == "oracle (true curve + own run time)"
+    assert _curve_label("oracle_curve", curves) == "oracle (curve shape only)"
     learned = _curve_label("adaptive_scaled_checked_range", curves)
     assert learned.endswith("[true curves]") == (curves == "oracle")

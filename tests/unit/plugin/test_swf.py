@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,6 @@ from plugin.formats.swf import (
     read_swf,
     skipped_summary,
 )
-from policies.simulation.workload import user_estimate
 
 SWF_DIR = Path(__file__).resolve().parents[2] / "data" / "swf"
 HEADER = "; Version: 2.2\n; MaxNodes: 16\n; MaxProcs: 16\n"
@@ -30,9 +30,10 @@ def job_line(
     requested: int = -1,
     requested_time: float = -1,
     executable: int = -1,
+    status: int = 1,
 ) -> str:
     fields = [job, submit, -1, runtime, allocated, -1, -1, requested, requested_time]
-    fields += [-1, 1, 1, 1, executable, -1, -1, -1, -1]
+    fields += [-1, status, 1, 1, executable, -1, -1, -1, -1]
     return " ".join(str(f) for f in fields)
 
 
@@ -49,8 +50,11 @@ def test_the_nasa_trace() -> None:
     assert t.limits_from_runtime == len(t.jobs)
     first = t.jobs[0]
     assert (first.job_id, first.submit, first.runtime, first.nodes) == (1, 0.0, 1451.0, 128)
-    assert first.limit == user_estimate(first.runtime) == 3600.0  # 2 x 1451 s -> 60 min
+    assert first.limit == math.inf  # no requested time: the simulator models it
     assert not first.limit_given
+    assert t.status_unknown == len(t.jobs)  # status -1 throughout: taken as completed
+    assert t.not_completed == 0
+    assert all(j.completed for j in t.jobs)
     assert t.header["Computer"] == "Intel iPSC/860"
     assert t.jobs[5].executable == 2
 
@@ -61,6 +65,26 @@ def test_the_lublin_trace() -> None:
     assert len(t.jobs) == 10_000
     assert t.skipped_total == 0
     assert max(j.nodes for j in t.jobs) <= 256
+
+
+def test_the_llnl_atlas_sample() -> None:
+    t = read_swf(SWF_DIR / "LLNL-Atlas-2006-2.1-cln-sample.swf")
+    assert (t.machine, t.machine_from, t.procs_per_node) == (1152, "MaxNodes", 8.0)
+    assert t.lines == 10_000
+    given = sum(j.limit_given for j in t.jobs)
+    assert given > 0.95 * len(t.jobs)  # users' requested times, as written
+    assert sum(j.executable is not None for j in t.jobs) > 0.95 * len(t.jobs)
+    assert t.not_completed == sum(j.status in (0, 5) for j in t.jobs) > 0
+
+
+def test_the_status_says_which_jobs_run_as_recorded() -> None:
+    lines = [job_line(job=k, status=code) for k, code in enumerate((1, 0, 5, -1, 3), 1)]
+    t = parse(HEADER + "\n".join(lines))
+    assert [j.status for j in t.jobs] == [1, 0, 5, -1, 3]
+    assert [j.completed for j in t.jobs] == [True, False, False, True, False]
+    assert (t.not_completed, t.status_unknown) == (3, 1)
+    head = t.head(2)
+    assert (head.not_completed, head.status_unknown) == (1, 0)
 
 
 def test_requested_values_win_over_allocated_and_runtime() -> None:

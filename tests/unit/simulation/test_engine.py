@@ -143,7 +143,7 @@ class RangeSizer:
     def __init__(self, jobs: list) -> None:  # type: ignore[type-arg]
         self.jobs = jobs
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         return Allocation(1, self.jobs[job].nodes, self.jobs[job].limit)
 
 
@@ -164,7 +164,7 @@ class TableSizer:
     def __init__(self, jobs: list, ranges: list[tuple[int, int]]) -> None:  # type: ignore[type-arg]
         self.jobs, self.ranges = jobs, ranges
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         lo, hi = self.ranges[job]
         return Allocation(lo, hi, self.jobs[job].limit)
 

@@ -42,7 +42,7 @@ class GuardedSizer:
         self.jobs, self.guard = jobs, guard
         self.told: list[tuple[int, float]] = []
 
-    def allocate(self, job: int, view: ClusterView) -> Allocation:
+    def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         j = self.jobs[job]
         return Allocation(j.nodes, j.nodes, j.limit, "", self.guard[job])
 

@@ -27,7 +27,7 @@ from policies.simulation import (
     simulate,
 )
 from policies.simulation.adaptive import AdaptiveSizer
-from policies.simulation.applications import draw_true_curves, group
+from policies.simulation.applications import group
 from policies.simulation.learning import CurveLearner, MemoCurve
 from policies.simulation.metrics import summarize
 from policies.simulation.sizing import ClusterView
@@ -48,21 +48,6 @@ def test_jobs_are_grouped_by_executable_else_user_and_size_class() -> None:
     assert apps.names == ("exe-3", "user-5-size-8", "user-5-size-16", "size-16")
     assert list(apps.index) == [0, 0, 1, 1, 2, 3]
     assert apps.grouping == {"executable": 2, "user + size class": 4}
-
-
-def test_one_true_curve_per_application_with_a_tied_to_the_request() -> None:
-    jobs = [_job(k, n, executable=k % 3) for k, n in enumerate([4, 8, 16, 4, 8, 16, 4, 8, 16])]
-    apps = group(jobs)
-    true = draw_true_curves(jobs, apps, seed=3, max_parallelism=1e6, factor=(1.0, 4.0))
-    per_job = true.per_job(apps)
-    for k, job in enumerate(jobs):  # the median request of app k % 3 is its jobs' one size
-        assert job.nodes <= per_job.A[k] <= 4 * job.nodes
-        assert per_job.A[k] == true.A[apps.index[k]]
-    assert np.all((true.sigma >= 0) & (true.sigma <= 2))
-    assert len(true.noise) == len(jobs)
-    assert draw_true_curves(jobs, apps, 3, 1e6, noise=0.0).noise.tolist() == [1.0] * 9
-    with pytest.raises(ValueError, match="parallelism factor"):
-        draw_true_curves(jobs, apps, 3, 1e6, factor=(4.0, 1.0))
 
 
 def _runs(learner: CurveLearner, A: float, sigma: float, sizes: list[int], t0: float) -> None:
@@ -169,7 +154,9 @@ def test_a_trace_is_scaled_to_the_offered_load() -> None:
 
 def test_figures_over_seeds_get_a_t_interval() -> None:
     rows: list[dict[str, float]] = [
-        dict.fromkeys(("jobs", "killed", "raised"), 1) for _ in range(3)
+        dict.fromkeys(("jobs", "killed", "raised", "resubmitted", "abandoned"), 1.0)
+        | dict.fromkeys(("sized", "recorded"), 0.0)
+        for _ in range(3)
     ]
     figures: tuple[str, ...] = (
         "mean_response_s",
@@ -177,7 +164,8 @@ def test_figures_over_seeds_get_a_t_interval() -> None:
         "mean_bsld",
         "mean_bounded_slowdown",
     )
-    figures += ("node_hours", "killed_node_hours", "utilization", "makespan_s")
+    figures += ("node_hours", "killed_node_hours", "wasted_node_hours", "utilization")
+    figures += ("makespan_s",)
     for value, row in zip((1.0, 2.0, 3.0), rows, strict=True):
         row.update(dict.fromkeys(figures, value))
     s = summarize_seeds(rows)
@@ -463,6 +451,7 @@ def test_a_cell_split_into_fit_families_gives_the_serial_results() -> None:
         ("rigid",),
         ("greedy",),
         ("oracle",),
+        ("oracle_curve",),
     ]
     oracle_only = fit_families(POLICIES, dataclasses.replace(setup, curves="oracle"))
     assert oracle_only == [(p,) for p in POLICIES]

@@ -9,8 +9,10 @@ command's defaults (learned curves, the daemon's refit cadence), the six POLICIE
 with the learner's rule before the refit cadence (g = 0, every change: "every", whose
 records are the "daemon" ones recorded before that cadence, unchanged); and the sparse
 cadence for the learned policies. Re-recorded once with the refit cadence
-(policies/refit_cadence.py), its default g changing the daemon's schedules: the commit says
-so.
+(policies/refit_cadence.py), its default g changing the daemon's schedules, and once when the
+simulator stopped handing the policies information no site has (limits as written or from
+the model of user estimates, hidden applications apart from the learner's keys, kills
+resubmitted, the curve-only oracle): the commits say so.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def test_learned_simulation_matches_the_golden_run(
 ) -> None:
     golden = json.loads(gzip.decompress(GOLDEN.read_bytes()))
     got = _outputs(experiments[cadence], policy)
-    assert got["refits"] > 0 or policy in ("rigid", "greedy", "oracle")
+    assert got["refits"] > 0 or policy in ("rigid", "greedy", "oracle", "oracle_curve")
     assert mismatches(golden[f"{cadence}/{policy}"], got, 1e-9) == []
 
 

@@ -39,6 +39,11 @@ def test_summary_of_a_hand_schedule() -> None:
         "killed_node_hours",
         "raised",
         "mean_bsld",
+        "wasted_node_hours",
+        "resubmitted",
+        "abandoned",
+        "sized",
+        "recorded",
     }
     assert m.raised == 0
 
