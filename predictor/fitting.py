@@ -32,7 +32,7 @@ from predictor.downey import (
     s_to_sigma,
 )
 from predictor.envelope import Domain, Envelope
-from predictor.intervals import LEVEL, multiplier, spread
+from predictor.intervals import LEVEL, half_width, spread
 from predictor.lm import fit_lm
 from predictor.models import Choice, SelectionSettings, choose
 from predictor.objective import max_relative_error
@@ -454,7 +454,9 @@ def _predictions(
     at = targets.astype(float)
     ends = (float(obs.n[0]), float(obs.n[-1]))
     s_n = spread(at, residual, *ends, method, len(fitted), runtime, alternatives, plausible)
-    half = multiplier(at, *ends, method, level, len(fitted)) * s_n
+    half = half_width(
+        at, residual, *ends, method, level, len(fitted), runtime, alternatives, plausible
+    )
     return Predictions(
         n=targets,
         runtime=runtime,

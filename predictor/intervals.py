@@ -168,6 +168,38 @@ def multiplier(
     return out
 
 
+def half_width(
+    targets: FloatArray,
+    residual: FloatArray,
+    n_min: float,
+    n_max: float,
+    method: str,
+    level: float = LEVEL,
+    sizes: int | None = None,
+    runtime: FloatArray | None = None,
+    alternatives: FloatArray | None = None,
+    plausible: FloatArray | None = None,
+) -> FloatArray:
+    """q·s(n), the interval's half width in log space.
+
+    A fit on at most PARAMETERS sizes is never given a narrower interval than the same
+    residuals would get from more sizes: its q is the smaller one, calibrated where residuals
+    are 0, so where repeated runs give it a residual of its own the many-sizes width
+    q_many·sqrt(a² + r² + (b·d)² + D²) is its floor. Less data never narrows an interval."""
+    args = (targets, residual, n_min, n_max, method)
+    extra = (runtime, alternatives, plausible)
+    half: FloatArray = multiplier(targets, n_min, n_max, method, level, sizes) * spread(
+        *args, sizes, *extra
+    )
+    if sizes is not None and sizes <= PARAMETERS:
+        many = PARAMETERS + 1
+        half = np.maximum(
+            half,
+            multiplier(targets, n_min, n_max, method, level, many) * spread(*args, many, *extra),
+        )
+    return half
+
+
 def interval(
     runtime: FloatArray,
     targets: FloatArray,
@@ -181,6 +213,7 @@ def interval(
     plausible: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """(lower, upper) runtimes: runtime·exp(∓q·s(n)) (module docstring)."""
-    s = spread(targets, residual, n_min, n_max, method, sizes, runtime, alternatives, plausible)
-    half = multiplier(targets, n_min, n_max, method, level, sizes) * s
+    half = half_width(
+        targets, residual, n_min, n_max, method, level, sizes, runtime, alternatives, plausible
+    )
     return runtime * np.exp(-half), runtime * np.exp(half)

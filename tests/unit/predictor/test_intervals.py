@@ -13,6 +13,7 @@ from predictor.downey import relative_runtime
 from predictor.intervals import (
     CALIBRATION,
     SPREAD,
+    half_width,
     interval,
     log_distance_outside,
     multiplier,
@@ -157,3 +158,21 @@ def test_the_plausible_instances_widen_as_much_as_their_weight_says(
     assert wide.spread is not None
     assert wide.spread[0] > 2 * p.spread[0]
     assert curve.runtime_interval(at.astype(float))[1][0] > narrow[1][0]
+
+
+def test_fewer_sizes_never_narrow_an_interval() -> None:
+    """Repeated runs on 3 sizes can carry a residual of their own; the interval of such a fit
+    is at least as wide as a fit on more sizes with the same residual would get, so dropping
+    a size never narrows it (and never shortens a time limit)."""
+    at = np.array([2.0, 4.0, 8.0, 64.0])
+    for r in (0.0, 0.05, 0.125, 0.4):
+        residual = np.full(at.size, r)
+        few = half_width(at, residual, 2.0, 32.0, "adept", sizes=3)
+        many = half_width(at, residual, 2.0, 32.0, "adept", sizes=4)
+        assert np.all(few >= many - 1e-12)
+    # Where residuals are 0 the few-sizes width is the misfit term's, wider than many's.
+    zero = np.zeros(at.size)
+    assert np.all(
+        half_width(at, zero, 2.0, 32.0, "adept", sizes=3)[:3]
+        > half_width(at, zero, 2.0, 32.0, "adept", sizes=4)[:3]
+    )
