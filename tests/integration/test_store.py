@@ -448,13 +448,15 @@ def test_decisions_stored_before_records_had_a_version_are_read(
     assert [d.record.job_id for d in found] == [4711]
     back = found[0].record.to_dict()
     assert {k: back[k] for k in old} == old
-    # Fields added since (placement) read back as absent, nothing else is new.
+    # Fields added since (placement) read back as absent, nothing else is new; an old
+    # record is one the daemon enforced (advise mode came later).
     added = set(back) - set(old) - {"version"}
     assert added == {
         "tasks", "tasks_per_node", "scaling", "new_partition", "placement", "curve_app",
-        "curve_doc",
+        "curve_doc", "mode",
     }  # fmt: skip
-    assert all(back[k] is None for k in added)
+    assert back["mode"] == "enforce"
+    assert all(back[k] is None for k in added - {"mode"})
     assert store.skipped["decision"] == 1
 
 
