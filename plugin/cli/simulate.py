@@ -514,8 +514,7 @@ HELP_MORE = (
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Seed of every draw (limits a trace lacks, hidden applications, curves, noise); the "
-    "same seed gives the same results.",
+    help="Seed of every draw; the same seed gives the same results.",
 )
 @click.option(
     "--backfill",
@@ -539,8 +538,7 @@ HELP_MORE = (
     type=click.FloatRange(min=1.0, max=1e9),
     default=None,
     metavar="A",
-    help="Largest average parallelism of the workload model (default: the machine's size; "
-    "with node pools, in processors: the largest pool's).",
+    help="Largest parallelism A drawn (default: the machine's, or largest pool's, size).",
 )
 @click.option(
     "--jobs",
@@ -601,16 +599,15 @@ HELP_MORE = (
     type=click.IntRange(min=1, max=1000),
     default=1,
     show_default=True,
-    help="Independent draws of curves and noise (seed, seed+1, ...); figures get 95% intervals.",
+    help="Independent draws (seed, seed+1, ...); figures get 95% intervals.",
 )
 @click.option(
     "--world",
     type=click.Choice(WORLD_NAMES),
     default="cirne",
     show_default=True,
-    help="How an application's parallelism A relates to its request: cirne (A = request × "
-    "U[1, 4]: users never over-ask), downey (A log-uniform on [1, machine], whatever the "
-    "request) or overask (A = request × U[0.25, 1]). Who wins depends on it: compare all.",
+    help="An application's parallelism A: cirne (request × U[1, 4]), downey (log-uniform "
+    "on [1, machine]) or overask (request × U[0.25, 1]). Who wins depends on it.",
 )
 @click.option(
     "--parallelism-factor",
@@ -626,9 +623,7 @@ HELP_MORE = (
     default=CODES_PER_KEY,
     show_default=True,
     metavar="N",
-    help="Hidden applications (code and input, one true curve each) behind one key the "
-    "learner files runs under: 1 to N, drawn per key (1 with --shared-codes 0: the key is "
-    "exact).",
+    help="Hidden applications (one true curve each) behind one learner key: 1 to N per key.",
 )
 @click.option(
     "--shared-codes",
@@ -636,8 +631,7 @@ HELP_MORE = (
     default=SHARED,
     show_default=True,
     metavar="P",
-    help="Chance that a hidden application behind a key is one already behind an earlier key "
-    "(one code under several keys).",
+    help="Chance that a key's hidden application is also behind an earlier key.",
 )
 @click.option(
     "--max-time",
@@ -645,8 +639,8 @@ HELP_MORE = (
     type=click.IntRange(min=1, max=10**7),
     default=None,
     metavar="MIN",
-    help="The partition's longest limit, minutes: a killed job's user submits it again with "
-    "twice the limit, up to this (default: the longest limit in the trace).",
+    help="Longest limit (min); a killed job is resubmitted with twice its limit, up to this "
+    "(default: the trace's longest).",
 )
 @click.option(
     "--noise",
@@ -660,14 +654,13 @@ HELP_MORE = (
     type=click.Choice(["daemon", "sparse"]),
     default="daemon",
     show_default=True,
-    help="When learned curves are refitted: daemon (at the learner's cadence); sparse (only "
-    "when the runs grew by half, on the latest 64: faster, staler curves, labelled so).",
+    help="Refits: daemon (the learner's cadence) or sparse (when runs grew by half, on the "
+    "latest 64: faster, staler, labelled so).",
 )
 @click.option(
     "--variants",
     is_flag=True,
-    help="Also run adaptive's variants (adaptive_range, adaptive_guard, adaptive_identified, "
-    "adaptive_timeclass, adaptive_scaled..., oracle_range; what each changes: the docs).",
+    help="Also run adaptive's variants (adaptive_range, adaptive_guard, ...: the docs).",
 )
 @click.option(
     "--workers",
