@@ -145,8 +145,9 @@ def figures_cap(
     reason = (
         f"a master keeps N_opt = Tc/(max(vi, vo)·λ) = {number(figures.tc)} s / "
         f"({number(volume)} B at {number(link_gbs)} GB/s) = {number(n_opt)} workers busy{on} "
-        f"(Costa et al.): {workers} workers and the master fill {nodes(need)} of "
-        f"{tasks_per_node} tasks, and more workers would only wait"
+        f"(Costa et al.): {workers} workers and the master fill {nodes(need)} at "
+        f"{tasks_per_node} task{'' if tasks_per_node == 1 else 's'} a node, and more workers "
+        "would only wait"
     )
     return WorkerCap(need, n_opt, "figures", reason, workers)
 

@@ -38,7 +38,9 @@ def test_the_worked_example_keeps_fifty_workers_busy() -> None:
     assert cap.workers == 50
     assert cap.nodes == 4  # 50 workers and the master: 51 tasks, 16 a node
     assert cap.source == "figures"
-    assert_names(cap.reason, "N_opt", "50 workers busy on batch", "Costa", "4 nodes", "16 tasks")
+    assert_names(
+        cap.reason, "N_opt", "50 workers busy on batch", "Costa", "4 nodes", "16 tasks a node"
+    )
     assert figures_cap(WORKED, 1.25, 1).nodes == 51  # Slurm's default: one task a node
 
 
