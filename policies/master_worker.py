@@ -138,8 +138,15 @@ def figures_cap(
     if tasks_per_node < 1:
         raise ValueError(f"tasks_per_node must be ≥ 1, got {tasks_per_node}")
     volume = max(figures.vi, figures.vo)
-    n_opt = master_worker_optimum(figures.tc, figures.vi, figures.vo, 1.0 / (link_gbs * 1e9))
-    workers = max(1, math.floor(n_opt * (1.0 + 1e-12)))
+    per_byte = 1.0 / (link_gbs * 1e9)  # λ; 0 when link_gbs is past float range: N_opt ∞
+    n_opt = (
+        master_worker_optimum(figures.tc, figures.vi, figures.vo, per_byte)
+        if per_byte > 0
+        else math.inf
+    )
+    # Past what MAX_NODES nodes hold (extreme figures: an overflow to inf) nothing is capped.
+    most = float(MAX_NODES) * tasks_per_node
+    workers = max(1, math.floor(min(n_opt * (1.0 + 1e-12), most)))
     need = min(MAX_NODES, math.ceil((workers + 1) / tasks_per_node))
     on = f" on {where}" if where else ""
     reason = (

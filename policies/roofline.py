@@ -153,9 +153,12 @@ def estimate_intensity(known: Sequence[Known]) -> Intensity | str:
     ratio = speed * cb / ca  # per node: P_b / P_a
     if not (math.isfinite(ratio) and ratio > 0):
         return f"its curves on {ta.name} and {tb.name} give no finite runtime ratio"
-    found = intensity_from_ratio(
-        ta.peak_gflops, ta.bandwidth_gbs, tb.peak_gflops, tb.bandwidth_gbs, ratio
-    )
+    try:
+        found = intensity_from_ratio(
+            ta.peak_gflops, ta.bandwidth_gbs, tb.peak_gflops, tb.bandwidth_gbs, ratio
+        )
+    except ValueError:  # numbers past float range (an absurd configuration)
+        return f"{ta.name} and {tb.name} give no finite intensity"
     if found is None:
         return (
             f"{ta.name} and {tb.name} have the same ridge point, so its runs there do not "

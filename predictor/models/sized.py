@@ -145,7 +145,9 @@ def master_worker_optimum(
         raise ValueError("task compute time and transfer time must be positive, volumes ≥ 0")
     if max(volume_in, volume_out) <= 0:
         raise ValueError("one of the volumes (in, out) must be positive")
-    return task_compute / (max(volume_in, volume_out) * transfer_time)
+    held = max(volume_in, volume_out) * transfer_time
+    # A product of positive figures that underflows to 0: the master is never held, N_opt ∞.
+    return task_compute / held if held > 0 else math.inf
 
 
 def master_worker_phase(latency: float, volume: float, transfer_time: float, workers: int) -> float:

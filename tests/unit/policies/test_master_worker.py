@@ -14,6 +14,7 @@ import pytest
 
 import predictor
 from policies import DEFAULTS, ClusterState, Request, decide
+from policies.decide import MAX_NODES
 from policies.master_worker import (
     MASTER_WORKER,
     Figures,
@@ -52,6 +53,17 @@ def test_a_fraction_of_a_worker_is_not_one() -> None:
     # Communication-bound (N_opt < 1): still one worker and its master.
     tiny = figures_cap(Figures(0.01, 1e9, 1e9), link_gbs=1.0, tasks_per_node=1)
     assert (tiny.workers, tiny.nodes) == (1, 2)
+
+
+def test_extreme_figures_give_a_size_not_an_overflow() -> None:
+    """A tag's figures are user text: 1e300 s tasks moving 1e-300 bytes make N_opt overflow
+    to infinity, which caps nothing (the most nodes adaptalloc considers)."""
+    huge = figures_cap(Figures(1e300, 1e-300, 0.0), link_gbs=1e-300, tasks_per_node=1)
+    assert huge.nodes == MAX_NODES
+    tiny = figures_cap(Figures(1e-300, 1e300, 0.0), link_gbs=1.0, tasks_per_node=1)
+    assert tiny.nodes == 2  # N_opt underflows to 0: one worker and its master
+    endless = figures_cap(Figures(1.0, 1.0, 1.0), link_gbs=1e300, tasks_per_node=1)
+    assert endless.nodes == MAX_NODES  # λ underflows to 0: the master is never held
 
 
 def test_a_faster_type_needs_fewer_workers_to_saturate_its_master() -> None:
