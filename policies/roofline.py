@@ -98,7 +98,8 @@ class Known:
 @dataclass(frozen=True)
 class Intensity:
     """The application's operational intensity: value (flop/byte), from the job's tag or
-    its runs (on the two types in `between`), and whether it is a bound
+    its runs (on the two types in `between`) or, any other `source`, what that text says
+    (the simulator's pools), and whether it is a bound
     (predictor.models.IntensityEstimate)."""
 
     value: float
@@ -111,6 +112,8 @@ class Intensity:
         text = f"intensity {sign}{number(self.value)} flop/byte"
         if self.source == "tag":
             return f"{text}, the job's tag"
+        if self.source != "runs":  # given by whoever built it (the simulator: its pools)
+            return f"{text}, {self.source}"
         kind = {
             "exact": "",
             "at_most": "memory-bound on both, ",

@@ -32,10 +32,18 @@ from predictor.curve import Curve
 from predictor.diagnostics import Diagnostics, ReliabilityProblem
 from predictor.fitting import fit
 
-__all__ = ["PRIOR_PROBLEM", "prior_sizes", "roofline_prior"]
+__all__ = ["PRIOR_PROBLEM", "is_prior", "prior_sizes", "roofline_prior"]
 
 #: The reliability problem a roofline prior carries.
 PRIOR_PROBLEM = "roofline_prior"
+
+
+def is_prior(curve: Curve | None) -> bool:
+    """Whether `curve` is a roofline prior: it carries the reliability problem
+    PRIOR_PROBLEM."""
+    return curve is not None and any(
+        p.problem == PRIOR_PROBLEM for p in curve.diagnostics.reliability
+    )
 
 
 def prior_sizes(observed: tuple[int, ...], processors_ratio: float) -> tuple[int, ...]:
