@@ -237,7 +237,7 @@ class PolicyResult:
     #: With node pools (typed.py): pool name -> {"jobs", "node_hours"}; empty without.
     pools: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
     #: With node pools and roofline priors (typed.PoolPlan.roofline): the jobs sized on a
-    #: prior, sorted; empty otherwise.
+    #: prior, sorted, each once (a job resubmitted after a kill is one job); empty otherwise.
     priors: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:

@@ -370,7 +370,7 @@ class PooledExperiment:
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
             pools=per_pool,
-            priors=tuple(sorted(priors)),
+            priors=tuple(sorted(set(priors))),
         )
 
 
