@@ -132,7 +132,7 @@ class AdaptiveSizer:
         #: predictor refused the runs) or FALLBACK_UNUSABLE (a curve decide would not use).
         self.fallbacks: Counter[str] = Counter()
         #: The jobs sized on a roofline prior (a learner's curve marked roofline_prior,
-        #: priors.py), in the order they were decided: the daemon's reason says so of each.
+        #: priors.py), in the order they were decided (the daemon names the prior in their reason).
         self.priors: list[int] = []
         # Workload-model curves are exact, hence reliable: nothing to explore, so the
         # budget's node-hours (one more curve evaluation per job) are only kept for the others.

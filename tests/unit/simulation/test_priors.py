@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from policies.config import DEFAULTS
-from policies.roofline import time_ratio
+from policies.roofline import Known, plan_prior, time_ratio
 from policies.simulation import Setup, TraceJob
 from policies.simulation.pools import Pool
-from policies.simulation.priors import PriorLearner, pool_type
+from policies.simulation.priors import SPEEDS, PriorLearner, pool_type
 from policies.simulation.typed import PoolPlan, TypedLearner, pooled_experiment, relative_on_pool
 from predictor.roofline import is_prior
 
@@ -26,6 +26,18 @@ def test_a_pool_is_a_roofline_machine_whose_ratios_are_its_speed_and_cores() -> 
     k, m = time_ratio(pool_type(POOLS[0]), pool_type(POOLS[1]), 1.0)
     assert k == pytest.approx(0.5)  # s_a / s_b
     assert m == pytest.approx(2.0)  # c_b / c_a
+
+
+def test_a_simulated_prior_says_the_pools_speeds_convert_it() -> None:
+    learner = TypedLearner(apps=1, pools=2, growth=None, fits={}, cores=(16, 32))
+    _runs_on(learner, 0, 1000.0, 0.0)
+    curve = learner.curve(0, 1000.0)
+    assert curve is not None
+    plan = plan_prior(pool_type(POOLS[1]), [Known(pool_type(POOLS[0]), curve, 4)], SPEEDS)
+    assert not isinstance(plan, str)
+    assert (
+        "(intensity 1 flop/byte, the pools' speeds: b computes 2× as fast per core" in plan.note()
+    )
 
 
 def _runs_on(learner: TypedLearner | PriorLearner, slot: int, scale: float, now: float) -> None:
