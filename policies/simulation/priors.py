@@ -30,22 +30,38 @@ model is right: the jobs it sizes and their response.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from policies.config import PolicySettings
 from policies.decide import unusable_because
 from policies.roofline import Intensity, Known, NodeType, plan_prior, prior_curve
+from policies.simulation.learning import CurveLearner
 from policies.simulation.pools import Pool
 from predictor import Curve
-
-if TYPE_CHECKING:  # typed.py builds a PriorLearner
-    from policies.simulation.typed import TypedLearner
 
 __all__ = ["SPEEDS", "PriorLearner", "pool_type"]
 
 #: The intensity a pool's roofline is read at: any value ≥ its ridge (1 flop/byte) gives
 #: its peak, so the source says it is the pools' speeds that convert, not an intensity.
 SPEEDS = Intensity(1.0, "the pools' speeds")
+
+
+class TypedLearner(Protocol):
+    """What a PriorLearner wraps (typed.TypedLearner, which builds on this module): the
+    learner of every (application, pool) slot, its own curves (`typed`) apart from its
+    fallback (`curve`)."""
+
+    pools: int
+
+    @property
+    def typed(self) -> CurveLearner: ...
+
+    @property
+    def refits(self) -> int: ...
+
+    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+
+    def curve(self, app: int, now: float) -> Curve | None: ...
 
 
 def pool_type(pool: Pool) -> NodeType:
