@@ -77,6 +77,24 @@ def test_the_pools_own_runs_replace_the_prior() -> None:
     assert own.runtime([1.0])[0] == pytest.approx(3000.0, rel=0.05)
 
 
+def test_the_prior_comes_before_the_fallback_of_the_same_core_count() -> None:
+    """As the daemon on a described type: pools of one core count, b twice as fast. The
+    fallback would read a's curve as b's; the prior halves its runtimes."""
+    pools = (Pool("a", 8, 16, (1,)), Pool("b", 8, 16, (2,), 2.0))
+    typed = TypedLearner(apps=1, pools=2, growth=None, fits={}, cores=(16, 16))
+    learner = PriorLearner(typed, pools, DEFAULTS)
+    _runs_on(learner, 0, 1000.0, 0.0)
+    source, fallback = typed.curve(0, 1000.0), typed.curve(1, 1000.0)
+    assert source is not None
+    assert fallback is not None
+    assert not is_prior(fallback)
+    prior = learner.curve(1, 1000.0)
+    assert prior is not None
+    assert is_prior(prior)
+    n = np.array([1.0, 4.0])
+    np.testing.assert_allclose(prior.runtime(n), 0.5 * source.runtime(n), rtol=0.05)
+
+
 def test_no_curve_anywhere_gives_no_prior() -> None:
     learner = PriorLearner(
         TypedLearner(apps=1, pools=2, growth=None, fits={}, cores=(16, 32)), POOLS, DEFAULTS
