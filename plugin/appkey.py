@@ -21,14 +21,24 @@ The explicit override, a tag in the job's comment (versioned, like jobstats' ``J
 
 The tag starts at the whitespace-separated word ``adaptalloc:v1`` and takes the
 ``key=value`` words that follow it, up to the first word that is not one (or a ``;``).
-v1 knows four keys: ``app`` and ``size``, either of which may be left out (``adaptalloc:v1
+v1 knows these keys: ``app`` and ``size``, either of which may be left out (``adaptalloc:v1
 size=large`` keeps the rule's name and sets the size), ``resize=yes|no``, read by
 deploy/slurm/job_submit.lua (``resize=no`` opts a job out of resizing; it does not change
-the app key), and ``scaling=strong|weak`` (weak: the problem grows with the nodes, and the
-daemon sizes the job by Gustafson's law, policies/weak.py; it does not change the app key).
-A tag with an unknown key, an empty or invalid value, a repeated key, or a second tag in the
-same comment is refused as a whole, with its reason: an explicit override that cannot be
-honoured must not silently become some other app. A word ``adaptalloc:vN`` for another N is
+the app key), ``scaling=strong|weak`` (weak: the problem grows with the nodes, and the
+daemon sizes the job by Gustafson's law, policies/weak.py; it does not change the app key),
+and what the seed papers' models read (docs/science/seed-models.md; none changes the app
+key): ``pattern=master-worker`` (the job is one master serving its workers: its size is
+capped at the nodes the workers it keeps busy need, policies/master_worker.py) with,
+optionally, the task figures the application reports, ``tc=`` (seconds of compute per task
+on one worker), ``vi=`` and ``vo=`` (bytes sent to and returned by a worker per task), all
+three or none; and ``intensity=`` (operational intensity, flop per byte of memory traffic,
+for the roofline prior on node types the app never ran on, policies/roofline.py). Figures
+are plain decimal numbers (``2.5``, ``4e6``) of at most 24 characters: finite, ``tc`` and
+``intensity`` > 0, ``vi`` and ``vo`` ≥ 0 and not both 0.
+A tag with an unknown key, an empty or invalid value, a repeated key, task figures without
+``pattern=master-worker`` or only some of them, or a second tag in the same comment is
+refused as a whole, with its reason: an explicit override that cannot be honoured must not
+silently become some other app. A word ``adaptalloc:vN`` for another N is
 refused as an unsupported version. Words
 that merely start with ``adaptalloc:v1:`` are the daemon's own records in ``admin_comment``
 (plugin/daemon/marks.py) and are not tags.
@@ -71,6 +81,7 @@ __all__ = [
     "MAX_PART_LENGTH",
     "MAX_USER_INFLUENCE",
     "OWNER_SEPARATOR",
+    "PATTERNS",
     "SCOPES",
     "SIZE_SEPARATOR",
     "TAG_MARKER",
@@ -112,7 +123,14 @@ _PART = re.compile(r"[a-z0-9][a-z0-9._-]*")
 # A user name as Slurm reports it, taken exactly (two names that differ only in case are two
 # users): POSIX portable characters, at most MAX_PART_LENGTH.
 _OWNER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
-_TAG_KEYS = ("app", "size", "resize", "scaling")
+_TAG_KEYS = ("app", "size", "resize", "scaling", "pattern", "tc", "vi", "vo", "intensity")
+#: The application patterns a tag may name.
+PATTERNS = ("master-worker",)
+#: The task figures of a master-worker tag: given together or not at all.
+_FIGURES = ("tc", "vi", "vo")
+#: A figure's text: a plain decimal number, no sign, at most 24 characters.
+_FIGURE = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_FIGURE_LENGTH = 24
 # Any word that names a tag version ("adaptalloc:v" and no further ':'; the daemon's
 # records are adaptalloc:v1:held and the like): only TAG_MARKER is honoured, the rest are
 # refused, including look-alikes such as "adaptalloc:v١" or "adaptalloc:v１".
@@ -296,12 +314,68 @@ def size_text(size: float) -> str:
 
 @dataclass(frozen=True)
 class Tag:
-    """A parsed ``adaptalloc:v1`` tag; each field None when the tag leaves it out."""
+    """A parsed ``adaptalloc:v1`` tag; each field None when the tag leaves it out.
+
+    pattern: "master-worker" or None; tc, vi, vo: the task figures (seconds, bytes, bytes),
+    all set or all None; intensity: flop/byte."""
 
     app: str | None = None
     size: str | None = None
     resize: bool | None = None
     scaling: str | None = None
+    pattern: str | None = None
+    tc: float | None = None
+    vi: float | None = None
+    vo: float | None = None
+    intensity: float | None = None
+
+
+def _figure(fields: dict[str, str], key: str, where: str, zero: bool = False) -> float | None:
+    """The number `key` holds (None when the tag leaves it out); AppKeyError for text that is
+    not a plain finite number, or one ≤ 0 (< 0 with `zero`)."""
+    text = fields.get(key)
+    if text is None:
+        return None
+    least = "≥ 0" if zero else "> 0"
+    if len(text) > _FIGURE_LENGTH or not _FIGURE.fullmatch(text):
+        raise AppKeyError(
+            f"{where} tag {key}= must be a plain decimal number {least}, got {quote_value(text)}"
+        )
+    value = float(text)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise AppKeyError(
+            f"{where} tag {key}= must be a finite number {least}, got {quote_value(text)}"
+        )
+    return value
+
+
+def _with_pattern(tag: Tag, fields: dict[str, str], where: str) -> Tag:
+    """`tag` with pattern, tc, vi, vo and intensity, checked as the module docstring says."""
+    pattern = fields.get("pattern")
+    if pattern is not None and pattern.lower() not in PATTERNS:
+        raise AppKeyError(
+            f"{where} tag pattern= must be {' or '.join(PATTERNS)}, got {quote_value(pattern)}"
+        )
+    given = [key for key in _FIGURES if key in fields]
+    if given and pattern is None:
+        raise AppKeyError(f"{where} tag gives {given[0]}= without pattern=master-worker")
+    if given and len(given) < len(_FIGURES):
+        missing = [key for key in _FIGURES if key not in fields]
+        raise AppKeyError(
+            f"{where} tag gives {', '.join(k + '=' for k in given)} without "
+            f"{', '.join(k + '=' for k in missing)} (the task figures go together)"
+        )
+    vi, vo = _figure(fields, "vi", where, zero=True), _figure(fields, "vo", where, zero=True)
+    if vi == 0 and vo == 0:
+        raise AppKeyError(f"{where} tag vi= and vo= are both 0 (a task moves some data)")
+    return replace(
+        tag,
+        pattern=None if pattern is None else pattern.lower(),
+        tc=_figure(fields, "tc", where),
+        vi=vi,
+        vo=vo,
+        intensity=_figure(fields, "intensity", where),
+    )
 
 
 def _tag_fields(words: list[str], where: str) -> dict[str, str]:
@@ -359,12 +433,13 @@ def parse_tag(comment: str | None, where: str = "comment") -> Tag | None:
         raise AppKeyError(
             f"{where} tag scaling= must be strong or weak, got {quote_value(scaling)}"
         )
-    return Tag(
+    tag = Tag(
         app=None if "app" not in fields else normalise_part(fields["app"], f"{where} tag app"),
         size=None if "size" not in fields else normalise_part(fields["size"], f"{where} tag size"),
         resize=None if resize is None else resize.lower() == "yes",
         scaling=None if scaling is None else scaling.lower(),
     )
+    return _with_pattern(tag, fields, where)
 
 
 # --- the rule -----------------------------------------------------------------------------

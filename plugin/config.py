@@ -1,5 +1,5 @@
 """The adaptalloc plumbing configuration: ``[redis]``, ``[appkey]``, ``[learner]``, ``[slurm]``,
-``[daemon]``.
+``[daemon]``, and one ``[node_types.NAME]`` table per described node type (partition).
 
 One TOML file (``deploy/adaptalloc.example.toml`` lists every key with its default), read
 with :mod:`tomllib`. Where it is looked for, first match wins:
@@ -54,6 +54,7 @@ __all__ = [
     "ConfigError",
     "DaemonConfig",
     "LearnerConfig",
+    "NodeTypeConfig",
     "RedisConfig",
     "SlurmConfig",
     "find_config",
@@ -276,6 +277,28 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True)
+class NodeTypeConfig:
+    """``[node_types.NAME]``: one node type, NAME a partition, as the performance models see
+    it (docs/science/seed-models.md): the roofline's peak compute and memory bandwidth per
+    node (policies/roofline.py), and the link bandwidth a master-worker master sends over
+    (policies/master_worker.py; 0: not known)."""
+
+    peak_gflops: float = field(
+        default=0.0, metadata=_key(_number(0, low_open=True), "peak FLOP/s per node, in 10^9")
+    )
+    bandwidth_gbs: float = field(
+        default=0.0, metadata=_key(_number(0, low_open=True), "memory bandwidth per node, GB/s")
+    )
+    link_gbs: float = field(
+        default=0.0, metadata=_key(_number(0), "a node's network link, GB/s; 0: unknown")
+    )
+
+
+#: A node type's name: a partition name as Slurm accepts it (and observations record it).
+_NODE_TYPE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole plumbing configuration; ``source`` names the file (or "defaults")."""
 
@@ -284,7 +307,13 @@ class Config:
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    #: ``[node_types.NAME]`` tables, by partition name (sorted).
+    node_types: tuple[tuple[str, NodeTypeConfig], ...] = ()
     source: str = "defaults"
+
+    def node_type(self, name: str) -> NodeTypeConfig | None:
+        """The ``[node_types.NAME]`` of partition `name`, None when it has none."""
+        return dict(self.node_types).get(name)
 
 
 _SECTIONS: dict[str, type[Any]] = {
@@ -311,12 +340,35 @@ def parse_config(doc: Mapping[str, Any], source: str) -> Config:
         raise ConfigError(printable(str(exc))) from None
 
 
+def _node_types(table: object, source: str) -> tuple[tuple[str, NodeTypeConfig], ...]:
+    """The ``[node_types.NAME]`` tables: NAME a partition name, each with both roofline
+    numbers (a type without them describes nothing the models can use)."""
+    if not isinstance(table, dict):
+        raise ConfigFileError(source, "node_types", "", "must hold [node_types.NAME] tables")
+    out: list[tuple[str, NodeTypeConfig]] = []
+    for name, values in sorted(table.items()):
+        where = f"node_types.{label(name)}"
+        if not _NODE_TYPE_NAME.fullmatch(name):
+            raise ConfigFileError(
+                source, where, "", "NAME must be a partition name (letters, digits, '.', '_', '-')"
+            )
+        node_type = _section(NodeTypeConfig, values, source, where)
+        for key in ("peak_gflops", "bandwidth_gbs"):
+            if getattr(node_type, key) <= 0:
+                raise ConfigFileError(source, where, key, "is required (a number > 0)")
+        out.append((name, node_type))
+    return tuple(out)
+
+
 def _parse(doc: Mapping[str, Any], source: str) -> Config:
     sections: dict[str, Any] = {}
     for name, table in doc.items():
+        if name == "node_types":
+            sections[name] = _node_types(table, source)
+            continue
         cls = _SECTIONS.get(name)
         if cls is None:
-            hint = key_hint(name, _SECTIONS, EXAMPLE)
+            hint = key_hint(name, [*_SECTIONS, "node_types"], EXAMPLE)
             raise ConfigFileError(source, label(name), "", f"not a known section ({hint})")
         sections[name] = _section(cls, table, source, name)
     config = Config(**sections, source=source)

@@ -15,6 +15,8 @@ with s the per-core speed of each type, which neither Slurm nor the runs give th
 (and Downey's formulas are not invariant under n → c·n, so even with s_x = s_y the
 converted curve is a model, not a fit). So the fallback is refused across core counts: the
 job is then decided as one of an application without a curve (the policy's fallback rule).
+Where the site describes the node types (peak compute and memory bandwidth), the roofline
+gives s, and the decider tries a roofline prior before this (roofline.py).
 
 A core count that is unknown (a run without a node type, an imported CSV; a partition sinfo
 does not show) is no evidence of a difference: only two *known* different counts refuse,

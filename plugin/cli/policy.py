@@ -9,7 +9,11 @@ decide
     decides by their own rule (plugin/daemon/shape.py, the same code) it adds keys:
     ``"tasks"``, ``"tasks_per_node"``, ``"placement"`` with ``--ntasks``; ``"scaling"`` with
     ``--scaling weak``; ``"partition"`` and ``"partitions"`` with several partitions
-    (``--wait`` what-if waits, or ``--queue`` to read them from Slurm).
+    (``--wait`` what-if waits, or ``--queue`` to read them from Slurm); ``"master_worker"``
+    with ``--pattern master-worker`` (the cap, or why there is none); ``"roofline"`` when the
+    curve that decided is a roofline prior (a node type the app has no curve on, described
+    in the adaptalloc TOML's ``[node_types.NAME]``, which decide reads when it is given a
+    partition or a pattern).
 policy check
     Validates a policy file and prints the settings in effect for the defaults and for each
     partition and account table.
@@ -22,6 +26,7 @@ policies refuse (with what is allowed).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import sys
 import time
@@ -57,8 +62,12 @@ from plugin.formats.observations_csv import (
     read_observations_stream,
 )
 from plugin.learning.learner import curve_from_fit
+from plugin.learning.priors import Prior
 from plugin.policy_file import load_policy_config
+from policies.decide import NO_BUDGET
 from policies.fallback import curve_on_type
+from policies.master_worker import Figures, WorkerCap
+from policies.roofline import NodeType
 from policies.rules import load_rule_words
 
 __all__ = [
@@ -174,6 +183,23 @@ def _parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Paramet
     return callback
 
 
+def _parsed_figure(
+    zero: bool,
+) -> Callable[[click.Context, click.Parameter, float | None], float | None]:
+    """A click callback for a task figure or an intensity: finite and > 0 (≥ 0 with
+    `zero`), as the tag's values (plugin/appkey.py)."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+        if value is None:
+            return None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+            least = "≥ 0" if zero else "> 0"
+            raise click.BadParameter(f"must be a finite number {least}", ctx=ctx, param=param)
+        return value
+
+    return callback
+
+
 def _feasible_callback(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> policies.Feasible | None:
@@ -273,6 +299,15 @@ class _FileRuns:
         except InputError:
             return None
 
+    def typed_types(self) -> tuple[str, ...]:
+        """The node types with a curve of their own (as the learner: when the rows span more
+        than one type)."""
+        kinds = sorted({t for t in self.raw.node_type or () if t is not None})
+        return tuple(kinds) if len(kinds) > 1 else ()
+
+    def run_types(self) -> frozenset[str | None]:
+        return frozenset(self.raw.node_type or (None,))
+
     def runs(self) -> list[_Run]:
         raw = self.raw
         out = []
@@ -322,6 +357,12 @@ class _StoreRuns:
     def typed(self, node_type: str) -> predictor.Curve | None:
         record = self.source.typed(self.app, node_type)
         return record.curve if record is not None else None
+
+    def typed_types(self) -> tuple[str, ...]:
+        return self.source.typed_types(self.app)
+
+    def run_types(self) -> frozenset[str | None]:
+        return self.source.run_node_types(self.app)
 
     def runs(self) -> list[Any]:
         return self.source.observations(self.app)
@@ -480,6 +521,37 @@ def render_decision(
     help="weak: size by Gustafson's law from the app's runs with a problem size "
     "(tag scaling=weak).",
 )
+@click.option(
+    "--pattern",
+    type=click.Choice(["master-worker"]),
+    default=None,
+    help="master-worker: cap the size at the nodes the workers one master keeps busy need "
+    "(tag pattern=master-worker): from --tc, --vi and --vo with the partition's link_gbs, "
+    "else learned from the curve.",
+)
+@click.option(
+    "--tc", type=float, callback=_parsed_figure(False), metavar="S",
+    help="With --pattern master-worker: seconds of compute per task on one worker (tag tc=).",
+)  # fmt: skip
+@click.option(
+    "--vi", type=float, callback=_parsed_figure(True), metavar="BYTES",
+    help="With --tc: bytes sent to a worker per task (tag vi=).",
+)  # fmt: skip
+@click.option(
+    "--vo", type=float, callback=_parsed_figure(True), metavar="BYTES",
+    help="With --tc: bytes a worker returns per task (tag vo=).",
+)  # fmt: skip
+@_count(
+    "--ntasks-per-node",
+    1,
+    "With --pattern master-worker: tasks (the workers and the master) per node; Slurm's "
+    "default is 1.",
+)
+@click.option(
+    "--intensity", type=float, callback=_parsed_figure(False), metavar="FLOP/B",
+    help="The app's operational intensity (tag intensity=), for the roofline prior on a "
+    "partition it has no curve on ([node_types] in the adaptalloc TOML).",
+)  # fmt: skip
 @click.option("--account", default="", metavar="A", help="Account (selects [account.A]).")
 @click.option(
     "--feasible",
@@ -523,6 +595,12 @@ def decide(
     ntasks: int | None,
     cpus_per_node: int | None,
     scaling: str,
+    pattern: str | None,
+    tc: float | None,
+    vi: float | None,
+    vo: float | None,
+    ntasks_per_node: int | None,
+    intensity: float | None,
     account: str,
     feasible: policies.Feasible | None,
     config_path: str | None,
@@ -551,6 +629,7 @@ def decide(
         raise click.UsageError("--pending needs --idle (the load is pending per idle node)")
     listed = partition_list or []
     _check_shape(node_range, listed, waits, ntasks, cpus_per_node, read_queue)
+    seeds = _seeds(pattern, tc, vi, vo, ntasks_per_node, intensity)
     if read_queue and (idle, pending, total) != (None, None, None):
         raise click.UsageError("--queue reads the load from Slurm: drop --idle, --pending, --total")
     per_idle, per_total = (
@@ -582,6 +661,7 @@ def decide(
         runs = _FileRuns(_raw(str(obs_csv), max_rows), method, problem_size)
     settings = policies.effective(config, partition, account)
     where = _live_queues(request, listed) if read_queue else what_if
+    types = _node_types(listed, seeds)
     decision, shown = _shaped_decision(
         request,
         cluster,
@@ -593,6 +673,7 @@ def decide(
         cpus_per_node,
         scaling,
         lambda name: policies.effective(config, name, account),
+        _Seeded(seeds, ntasks_per_node or 1, types),
     )
     load_rule = load_rule_words(settings)
     if output_format == "json":
@@ -625,6 +706,54 @@ def decide(
         reason=printable(decision.reason),
         elapsed_ms=elapsed_ms(started),
     )
+
+
+def _seeds(
+    pattern: str | None,
+    tc: float | None,
+    vi: float | None,
+    vo: float | None,
+    ntasks_per_node: int | None,
+    intensity: float | None,
+) -> shape.Seeds:
+    """The options of the seed papers' models as the tag's (plugin/appkey.py): the task
+    figures go together and with --pattern (one UsageError line if not)."""
+    given = [
+        name for name, value in (("--tc", tc), ("--vi", vi), ("--vo", vo)) if value is not None
+    ]
+    if given and pattern is None:
+        raise click.UsageError(f"{given[0]} goes with --pattern master-worker")
+    if given and len(given) < 3:
+        raise click.UsageError("--tc, --vi and --vo go together (the task figures)")
+    if ntasks_per_node is not None and pattern is None:
+        raise click.UsageError("--ntasks-per-node goes with --pattern master-worker")
+    reported = None
+    if tc is not None and vi is not None and vo is not None:
+        try:
+            reported = Figures(tc, vi, vo)
+        except ValueError as exc:
+            raise click.UsageError(f"--vi and --vo: {exc}") from None
+    return shape.Seeds(pattern == "master-worker", reported, intensity)
+
+
+def _node_types(listed: list[str], seeds: shape.Seeds) -> dict[str, Any]:
+    """The adaptalloc TOML's [node_types.NAME] when they can matter (a partition or a
+    pattern is given), else none (the file is not read)."""
+    if not listed and not seeds.master_worker:
+        return {}
+    from plugin.config import load_config  # noqa: PLC0415
+
+    return dict(load_config(None).node_types)
+
+
+@dataclass(frozen=True)
+class _Seeded:
+    """What decide's seed-model options give _shaped_decision: the tag's seeds, tasks per
+    node and the described node types."""
+
+    seeds: shape.Seeds
+    tasks_per_node: int
+    node_types: dict[str, Any]
 
 
 def _check_shape(
@@ -783,10 +912,12 @@ def _shaped_decision(
     cpus_per_node: int | None,
     scaling: str,
     settings_for: Callable[[str], policies.PolicySettings],
+    seeded: _Seeded | None = None,
 ) -> tuple[policies.Decision, dict[str, Any]]:
     """The decision the daemon would make (plugin/daemon/decider.py, same order: weak
-    scaling, then a fixed task count, then several partitions, else the curve's), and the
-    keys it adds to the JSON document."""
+    scaling, then a fixed task count, then several partitions, else the curve's; the
+    master-worker cap and the roofline prior as there), and the keys it adds to the JSON
+    document."""
     theta = settings.efficiency_threshold
     if scaling == "weak":
         weak = shape.weak_decision(request, runs.weak_runs(), cluster, theta)
@@ -803,47 +934,129 @@ def _shaped_decision(
             "placement": placed.detail,
         }
     curve, missing, borrowed = runs.curve()
+    typed = _TypeCurves(runs, curve, where, settings_for, seeded, listed[0] if listed else "")
     shown: dict[str, Any] = {}
     decision: policies.Decision | None = None
-    refused: dict[str, str] = {}
-
-    def curve_on(name: str) -> predictor.Curve | None:
-        # As the daemon's Decider._curve_on (policies/fallback.py).
-        def run_cores() -> list[int | None]:
-            types = {r.node_type for r in runs.runs()}
-            return [None if t is None else where.cpus(t) for t in types]
-
-        chosen, why = curve_on_type(runs.typed(name), curve, where.cpus(name), run_cores)
-        refused[name] = f"no curve on {name} ({why})" if why else ""
-        return chosen
-
+    chosen = listed[0] if len(listed) == 1 else ""
     if len(listed) >= 2:
         pick = shape.partition_decision(
             request,
             listed,
-            curve_on,
+            typed.curve_on,
             where.state,
             settings_for,
             where.wait,
-            missing=lambda name: refused.get(name) or missing or "no curve is known",
+            missing=lambda name: typed.refused.get(name) or missing or "no curve is known",
+            cap_for=typed.cap_for if seeded and seeded.seeds.master_worker else None,
         )
         if pick is not None:
             shown = {"partition": pick.partition, "partitions": pick.detail["options"]}
             decision = pick.decision
+            chosen = pick.partition or ""
             if decision is None:
                 missing = missing or pick.reason
     if decision is None:
         if len(listed) == 1:
-            curve = curve_on(listed[0])
-            missing = refused.get(listed[0]) or missing
-        decision = policies.decide(
-            request, curve, cluster, settings, missing=missing or "no curve is known"
+            curve = typed.curve_on(listed[0])
+            missing = typed.refused.get(listed[0]) or missing
+        cap = typed.cap_for(chosen or typed.reference, curve)
+        decision = shape.sized(
+            request, curve, cluster, settings, NO_BUDGET, missing or "no curve is known", cap
         )
+    decision, seed_keys = typed.shown(decision, chosen)
+    shown.update(seed_keys)
     if borrowed:
         decision = dataclasses.replace(decision, reason=f"{decision.reason}; {borrowed}")
     if ntasks is not None:
         shown["tasks"] = ntasks
     return decision, shown
+
+
+class _TypeCurves:
+    """The curve on each partition and its master-worker cap, as the daemon's Decider
+    (_curve_on, _cap_for) makes them: the type's own curve, else a roofline prior on a
+    described type, else the curve of all runs unless refused across core counts
+    (policies/fallback.py); what was used is remembered for the JSON document."""
+
+    def __init__(
+        self,
+        runs: _FileRuns | _StoreRuns,
+        generic: predictor.Curve | None,
+        where: _WhatIf | _LiveQueues,
+        settings_for: Callable[[str], policies.PolicySettings],
+        seeded: _Seeded | None,
+        reference: str,
+    ) -> None:
+        self.runs, self.generic, self.where = runs, generic, where
+        self.settings_for, self.reference = settings_for, reference
+        self.seeded = seeded or _Seeded(shape.Seeds(), 1, {})
+        self.refused: dict[str, str] = {}
+        self.priors: dict[str, Prior] = {}
+        self.caps: dict[str, WorkerCap | str] = {}
+        self.view = shape.TypeView(runs.typed, runs.typed_types, runs.run_types, self.node_type)
+
+    def node_type(self, name: str) -> NodeType | None:
+        config = self.seeded.node_types.get(name)
+        if config is None:
+            return None
+        return NodeType(name, config.peak_gflops, config.bandwidth_gbs, self.where.cpus(name))
+
+    def curve_on(self, name: str) -> predictor.Curve | None:
+        own = self.runs.typed(name)
+        no_prior = ""
+        if own is None and self.seeded.node_types:
+            found = shape.roofline_prior(
+                self.view, name, self.generic, self.settings_for(name), self.seeded.seeds.intensity
+            )
+            if isinstance(found, Prior):
+                self.priors[name] = found
+                self.refused[name] = ""
+                return found.curve
+            no_prior = found or ""
+
+        def run_cores() -> list[int | None]:
+            types = {r.node_type for r in self.runs.runs()}
+            return [None if t is None else self.where.cpus(t) for t in types]
+
+        chosen, why = curve_on_type(own, self.generic, self.where.cpus(name), run_cores)
+        because = f"{why}; {no_prior}" if why and no_prior else why
+        self.refused[name] = f"no curve on {name} ({because})" if why else ""
+        return chosen
+
+    def cap_for(self, name: str, on: predictor.Curve | None) -> WorkerCap | str | None:
+        seeds = self.seeded.seeds
+        if not seeds.master_worker:
+            return None
+        config = self.seeded.node_types.get(name)
+        link = config.link_gbs if config is not None else 0.0
+        settings = self.settings_for(name)
+        ratio = None
+        if seeds.figures is not None and name != self.reference:
+            ratio = shape.tc_ratio(self.view, self.generic, settings, seeds, self.reference, name)
+        cap = shape.worker_cap(
+            seeds, name, on, settings, link, self.seeded.tasks_per_node, ratio, self.reference
+        )
+        if cap is not None:
+            self.caps[name] = cap
+        return cap
+
+    def shown(
+        self, decision: policies.Decision, chosen: str
+    ) -> tuple[policies.Decision, dict[str, Any]]:
+        """The decision with the prior's note, and the "roofline" and "master_worker" keys."""
+        keys: dict[str, Any] = {}
+        if chosen in self.priors:
+            prior = self.priors[chosen]
+            decision = dataclasses.replace(decision, reason=f"{decision.reason}; {prior.note}")
+            keys["roofline"] = prior.to_dict()
+        if self.seeded.seeds.master_worker:
+            cap = self.caps.get(chosen or self.reference)
+            keys["master_worker"] = (
+                cap.to_dict()
+                if isinstance(cap, WorkerCap)
+                else {"nodes": None, "reason": cap or ""}
+            )
+        return decision, keys
 
 
 def _render_shape(shown: dict[str, Any], console: Console) -> None:

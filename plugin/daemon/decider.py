@@ -15,7 +15,10 @@ failure becomes a release as submitted with a reason code (reasons.py).
    ``store_unavailable``. On a job's partition (each listed one, or its only one) the curve
    is the app's curve on that node type when the learner fitted one, else the curve of all
    its runs, refused when those ran on nodes of another core count (policies/fallback.py):
-   the job is then decided as an app without a curve.
+   the job is then decided as an app without a curve. On a partition described in the
+   adaptalloc TOML (``[node_types.NAME]``) where the app has no curve of its own, its curve
+   on another described type converted by the roofline stands in instead (a *roofline
+   prior*, shape.roofline_prior, policies/roofline.py), and the reason says so.
 5. The policy (policies.decide) with the partition's load and limits; an exception is
    ``policy_error``. The size is checked against the user's own range before anything is
    applied (root may set sizes below the user's minimum): ``out_of_range`` otherwise.
@@ -25,7 +28,9 @@ failure becomes a release as submitted with a reason code (reasons.py).
    policies/partition.py), in that order of precedence: one rule per job (a weak or
    placed job listing several partitions keeps its list, and Slurm picks among them). A
    partition the policy picks must be one the user listed and Slurm knows; anything else
-   is ``out_of_range`` too.
+   is ``out_of_range`` too. A ``pattern=master-worker`` tag caps the size the curve's
+   rules (and the fallback) give at the nodes the workers one master keeps busy need
+   (shape.worker_cap, policies/master_worker.py), on each partition its own.
 
 The exploration counters (policies.ExplorationBudget) are kept here, in memory, since the
 daemon started: exploration's share is a share of what this daemon decided. A restart
@@ -52,10 +57,12 @@ import structlog
 
 import policies
 from plugin.appkey import AppKey, AppKeyError, AppKeyRule, numeric_size
+from plugin.config import NodeTypeConfig
 from plugin.daemon import marks, reasons, shape
 from plugin.daemon.cluster import first_partition, listed_partitions
 from plugin.errors import printable
 from plugin.learning.borrow import BORROWED, curve_with_borrowing
+from plugin.learning.priors import Prior
 from plugin.slurm import JobRecord, Resize
 from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
@@ -63,7 +70,9 @@ from policies import ClusterState, Decision, ExplorationBudget
 from policies.decide import unusable_because
 from policies.decision import RULES
 from policies.fallback import curve_on_type
+from policies.master_worker import MASTER_WORKER, WorkerCap
 from policies.partition import Queue, wait_estimate
+from policies.roofline import NodeType
 from predictor.diagnostics import Diagnostics
 
 __all__ = ["CURVE_RULES", "Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
@@ -74,8 +83,9 @@ T = TypeVar("T")
 #: jobs share a few (name, comment) pairs; a site's whole set of apps fits many times over.
 KEY_MEMO_SIZE = 4096
 #: The rules whose size comes from the curve's prediction: a job they sized is scored
-#: against that curve once it finished (the fallback and partition_limit read no curve).
-CURVE_RULES = frozenset(RULES) - {"fallback"}
+#: against that curve once it finished (the fallback and partition_limit read no curve; a
+#: master-worker cap is scored when a curve decided within it).
+CURVE_RULES = (frozenset(RULES) - {"fallback"}) | {MASTER_WORKER}
 #: Curve documents `CurveSource.document` keeps before it starts afresh (one per curve in
 #: a batch; a batch reads each app's curves once).
 DOCUMENT_MEMO_SIZE = 1024
@@ -195,6 +205,7 @@ class CurveSource:
         self._cache: dict[AppKey, CurveRecord | None] = {}
         self._typed: dict[tuple[AppKey, str], CurveRecord | None] = {}
         self._run_types: dict[AppKey, frozenset[str | None]] = {}
+        self._typed_types: dict[AppKey, tuple[str, ...]] = {}
         self._safety: dict[AppKey, float] = {}
         self._documents: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._on_failure = on_failure
@@ -204,6 +215,7 @@ class CurveSource:
         self._cache = {}
         self._typed = {}
         self._run_types = {}
+        self._typed_types = {}
         self._safety = {}
         self._documents = {}
 
@@ -274,6 +286,15 @@ class CurveSource:
                 "curve", lambda: self.store().curve_record(app, node_type)
             )
         return self._typed[key]
+
+    def typed_types(self, app: AppKey) -> tuple[str, ...]:
+        """The node types the learner fitted a curve of the app on (none when it ran on one
+        type only), read once a batch; StoreError as `get`."""
+        if app not in self._typed_types:
+            self._typed_types[app] = tuple(
+                self._read("curve", lambda: self.store().node_types(app))
+            )
+        return self._typed_types[app]
 
     def run_node_types(self, app: AppKey) -> frozenset[str | None]:
         """The node types the app's stored runs ran on (None: a run without one), read once
@@ -349,11 +370,15 @@ class Decider:
         policy: policies.PolicyConfig,
         curves: CurveSource,
         budget: Budget | None = None,
+        node_types: dict[str, NodeTypeConfig] | None = None,
     ) -> None:
         self.rule = rule
         self.policy = policy
         self.curves = curves
         self.budget = budget or Budget()
+        #: The adaptalloc TOML's ``[node_types.NAME]``, by partition (the loop sets it, and
+        #: again on SIGHUP): the roofline's numbers and the master-worker link bandwidth.
+        self.node_types: dict[str, NodeTypeConfig] = node_types or {}
         self._where: tuple[
             Callable[[str], Queue | None] | None,
             Callable[[str], int | None] | None,
@@ -528,7 +553,9 @@ class Decider:
             if shaped is not None:
                 decision, partition = shaped
                 return self._outcome(job, low, high, app, None, decision, extra, partition)
-            options = self._partition_options(job, request, source, curve, missing)
+            seeds = shape.job_seeds(job)
+            cap_for = self._cap_for(job, source, seeds) if seeds.master_worker else None
+            options = self._partition_options(job, request, source, curve, missing, cap_for)
             if options is not None:
                 decision, partition, chosen, decided_by = options
                 extra["placement"] = chosen
@@ -536,13 +563,23 @@ class Decider:
                     job, low, high, app, None, decision, extra, partition, decided_by
                 )
             listed = self._admitted(listed_partitions(job.partition))
+            prior: Prior | None = None
             if len(listed) == 1 and source is not None and record is not None:
-                curve, refused = self._curve_on(source, listed[0], curve)
+                curve, refused, prior = self._curve_on(source, listed[0], curve, job)
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
-            decision = policies.decide(
-                request, curve, state, settings, self.budget.value(), missing or "no curve"
+            where = listed[0] if len(listed) == 1 else first_partition(job.partition)
+            decision = shape.sized(
+                request,
+                curve,
+                state,
+                settings,
+                self.budget.value(),
+                missing or "no curve",
+                cap_for(where, curve) if cap_for is not None else None,
             )
+            if prior is not None:
+                decision = replace(decision, reason=f"{decision.reason}; {prior.note}")
         except StoreError as exc:
             return release_outcome(
                 job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
@@ -612,6 +649,7 @@ class Decider:
         app: AppKey | None,
         generic: Any,
         missing: str,
+        cap_for: shape.CapFor | None = None,
     ) -> tuple[Decision, str | None, dict[str, Any], Any] | None:
         """Each listed partition's own decision and the one with the earliest predicted
         completion (shape.partition_decision), with the curve it was decided on; None when
@@ -625,12 +663,15 @@ class Decider:
 
         refused: dict[str, str] = {}
         curves: dict[str, Any] = {}
+        priors: dict[str, Prior] = {}
 
         def curve_for(name: str) -> Any:
             if app is None:
                 curves[name] = generic
                 return generic
-            curves[name], refused[name] = self._curve_on(app, name, generic)
+            curves[name], refused[name], prior = self._curve_on(app, name, generic, job)
+            if prior is not None:
+                priors[name] = prior
             return curves[name]
 
         def wait_for(name: str, n: int) -> float:
@@ -646,20 +687,37 @@ class Decider:
             wait_for,
             self.budget.value(),
             lambda name: refused.get(name) or missing or "no curve",
+            cap_for,
         )
         if pick is None or pick.decision is None:
             return None
-        return pick.decision, pick.partition, pick.detail, curves.get(pick.partition or "")
+        decision = pick.decision
+        chosen = priors.get(pick.partition or "")
+        if chosen is not None:
+            decision = replace(decision, reason=f"{decision.reason}; {chosen.note}")
+        return decision, pick.partition, pick.detail, curves.get(pick.partition or "")
 
-    def _curve_on(self, app: AppKey, name: str, generic: Any) -> tuple[Any, str]:
-        """The app's curve on partition `name`'s node type and, when there is none, why.
+    def _curve_on(
+        self, app: AppKey, name: str, generic: Any, job: JobRecord
+    ) -> tuple[Any, str, Prior | None]:
+        """The app's curve on partition `name`'s node type, why there is none, and the
+        roofline prior it is when it is one.
 
         The curve of the runs on that type when the learner fitted one (the app ran on
-        several types), else the curve of all its runs, unless those runs are on nodes of a
-        core count other than `name`'s (policies/fallback.py: the job is then decided as an
-        app without a curve). StoreError as CurveSource.get.
+        several types); else, on a type the adaptalloc TOML describes, the roofline prior
+        from its curve on another described type (`_prior`); else the curve of all its runs,
+        unless those runs are on nodes of a core count other than `name`'s
+        (policies/fallback.py: the job is then decided as an app without a curve).
+        StoreError as CurveSource.get.
         """
         typed = self.curves.typed(app, name)
+        own = typed.curve if typed is not None else None
+        why_no_prior = ""
+        if own is None:
+            found = self._prior(app, name, generic, job)
+            if isinstance(found, Prior):
+                return found.curve, "", found
+            why_no_prior = found or ""
         _, cpus, _ = self._where
         target = cpus(name) if cpus is not None else None
 
@@ -670,12 +728,64 @@ class Decider:
             types = self.curves.run_node_types(app)
             return [None if t is None or cpus is None else cpus(t) for t in types]
 
-        curve, refusal = curve_on_type(
-            typed.curve if typed is not None else None, generic, target, run_cores
-        )
+        curve, refusal = curve_on_type(own, generic, target, run_cores)
         if refusal:
-            return None, f"app {app} has no curve on {printable(name)[:64]} ({refusal})"
-        return curve, ""
+            because = f"{refusal}; {why_no_prior}" if why_no_prior else refusal
+            return None, f"app {app} has no curve on {printable(name)[:64]} ({because})", None
+        return curve, "", None
+
+    def _node_type(self, name: str) -> NodeType | None:
+        """Partition `name` as the roofline sees it (its ``[node_types.NAME]`` and Slurm's
+        CPUs per node), None when the adaptalloc TOML does not describe it."""
+        config = self.node_types.get(name)
+        if config is None:
+            return None
+        _, cpus, _ = self._where
+        cores = cpus(name) if cpus is not None else None
+        return NodeType(name, config.peak_gflops, config.bandwidth_gbs, cores)
+
+    def _view(self, app: AppKey) -> shape.TypeView:
+        """The app's curves per node type from the store (StoreError as CurveSource.get)."""
+
+        def typed(kind: str) -> Any:
+            record = self.curves.typed(app, kind)
+            return record.curve if record is not None else None
+
+        return shape.TypeView(
+            typed,
+            lambda: self.curves.typed_types(app),
+            lambda: self.curves.run_node_types(app),
+            self._node_type,
+        )
+
+    def _prior(self, app: AppKey, name: str, generic: Any, job: JobRecord) -> Prior | str | None:
+        """shape.roofline_prior on `name` with the job's tagged intensity."""
+        if not self.node_types:
+            return None  # nothing described: nothing read
+        settings = policies.effective(self.policy, name, job.account)
+        intensity = shape.job_seeds(job).intensity
+        return shape.roofline_prior(self._view(app), name, generic, settings, intensity)
+
+    def _cap_for(self, job: JobRecord, app: AppKey | None, seeds: shape.Seeds) -> shape.CapFor:
+        """The master-worker cap per partition (shape.worker_cap): the link bandwidth of the
+        partition's ``[node_types.NAME]``, the job's tasks per node (Slurm's default: one),
+        and for the tag's Tc on a partition other than the first listed, the two types'
+        per-core roofline speed ratio (shape.tc_ratio)."""
+        reference = first_partition(job.partition)
+        per_node = job.ntasks_per_node or 1
+
+        def cap_for(name: str, curve: Any) -> WorkerCap | str | None:
+            config = self.node_types.get(name)
+            link = config.link_gbs if config is not None else 0.0
+            settings = policies.effective(self.policy, name, job.account)
+            ratio = None
+            if app is not None and seeds.figures is not None and name != reference:
+                record = self.curves.get(app)
+                generic = record.curve if record is not None else None
+                ratio = shape.tc_ratio(self._view(app), generic, settings, seeds, reference, name)
+            return shape.worker_cap(seeds, name, curve, settings, link, per_node, ratio, reference)
+
+        return cap_for
 
     def _outcome(
         self,

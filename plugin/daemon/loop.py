@@ -266,7 +266,9 @@ class Daemon:
         )
         self.curves = CurveSource(self._curve_store, d.redis_retry_s, on_failure=self._store_failed)
         policy = load_policy_config(self._policy_file())
-        self.decider = Decider(config.appkey.rule(), policy, self.curves, Budget())
+        self.decider = Decider(
+            config.appkey.rule(), policy, self.curves, Budget(), dict(config.node_types)
+        )
         self._advise_state(d.mode, policy)
         self.recorder = DecisionRecorder(
             self._redis,
@@ -1204,6 +1206,7 @@ class Daemon:
         self.config = config
         self.decider.rule = rule
         self.decider.policy = policy
+        self.decider.node_types = dict(config.node_types)
         self.modes = modes_text(config.daemon.mode, policy)
         if self.modes != self.modes_written:
             self.next_beat = 0.0  # publish the new modes now, with the next heartbeat

@@ -1,12 +1,22 @@
 """All of the doctor's checks, in the order an admin fixes them: the files Slurm reads, the
-state directory, the daemon's Slurm privileges and clock, the services, then how well the
-curves predicted the jobs they decided (live accuracy)."""
+state directory, the daemon's Slurm privileges and clock, the node types the models read, the
+services, then how well the curves predicted the jobs they decided (live accuracy)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from plugin.doctor import access, accuracy, backend, install, limits, probe, services, sizer_scope
+from plugin.doctor import (
+    access,
+    accuracy,
+    backend,
+    install,
+    limits,
+    node_types,
+    probe,
+    services,
+    sizer_scope,
+)
 from plugin.doctor.check import FAIL, OK, Check
 from plugin.doctor.conf_files import SlurmConf, parse_slurm_conf, read_submit_conf
 from plugin.doctor.settings import DoctorSettings
@@ -99,6 +109,10 @@ def run_checks(settings: DoctorSettings, slurm: CliSlurm) -> list[Check]:
         ),
         _guarded("clock_offset", lambda: probe.clock_offset(result, max_age)),
         _guarded("slurm_backend", lambda: backend.slurm_backend(settings.config, slurm)),
+        _guarded(
+            node_types.NAME,
+            lambda: node_types.node_types_check(settings.config, slurm.partitions),
+        ),
         _guarded("accounting_answers", lambda: services.accounting_answers(slurm)),
         _guarded("redis", lambda: services.redis_answers(settings)),
         _guarded("metrics", lambda: services.metrics_endpoint(settings)),

@@ -55,6 +55,7 @@ from policies.simulation.workload import JobCurves, TraceJob
 from policies.time_limit import time_limit
 from predictor import Curve
 from predictor.downey import IntArray
+from predictor.roofline import is_prior
 
 EXPLORATION = "exploration"
 FALLBACK = "fallback"
@@ -130,6 +131,9 @@ class AdaptiveSizer:
         #: Why the jobs left as submitted were: FALLBACK_NO_CURVE (none learned yet, or the
         #: predictor refused the runs) or FALLBACK_UNUSABLE (a curve decide would not use).
         self.fallbacks: Counter[str] = Counter()
+        #: The jobs sized on a roofline prior (a learner's curve marked roofline_prior,
+        #: priors.py), in the order they were decided (the daemon names the prior in their reason).
+        self.priors: list[int] = []
         # Workload-model curves are exact, hence reliable: nothing to explore, so the
         # budget's node-hours (one more curve evaluation per job) are only kept for the others.
         self._track_node_hours = learner is not None or any(c is not None for c in curves.stored)
@@ -204,6 +208,8 @@ class AdaptiveSizer:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
+        if is_prior(curve):
+            self.priors.append(job)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
         high = decision.nodes if decision.max_nodes is None else decision.max_nodes
         if self.fixed_limits or decision.time_limit_min is None:

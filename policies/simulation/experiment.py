@@ -236,6 +236,9 @@ class PolicyResult:
     fallbacks: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     #: With node pools (typed.py): pool name -> {"jobs", "node_hours"}; empty without.
     pools: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: MappingProxyType({}))
+    #: With node pools and roofline priors (typed.PoolPlan.roofline): the jobs sized on a
+    #: prior, sorted, each once (a job resubmitted after a kill is one job); empty otherwise.
+    priors: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
@@ -252,6 +255,7 @@ class PolicyResult:
             self.refits,
             dict(self.fallbacks),
             {k: dict(v) for k, v in self.pools.items()},
+            self.priors,
         )
         return (PolicyResult, args)
 

@@ -17,7 +17,9 @@ invariant under n → c·n); it makes the oracle's curve per pool exact.
 Learned curves are keyed by (application, pool) as the daemon keys them by (application, node
 type), with its fallback to the curve of all the application's runs while a pool has none,
 refused when those runs include any on another core count (`TypedLearner`,
-policies/fallback.py; learning.py unchanged).
+policies/fallback.py; learning.py unchanged). With `PoolPlan.roofline`, a pool where the
+application has no curve of its own gets the roofline prior from its curve on another pool
+first, as the daemon on a described node type (priors.py), until its runs there give it one.
 
 The multi-partition what-if: every job of a pool listed in `multi` is taken to be submitted
 with ``-p`` those pools (in that order). Its request is processors: on pool q it asks for
@@ -38,7 +40,7 @@ import numpy as np
 
 from policies.fallback import fallback_refusal
 from policies.refit_cadence import REFIT_GROWTH
-from policies.simulation.adaptive import AdaptiveSizer
+from policies.simulation.adaptive import AdaptiveSizer, Learner
 from policies.simulation.applications import group
 from policies.simulation.engine import PartitionScheduler
 from policies.simulation.estimates import model_limits
@@ -55,6 +57,7 @@ from policies.simulation.learning import GROWTH, CurveLearner, Fits
 from policies.simulation.metrics import summarize
 from policies.simulation.pooled import choice_route, simulate_pools, slurm_route
 from policies.simulation.pools import Placed, Pool, place
+from policies.simulation.priors import PriorLearner
 from policies.simulation.sizing import GreedySizer, MoldableRequests, RigidSizer, Sizer
 from policies.simulation.workload import DowneyDraws, JobCurves, TraceJob
 from policies.simulation.world import draw_truth
@@ -75,6 +78,10 @@ class PoolPlan:
     #: The daemon's fallback to the curve of all the application's runs on a pool without
     #: its own (TypedLearner); False: a pool's curve comes from its own runs only.
     fallback: bool = True
+    #: The daemon's roofline prior on a pool without the application's own curve, from its
+    #: curve on another pool and the pools' speeds and cores (priors.py); False: none, as
+    #: the daemon where no ``[node_types.NAME]`` is described.
+    roofline: bool = False
 
 
 def pooled_load(
@@ -262,11 +269,11 @@ class PooledExperiment:
             return [RigidSizer(self.pool_jobs[q], p.nodes) for q, p in enumerate(pools)]
         if policy == "greedy":
             return [GreedySizer(r) for r in requests]
-        learner = None
+        learner: Learner | None = None
         if policy not in ORACLES and self.setup.curves == "learned":
             growth = None if self.setup.refits == "daemon" else GROWTH
             fallback = self.plan.fallback
-            learner = TypedLearner(
+            typed = TypedLearner(
                 len(self.apps),
                 len(pools),
                 growth,
@@ -275,6 +282,9 @@ class PooledExperiment:
                 self.setup.refit_growth,
                 [p.cores for p in pools],
             )
+            learner = typed
+            if self.plan.roofline:
+                learner = PriorLearner(typed, pools, self.setup.settings)
         return [
             AdaptiveSizer(
                 self.pool_jobs[q],
@@ -333,10 +343,12 @@ class PooledExperiment:
         reference = np.array([j.runtime for j in self.jobs]) * self.noise
         rules: dict[str, int] = {}
         refits = 0
+        priors: list[int] = []
         for s in sizers:
             if isinstance(s, AdaptiveSizer):
                 for rule, count in s.rules.items():
                     rules[rule] = rules.get(rule, 0) + count
+                priors.extend(s.priors)
         if (
             policy in ADAPTALLOC
             and isinstance(sizers[0], AdaptiveSizer)
@@ -358,6 +370,7 @@ class PooledExperiment:
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
             pools=per_pool,
+            priors=tuple(sorted(set(priors))),
         )
 
 

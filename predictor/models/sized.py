@@ -23,11 +23,15 @@ scaled problem, S = T_serial/T, and α is the least-squares slope of n - S again
 Master-worker (Costa et al., dynamic tuning on grids): with task compute time Tc, input and
 output volume per task vi and vo and transfer time λ per unit, the master keeps
 N_opt = Tc / (max(vi, vo)·λ) workers busy; more only wait. Start-up and finalization take
-tl + v·λ·(N_w + 1)/2 with latency tl.
+tl + v·λ·(N_w + 1)/2 with latency tl. Where the task figures are unknown, the same model says
+where the runs' speedup bends: S(n) = E0·n while every worker is busy, S = S_max once the
+master is saturated, so the knee n* = S_max / E0 is where N_opt workers are reached
+(`saturation_knee`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,15 +130,54 @@ def fit_gustafson(n: ArrayLike, runtime: ArrayLike, serial_runtime: ArrayLike) -
 def master_worker_optimum(
     task_compute: float, volume_in: float, volume_out: float, transfer_time: float
 ) -> float:
-    """N_opt = Tc / (max(vi, vo)·λ): workers the master can keep busy."""
-    if task_compute <= 0 or transfer_time <= 0 or max(volume_in, volume_out) <= 0:
-        raise ValueError("task compute time, transfer time and a volume must be positive")
-    return task_compute / (max(volume_in, volume_out) * transfer_time)
+    """N_opt = Tc / (max(vi, vo)·λ): workers the master can keep busy (Costa et al., the
+    performance model's first equation, for one group of workers gi).
+
+    In any consistent units: Tc the compute time of one task on one worker, vi and vo the
+    data sent to and returned by a worker per task, λ the transfer time per unit of data
+    (seconds per byte: 1 / bandwidth). During one task's Tc the master can serve
+    Tc / (max(vi, vo)·λ) workers; with more, some wait for it.
+    """
+    figures = (task_compute, volume_in, volume_out, transfer_time)
+    if not all(math.isfinite(x) for x in figures):
+        raise ValueError("task compute time, volumes and transfer time must be finite")
+    if task_compute <= 0 or transfer_time <= 0 or min(volume_in, volume_out) < 0:
+        raise ValueError("task compute time and transfer time must be positive, volumes ≥ 0")
+    if max(volume_in, volume_out) <= 0:
+        raise ValueError("one of the volumes (in, out) must be positive")
+    held = max(volume_in, volume_out) * transfer_time
+    # A product of positive figures that underflows to 0: the master is never held, N_opt ∞.
+    return task_compute / held if held > 0 else math.inf
 
 
 def master_worker_phase(latency: float, volume: float, transfer_time: float, workers: int) -> float:
     """Start-up (volume = vi) or finalization (volume = vo): tl + v·λ·(N_w + 1)/2."""
     return latency + volume * transfer_time * (workers + 1) / 2.0
+
+
+def saturation_knee(n: ArrayLike, speedup: ArrayLike) -> float:
+    """n* = S_max / E0: where a master-worker speedup stops growing (module docstring).
+
+    While every worker is busy the speedup grows as S(n) = E0·n, E0 = S(n0)/n0 the efficiency
+    at the smallest size n0; once the master is saturated (N_opt workers, Costa et al.) it
+    stays at S_max. The two lines meet at n* = S_max/E0. For S(n) = min(n, N) exactly,
+    n* = N.
+
+    Parameters
+    ----------
+    n : sizes, shape (k,), > 0, in increasing order (the smallest is n0)
+    speedup : S at those sizes, shape (k,), > 0
+    """
+    nv = np.asarray(n, dtype=float)
+    sv = np.asarray(speedup, dtype=float)
+    if nv.ndim != 1 or nv.shape != sv.shape or nv.size == 0:
+        raise ValueError("n and speedup must be 1-D arrays of one length ≥ 1")
+    if not (np.all(np.isfinite(sv)) and np.all(sv > 0) and np.all(nv > 0)):
+        raise ValueError("sizes and speedups must be finite and > 0")
+    if np.any(np.diff(nv) <= 0):
+        raise ValueError("sizes must increase")
+    e0 = sv[0] / nv[0]
+    return float(np.max(sv) / e0)
 
 
 #: Crossover sizes P_c = sqrt(k5/k4) searched by `fit_nt_pt` (k4 = 0 is tried too).

@@ -126,6 +126,7 @@ EVERY_CHECK = (
     "sizing_user_scope",
     "clock_offset",
     "slurm_backend",
+    "node_types",
     "accounting_answers",
     "redis",
     "metrics",

@@ -294,6 +294,46 @@ def test_scaling_tag_is_read_and_checked() -> None:
         parse_tag("adaptalloc:v1 scaling=weak;rm")
 
 
+def test_a_master_worker_tag_with_its_task_figures_and_an_intensity() -> None:
+    tag = parse_tag(
+        "adaptalloc:v1 app=farm pattern=Master-Worker tc=2.5 vi=5e7 vo=1E6 intensity=.75"
+    )
+    assert tag == Tag("farm", pattern="master-worker", tc=2.5, vi=5e7, vo=1e6, intensity=0.75)
+    bare = parse_tag("adaptalloc:v1 app=farm pattern=master-worker")
+    assert bare == Tag("farm", pattern="master-worker")  # N_opt is then learned from runs
+    assert parse_tag("adaptalloc:v1 pattern=master-worker tc=1 vi=0 vo=8") == Tag(
+        pattern="master-worker", tc=1.0, vi=0.0, vo=8.0
+    )  # no input is fine, some data must move
+    assert parse_tag("adaptalloc:v1 app=lu intensity=0.8") == Tag("lu", intensity=0.8)
+
+
+@pytest.mark.parametrize(
+    ("comment", "match"),
+    [
+        ("adaptalloc:v1 pattern=farm", "pattern= must be master-worker"),
+        ("adaptalloc:v1 pattern=", "pattern= must be master-worker"),
+        ("adaptalloc:v1 app=x tc=2 vi=1 vo=1", "without pattern=master-worker"),
+        ("adaptalloc:v1 pattern=master-worker tc=2 vi=1", "without vo="),
+        ("adaptalloc:v1 pattern=master-worker vo=1", "without tc=, vi="),
+        ("adaptalloc:v1 pattern=master-worker tc=0 vi=1 vo=1", "tc= must be a finite number > 0"),
+        ("adaptalloc:v1 pattern=master-worker tc=-1 vi=1 vo=1", "plain decimal number > 0"),
+        ("adaptalloc:v1 pattern=master-worker tc=1e999 vi=1 vo=1", "finite"),
+        ("adaptalloc:v1 pattern=master-worker tc=nan vi=1 vo=1", "plain decimal"),
+        ("adaptalloc:v1 pattern=master-worker tc=inf vi=1 vo=1", "plain decimal"),
+        ("adaptalloc:v1 pattern=master-worker tc=0x10 vi=1 vo=1", "plain decimal"),
+        ("adaptalloc:v1 pattern=master-worker tc=1 vi=0 vo=0", "both 0"),
+        ("adaptalloc:v1 pattern=master-worker tc=1 vi=$(id) vo=1", "plain decimal"),
+        ("adaptalloc:v1 intensity=0", "intensity= must be a finite number > 0"),
+        ("adaptalloc:v1 intensity=" + "1" * 25, "plain decimal"),
+        ("adaptalloc:v1 intensity=1 intensity=2", "twice"),
+    ],
+)
+def test_bad_pattern_figures_refuse_the_tag_whole(comment: str, match: str) -> None:
+    with pytest.raises(AppKeyError, match=match) as info:
+        parse_tag(comment)
+    assert len(str(info.value)) < 300
+
+
 # --- whose runs: owners --------------------------------------------------------------------
 
 

@@ -95,6 +95,28 @@ def test_a_file_is_read_and_converted(tmp_path: Path) -> None:
         ("[appkey]\ngeneric_names = 'wrap'\n", "[appkey] generic_names", ("list of strings",)),
         ("[slurm]\nbackend = 'rest'\n", "[slurm] backend", ('"pyslurm"', '"rest"')),
         ("redis = 3\n", "[redis]", ("must be a table", "got 3")),
+        ("node_types = 3\n", "[node_types]", ("[node_types.NAME] tables",)),
+        (
+            "[node_types.big]\npeak_gflops = 3000\n",
+            "[node_types.big] bandwidth_gbs",
+            ("required", "> 0"),
+        ),
+        (
+            "[node_types.big]\npeak_gflops = -1\nbandwidth_gbs = 100\n",
+            "[node_types.big] peak_gflops",
+            ("> 0", "got -1"),
+        ),
+        (
+            "[node_types.big]\npeak_gflops = 1\nbandwidth_gbs = 1\nlink = 1\n",
+            "[node_types.big] link",
+            ("not a known key", "link_gbs"),
+        ),
+        (
+            "[node_types.'a b']\npeak_gflops = 1\nbandwidth_gbs = 1\n",
+            '[node_types."a b"]',
+            ("partition name",),
+        ),
+        ("[node_type.big]\n", "[node_type]", ("not a known section", '"node_types"')),
         (
             "[redis]\nbackoff_base_s = 2.0\nbackoff_cap_s = 1.0\n",
             "[redis] backoff_cap_s",
@@ -113,6 +135,25 @@ def test_refused_values_name_file_key_and_what_is_allowed(
     assert message.startswith(f"{path}: {where}: "), message
     assert [fact for fact in facts if fact not in message] == [], message
     assert "\n" not in message
+
+
+def test_node_types_are_read_by_partition_name(tmp_path: Path) -> None:
+    path = tmp_path / "adaptalloc.toml"
+    path.write_text(
+        "[node_types.big]\npeak_gflops = 3000\nbandwidth_gbs = 200\nlink_gbs = 12.5\n"
+        "[node_types.batch]\npeak_gflops = 1000\nbandwidth_gbs = 100\n",
+        encoding="utf-8",
+    )
+    config = load_config(str(path))
+    assert [name for name, _ in config.node_types] == ["batch", "big"]
+    big = config.node_type("big")
+    assert big is not None
+    assert (big.peak_gflops, big.bandwidth_gbs, big.link_gbs) == (3000.0, 200.0, 12.5)
+    batch = config.node_type("batch")
+    assert batch is not None
+    assert batch.link_gbs == 0.0  # not known: master-worker caps learned from runs there
+    assert config.node_type("debug") is None
+    assert Config().node_types == ()
 
 
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugin.config import Config, ConfigError, load_config
+from plugin.config import Config, ConfigError, NodeTypeConfig, load_config
 
 from .fuzz_support import CASES_TRIED, assert_one_inert_line, bounded_memory
 
@@ -30,8 +30,15 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 SECTIONS = {
     f.name: [k.name for k in fields(getattr(Config(), f.name))]
     for f in fields(Config)
-    if f.name != "source"
+    if f.name not in ("source", "node_types")
 }
+#: ``[node_types.NAME]`` tables, fuzzed under a few names (a partition's, and hostile ones).
+SECTIONS.update(
+    {
+        f"node_types.{name}": [k.name for k in fields(NodeTypeConfig)]
+        for name in ("big", '"a b"', '"é"', '"x;rm"')
+    }
+)
 
 
 def _toml_string(text: str) -> str:
