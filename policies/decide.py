@@ -47,8 +47,10 @@ from policies.rules import (
     efficiency_rule,
     exploration_rule,
     fallback_rule,
+    fits_limit,
     load_adaptive_rule,
     nodes,
+    number,
     percent,
     pws_rule,
 )
@@ -136,10 +138,37 @@ def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
     return n, "".join(f"; {note}" for note in notes)
 
 
+def _fitting(
+    profile: RuntimeProfile, size: int, reason: str, request: Request, settings: PolicySettings
+) -> tuple[int, str]:
+    """The size raised to the least one whose predicted runtime fits the user's limit
+    (rules.py, fits_limit), and the reason with why."""
+    fitting = fits_limit(profile, size, request.time_limit_min, settings)
+    if fitting == size:
+        return size, reason
+    safety = settings.time_limit_safety_factor
+    return fitting, reason + (
+        f"; raised to {nodes(fitting)}, the least size whose predicted runtime × safety "
+        f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
+        f"{number(profile.at(size) * safety / 60.0)} min, and adaptalloc never raises a "
+        "limit, so the job would be killed)"
+    )
+
+
 def _release_range(
-    size: int, rule: str, by_rule: dict[str, Candidate], allowed: Allowed, lo: int, hi: int
+    size: int,
+    rule: str,
+    by_rule: dict[str, Candidate],
+    allowed: Allowed,
+    lo: int,
+    hi: int,
+    fitting: RuntimeProfile | None = None,
+    limit_min: int | None = None,
+    settings: PolicySettings = DEFAULTS,
 ) -> tuple[int, int | None, str]:
-    """(smallest size, largest size or None when pinned, what to add to the reason)."""
+    """(smallest size, largest size or None when pinned, what to add to the reason). With
+    `fitting`, the range's low end is raised to the least size whose predicted runtime fits
+    the user's `limit_min` (rules.py, fits_limit)."""
     if rule not in ("load_adaptive", "efficiency", "pws", "cap"):
         return size, None, ""
     if allowed.sizes is not None:
@@ -149,6 +178,8 @@ def _release_range(
     if cap is not None:
         large = max(small, min(large, cap))
     low = max(lo, min(size, small))
+    if fitting is not None:
+        low = min(size, fits_limit(fitting, low, limit_min, settings))
     high = min(hi, max(size, large))
     if low == high:
         return size, None, ""
@@ -251,6 +282,7 @@ def _decide(
         else:
             by_rule = {c.rule: c for c in candidates}
             size, rule, reason = _strategy_choice(by_rule, settings)
+            size, reason = _fitting(profile, size, reason, request, settings)
             usable = profile
 
     if size is not None:
@@ -265,7 +297,9 @@ def _decide(
             reason += f"; {most} nodes per job"
         if settings.release == "range" and usable is not None:
             by_rule = {c.rule: c for c in candidates}
-            size, max_nodes, released = _release_range(size, rule, by_rule, allowed, lo, hi)
+            size, max_nodes, released = _release_range(
+                size, rule, by_rule, allowed, lo, hi, usable, request.time_limit_min, settings
+            )
             reason += released
     limit_for = time_limit(request, usable, size, cluster, settings)
     if limit_for.note:
