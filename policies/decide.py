@@ -47,14 +47,13 @@ from policies.rules import (
     efficiency_rule,
     exploration_rule,
     fallback_rule,
-    fits_limit,
     load_adaptive_rule,
     nodes,
     number,
     percent,
     pws_rule,
 )
-from policies.time_limit import time_limit
+from policies.time_limit import fits_limit, time_limit
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
 
@@ -142,13 +141,13 @@ def _fitting(
     profile: RuntimeProfile, size: int, reason: str, request: Request, settings: PolicySettings
 ) -> tuple[int, str]:
     """The size raised to the least one whose predicted runtime fits the user's limit
-    (rules.py, fits_limit), and the reason with why."""
+    (time_limit.py, fits_limit), and the reason with why."""
     fitting = fits_limit(profile, size, request.time_limit_min, settings)
     if fitting == size:
         return size, reason
     safety = settings.time_limit_safety_factor
     return fitting, reason + (
-        f"; raised to {nodes(fitting)}, the least size whose predicted runtime × safety "
+        f"; raised to {nodes(fitting)}, the least size whose pessimistic runtime × safety "
         f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
         f"{number(profile.at(size) * safety / 60.0)} min, and adaptalloc never raises a "
         "limit, so the job would be killed)"
@@ -168,7 +167,7 @@ def _release_range(
 ) -> tuple[int, int | None, str]:
     """(smallest size, largest size or None when pinned, what to add to the reason). With
     `fitting`, the range's low end is raised to the least size whose predicted runtime fits
-    the user's `limit_min` (rules.py, fits_limit)."""
+    the user's `limit_min` (time_limit.py, fits_limit)."""
     if rule not in ("load_adaptive", "efficiency", "pws", "cap"):
         return size, None, ""
     if allowed.sizes is not None:

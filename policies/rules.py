@@ -47,18 +47,6 @@ load_adaptive
     upper bound from limits that adaptalloc itself shortens, and ignores the jobs ahead in
     the queue. Growing on such a guess could break "more idle never fewer" (the guess moves
     with the running set, not with the idle count), so the rule stays at the idle nodes.
-fits_limit
-    A size whose predicted runtime, times time_limit_safety_factor, does not fit the user's
-    own limit L (T(n)·safety > 60·L, T in seconds, L in minutes) is raised to the least
-    larger size of the range that fits. adaptalloc never raises a limit, so a job sized
-    where T(n) > L is killed at L whatever its limit rule says, and submitted again: its
-    node-hours are lost and the queue pays twice. Applied to the chosen size and to a
-    released range's low end; it only ever raises a size, toward the user's request and
-    Slurm's greedy choice. A size stays when it fits, when no larger size fits (every size
-    would be killed: the smaller loses fewer node-hours) or when the job gave no limit.
-    Srinivasan et al., "Effective selection of partition sizes for moldable scheduling of
-    parallel jobs" (HiPC 2002): a size is judged by what it costs the other jobs, and a
-    killed run costs them its whole allocation.
 exploration
     When the curve is not reliable and ADEPT's reliability judgment (section IX, Table 3)
     suggests a size to run next inside the range, run the job there, while the explored share
@@ -363,20 +351,6 @@ def load_adaptive_rule(
             words += f", limited to the {idle} idle nodes so that it can start now"
         n = max(least, idle)
     return Candidate("load_adaptive", n, words)
-
-
-def fits_limit(
-    profile: RuntimeProfile, n: int, limit_min: int | None, settings: PolicySettings
-) -> int:
-    """The least size m ≥ n of the profile's range with T(m)·safety ≤ 60·L (module doc); n
-    itself when it fits, when no larger size fits or when the job gave no limit."""
-    if limit_min is None or not profile.lo <= n <= profile.hi:
-        return n
-    above = profile.runtime[n - profile.lo :]
-    fits = above * settings.time_limit_safety_factor <= 60.0 * limit_min
-    if fits[0] or not fits.any():
-        return n
-    return n + int(np.argmax(fits))
 
 
 # --- exploration and fallback -----------------------------------------------------------------

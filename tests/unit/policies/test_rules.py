@@ -18,7 +18,6 @@ from policies.rules import (
     efficiency_rule,
     exploration_rule,
     fallback_rule,
-    fits_limit,
     largest_efficient,
     load_adaptive_rule,
     percent,
@@ -371,18 +370,3 @@ def test_efficiency_and_pws_handle_a_stepwise_curve() -> None:
         )
     assert efficiency_rule(RuntimeProfile.of(curve, 4, 24), settings).nodes == 24
     assert efficiency_rule(RuntimeProfile.of(curve, 4, 20), settings).nodes == 8
-
-
-def test_fits_limit_raises_a_size_to_the_least_one_within_the_users_limit() -> None:
-    curve = make_curve(24.25, 0.82, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
-    profile = RuntimeProfile.of(curve, 4, 64)
-    sizes = np.arange(4, 65)
-    times = curve.runtime(sizes.astype(float)) * DEFAULTS.time_limit_safety_factor / 60.0
-    least = int(sizes[np.argmax(times <= 100.0)])
-    assert least == 9
-    assert fits_limit(profile, 4, 100, DEFAULTS) == least
-    assert fits_limit(profile, 20, 100, DEFAULTS) == 20  # fits already: never lowered
-    assert fits_limit(profile, 4, None, DEFAULTS) == 4  # no limit
-    assert fits_limit(profile, 4, 10, DEFAULTS) == 4  # no size fits
-    looser = replace(DEFAULTS, time_limit_safety_factor=1.0)
-    assert fits_limit(profile, 4, 100, looser) == int(sizes[np.argmax(times / 1.2 <= 100.0)])
