@@ -20,13 +20,17 @@ The flow (rules.py states each rule and its literature):
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
    error above max_fit_error, or a problem of its reliability judgment that says it may be
    wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
-   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known.
+   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known,
+   then raised, if need be, to the least size whose pessimistic runtime fits the user's own
+   limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
+   says overruns it would be killed.
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
 7. The release (release = "range"): a size chosen by the strategy is widened to the
    narrowed range [min(size, e), max(size, u)], e the efficient and u the larger useful size,
-   so that Slurm picks within it at start time. Exploration and the fallback stay pinned, and
+   its low end raised to fit the user's limit as the size is, so that Slurm picks within it
+   at start time. Exploration and the fallback stay pinned, and
    so does a job whose feasible sizes are restricted (a range would admit the others).
 8. The time limit for that size, or for the range's smallest size (time_limit.py).
 
