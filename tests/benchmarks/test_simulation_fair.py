@@ -22,6 +22,9 @@ ADAPTALLOC_SIM_FAIR_JSON=PATH writes every figure as JSON, ADAPTALLOC_SIM_FAIR_C
 varies the hidden applications (1,0: the learner's keys exact), and ADAPTALLOC_SIM_FAIR_POLICIES
 (e.g. adaptive_scaled_checked,oracle_range) adds adaptive's variants to the comparison (this
 replaced the single-seed benchmarks of the variants against an aim).
+ADAPTALLOC_SIM_FAIR_JOBS, _SEEDS, _SEED (the first seed, 1) and _LOADS (e.g. 0.5,0.7,0.9,1.0)
+override the mode's sizes, so that one seed set can choose a constant and another score it
+(docs/science/queue-cost.md).
 
 Policies: rigid (as submitted), greedy (the range left to Slurm), adaptive (learned curves,
 the built-in policy settings), oracle (true curve + own run time: an upper bound no site
@@ -72,9 +75,12 @@ TRACES = {
 }
 FULL = os.environ.get("ADAPTALLOC_FULL_BENCH", "") == "1"
 MODE = "full" if FULL else "quick"
-JOBS = 5000 if FULL else 1000
-SEEDS = 10 if FULL else 5
-LOADS = (0.5, 0.7, 0.9, 1.0) if FULL else (0.7, 1.0)
+JOBS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_JOBS", "5000" if FULL else "1000"))
+SEEDS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_SEEDS", "10" if FULL else "5"))
+#: The first seed (seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1): one set chooses, another scores.
+FIRST_SEED = int(os.environ.get("ADAPTALLOC_SIM_FAIR_SEED", "1"))
+_loads = os.environ.get("ADAPTALLOC_SIM_FAIR_LOADS", "0.5,0.7,0.9,1.0" if FULL else "0.7,1.0")
+LOADS = tuple(float(x) for x in _loads.split(","))
 WORKERS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_WORKERS", "2"))
 #: Hidden applications behind a learner key (at most) and the chance one is shared
 #: (ADAPTALLOC_SIM_FAIR_CODES=N,P; the simulator's defaults otherwise).
@@ -143,7 +149,13 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
         (p, w): {} for p in COMPARED for w in WORLD_NAMES
     }
     more_kills: dict[str, int] = dict.fromkeys(COMPARED, 0)
-    dump: dict[str, Any] = {"mode": MODE, "jobs": JOBS, "seeds": SEEDS, "traces": {}}
+    dump: dict[str, Any] = {
+        "mode": MODE,
+        "jobs": JOBS,
+        "seeds": SEEDS,
+        "first_seed": FIRST_SEED,
+        "traces": {},
+    }
     setups = {}
     with ProcessPoolExecutor(max_workers=WORKERS) as pool:
         for name in names:
@@ -160,7 +172,11 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             dump["traces"][name] = {}
             for world in WORLD_NAMES:
                 setup = setups[world] = Setup(
-                    machine=trace.machine, world=world, codes_per_key=CODES, shared_codes=SHARED
+                    machine=trace.machine,
+                    world=world,
+                    codes_per_key=CODES,
+                    shared_codes=SHARED,
+                    seed=FIRST_SEED,
                 )
                 results = sweep(trace.jobs, setup, LOADS, SEEDS, POLICIES, mapper=pool.map)
                 for result in results:
@@ -194,7 +210,8 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
         )
         console.print(
             f"[bold]{MODE} mode[/bold] ({how}): first {JOBS:,} jobs per "
-            f"trace, {SEEDS} seeds, loads {', '.join(f'{x:g}' for x in LOADS)}, worlds "
+            f"trace, {SEEDS} seeds from {FIRST_SEED}, loads "
+            f"{', '.join(f'{x:g}' for x in LOADS)}, worlds "
             f"{', '.join(WORLD_NAMES)}; hidden applications: 1-{CODES} per key, shared with "
             f"probability {SHARED:g}; {seconds:.0f} s on {WORKERS} processes, {cpu:.0f} CPU-s "
             "in them (on free cores the wall time is about that over the processes)."
