@@ -149,12 +149,12 @@ def _fitting(
     fitting = fits_limit(profile, size, request.time_limit_min, settings)
     if fitting == size:
         return size, reason
+    safety = settings.time_limit_safety_factor
     return fitting, reason + (
-        f"; raised to {nodes(fitting)}, the least size whose pessimistic runtime "
-        f"(× safety {settings.time_limit_safety_factor:g} where a size allows it) fits the "
-        f"user's {request.time_limit_min} min: at {size} the curve predicts "
-        f"{number(profile.at(size) / 60.0)} min, and adaptalloc never raises a limit, so the "
-        "job would be killed"
+        f"; raised to {nodes(fitting)}, the least size whose pessimistic runtime × safety "
+        f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
+        f"{number(profile.at(size) * safety / 60.0)} min, and adaptalloc never raises a "
+        "limit, so the job would be killed)"
     )
 
 

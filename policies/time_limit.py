@@ -34,10 +34,8 @@ limit rule says, and submitted again: its node-hours are lost and the queue pays
 parallel jobs", HiPC 2002: a size is judged by what it costs the other jobs, and a killed
 run costs them its whole allocation). decide.py applies it to the chosen size and to a
 released range's low end; it only ever raises a size, toward the user's request and
-Slurm's greedy choice. When no size fits with the safety, the least size whose T⁺ alone fits
-L is taken (it may still complete, a smaller size would not). A size stays when it fits,
-when no larger size fits even so (every size would be killed: the smaller loses fewer
-node-hours) or when the job gave no limit.
+Slurm's greedy choice. A size stays when it fits, when no larger size fits (every size
+would be killed: the smaller loses fewer node-hours) or when the job gave no limit.
 
 Then bounded:
 
@@ -277,16 +275,12 @@ def pessimistic_runtimes(profile: RuntimeProfile) -> FloatArray:
 def fits_limit(
     profile: RuntimeProfile, n: int, limit_min: int | None, settings: PolicySettings
 ) -> int:
-    """The least size m ≥ n of the profile's range with T⁺(m)·safety ≤ 60·L (module doc);
-    when none fits with the safety, the least with T⁺(m) ≤ 60·L; n itself when it fits,
-    when no larger size fits even so, or when the job gave no limit."""
+    """The least size m ≥ n of the profile's range with T⁺(m)·safety ≤ 60·L (module doc); n
+    itself when it fits, when no larger size fits or when the job gave no limit."""
     if limit_min is None or not profile.lo <= n <= profile.hi:
         return n
     upper = pessimistic_runtimes(profile)[n - profile.lo :]
-    for safety in (settings.time_limit_safety_factor, 1.0):
-        fits = upper * safety <= 60.0 * limit_min
-        if fits[0]:
-            return n
-        if fits.any():
-            return n + int(np.argmax(fits))
-    return n
+    fits = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    if fits[0] or not fits.any():
+        return n
+    return n + int(np.argmax(fits))

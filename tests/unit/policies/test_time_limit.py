@@ -278,14 +278,3 @@ def test_fits_limit_raises_a_size_to_the_least_one_within_the_users_limit() -> N
     assert fits_limit(profile, 4, 10, DEFAULTS) == 4  # no size fits
     looser = replace(DEFAULTS, time_limit_safety_factor=1.0)
     assert fits_limit(profile, 4, 100, looser) == int(sizes[np.argmax(times / 1.2 <= 100.0)])
-
-
-def test_fits_limit_without_the_safety_when_no_size_fits_with_it() -> None:
-    # On 4-16 nodes no T⁺·1.2 is within 48 min (57 at 16); T⁺(16) alone, 47.8 min, is, and
-    # T⁺(15), 50.0 min, is not: the job may still complete on 16, on fewer it would not.
-    curve = make_curve(24.25, 0.82, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
-    profile = RuntimeProfile.of(curve, 4, 16)
-    upper = pessimistic_runtimes(profile) / 60.0
-    assert upper[-1] * DEFAULTS.time_limit_safety_factor > 48.0 >= upper[-1]
-    assert upper[-2] > 48.0
-    assert fits_limit(profile, 4, 48, DEFAULTS) == 16
