@@ -180,7 +180,8 @@ KEYS: Mapping[str, Key] = MappingProxyType(
         ),
         "time_limit_safety_factor": _spec(
             number(1.0, MAX_SAFETY_FACTOR),
-            "Multiplies the rescaled limit and the predicted runtime, against prediction error.",
+            "Multiplies the rescaled limit and the predicted runtime, against prediction error; "
+            "a size whose predicted runtime times it exceeds the user's limit is raised.",
         ),
         "time_limit_floor_min": _spec(
             whole(1, MAX_FLOOR_MIN, unit="minutes"),

@@ -20,13 +20,17 @@ The flow (rules.py states each rule and its literature):
    is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
    error above max_fit_error, or a problem of its reliability judgment that says it may be
    wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
-   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known.
+   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known,
+   then raised, if need be, to the least size whose pessimistic runtime fits the user's own
+   limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
+   says overruns it would be killed.
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
 7. The release (release = "range"): a size chosen by the strategy is widened to the
    narrowed range [min(size, e), max(size, u)], e the efficient and u the larger useful size,
-   so that Slurm picks within it at start time. Exploration and the fallback stay pinned, and
+   its low end raised to fit the user's limit as the size is, so that Slurm picks within it
+   at start time. Exploration and the fallback stay pinned, and
    so does a job whose feasible sizes are restricted (a range would admit the others).
 8. The time limit for that size, or for the range's smallest size (time_limit.py).
 
@@ -49,10 +53,11 @@ from policies.rules import (
     fallback_rule,
     load_adaptive_rule,
     nodes,
+    number,
     percent,
     pws_rule,
 )
-from policies.time_limit import time_limit
+from policies.time_limit import fits_limit, time_limit
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
 
@@ -136,10 +141,37 @@ def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
     return n, "".join(f"; {note}" for note in notes)
 
 
+def _fitting(
+    profile: RuntimeProfile, size: int, reason: str, request: Request, settings: PolicySettings
+) -> tuple[int, str]:
+    """The size raised to the least one whose predicted runtime fits the user's limit
+    (time_limit.py, fits_limit), and the reason with why."""
+    fitting = fits_limit(profile, size, request.time_limit_min, settings)
+    if fitting == size:
+        return size, reason
+    safety = settings.time_limit_safety_factor
+    return fitting, reason + (
+        f"; raised to {nodes(fitting)}, the least size whose pessimistic runtime × safety "
+        f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
+        f"{number(profile.at(size) * safety / 60.0)} min, and adaptalloc never raises a "
+        "limit, so the job would be killed)"
+    )
+
+
 def _release_range(
-    size: int, rule: str, by_rule: dict[str, Candidate], allowed: Allowed, lo: int, hi: int
+    size: int,
+    rule: str,
+    by_rule: dict[str, Candidate],
+    allowed: Allowed,
+    lo: int,
+    hi: int,
+    fitting: RuntimeProfile | None = None,
+    limit_min: int | None = None,
+    settings: PolicySettings = DEFAULTS,
 ) -> tuple[int, int | None, str]:
-    """(smallest size, largest size or None when pinned, what to add to the reason)."""
+    """(smallest size, largest size or None when pinned, what to add to the reason). With
+    `fitting`, the range's low end is raised to the least size whose predicted runtime fits
+    the user's `limit_min` (time_limit.py, fits_limit)."""
     if rule not in ("load_adaptive", "efficiency", "pws", "cap"):
         return size, None, ""
     if allowed.sizes is not None:
@@ -149,6 +181,8 @@ def _release_range(
     if cap is not None:
         large = max(small, min(large, cap))
     low = max(lo, min(size, small))
+    if fitting is not None:
+        low = min(size, fits_limit(fitting, low, limit_min, settings))
     high = min(hi, max(size, large))
     if low == high:
         return size, None, ""
@@ -251,6 +285,7 @@ def _decide(
         else:
             by_rule = {c.rule: c for c in candidates}
             size, rule, reason = _strategy_choice(by_rule, settings)
+            size, reason = _fitting(profile, size, reason, request, settings)
             usable = profile
 
     if size is not None:
@@ -265,7 +300,9 @@ def _decide(
             reason += f"; {most} nodes per job"
         if settings.release == "range" and usable is not None:
             by_rule = {c.rule: c for c in candidates}
-            size, max_nodes, released = _release_range(size, rule, by_rule, allowed, lo, hi)
+            size, max_nodes, released = _release_range(
+                size, rule, by_rule, allowed, lo, hi, usable, request.time_limit_min, settings
+            )
             reason += released
     limit_for = time_limit(request, usable, size, cluster, settings)
     if limit_for.note:

@@ -25,6 +25,18 @@ with the curve taken pessimistically:
   So the user's L stands for any n > N, which is never shorter than the flat bound
   L·T(N)/T(r).
 
+The size itself must let the job finish within the user's L (`fits_limit`): a size whose
+pessimistic runtime, times time_limit_safety_factor, exceeds L (T⁺(n)·safety > 60·L, T in
+seconds, L in minutes) is raised to the least larger size of the range that fits.
+adaptalloc never raises a limit, so a job sized where T(n) > L is killed at L whatever the
+limit rule says, and submitted again: its node-hours are lost and the queue pays twice
+(Srinivasan et al., "Effective selection of partition sizes for moldable scheduling of
+parallel jobs", HiPC 2002: a size is judged by what it costs the other jobs, and a killed
+run costs them its whole allocation). decide.py applies it to the chosen size and to a
+released range's low end; it only ever raises a size, toward the user's request and
+Slurm's greedy choice. A size stays when it fits, when no larger size fits (every size
+would be killed: the smaller loses fewer node-hours) or when the job gave no limit.
+
 Then bounded:
 
 * never above L: adaptalloc sets the limit as root, which skips QOS limits, so a limit above
@@ -68,6 +80,7 @@ from policies.inputs import ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.rules import number, percent
 from predictor import Curve
+from predictor.downey import FloatArray
 from predictor.intervals import LEVEL
 
 
@@ -248,3 +261,26 @@ def time_limit(
                 f"{user} min limit, which stands"
             )
     return TimeLimit(minutes, why, note)
+
+
+def pessimistic_runtimes(profile: RuntimeProfile) -> FloatArray:
+    """T⁺(n) at every size of the profile's range (`pessimistic_bounds`, vectorised)."""
+    curve = profile.curve
+    if legacy_margin(curve):
+        out: FloatArray = profile.runtime * (1.0 + curve.fit_error)
+        return out
+    return curve.runtime_interval(profile.sizes, runtime=profile.runtime)[1]
+
+
+def fits_limit(
+    profile: RuntimeProfile, n: int, limit_min: int | None, settings: PolicySettings
+) -> int:
+    """The least size m ≥ n of the profile's range with T⁺(m)·safety ≤ 60·L (module doc); n
+    itself when it fits, when no larger size fits or when the job gave no limit."""
+    if limit_min is None or not profile.lo <= n <= profile.hi:
+        return n
+    upper = pessimistic_runtimes(profile)[n - profile.lo :]
+    fits = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    if fits[0] or not fits.any():
+        return n
+    return n + int(np.argmax(fits))

@@ -51,6 +51,7 @@ adaptive_scaled_checked_range  adaptive_scaled_checked released with the narrowe
                        (release = "range"), so the scheduler picks the size at start
 oracle_range           the oracle released with the narrowed range (true curves: an upper
                        bound no site has)
+oracle_curve_range     the curve-only oracle released with the narrowed range
 
 With curves = "learned" (the default) the adaptalloc policies other than the oracles see only
 curves learned from their own completed runs in this simulation (learning.py), filed under the
@@ -105,14 +106,17 @@ POLICIES = (
 )
 #: The oracle released with the narrowed range (release = "range"): true curves too.
 ORACLE_RANGE = "oracle_range"
+#: The curve-only oracle released with the narrowed range.
+ORACLE_CURVE_RANGE = "oracle_curve_range"
 #: The policies handed the true curves whatever Setup.curves says.
-ORACLES = frozenset({"oracle", ORACLE_CURVE, ORACLE_RANGE})
+ORACLES = frozenset({"oracle", ORACLE_CURVE, ORACLE_RANGE, ORACLE_CURVE_RANGE})
 #: What each oracle knows, as printed beside its name.
 ORACLE_LABELS: Mapping[str, str] = MappingProxyType(
     {
         "oracle": "oracle (true curve + own run time)",
         ORACLE_CURVE: "oracle (curve shape only)",
         ORACLE_RANGE: "oracle_range (true curve + own run time)",
+        ORACLE_CURVE_RANGE: "oracle_curve_range (curve shape only)",
     }
 )
 #: The limits model's random stream, apart from the truth's (world.py uses the seed itself).
@@ -131,6 +135,7 @@ VARIANTS: Mapping[str, tuple[str | None, bool]] = MappingProxyType(
         GATE_ONLY: (None, False),
         CHECKED_RANGE: ("range", False),
         ORACLE_RANGE: ("range", False),
+        ORACLE_CURVE_RANGE: ("range", False),
     }
 )
 #: Variants whose learner keys by (application, requested-time class) (applications.py).
@@ -345,7 +350,7 @@ class Experiment:
                 name=policy,
                 guard=self.apps.index if guard else None,
                 identified_only=policy in IDENTIFIED_ONLY,
-                shape_only=policy == ORACLE_CURVE,
+                shape_only=policy in (ORACLE_CURVE, ORACLE_CURVE_RANGE),
             )
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(ALL_POLICIES)}")
 

@@ -22,6 +22,9 @@ ADAPTALLOC_SIM_FAIR_JSON=PATH writes every figure as JSON, ADAPTALLOC_SIM_FAIR_C
 varies the hidden applications (1,0: the learner's keys exact), and ADAPTALLOC_SIM_FAIR_POLICIES
 (e.g. adaptive_scaled_checked,oracle_range) adds adaptive's variants to the comparison (this
 replaced the single-seed benchmarks of the variants against an aim).
+ADAPTALLOC_SIM_FAIR_JOBS, _SEEDS, _SEED (the first seed, 1) and _LOADS (e.g. 0.5,0.7,0.9,1.0)
+override the mode's sizes, so that one seed set can choose a constant and another score it
+(docs/science/queue-cost.md).
 
 Policies: rigid (as submitted), greedy (the range left to Slurm), adaptive (learned curves,
 the built-in policy settings), oracle (true curve + own run time: an upper bound no site
@@ -35,8 +38,9 @@ Printed per trace, world and load: the three ratios to greedy with their interva
 node-hours ratio of adaptive, kills and wasted node-hours per policy (means over seeds),
 and the share of jobs adaptive and the oracles sized with a curve (the rest left as
 submitted, or replayed as recorded). Then, per world, in how many cells adaptive's interval
-lies below 1 (wins), holds 1, or lies above 1 (loses). Asserted: every job ran under every
-policy, and every ratio has an interval. Nothing about who wins is asserted.
+lies below 1 (wins), holds 1, or lies above 1 (loses), and likewise for the oracles and any
+added policy, with the cells where each killed more runs than greedy. Asserted: every job
+ran under every policy, and every ratio has an interval. Nothing about who wins is asserted.
 """
 
 from __future__ import annotations
@@ -71,9 +75,12 @@ TRACES = {
 }
 FULL = os.environ.get("ADAPTALLOC_FULL_BENCH", "") == "1"
 MODE = "full" if FULL else "quick"
-JOBS = 5000 if FULL else 1000
-SEEDS = 10 if FULL else 5
-LOADS = (0.5, 0.7, 0.9, 1.0) if FULL else (0.7, 1.0)
+JOBS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_JOBS", "5000" if FULL else "1000"))
+SEEDS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_SEEDS", "10" if FULL else "5"))
+#: The first seed (seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1): one set chooses, another scores.
+FIRST_SEED = int(os.environ.get("ADAPTALLOC_SIM_FAIR_SEED", "1"))
+_loads = os.environ.get("ADAPTALLOC_SIM_FAIR_LOADS", "0.5,0.7,0.9,1.0" if FULL else "0.7,1.0")
+LOADS = tuple(float(x) for x in _loads.split(","))
 WORKERS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_WORKERS", "2"))
 #: Hidden applications behind a learner key (at most) and the chance one is shared
 #: (ADAPTALLOC_SIM_FAIR_CODES=N,P; the simulator's defaults otherwise).
@@ -136,8 +143,19 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
     names = [n for n in CHOSEN if n != "CEA-Curie" or CURIE.exists()]
     started = time.perf_counter()
     tables = []
-    verdicts: dict[str, dict[str, int]] = {w: {} for w in WORLD_NAMES}
-    dump: dict[str, Any] = {"mode": MODE, "jobs": JOBS, "seeds": SEEDS, "traces": {}}
+    #: (policy, world) -> verdict -> cells; and the cells where a policy killed more runs
+    #: than greedy (means over seeds).
+    verdicts: dict[tuple[str, str], dict[str, int]] = {
+        (p, w): {} for p in COMPARED for w in WORLD_NAMES
+    }
+    more_kills: dict[str, int] = dict.fromkeys(COMPARED, 0)
+    dump: dict[str, Any] = {
+        "mode": MODE,
+        "jobs": JOBS,
+        "seeds": SEEDS,
+        "first_seed": FIRST_SEED,
+        "traces": {},
+    }
     setups = {}
     with ProcessPoolExecutor(max_workers=WORKERS) as pool:
         for name in names:
@@ -154,7 +172,11 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             dump["traces"][name] = {}
             for world in WORLD_NAMES:
                 setup = setups[world] = Setup(
-                    machine=trace.machine, world=world, codes_per_key=CODES, shared_codes=SHARED
+                    machine=trace.machine,
+                    world=world,
+                    codes_per_key=CODES,
+                    shared_codes=SHARED,
+                    seed=FIRST_SEED,
                 )
                 results = sweep(trace.jobs, setup, LOADS, SEEDS, POLICIES, mapper=pool.map)
                 for result in results:
@@ -163,8 +185,12 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
                         assert summary.mean["jobs"] == jobs, (name, world, policy)
                         assert summary.vs["mean_response_s"].ci95 is not None
                     table.add_row(*_row(world, result, jobs))
-                    verdict = _verdict(result.policies["adaptive"].vs["mean_response_s"])
-                    verdicts[world][verdict] = verdicts[world].get(verdict, 0) + 1
+                    greedy_kills = result.policies["greedy"].mean["killed"]
+                    for policy in COMPARED:
+                        verdict = _verdict(result.policies[policy].vs["mean_response_s"])
+                        counts = verdicts[(policy, world)]
+                        counts[verdict] = counts.get(verdict, 0) + 1
+                        more_kills[policy] += result.policies[policy].mean["killed"] > greedy_kills
                 table.add_section()
                 dump["traces"][name][world] = [_figures(r) for r in results]
             tables.append(table)
@@ -184,7 +210,8 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
         )
         console.print(
             f"[bold]{MODE} mode[/bold] ({how}): first {JOBS:,} jobs per "
-            f"trace, {SEEDS} seeds, loads {', '.join(f'{x:g}' for x in LOADS)}, worlds "
+            f"trace, {SEEDS} seeds from {FIRST_SEED}, loads "
+            f"{', '.join(f'{x:g}' for x in LOADS)}, worlds "
             f"{', '.join(WORLD_NAMES)}; hidden applications: 1-{CODES} per key, shared with "
             f"probability {SHARED:g}; {seconds:.0f} s on {WORKERS} processes, {cpu:.0f} CPU-s "
             "in them (on free cores the wall time is about that over the processes)."
@@ -200,14 +227,19 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             "sized: jobs decided with a curve (the rest left as submitted or, recorded, "
             "replayed as the trace recorded them). Means over seeds."
         )
-        for world in WORLD_NAMES:
-            counts = verdicts[world]
+        for (policy, world), counts in verdicts.items():
             cells = sum(counts.values())
             console.print(
-                f"  {world}: adaptive wins (interval below 1) in {counts.get('wins', 0)} of "
-                f"{cells} cells, holds 1 in {counts.get('holds 1', 0)}, loses (above 1) in "
-                f"{counts.get('loses', 0)}."
+                f"  {world}: {COMPARED[policy]} wins (interval below 1) in "
+                f"{counts.get('wins', 0)} of {cells} cells, holds 1 in "
+                f"{counts.get('holds 1', 0)}, loses (above 1) in {counts.get('loses', 0)}."
             )
+        cells = sum(sum(c.values()) for c in verdicts.values()) // max(len(COMPARED), 1)
+        console.print(
+            "  More kills than greedy (mean over seeds): "
+            + ", ".join(f"{COMPARED[p]} in {more_kills[p]} of {cells} cells" for p in COMPARED)
+            + "."
+        )
         console.print("Assumptions left (each with whom it favours; world: as in each row):")
         for assumption in assumptions(setups[WORLD_NAMES[0]]):
             if assumption.key != "world":

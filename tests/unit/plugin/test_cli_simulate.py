@@ -69,6 +69,7 @@ def test_variants_run_beside_the_seven_policies(run_cli: RunCli) -> None:
         "adaptive_checked",
         "adaptive_scaled_checked_range",
         "oracle_range",
+        "oracle_curve_range",
     ]
     assert list(doc["policies"]) == POLICY_NAMES + variants
     for name in POLICY_NAMES:

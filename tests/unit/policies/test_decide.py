@@ -240,3 +240,32 @@ def test_range_release_stays_pinned_for_exploration_fallback_and_feasible_sizes(
     assert "pinned at 32 nodes" in tagged.reason
     # A range that narrows to one size is pinned.
     assert decide(Request(4, 4, 60), LU, LIGHT, RANGE).max_nodes is None
+
+
+# --- sizes that fit the user's limit --------------------------------------------------------
+
+# NPB LU's shape with T(1) = 10 h: T(n)·1.2 is 189 min at 4 nodes, 101 at 8, 91 at 9.
+LONG_LU = make_curve(24.25, 0.82, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
+TIGHT = Request(4, 64, time_limit_min=100)
+
+
+def test_a_crowded_job_is_not_sized_where_its_user_limit_would_kill_it() -> None:
+    # Crowded, the load rule takes the user's minimum, 4 nodes, whose predicted 158 min
+    # exceed the user's 100: adaptalloc never raises a limit, so the job would be killed.
+    d = decide(TIGHT, LONG_LU, HEAVY)
+    assert (d.nodes, d.rule) == (9, "load_adaptive")
+    assert_names(d.reason, "raised to 9 nodes", "100 min", "killed")
+    assert d.time_limit_min is not None
+    assert d.time_limit_min <= 100
+    assert d.time_limit_min * 60.0 >= float(LONG_LU.runtime(np.array([9.0]))[0])
+    # Released as a range, its low end is raised the same way, the high end kept.
+    ranged = decide(TIGHT, LONG_LU, HEAVY, RANGE)
+    assert (ranged.nodes, ranged.max_nodes) == (9, 48)
+    # A limit every size fits changes nothing: the user's minimum, as before.
+    assert decide(replace(TIGHT, time_limit_min=600), LONG_LU, HEAVY).nodes == 4
+
+
+def test_a_limit_no_size_fits_and_no_limit_leave_the_strategy_size() -> None:
+    # Every size of 4-8 runs past 60 min: the smaller loses fewer node-hours when killed.
+    assert decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY).nodes == 4
+    assert decide(Request(4, 64), LONG_LU, HEAVY).nodes == 4

@@ -18,7 +18,7 @@ import pytest
 import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
-from policies.time_limit import time_limit
+from policies.time_limit import fits_limit, pessimistic_bounds, pessimistic_runtimes, time_limit
 from predictor.intervals import CALIBRATION, SPREAD
 
 from .curves import make_curve, unreliable
@@ -260,3 +260,21 @@ def test_left_alone(
     got = time_limit(job, profile, chosen, FREE, settings)  # type: ignore[arg-type]
     assert got.minutes is None
     assert_names(got.reason, *facts)
+
+
+def test_fits_limit_raises_a_size_to_the_least_one_within_the_users_limit() -> None:
+    curve = make_curve(24.25, 0.82, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
+    profile = RuntimeProfile.of(curve, 4, 64)
+    sizes = np.arange(4, 65)
+    # A curve without a residual is taken as T·(1 + fit error), as the limit takes it.
+    upper = np.array([pessimistic_bounds(profile, int(n), int(n)).upper for n in sizes])
+    times = upper * DEFAULTS.time_limit_safety_factor / 60.0
+    least = int(sizes[np.argmax(times <= 100.0)])
+    assert least == 9  # T⁺(8)·1.2 = 102 min, T⁺(9)·1.2 = 92 min
+    assert np.allclose(pessimistic_runtimes(profile), upper)
+    assert fits_limit(profile, 4, 100, DEFAULTS) == least
+    assert fits_limit(profile, 20, 100, DEFAULTS) == 20  # fits already: never lowered
+    assert fits_limit(profile, 4, None, DEFAULTS) == 4  # no limit
+    assert fits_limit(profile, 4, 10, DEFAULTS) == 4  # no size fits
+    looser = replace(DEFAULTS, time_limit_safety_factor=1.0)
+    assert fits_limit(profile, 4, 100, looser) == int(sizes[np.argmax(times / 1.2 <= 100.0)])
