@@ -55,6 +55,7 @@ from policies.rules import (
 from policies.time_limit import time_limit
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
+from predictor.heterogeneous import judged_by_noise
 
 NO_BUDGET = ExplorationBudget()
 #: The most nodes adaptalloc ever considers (2^20). No cluster has more; without a partition
@@ -70,7 +71,9 @@ MAX_NODES = 1 << 20
 #: runs' sizes every instance that fits them agrees, and exploration suggests the run that
 #: finds the knee); a curve borrowed from sibling problem sizes (predictor/sizes.py) is the
 #: best guess until the size has runs. The time limit refuses them all (time_limit.py).
-DISTRUSTING = frozenset({"high_fit_error", "runner_up", "mixed_sizes", "user_influence"})
+DISTRUSTING = frozenset(
+    {"high_fit_error", "runner_up", "mixed_sizes", "user_influence", "shape_misfit"}
+)
 
 
 def _distrusts(problem: ReliabilityProblem, settings: PolicySettings) -> bool:
@@ -83,10 +86,14 @@ def _distrusts(problem: ReliabilityProblem, settings: PolicySettings) -> bool:
 
 
 def unusable_because(curve: Curve, settings: PolicySettings) -> str:
-    """Why the curve cannot be used for sizing, or "" when it can."""
+    """Why the curve cannot be used for sizing, or "" when it can.
+
+    A curve of heterogeneous runs whose noise is estimated (predictor/heterogeneous.py) is
+    judged by its shape's misfit against that noise (its "shape_misfit" problem), not by its
+    raw fit error, which holds the runs' input variation."""
     if not all(math.isfinite(x) for x in (curve.A, curve.sigma, curve.t1)):
         return "the curve's parameters are not finite"
-    if not curve.fit_error <= settings.max_fit_error:
+    if not judged_by_noise(curve) and not curve.fit_error <= settings.max_fit_error:
         return (
             f"the curve is unusable: its fitting error {percent(curve.fit_error)} exceeds "
             f"max_fit_error {percent(settings.max_fit_error)}"
@@ -232,6 +239,7 @@ def _decide(
         candidates.append(winner)
         size, rule, reason = winner.nodes, winner.rule, winner.reason
     else:
+        curve = curve.for_limit(request.time_limit_s)  # a covariate curve's, for this job
         profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
         efficiency = efficiency_rule(profile, settings)
         pws = pws_rule(profile)

@@ -48,6 +48,12 @@ class Request:
         if self.time_limit_min is not None:
             _whole(self.time_limit_min, "time_limit_min", 1)
 
+    @property
+    def time_limit_s(self) -> float | None:
+        """The user's time limit in seconds (the covariate of a curve of heterogeneous runs,
+        predictor/heterogeneous.py), None when the job gave none."""
+        return None if self.time_limit_min is None else 60.0 * self.time_limit_min
+
 
 @dataclass(frozen=True)
 class ClusterState:

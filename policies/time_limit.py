@@ -51,9 +51,13 @@ how long the job may run:
 
 An unreliable curve never shortens a limit: when the curve is not identified, has a
 reliability problem (predictor/reliability.py) or a fit_error above max_fit_error, the user's
-L stands. Without a user limit the decision leaves the limit alone (None: the partition's
-default applies, which a pessimistic prediction cannot know to be safe); likewise without a
-usable curve, when the job is left as submitted, or when scale_time_limit is off.
+L stands. A curve of heterogeneous runs whose noise is estimated
+(predictor/heterogeneous.py) is judged by its shape's lack-of-fit test against that noise
+instead of its fit error, and its interval's residual holds the noise: a run of the job's own
+input may fall that far from the prediction. Without a user limit the decision leaves the
+limit alone (None: the partition's default applies, which a pessimistic prediction cannot know
+to be safe); likewise without a usable curve, when the job is left as submitted, or when
+scale_time_limit is off.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from policies.inputs import ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.rules import number, percent
 from predictor import Curve
+from predictor.heterogeneous import judged_by_noise
 from predictor.intervals import LEVEL
 
 
@@ -94,7 +99,9 @@ def untrusted_because(curve: Curve, settings: PolicySettings) -> str:
     if not curve.reliable:
         problems = ", ".join(sorted({p.problem for p in curve.diagnostics.reliability}))
         return f"the curve is not reliable ({problems})"
-    if not (curve.fit_error <= settings.max_fit_error and curve.fit_error < 1.0):
+    if not judged_by_noise(curve) and not (
+        curve.fit_error <= settings.max_fit_error and curve.fit_error < 1.0
+    ):
         return (
             f"its fitting error {number(100.0 * curve.fit_error)}% exceeds max_fit_error "
             f"{number(100.0 * settings.max_fit_error)}%"
