@@ -52,7 +52,7 @@ from policies.rules import (
     percent,
     pws_rule,
 )
-from policies.time_limit import time_limit
+from policies.time_limit import reference_size, time_limit
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
 from predictor.heterogeneous import judged_by_noise
@@ -239,7 +239,8 @@ def _decide(
         candidates.append(winner)
         size, rule, reason = winner.nodes, winner.rule, winner.reason
     else:
-        curve = curve.for_limit(request.time_limit_s)  # a covariate curve's, for this job
+        # A covariate curve's runtimes for this job (predictor/heterogeneous.py).
+        curve = curve.for_limit(request.time_limit_s, reference_size(request, settings))
         profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
         efficiency = efficiency_rule(profile, settings)
         pws = pws_rule(profile)

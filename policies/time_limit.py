@@ -211,6 +211,11 @@ def _past_the_data(profile: RuntimeProfile, chosen: int, user: int) -> str:
     )
 
 
+def reference_size(request: Request, settings: PolicySettings) -> int:
+    """The size the user's limit is read as written for (time_limit_reference)."""
+    return request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
+
+
 def time_limit(
     request: Request,
     profile: RuntimeProfile | None,
@@ -225,7 +230,7 @@ def time_limit(
     if alone or user is None or profile is None or chosen is None:
         return TimeLimit(None, alone)
 
-    ref = request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
+    ref = reference_size(request, settings)
     bounds = pessimistic_bounds(profile, chosen, ref)
     t_chosen = bounds.upper
     ratio = t_chosen / bounds.lower

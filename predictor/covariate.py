@@ -7,27 +7,41 @@ HPDC; thesis ch. 3) models a job's run time as its own scale times a speedup sha
 observes that the scale varies over orders of magnitude between jobs; a Downey/ADEPT fit to
 the raw runs reads that variation as misfit (a large fit_error) and the policy gate refuses
 the curve. This module separates the two with a covariate the job carries at submit time,
-the user's requested time limit L_i (users ask more time for bigger inputs):
+the user's requested time limit L_i (users ask more time for bigger inputs), written for r_i
+nodes (the size the user had in mind; the policies read a moldable job's limit as written for
+its range's minimum, time_limit_reference):
 
-    log t_i = c + β·log(L_i / L_ref) + log τ(n_i; A, σ) + ε_i,      ε_i ~ (0, σ_ε²)
+    log t_i = c + β·(x_i − x̄) + log τ(n_i; A, σ) + ε_i,     x_i = log L_i − log τ(r_i; A, σ),
 
-τ = T(n)/T(1) the Downey shape (downey.py), L_ref the geometric mean of the runs' limits (so
-the curve's T(1) is the scale of a job asking L_ref). This is an analysis-of-covariance model
-(a regression with a covariate and a non-linear treatment curve; Draper and Smith, "Applied
-Regression Analysis", 3rd ed. 1998, ch. 2.1 and 14 for the lack-of-fit test below). For a
-fixed (A, σ) it is linear in (c, β), so both are solved in closed form by least squares on
+ε_i ~ (0, σ_ε²), τ = T(n)/T(1) the Downey shape (downey.py). x_i is the limit deflated to one
+node: what the user's limit says of the input's scale once the shape at the size it was
+written for is taken out. Where r_i is not known, x_i = log L_i (the limit says nothing of
+the size). This is an analysis-of-covariance model (a regression with a covariate and a
+non-linear treatment curve; Draper and Smith, "Applied Regression Analysis", 3rd ed. 1998,
+ch. 2.1, 3 and 14; the measurement error of x as a proxy of the input attenuates β, a
+classical errors-in-variables effect that the noise then carries). For a fixed (A, σ) it is
+linear in (c, β), so both are solved in closed form by least squares on
 z_i = log t_i − log τ(n_i):
 
-    β = Σ (x_i − x̄)(z_i − z̄) / Σ (x_i − x̄)²,   c = z̄ − β x̄,   x_i = log(L_i / L_ref)
+    β = Σ (x_i − x̄)(z_i − z̄) / Σ (x_i − x̄)²,   c = z̄
 
-(β = 0 when every run asked the same limit: then c alone absorbs the scale), and the residual
-sum of squares RSS(A, σ) profiles them out; it is evaluated over a grid of (A, s) instances
-(s the shape coordinate of downey.py) as one array operation. The best instance's β adjusts
-every run to the reference limit, t̃_i = t_i·(L_ref/L_i)^β, and ADEPT fits those
-(fitting.fit_observations): its envelope, anomaly analysis and reliability judgement stay the
-shape's. Identification: β is identified by the variation of L within sizes; where users ask
-more nodes for bigger inputs (size and L move together) the shape alone cannot tell a
-steeper curve from a larger β, and the within-size variation is what separates them.
+(β = 0 when the covariate does not vary: c alone absorbs the scale; β is kept in [0,
+BETA_MAX], and a clipped β is not the least-squares one), and the residual sum of squares
+RSS(A, σ) profiles them out; it is evaluated over a grid of (A, s) instances (s the shape
+coordinate of downey.py) as one array operation over instances × runs. The best
+instance's β adjusts every run to the reference, t̃_i = t_i·exp(−β (x_i − x̄)), and ADEPT
+fits those (fitting.fit_observations): its envelope, anomaly analysis and reliability
+judgement stay the shape's. A job asking L for r nodes then runs exp(β·(x − x̄)) times the
+curve's runtime (`Covariate.scale_for`, `Curve.for_limit`), exp(x̄) being `reference`.
+
+What the limit knows. Where every run ran on the size its limit was written for (a rigid
+log) and users write limits from the run time they expect at that size, the limit already
+holds the shape: log t = c + β log L + (1−β) log τ(n) + ..., and with β near 1 the shape is
+barely seen. The shape is identified by runs on another size than their limit was written
+for (a moldable job placed elsewhere in its range, an exploration run), so a curve with fewer
+than MIN_IDENTIFYING of them keeps the old judgement (fit error, mixed sizes). Where users
+ask more nodes for bigger inputs, size and limit move together, and the covariate (not the
+shape) takes the input's part as long as the limit follows the input.
 
 Noise, from repeated sizes. The pooled within-size variance of the adjusted log runtimes,
 
@@ -57,6 +71,7 @@ the noise then carries.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,10 +93,20 @@ GRID_A = 64
 GRID_S = 33
 A_MAX = 1e5
 S_MAX = 1.999
+#: The exponent of the limit is kept in [0, BETA_MAX]: a larger limit never means a shorter
+#: run, and runtime growing faster than the square of the limit is no user's estimate (a β
+#: beyond it comes from limits that barely vary, and would scale predictions wildly).
+BETA_MAX = 2.0
+#: A job's scale is kept within exp(±MAX_LOG_SCALE) of the curve's (far beyond any real
+#: input's: 10^17), so that a hostile limit cannot overflow a prediction.
+MAX_LOG_SCALE = 40.0
 #: Values per axis of the finer grid around the best instance (`shape_means`).
 REFINE = 15
 #: Pure-error degrees of freedom below which the noise is not estimated (too few repeats).
 MIN_NOISE_DF = 2
+#: Runs on another size than their limit was written for, below which the shape is not
+#: identified apart from the limit (module doc, "what the limit knows").
+MIN_IDENTIFYING = 3
 
 
 @dataclass(frozen=True)
@@ -100,6 +125,8 @@ class Covariate:
     noise_df: int
     misfit: float
     lof_p: float
+    deflate: tuple[float, float] | None = None
+    identifying: int = 0
 
     @property
     def noise_known(self) -> bool:
@@ -107,13 +134,24 @@ class Covariate:
         return self.noise_df >= MIN_NOISE_DF
 
     @property
+    def shape_identified(self) -> bool:
+        """Enough runs that ran on another size than their limit was written for
+        (MIN_IDENTIFYING; module doc, "what the limit knows")."""
+        return self.identifying >= MIN_IDENTIFYING
+
+    @property
     def shape_rejected(self) -> bool:
         """The lack-of-fit test rejects the shape at LOF_ALPHA."""
         return self.lof_p < LOF_ALPHA
 
-    def scale_for(self, limit_s: float) -> float:
-        """(L / L_ref)^β: a job asking L runs this many times the curve's runtime."""
-        return float((limit_s / self.reference) ** self.beta)
+    def scale_for(self, limit_s: float, written_for: float | None = None) -> float:
+        """exp(β·(x − log reference)), x = log L − log τ(r; deflate): a job asking L for r
+        nodes runs this many times the curve's runtime (x = log L without `deflate`)."""
+        x = float(np.log(limit_s))
+        if self.deflate is not None and written_for is not None:
+            x -= float(np.log(relative_runtime_s(float(written_for), *self.deflate)))
+        exponent = self.beta * (x - float(np.log(self.reference)))
+        return math.exp(min(max(exponent, -MAX_LOG_SCALE), MAX_LOG_SCALE))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -123,6 +161,8 @@ class Covariate:
             "noise_df": self.noise_df,
             "misfit": self.misfit,
             "lof_p": self.lof_p,
+            "deflate": None if self.deflate is None else list(self.deflate),
+            "identifying": self.identifying,
         }
 
     @classmethod
@@ -134,24 +174,39 @@ class Covariate:
             noise_df=int(doc["noise_df"]),
             misfit=float(doc["misfit"]),
             lof_p=float(doc["lof_p"]),
+            deflate=_pair(doc.get("deflate")),
+            identifying=int(doc["identifying"]),
         )
         values = (out.beta, out.reference, out.noise, out.misfit, out.lof_p)
         if not all(np.isfinite(values)) or out.reference <= 0.0 or out.noise < 0.0:
             raise ValueError("covariate out of range (finite, reference > 0, noise ≥ 0)")
-        if out.noise_df < 0 or out.misfit < 0.0 or not 0.0 <= out.lof_p <= 1.0:
+        counts = min(out.noise_df, out.identifying)
+        if counts < 0 or out.misfit < 0.0 or not 0.0 <= out.lof_p <= 1.0:
             raise ValueError("covariate out of range (noise_df ≥ 0, misfit ≥ 0, p in [0, 1])")
         return out
 
 
+def _pair(value: Any) -> tuple[float, float] | None:
+    """An (A, s) pair from a document: A ≥ 1, s in [0, 2); None stays None."""
+    if value is None:
+        return None
+    A, s = (float(v) for v in value)
+    if not (1.0 <= A < np.inf and 0.0 <= s < 2.0):
+        raise ValueError("covariate out of range (deflate: A ≥ 1, s in [0, 2))")
+    return A, s
+
+
 @dataclass(frozen=True)
 class Profile:
-    """The profile search's result over a grid of instances: per instance (K,) arrays."""
+    """The profile search's result over a grid of instances: per instance (K,) arrays; c is
+    the log T(1) of a job at the mean covariate `center` (x̄_k)."""
 
     A: FloatArray
     s: FloatArray
     c: FloatArray
     beta: FloatArray
     rss: FloatArray
+    center: FloatArray
 
     @property
     def best(self) -> int:
@@ -171,27 +226,57 @@ def validate_limits(limit: ArrayLike, runs: int) -> FloatArray:
     return arr
 
 
+def validate_sizes(sizes: ArrayLike, runs: int) -> FloatArray:
+    """The sizes the runs' limits were written for: whole numbers ≥ 1, one per run."""
+    try:
+        arr = np.asarray(sizes, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("written_for must be numbers") from exc
+    if arr.shape != (runs,):
+        raise ValueError(f"written_for must hold one size per run ({runs}), got {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.round(arr)):
+        raise ValueError("written_for must hold whole sizes of at least 1")
+    return arr
+
+
 def grid(a_max: float = A_MAX) -> tuple[FloatArray, FloatArray]:
     """The (A, s) instances of the profile search, flattened: (GRID_A·GRID_S,) each."""
     A, s = np.meshgrid(geomspace(1.0, a_max, GRID_A), linspace(0.0, S_MAX, GRID_S))
     return A.ravel(), s.ravel()
 
 
-def profile(n: ArrayLike, y: ArrayLike, x: ArrayLike, A: FloatArray, s: FloatArray) -> Profile:
+def profile(
+    n: ArrayLike,
+    y: ArrayLike,
+    logl: ArrayLike,
+    A: FloatArray,
+    s: FloatArray,
+    written_for: ArrayLike | None = None,
+) -> Profile:
     """Closed-form (c, β) and the RSS of every instance (A_k, s_k) (module doc), vectorized:
-    n, y = log t, x = log(L/L_ref) per run; A, s per instance."""
+    n, y = log t, logl = log L per run; A, s per instance; `written_for`: the size each limit
+    was written for (None: the covariate is log L itself). The covariate of instance k is
+    x_ki = log L_i − log τ(r_i; A_k, s_k), centred by its mean x̄_k (`Profile.center`)."""
     nv = np.asarray(n, dtype=float)
     yv = np.asarray(y, dtype=float)
-    xv = np.asarray(x, dtype=float)
+    lv = np.asarray(logl, dtype=float)
     z = yv[None, :] - np.log(relative_runtime_s(nv[None, :], A[:, None], s[:, None]))
-    xc = xv - xv.mean()
-    sxx = float(xc @ xc)
+    if written_for is None:
+        x = np.broadcast_to(lv[None, :], z.shape)
+    else:
+        r = np.asarray(written_for, dtype=float)
+        x = lv[None, :] - np.log(relative_runtime_s(r[None, :], A[:, None], s[:, None]))
+    center = x.mean(axis=1)
+    xc = x - center[:, None]
+    sxx = np.einsum("ki,ki->k", xc, xc)
     zbar = z.mean(axis=1)
-    beta = (z @ xc) / sxx if sxx > 0.0 else np.zeros(A.shape)
-    c = zbar - beta * xv.mean()
-    resid = z - c[:, None] - beta[:, None] * xv[None, :]
+    sxz = np.einsum("ki,ki->k", xc, z)
+    tiny = sxx <= 1e-12 * np.maximum(1.0, center**2)
+    beta = np.clip(np.where(tiny, 0.0, sxz / np.where(tiny, 1.0, sxx)), 0.0, BETA_MAX)
+    c = zbar  # the intercept at x = x̄_k: the covariate is centred
+    resid = z - c[:, None] - beta[:, None] * xc
     rss = np.einsum("ki,ki->k", resid, resid)
-    return Profile(A, s, c, beta, rss)
+    return Profile(A, s, c, beta, rss, center)
 
 
 def group_means(values: FloatArray, group: IntArray, sizes: int) -> tuple[FloatArray, FloatArray]:
@@ -231,27 +316,47 @@ def lack_of_fit(
 
 @dataclass(frozen=True)
 class Adjusted:
-    """Runs adjusted to the reference limit: sizes, adjusted runtimes, and the covariate's
-    β and L_ref (what `covariate_fit` hands ADEPT)."""
+    """Runs adjusted to the reference: sizes, adjusted runtimes, and the covariate's β,
+    reference exp(x̄) and the (A, s) its limits are deflated with (None: not deflated)."""
 
     n: IntArray
     runtime: FloatArray
     beta: float
     reference: float
+    shape: tuple[float, float] | None = None
+    identifying: int = 0
 
 
-def adjust(n: ArrayLike, runtime: ArrayLike, limit: ArrayLike, a_max: float = A_MAX) -> Adjusted:
-    """β from the profile search's best instance and t̃_i = t_i·(L_ref/L_i)^β (module doc)."""
+def adjust(
+    n: ArrayLike,
+    runtime: ArrayLike,
+    limit: ArrayLike,
+    written_for: ArrayLike | None = None,
+    a_max: float = A_MAX,
+) -> Adjusted:
+    """β, the reference and the shape of the covariate from the profile search's best
+    instance, and t̃_i = t_i·exp(−β (x_i − x̄)) (module doc)."""
     nv, tv = validate(n, runtime)
     lv = validate_limits(limit, nv.size)
-    logl = np.log(lv)
-    reference = float(np.exp(logl.mean()))
-    x = logl - logl.mean()
+    rv = None if written_for is None else validate_sizes(written_for, nv.size)
+    # The runs in one order whatever order they came in: the fit is a function of the set of
+    # runs (sums in another order round otherwise, and near-ties of the grid could flip).
+    keys = (lv, tv, nv) if rv is None else (rv, lv, tv, nv)
+    order = np.lexsort(keys)
+    nv, tv, lv = nv[order], tv[order], lv[order]
+    rv = None if rv is None else rv[order]
     A, s = grid(a_max)
-    found = profile(nv, np.log(tv), x, A, s)
-    beta = float(found.beta[found.best])
-    adjusted = tv * np.exp(-beta * x)
-    return Adjusted(nv, adjusted, beta, reference)
+    found = profile(nv, np.log(tv), np.log(lv), A, s, rv)
+    k = found.best
+    shape = None
+    x = np.log(lv)
+    if rv is not None:
+        shape = (float(A[k]), float(s[k]))
+        x = x - np.log(relative_runtime_s(rv, *shape))
+    beta, center = float(found.beta[k]), float(found.center[k])
+    adjusted = tv * np.exp(np.clip(-beta * (x - center), -MAX_LOG_SCALE, MAX_LOG_SCALE))
+    identifying = nv.size if rv is None else int(np.count_nonzero(nv != rv))
+    return Adjusted(nv, adjusted, beta, float(np.exp(center)), shape, identifying)
 
 
 def shape_means(
@@ -300,7 +405,17 @@ def judge(adjusted: Adjusted, curve_runtime: FloatArray) -> tuple[Covariate, flo
     curve_log = shape_means(sizes.astype(float), means, counts)
     misfit, p, noise, df = lack_of_fit(y, group, curve_log, sizes.size)
     residual = float(np.sqrt(np.mean((y - np.log(curve_runtime)) ** 2)))
-    return Covariate(adjusted.beta, adjusted.reference, noise, df, misfit, p), residual
+    cov = Covariate(
+        adjusted.beta,
+        adjusted.reference,
+        noise,
+        df,
+        misfit,
+        p,
+        adjusted.shape,
+        adjusted.identifying,
+    )
+    return cov, residual
 
 
 def scaled_segments(segments: tuple[Segment, ...], k: float) -> tuple[Segment, ...]:

@@ -82,12 +82,13 @@ class Curve:
     speaker: Speaker | None = None
     covariate: Covariate | None = None
 
-    def for_limit(self, limit_s: float | None) -> Curve:
-        """The curve of a job that asks `limit_s` seconds: with a covariate, T(1) and every
-        phase's scaled by (L/L_ref)^β (covariate.py); itself without one or without a limit."""
+    def for_limit(self, limit_s: float | None, written_for: int | None = None) -> Curve:
+        """The curve of a job that asks `limit_s` seconds for `written_for` nodes: with a
+        covariate, T(1) and every phase's scaled by `Covariate.scale_for` (covariate.py);
+        itself without one or without a limit."""
         if self.covariate is None or limit_s is None or not 0.0 < limit_s < np.inf:
             return self
-        k = self.covariate.scale_for(limit_s)
+        k = self.covariate.scale_for(limit_s, written_for)
         if not 0.0 < k < np.inf:
             return self
         return replace(

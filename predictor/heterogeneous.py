@@ -34,18 +34,23 @@ REPLACED = frozenset({"high_fit_error", "mixed_sizes"})
 
 
 def fit_heterogeneous(
-    n: ArrayLike, runtime: ArrayLike, limit: ArrayLike, settings: SearchSettings = FAST
+    n: ArrayLike,
+    runtime: ArrayLike,
+    limit: ArrayLike,
+    written_for: ArrayLike | None = None,
+    settings: SearchSettings = FAST,
 ) -> Curve | None:
-    """The covariate curve of runs (n, runtime) that asked `limit` seconds each (module doc);
+    """The covariate curve of runs (n, runtime) that asked `limit` seconds each, written for
+    `written_for` nodes each (None: the covariate is the limit itself; covariate.py);
     None when ADEPT's fit of the adjusted runs fails. ValueError for unusable input."""
-    adjusted = adjust(n, runtime, limit)
+    adjusted = adjust(n, runtime, limit, written_for)
     fit = fit_observations(prepare(adjusted.n, adjusted.runtime), "adept", settings)
     if fit.status != "ok":
         return None
     curve = Curve.from_fit(fit)
     covariate, residual = judge(adjusted, curve._downey_runtime(adjusted.n.astype(float)))
     diagnostics = curve.diagnostics
-    if covariate.noise_known:
+    if covariate.noise_known and covariate.shape_identified:
         kept = tuple(p for p in diagnostics.reliability if p.problem not in REPLACED)
         if covariate.shape_rejected:
             kept += (misfit_problem(covariate),)
@@ -69,7 +74,8 @@ def misfit_problem(covariate: Covariate) -> ReliabilityProblem:
 
 
 def judged_by_noise(curve: Curve) -> bool:
-    """A covariate curve whose noise is estimated: the gate judges its shape by the
-    lack-of-fit test (its "shape_misfit" problem), not by its raw fit error."""
+    """A covariate curve whose noise is estimated and whose shape is identified apart from
+    the limits (covariate.py): the gate judges its shape by the lack-of-fit test (its
+    "shape_misfit" problem), not by its raw fit error."""
     cov = curve.covariate
-    return cov is not None and cov.noise_known
+    return cov is not None and cov.noise_known and cov.shape_identified

@@ -80,7 +80,15 @@ class Learner(Protocol):
     @property
     def refits(self) -> int: ...
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
 
@@ -226,7 +234,10 @@ class AdaptiveSizer:
         """A run ended: a completed one is an observation; a killed one is not (learning.py)."""
         if self.learner is not None and not killed:
             learner, apps = self.learner
-            learner.observe(int(apps[job]), nodes, runtime, now)
+            # The user's limit as written, for the range's minimum (time_limit_reference
+            # "min"): the covariate of heterogeneous runs (learning.py).
+            r = self.requests
+            learner.observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
 
     def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
         """Add one decision with a curve to the exploration budget (predicted node-hours)."""

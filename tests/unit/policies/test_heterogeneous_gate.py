@@ -20,7 +20,9 @@ from predictor.heterogeneous import fit_heterogeneous, misfit_problem
 from .curves import make_curve
 
 LIGHT = ClusterState(idle_nodes=64, total_nodes=64)
-NOISY = Covariate(beta=0.9, reference=3600.0, noise=0.4, noise_df=60, misfit=0.03, lof_p=0.5)
+NOISY = Covariate(
+    beta=0.9, reference=3600.0, noise=0.4, noise_df=60, misfit=0.03, lof_p=0.5, identifying=60
+)
 
 
 def heterogeneous(fit_error: float, covariate: Covariate | None) -> Curve:
@@ -34,6 +36,9 @@ def test_a_noisy_curve_whose_shape_passes_is_usable_despite_its_fit_error() -> N
     # Without a noise estimate the old gate holds.
     blind = heterogeneous(0.6, replace(NOISY, noise_df=0))
     assert "max_fit_error" in unusable_because(blind, DEFAULTS)
+    # Nor when no run ran on another size than its limit was written for.
+    rigid = heterogeneous(0.6, replace(NOISY, identifying=0))
+    assert "max_fit_error" in unusable_because(rigid, DEFAULTS)
     plain = heterogeneous(0.6, None)
     assert "max_fit_error" in unusable_because(plain, DEFAULTS)
 

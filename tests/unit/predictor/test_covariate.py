@@ -194,3 +194,45 @@ def test_covariate_document_is_checked() -> None:
     assert Covariate.from_dict(good.to_dict()) == good
     with pytest.raises(ValueError, match="out of range"):
         Covariate.from_dict({**good.to_dict(), "lof_p": 2.0})
+
+
+def moldable_runs(seed: int, moldable: bool) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
+    """Runs whose users write limits from the run time they expect at the size they ask
+    (L = 2·T(r)·input·over-ask), run on the size asked or its neighbour (`moldable`)."""
+    rng = np.random.default_rng(seed)
+    count = 150
+    asked_rank = rng.integers(0, SIZES.size, count)
+    u = rng.normal(0.0, 1.0, count)
+    true = 1000.0 * relative_runtime(SIZES.astype(float), 24.0, 0.8)
+    limit = 2.0 * true[asked_rank] * np.exp(u + rng.normal(0.0, 0.3, count))
+    step = rng.integers(-1, 2, count) if moldable else np.zeros(count, dtype=int)
+    ran = np.clip(asked_rank + step, 0, SIZES.size - 1)
+    t = true[ran] * np.exp(u + rng.normal(0.0, 0.05, count))
+    return SIZES[ran], t, limit, SIZES[asked_rank]
+
+
+def test_limits_written_for_the_size_asked_are_deflated_by_the_shape_there() -> None:
+    """Moldable runs: the covariate x = log L − log τ(r) recovers the shape within a few
+    percent; the same runs with the covariate log L alone read part of the shape as input."""
+    n, t, limit, asked = moldable_runs(12, moldable=True)
+    at = SIZES.astype(float)
+    true = 1.0 / relative_runtime(at, 24.0, 0.8)
+    deflated = fit_heterogeneous(n, t, limit, asked)
+    assert deflated is not None
+    assert deflated.covariate is not None
+    assert judged_by_noise(deflated)
+    got = deflated.runtime(1.0) / deflated.runtime(at)
+    assert np.max(np.abs(np.log(got / true))) < 0.15
+    raw = fit_heterogeneous(n, t, limit)
+    assert raw is not None
+    raw_got = raw.runtime(1.0) / raw.runtime(at)
+    assert np.max(np.abs(np.log(raw_got / true))) > 0.5
+
+
+def test_rigid_runs_whose_limits_hold_the_shape_are_not_judged_by_noise() -> None:
+    n, t, limit, asked = moldable_runs(13, moldable=False)
+    curve = fit_heterogeneous(n, t, limit, asked)
+    assert curve is not None
+    assert curve.covariate is not None
+    assert curve.covariate.identifying == 0
+    assert not judged_by_noise(curve)
