@@ -246,7 +246,7 @@ def _decide(
         pws = pws_rule(profile)
         cap = cap_rule(curve, lo, hi)
         load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
-        explore = exploration_rule(profile, allowed, budget, settings)
+        explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
         candidates += [efficiency, pws, cap, load, explore.candidate]
         unusable = unusable_because(curve, settings)
         if explore.eligible:

@@ -161,7 +161,7 @@ class AdaptiveSizer:
         lo, hi = r.lo[job], r.hi[job]
         user = r.limit[job] if user_limit is None else user_limit
         curve = self._curve(job, lo, hi, view.now)
-        request = Request(lo, hi, time_limit_min=minutes(user))
+        request = Request(lo, hi, time_limit_min=minutes(user), job_id=str(job))
         cluster = ClusterState(
             idle_nodes=view.idle_nodes,
             pending_demand_nodes=view.pending_demand_nodes,
