@@ -78,3 +78,15 @@ def test_the_job_is_sized_with_its_own_limit_and_the_limit_keeps_the_noise() -> 
     shape_ratio = float(mine.runtime(decision.nodes) / mine.runtime(4))
     # The noise (40%) alone puts the ratio's interval a factor exp(2·q·0.4) > 2 wide.
     assert limit_for.minutes is None or limit_for.minutes >= min(120, 2.0 * 120 * shape_ratio)
+
+
+def test_a_noisy_heterogeneous_curve_sizes_but_leaves_the_users_limit() -> None:
+    """Noise above max_fit_error: the user's limit stands; a tight one may shorten it."""
+    request = Request(4, 64, time_limit_min=120)
+    for noise, shortened in ((0.4, False), (0.03, True)):
+        curve = replace(heterogeneous(0.6, replace(NOISY, noise=noise)), residual=noise)
+        profile = RuntimeProfile.of(curve, 4, 64, (4, 64))
+        got = time_limit(request, profile, 32, LIGHT, DEFAULTS)
+        assert (got.minutes is not None and got.minutes < 120) is shortened, got.reason
+        if not shortened:
+            assert "scatter by 40%" in got.reason
