@@ -499,7 +499,8 @@ def test_a_cell_split_into_fit_families_gives_the_serial_results() -> None:
 def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -> None:
     """(New: the variant did not exist.) One application's jobs of two problem sizes, told
     apart by their requested times (1 h and 16 h): its learner keys them apart, so each key's
-    curve fits its runs; adaptive's one curve through both has a large fit error."""
+    curve fits its runs; adaptive's one curve through both explains them by their limits
+    (predictor/heterogeneous.py: β near 1), where a plain fit has a large fit error."""
     jobs = [TraceJob(k, 10.0 * k, 600.0, 8, 3600.0 if k % 2 else 16 * 3600.0, 7) for k in range(8)]
     ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
     assert len(ex.apps) == 1
@@ -517,7 +518,11 @@ def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -
     assert keyed.learner is not None
     mixed = plain.learner[0].curve(0, now=1000.0)
     assert mixed is not None
-    assert mixed.fit_error > 0.10
+    assert mixed.covariate is not None
+    assert mixed.covariate.beta > 0.8
+    sizes = [4, 8, 16, 32, 4, 8, 16, 32]
+    runtimes = [(10.0 if k % 2 == 0 else 1.0) * 3600.0 / n**0.8 for k, n in enumerate(sizes)]
+    assert predictor.fit(sizes, runtimes).fit_error > 0.10
     for key in (0, 1):
         own = keyed.learner[0].curve(key, now=1000.0)
         assert own is not None
