@@ -305,11 +305,25 @@ class MemoCurve(Curve):
     _interval: dict[tuple[_Key, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _jobs: dict[tuple[float | None, int | None], Curve] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, curve: Curve) -> MemoCurve:
         """`curve` with a memo (its fields, not copies of its arrays)."""
         return cls(**{f.name: getattr(curve, f.name) for f in fields(Curve)})
+
+    def for_limit(self, limit_s: float | None, written_for: int | None = None) -> Curve:
+        """`Curve.for_limit`, remembered per (limit, size): jobs repeat their users' round
+        limits, and each job's curve (itself a MemoCurve) keeps its own memo."""
+        if self.covariate is None:
+            return self
+        key = (limit_s, written_for)
+        out = self._jobs.get(key)
+        if out is None:
+            out = self._jobs[key] = super().for_limit(limit_s, written_for)
+        return out
 
     def plain(self) -> Curve:
         """The same curve without the memo (what the learner stores)."""

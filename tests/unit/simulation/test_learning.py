@@ -528,3 +528,21 @@ def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -
         assert own is not None
         assert own.fit_error < 0.05
     assert "adaptive_timeclass" not in POLICIES
+
+
+def test_a_memo_curve_remembers_each_jobs_curve_of_heterogeneous_runs() -> None:
+    """A covariate curve's per-job curve (`for_limit`) is computed once per (limit, size),
+    with the values `Curve.for_limit` gives."""
+    rng = np.random.default_rng(3)
+    n = rng.choice(np.array([4, 8, 16, 32]), 60)
+    limit = np.exp(rng.normal(np.log(3600.0), 1.0, 60))
+    t = 0.3 * limit * relative_runtime(n.astype(float), 12.0, 0.5)
+    plain = fit_heterogeneous(n, t, limit, n // 2)
+    assert plain is not None
+    memo = MemoCurve.of(plain)
+    first = memo.for_limit(7200.0, 8)
+    assert memo.for_limit(7200.0, 8) is first
+    sizes = np.arange(4.0, 33.0)
+    want = plain.for_limit(7200.0, 8)
+    assert np.array_equal(first.runtime(sizes), want.runtime(sizes))
+    assert memo.for_limit(3600.0, 8) is not first
