@@ -57,9 +57,10 @@ from policies.rules import (
     percent,
     pws_rule,
 )
-from policies.time_limit import fits_limit, time_limit
+from policies.time_limit import fits_limit, reference_size, time_limit
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
+from predictor.heterogeneous import judged_by_noise
 
 NO_BUDGET = ExplorationBudget()
 #: The most nodes adaptalloc ever considers (2^20). No cluster has more; without a partition
@@ -75,7 +76,9 @@ MAX_NODES = 1 << 20
 #: runs' sizes every instance that fits them agrees, and exploration suggests the run that
 #: finds the knee); a curve borrowed from sibling problem sizes (predictor/sizes.py) is the
 #: best guess until the size has runs. The time limit refuses them all (time_limit.py).
-DISTRUSTING = frozenset({"high_fit_error", "runner_up", "mixed_sizes", "user_influence"})
+DISTRUSTING = frozenset(
+    {"high_fit_error", "runner_up", "mixed_sizes", "user_influence", "shape_misfit"}
+)
 
 
 def _distrusts(problem: ReliabilityProblem, settings: PolicySettings) -> bool:
@@ -88,10 +91,14 @@ def _distrusts(problem: ReliabilityProblem, settings: PolicySettings) -> bool:
 
 
 def unusable_because(curve: Curve, settings: PolicySettings) -> str:
-    """Why the curve cannot be used for sizing, or "" when it can."""
+    """Why the curve cannot be used for sizing, or "" when it can.
+
+    A curve of heterogeneous runs whose noise is estimated (predictor/heterogeneous.py) is
+    judged by its shape's misfit against that noise (its "shape_misfit" problem), not by its
+    raw fit error, which holds the runs' input variation."""
     if not all(math.isfinite(x) for x in (curve.A, curve.sigma, curve.t1)):
         return "the curve's parameters are not finite"
-    if not curve.fit_error <= settings.max_fit_error:
+    if not judged_by_noise(curve) and not curve.fit_error <= settings.max_fit_error:
         return (
             f"the curve is unusable: its fitting error {percent(curve.fit_error)} exceeds "
             f"max_fit_error {percent(settings.max_fit_error)}"
@@ -266,12 +273,14 @@ def _decide(
         candidates.append(winner)
         size, rule, reason = winner.nodes, winner.rule, winner.reason
     else:
+        # A covariate curve's runtimes for this job (predictor/heterogeneous.py).
+        curve = curve.for_limit(request.time_limit_s, reference_size(request, settings))
         profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
         efficiency = efficiency_rule(profile, settings)
         pws = pws_rule(profile)
         cap = cap_rule(curve, lo, hi)
         load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
-        explore = exploration_rule(profile, allowed, budget, settings)
+        explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
         candidates += [efficiency, pws, cap, load, explore.candidate]
         unusable = unusable_because(curve, settings)
         if explore.eligible:

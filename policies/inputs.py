@@ -28,6 +28,8 @@ class Request:
     partition's default applies and adaptalloc leaves it alone). feasible: the sizes the user's
     tag allows (for example powers of two), None when the tag says nothing about sizes.
     partition, account and user pick the configuration that applies and appear in reasons.
+    job_id: the job's id, the random source of exploration (rules.py: a hash, so the decision
+    stays a pure function of its inputs); "" when unknown (then no size is drawn).
     """
 
     min_nodes: int
@@ -37,6 +39,7 @@ class Request:
     account: str = ""
     user: str = ""
     feasible: Feasible | None = None
+    job_id: str = ""
 
     def __post_init__(self) -> None:
         _whole(self.min_nodes, "min_nodes", 1)
@@ -47,6 +50,12 @@ class Request:
             )
         if self.time_limit_min is not None:
             _whole(self.time_limit_min, "time_limit_min", 1)
+
+    @property
+    def time_limit_s(self) -> float | None:
+        """The user's time limit in seconds (the covariate of a curve of heterogeneous runs,
+        predictor/heterogeneous.py), None when the job gave none."""
+        return None if self.time_limit_min is None else 60.0 * self.time_limit_min
 
 
 @dataclass(frozen=True)

@@ -51,13 +51,19 @@ exploration
     When the curve is not reliable and ADEPT's reliability judgment (section IX, Table 3)
     suggests a size to run next inside the range, run the job there, while the explored share
     of jobs and of predicted node-hours stays within its budget *after* this job:
-    explored + 1 ≤ share·(decided + 1), likewise for node-hours.
+    explored + 1 ≤ share·(decided + 1), likewise for node-hours. When no size is suggested
+    inside the range and the job id is known, a size drawn log-uniformly in the range from a
+    hash of the job id (`drawn_size`), under the same budget: randomised independently of what
+    the job asks, the runs it gives let a curve of heterogeneous runs tell its shape apart
+    from the users' limits (predictor/covariate.py; the randomisation of an experiment's
+    design, which no confounder can follow). A draw of the range's minimum explores nothing.
 fallback
     Without a usable curve: leave the job as submitted, or give it the range's min or max.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -65,7 +71,7 @@ import numpy as np
 
 from policies.config import PolicySettings
 from policies.decision import Candidate
-from policies.feasible import Allowed
+from policies.feasible import Allowed, snap
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
 from predictor import Curve
@@ -413,32 +419,59 @@ def exploration_rule(
     allowed: Allowed,
     budget: ExplorationBudget,
     settings: PolicySettings,
+    job_id: str = "",
 ) -> Exploration:
-    """The reliability judgment's suggested size, if eligible and within budget (module doc)."""
+    """The reliability judgment's suggested size, else a size drawn from the job id, if
+    eligible and within budget (module doc)."""
     curve, lo, hi = profile.curve, profile.lo, profile.hi
     if curve.reliable:
         reason = "the curve is reliable, so there is nothing to explore"
         return Exploration(Candidate("exploration", None, reason), False)
     found = _suggestion(curve, lo, hi, allowed)
+    drawn = False
     if isinstance(found, str):
-        return Exploration(Candidate("exploration", None, found), False)
+        n_drawn = drawn_size(job_id, lo, hi, allowed) if job_id else None
+        if n_drawn is None or n_drawn == lo:
+            return Exploration(Candidate("exploration", None, found), False)
+        found, drawn = (n_drawn, "no size suggested; drawn at random"), True
     n, problem = found
     node_hours = n * profile.at(n) / 3600.0
     refused = _over_budget(n, problem, node_hours, budget, settings)
     if refused:
         return Exploration(Candidate("exploration", None, refused), False)
+    how = (
+        f"a size drawn at random in {lo}-{hi} nodes (log-uniform, from a hash of the job id, "
+        f"independent of what the job asks) is {nodes(n)}: runs off the size a limit was "
+        "written for tell the curve's shape apart from the users' limits"
+        if drawn
+        else f"its reliability judgment suggests a run at {nodes(n)}"
+    )
     return Exploration(
         Candidate(
             "exploration",
             n,
-            f"the curve is not reliable yet ({problem}) and its reliability judgment "
-            f"suggests a run at {nodes(n)}, within the exploration budget "
+            f"the curve is not reliable yet ({problem}) and {how}, within the exploration budget "
             f"({budget.jobs_explored} of {budget.jobs_decided} jobs and "
             f"{budget.node_hours_explored:.1f} of {budget.node_hours_decided:.1f} node-hours "
             "explored so far)",
         ),
         True,
     )
+
+
+def drawn_size(job_id: str, lo: int, hi: int, allowed: Allowed) -> int | None:
+    """A size in [lo, hi] drawn log-uniformly from the job id: u = the first 52 bits of
+    SHA-256(job id) / 2^52, n = round(lo·(hi/lo)^u), snapped onto the allowed sizes (None
+    when none lies in the range). Deterministic, so the policy stays a pure function; and
+    independent of the job's own request and limit, so that the sizes explored are not
+    chosen by the input (the identification covariate.py needs)."""
+    digest = hashlib.sha256(job_id.encode("utf-8", "replace")).digest()
+    u = (int.from_bytes(digest[:8], "big") >> 12) / float(1 << 52)
+    n = min(hi, max(lo, round(lo * math.pow(hi / lo, u))))
+    if allowed.sizes is None:
+        return n
+    inside = tuple(k for k in allowed.sizes if lo <= k <= hi)
+    return snap(n, inside) if inside else None
 
 
 def fallback_rule(

@@ -63,9 +63,16 @@ how long the job may run:
 
 An unreliable curve never shortens a limit: when the curve is not identified, has a
 reliability problem (predictor/reliability.py) or a fit_error above max_fit_error, the user's
-L stands. Without a user limit the decision leaves the limit alone (None: the partition's
-default applies, which a pessimistic prediction cannot know to be safe); likewise without a
-usable curve, when the job is left as submitted, or when scale_time_limit is off.
+L stands. A curve of heterogeneous runs whose noise is estimated
+(predictor/heterogeneous.py) is judged instead by that noise and its shape's misfit: it
+shortens a limit only where both are within max_fit_error (its runs, once their limits are
+taken into account, as tight as a plain curve's must be), and its interval's residual holds
+the noise: a run of the job's own input may fall that far from the prediction. A noisier one
+sizes jobs but leaves the user's limit as written (kills cost the user more than the
+backfilling a shorter limit gains). Without a user limit the decision leaves the
+limit alone (None: the partition's default applies, which a pessimistic prediction cannot know
+to be safe); likewise without a usable curve, when the job is left as submitted, or when
+scale_time_limit is off.
 """
 
 from __future__ import annotations
@@ -81,6 +88,7 @@ from policies.profile import RuntimeProfile
 from policies.rules import number, percent
 from predictor import Curve
 from predictor.downey import FloatArray
+from predictor.heterogeneous import judged_by_noise
 from predictor.intervals import LEVEL
 
 
@@ -107,6 +115,16 @@ def untrusted_because(curve: Curve, settings: PolicySettings) -> str:
     if not curve.reliable:
         problems = ", ".join(sorted({p.problem for p in curve.diagnostics.reliability}))
         return f"the curve is not reliable ({problems})"
+    cov = curve.covariate
+    if cov is not None and judged_by_noise(curve):
+        spread = max(cov.noise, cov.misfit)
+        if not spread <= settings.max_fit_error:
+            return (
+                f"its runs scatter by {number(100.0 * spread)}% around it once their limits "
+                f"are taken into account, more than max_fit_error "
+                f"{number(100.0 * settings.max_fit_error)}% (a curve of heterogeneous runs)"
+            )
+        return ""
     if not (curve.fit_error <= settings.max_fit_error and curve.fit_error < 1.0):
         return (
             f"its fitting error {number(100.0 * curve.fit_error)}% exceeds max_fit_error "
@@ -217,6 +235,11 @@ def _past_the_data(profile: RuntimeProfile, chosen: int, user: int) -> str:
     )
 
 
+def reference_size(request: Request, settings: PolicySettings) -> int:
+    """The size the user's limit is read as written for (time_limit_reference)."""
+    return request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
+
+
 def time_limit(
     request: Request,
     profile: RuntimeProfile | None,
@@ -231,7 +254,7 @@ def time_limit(
     if alone or user is None or profile is None or chosen is None:
         return TimeLimit(None, alone)
 
-    ref = request.min_nodes if settings.time_limit_reference == "min" else request.max_nodes
+    ref = reference_size(request, settings)
     bounds = pessimistic_bounds(profile, chosen, ref)
     t_chosen = bounds.upper
     ratio = t_chosen / bounds.lower

@@ -23,19 +23,27 @@ A curve whose runs show a shape the Downey model cannot express carries `speaker
 (shape.py): the model of the zoo that gives the runtime at the sizes it speaks for, with the
 Downey curve's runtime there an alternative its interval reckons with, as `predict` does.
 
-Stored format. CURVE_FORMAT 2 adds "speaker"; a format-1 document (written before it) is
-read as a curve without one, and its interval is computed with today's calibration from the
-fields it has (intervals.py).
+A curve fitted from heterogeneous runs (covariate.py, heterogeneous.py) carries `covariate`:
+the exponent β of the requested time, the reference limit its T(1) is for, the noise level
+estimated from repeated sizes and the lack-of-fit test of its shape against that noise.
+`for_limit` gives the curve of one job, its runtimes scaled by (L/L_ref)^β; its shape (every
+ratio a size rule reads) is the same.
+
+Stored format. CURVE_FORMAT 2 adds "speaker", 3 "covariate"; a format-1 document (written
+before the speaker) is read as a curve without one, and its interval is computed with today's
+calibration from the fields it has (intervals.py); a format-2 one as a curve without a
+covariate.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from predictor.covariate import Covariate, scaled_segments
 from predictor.diagnostics import Anomaly, Diagnostics, Pattern, ReliabilityProblem
 from predictor.downey import FloatArray, relative_runtime
 from predictor.fitting import Fit
@@ -44,9 +52,10 @@ from predictor.models import Choice, ModelFit
 from predictor.segments import Segment, segment_of, segment_runtime
 from predictor.shape import Speaker
 
-CURVE_FORMAT = 2
-#: Formats `from_dict` reads: 1 is a curve stored before `speaker` existed.
-READABLE_FORMATS = (1, 2)
+CURVE_FORMAT = 3
+#: Formats `from_dict` reads: 1 is a curve stored before `speaker` existed, 2 before
+#: `covariate`.
+READABLE_FORMATS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,23 @@ class Curve:
     residual: float = 0.0
     plausible: tuple[Segment, ...] = ()
     speaker: Speaker | None = None
+    covariate: Covariate | None = None
+
+    def for_limit(self, limit_s: float | None, written_for: int | None = None) -> Curve:
+        """The curve of a job that asks `limit_s` seconds for `written_for` nodes: with a
+        covariate, T(1) and every phase's scaled by `Covariate.scale_for` (covariate.py);
+        itself without one or without a limit."""
+        if self.covariate is None or limit_s is None or not 0.0 < limit_s < np.inf:
+            return self
+        k = self.covariate.scale_for(limit_s, written_for)
+        if not 0.0 < k < np.inf:
+            return self
+        return replace(
+            self,
+            t1=self.t1 * k,
+            segments=scaled_segments(self.segments, k),
+            plausible=scaled_segments(self.plausible, k),
+        )
 
     @property
     def phases(self) -> tuple[Segment, ...]:
@@ -233,6 +259,7 @@ class Curve:
             "residual": self.residual,
             "plausible": [s.to_dict() for s in self.plausible],
             "speaker": self.speaker.to_dict() if self.speaker is not None else None,
+            "covariate": self.covariate.to_dict() if self.covariate is not None else None,
             **self.diagnostics.to_dict(),
         }
 
@@ -293,6 +320,11 @@ class Curve:
                 plausible=tuple(Segment.from_dict(s) for s in doc.get("plausible", [])),
                 speaker=(
                     Speaker.from_dict(doc["speaker"]) if doc.get("speaker") is not None else None
+                ),
+                covariate=(
+                    Covariate.from_dict(doc["covariate"])
+                    if doc.get("covariate") is not None
+                    else None
                 ),
             )
         except (KeyError, TypeError) as exc:

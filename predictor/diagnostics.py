@@ -18,7 +18,7 @@ from typing import Any
 
 ANOMALY_KINDS = ("point", "decline", "ambiguous_final")
 PATTERN_KINDS = ("stepwise", "optimized_sizes", "accelerating", "rising")
-PROBLEMS = ("first_piece_only", "high_fit_error", "runner_up", "mixed_sizes")
+PROBLEMS = ("first_piece_only", "high_fit_error", "runner_up", "mixed_sizes", "shape_misfit")
 
 
 @dataclass(frozen=True)

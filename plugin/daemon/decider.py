@@ -547,7 +547,9 @@ class Decider:
         }
         limit = job.time_limit_min if job.time_limit_min and job.time_limit_min > 0 else None
         try:
-            request = policies.Request(low, high, limit, job.partition, job.account, job.user)
+            request = policies.Request(
+                low, high, limit, job.partition, job.account, job.user, job_id=str(job.job_id)
+            )
             settings = policies.effective(self.policy, job.partition, job.account)
             shaped = self._shaped(job, request, source, state, settings, extra)
             if shaped is not None:

@@ -35,6 +35,7 @@ _PROBLEM_WORDS = {
     "high_fit_error": "fit error",
     "runner_up": "ambiguous",
     "mixed_sizes": "mixed sizes",
+    "shape_misfit": "misfit beyond noise",
 }
 _ANOMALY_WORDS = {
     "point": "anomaly",

@@ -81,7 +81,15 @@ class Learner(Protocol):
     @property
     def refits(self) -> int: ...
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
 
@@ -157,7 +165,7 @@ class AdaptiveSizer:
         lo, hi = r.lo[job], r.hi[job]
         user = r.limit[job] if user_limit is None else user_limit
         curve = self._curve(job, lo, hi, view.now)
-        request = Request(lo, hi, time_limit_min=minutes(user))
+        request = Request(lo, hi, time_limit_min=minutes(user), job_id=str(job))
         cluster = ClusterState(
             idle_nodes=view.idle_nodes,
             pending_demand_nodes=view.pending_demand_nodes,
@@ -232,7 +240,10 @@ class AdaptiveSizer:
         """A run ended: a completed one is an observation; a killed one is not (learning.py)."""
         if self.learner is not None and not killed:
             learner, apps = self.learner
-            learner.observe(int(apps[job]), nodes, runtime, now)
+            # The user's limit as written, for the range's minimum (time_limit_reference
+            # "min"): the covariate of heterogeneous runs (learning.py).
+            r = self.requests
+            learner.observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
 
     def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
         """Add one decision with a curve to the exploration budget (predicted node-hours)."""

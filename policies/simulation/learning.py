@@ -29,6 +29,14 @@ functions on the same kind of data:
   appeared), lazily at the next decision once dirty for `debounce_s`, with its own `window`.
   Fewer fits, staler curves: kept to measure what the daemon's cadence costs and changes.
 
+Heterogeneous runs. A run's user limit as written (seconds, before adaptalloc rescaled it) is
+observed with it where the caller knows it, with the size it was written for (the range's
+minimum: time_limit_reference = "min"), as the daemon's learner would record it; when every
+kept run has one, the curve is `predictor.heterogeneous.fit_heterogeneous`'s (one Downey shape,
+a per-run scale explained by the limit, the noise of repeated sizes and the lack-of-fit test
+of the shape against it; predictor/covariate.py), and `decide` predicts each job with its own
+limit (`Curve.for_limit`). Otherwise the plain ADEPT fit, as before.
+
 What differs from the daemon, said so in every output: the learner's model choice
 (`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's. Not
 modelled either: the learner's cap of `refit_max_apps` (50) refits per round, the per-node-type
@@ -61,6 +69,7 @@ import predictor
 from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S, refit_due, runs_needed
 from predictor import Curve
 from predictor.downey import FloatArray
+from predictor.heterogeneous import fit_heterogeneous
 from predictor.intervals import LEVEL
 
 #: The learner's default refit debounce, seconds (plugin config [learner] refit_debounce_s).
@@ -82,7 +91,9 @@ METHOD = "adept"
 #: A memo of fits: (sizes, runtimes) of the runs a fit saw -> its curve (None: refused).
 #: A memo key of an array of sizes: its shape and its bytes.
 _Key = tuple[tuple[int, ...], bytes]
-Fits = MutableMapping[tuple[tuple[int, ...], tuple[float, ...]], Curve | None]
+Fits = MutableMapping[
+    tuple[tuple[int, ...], tuple[float, ...], tuple[tuple[float, int] | None, ...]], Curve | None
+]
 
 
 @dataclass
@@ -91,6 +102,8 @@ class _App:
 
     nodes: list[int] = field(default_factory=list)
     runtimes: list[float] = field(default_factory=list)
+    #: Per run: (its user's limit, s; the size it was written for), None where unknown.
+    limits: list[tuple[float, int] | None] = field(default_factory=list)
     seen: list[float] = field(default_factory=list)
     curve: Curve | None = None
     #: Runs the latest refit round saw (daemon cadence: the first `cut` runs) / its curve's.
@@ -145,13 +158,24 @@ class CurveLearner:
         self.fitted = 0
         self.refused = 0
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None:
         """A completed run of `app` on `nodes` nodes that took `runtime` seconds, ended at
-        `now` (daemon cadence: ingested by the next round)."""
+        `now` (daemon cadence: ingested by the next round); `limit`: its user's limit as
+        written, seconds, for `written_for` nodes (None: unknown; module doc, heterogeneous
+        runs)."""
         a = self._apps[app]
         seen = self.seen_at(now)
         a.nodes.append(nodes)
         a.runtimes.append(runtime)
+        a.limits.append(None if limit is None else (limit, written_for or nodes))
         a.seen.append(seen)
         if a.dirty_since == math.inf:
             a.dirty_since = seen
@@ -230,21 +254,35 @@ class CurveLearner:
         """Fit the application's kept runs among its first `cut` as of time `at` (the
         caller counts the refit: the daemon's cadence counts every round, fitted or not)."""
         first = self._first_kept(a, cut, at)
-        runs = sorted(zip(a.nodes[first:cut], a.runtimes[first:cut], strict=True))
-        nodes, runtimes = (tuple(x) for x in zip(*runs, strict=True)) if runs else ((), ())
+        runs = sorted(
+            zip(a.nodes[first:cut], a.runtimes[first:cut], a.limits[first:cut], strict=True),
+            key=lambda r: (r[0], r[1], (-1.0, 0) if r[2] is None else r[2]),
+        )
+        nodes = tuple(r[0] for r in runs)
+        runtimes = tuple(r[1] for r in runs)
+        limits = tuple(r[2] for r in runs)
         a.fitted_cut, a.fitted_runs, a.fitted_sizes = cut, cut, len(set(nodes))
-        key = (nodes, runtimes)
+        key = (nodes, runtimes, limits)
         if key not in self._fits:
             self.fitted += 1
-            self._fits[key] = _fit(nodes, runtimes) if nodes else None
+            self._fits[key] = _fit(nodes, runtimes, limits) if nodes else None
         a.curve = self._fits[key]
         if a.curve is None:
             self.refused += 1
 
 
-def _fit(nodes: Sequence[int], runtimes: Sequence[float]) -> Curve | None:
-    """The learner's curve of these runs, None when the predictor refuses them."""
+def _fit(
+    nodes: Sequence[int],
+    runtimes: Sequence[float],
+    limits: Sequence[tuple[float, int] | None] = (),
+) -> Curve | None:
+    """The learner's curve of these runs, None when the predictor refuses them: the
+    heterogeneous runs' fit when every run has its limit (module doc), else ADEPT's."""
+    known = [x for x in limits if x is not None]
     try:
+        if known and len(known) == len(nodes):
+            curve = fit_heterogeneous(nodes, runtimes, [x[0] for x in known], [x[1] for x in known])
+            return None if curve is None else MemoCurve.of(curve)
         fit = predictor.fit_observations(predictor.prepare(nodes, runtimes), method=METHOD)
     except ValueError:  # refused, e.g. runs at one size only: "no curve", as refit_app
         return None
@@ -267,11 +305,25 @@ class MemoCurve(Curve):
     _interval: dict[tuple[_Key, float], tuple[FloatArray, FloatArray]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _jobs: dict[tuple[float | None, int | None], Curve] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def of(cls, curve: Curve) -> MemoCurve:
         """`curve` with a memo (its fields, not copies of its arrays)."""
         return cls(**{f.name: getattr(curve, f.name) for f in fields(Curve)})
+
+    def for_limit(self, limit_s: float | None, written_for: int | None = None) -> Curve:
+        """`Curve.for_limit`, remembered per (limit, size): jobs repeat their users' round
+        limits, and each job's curve (itself a MemoCurve) keeps its own memo."""
+        if self.covariate is None:
+            return self
+        key = (limit_s, written_for)
+        out = self._jobs.get(key)
+        if out is None:
+            out = self._jobs[key] = super().for_limit(limit_s, written_for)
+        return out
 
     def plain(self) -> Curve:
         """The same curve without the memo (what the learner stores)."""

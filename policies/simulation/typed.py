@@ -170,9 +170,17 @@ class TypedLearner:
     def refits(self) -> int:
         return self.typed.refits
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
-        self.typed.observe(app, nodes, runtime, now)
-        self.generic.observe(app // self.pools, nodes, runtime, now)
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None:
+        self.typed.observe(app, nodes, runtime, now, limit, written_for)
+        self.generic.observe(app // self.pools, nodes, runtime, now, limit, written_for)
         first = self._first_seen[app // self.pools]
         first.setdefault(self.cores[app % self.pools], self.generic.seen_at(now))
 

@@ -151,7 +151,9 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
     assert doc["limits"]["model"] == "Tsafrir, Etsion and Feitelson 2005"
     assert doc["oracles"]["oracle"] == "oracle (true curve + own run time)"
     assert doc["hidden_applications"]["per_key"] > 1.0
-    assert sum(doc["adaptive_rules"].values()) == 300
+    # One decision per job, and one more per resubmission of a killed one.
+    resubmitted = doc["policies"]["adaptive"]["resubmitted"]
+    assert sum(doc["adaptive_rules"].values()) == 300 + resubmitted
     assert doc["applications"]["grouping"] == {"executable": 263, "user + size class": 37}
     assert doc["assumptions"]
 

@@ -33,6 +33,7 @@ from policies.simulation.metrics import summarize
 from policies.simulation.sizing import ClusterView
 from policies.simulation.sweep import fit_families, summarize_seeds, sweep
 from predictor.downey import relative_runtime
+from predictor.heterogeneous import fit_heterogeneous
 
 from .helpers import NASA, run_rigid, trace
 
@@ -240,49 +241,77 @@ def _learner_fit(nodes: list[int], runtimes: list[float]) -> predictor.Curve:
 
 
 def _same_curve(got: predictor.Curve, want: predictor.Curve) -> None:
-    a, b = got.to_dict(), want.to_dict()
-    assert a.keys() == b.keys()
-    for key in a:
-        if isinstance(a[key], float):
-            assert a[key] == pytest.approx(b[key], rel=1e-9, abs=1e-12), key
-        else:
-            assert a[key] == b[key], key
+    _same(got.to_dict(), want.to_dict(), "curve")
+
+
+def _same(a: object, b: object, where: str) -> None:
+    """Equal documents, floats (at any depth) to 1e-9 relative: sorted runs sum in another
+    order than arrived ones."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-12), where
+    else:
+        assert a == b, where
 
 
 def test_learned_curves_are_the_learners_fit_of_the_same_runs_in_arrival_order() -> None:
     """The simulation fits an application's runs sorted (so that policies that saw the same
     runs in another order share one fit) and keeps the curve in a memo: each curve of a run
-    of the simulator is still what the learner fits from those runs as they arrived."""
+    of the simulator is still what the learner fits from those runs as they arrived (with
+    their users' limits: the fit of heterogeneous runs, predictor/heterogeneous.py)."""
     swf = read_swf(NASA).head(800)
     ex = Experiment(swf.jobs, Setup(machine=swf.machine))
     sizer = ex.sizer("adaptive")
     assert isinstance(sizer, AdaptiveSizer)
     assert sizer.learner is not None
-    arrived: dict[int, list[tuple[int, float]]] = {}
+    Run = tuple[int, float, tuple[float, int]]
+    arrived: dict[int, list[Run]] = {}
     real_observe = sizer.learner[0].observe
 
-    def observe(app: int, nodes: int, runtime: float, now: float) -> None:
-        arrived.setdefault(app, []).append((nodes, runtime))
-        real_observe(app, nodes, runtime, now)
+    def observe(
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None:
+        assert limit is not None
+        assert written_for is not None
+        arrived.setdefault(app, []).append((nodes, runtime, (limit, written_for)))
+        real_observe(app, nodes, runtime, now, limit, written_for)
 
     sizer.learner[0].observe = observe  # type: ignore[method-assign]
     simulate(ex.jobs, swf.machine, sizer, ex.curves.runtime)
     learned = [(key, c) for key, c in ex.fits.items() if c is not None]
     assert len(learned) >= 10
-    for (nodes, runtimes), curve in learned:
-        runs = sorted(zip(nodes, runtimes, strict=True))
+    for (nodes, runtimes, limits), curve in learned:
+        runs = sorted(zip(nodes, runtimes, limits, strict=True))
         # the arrival order of these runs: the app whose window they are
         app = next(a for a, seen in arrived.items() if set(runs) <= set(seen))
         order = [r for r in arrived[app] if r in set(runs)][-len(runs) :]
         assert sorted(order) == runs
-        want = _learner_fit([n for n, _ in order], [t for _, t in order])
+        want = fit_heterogeneous(
+            [r[0] for r in order],
+            [r[1] for r in order],
+            [r[2][0] for r in order],
+            [r[2][1] for r in order],
+        )
+        assert want is not None
         _same_curve(curve, want)
         sizes = np.arange(1.0, 129.0)
-        assert np.array_equal(curve.runtime(sizes), want.runtime(sizes))
+        assert np.allclose(curve.runtime(sizes), want.runtime(sizes), rtol=1e-9)
         lo, hi = curve.runtime_interval(sizes)
         want_lo, want_hi = want.runtime_interval(sizes)
-        assert np.allclose(lo, want_lo, rtol=1e-12)
-        assert np.allclose(hi, want_hi, rtol=1e-12)
+        assert np.allclose(lo, want_lo, rtol=1e-9)
+        assert np.allclose(hi, want_hi, rtol=1e-9)
 
 
 def test_a_memo_curve_answers_as_the_curve_it_copies_and_keeps_its_memo_private() -> None:
@@ -470,7 +499,8 @@ def test_a_cell_split_into_fit_families_gives_the_serial_results() -> None:
 def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -> None:
     """(New: the variant did not exist.) One application's jobs of two problem sizes, told
     apart by their requested times (1 h and 16 h): its learner keys them apart, so each key's
-    curve fits its runs; adaptive's one curve through both has a large fit error."""
+    curve fits its runs; adaptive's one curve through both explains them by their limits
+    (predictor/heterogeneous.py: β near 1), where a plain fit has a large fit error."""
     jobs = [TraceJob(k, 10.0 * k, 600.0, 8, 3600.0 if k % 2 else 16 * 3600.0, 7) for k in range(8)]
     ex = Experiment(jobs, Setup(machine=64, seed=2, noise=0.0))
     assert len(ex.apps) == 1
@@ -488,9 +518,31 @@ def test_the_timeclass_variant_keys_curves_by_application_and_requested_time() -
     assert keyed.learner is not None
     mixed = plain.learner[0].curve(0, now=1000.0)
     assert mixed is not None
-    assert mixed.fit_error > 0.10
+    assert mixed.covariate is not None
+    assert mixed.covariate.beta > 0.8
+    sizes = [4, 8, 16, 32, 4, 8, 16, 32]
+    runtimes = [(10.0 if k % 2 == 0 else 1.0) * 3600.0 / n**0.8 for k, n in enumerate(sizes)]
+    assert predictor.fit(sizes, runtimes).fit_error > 0.10
     for key in (0, 1):
         own = keyed.learner[0].curve(key, now=1000.0)
         assert own is not None
         assert own.fit_error < 0.05
     assert "adaptive_timeclass" not in POLICIES
+
+
+def test_a_memo_curve_remembers_each_jobs_curve_of_heterogeneous_runs() -> None:
+    """A covariate curve's per-job curve (`for_limit`) is computed once per (limit, size),
+    with the values `Curve.for_limit` gives."""
+    rng = np.random.default_rng(3)
+    n = rng.choice(np.array([4, 8, 16, 32]), 60)
+    limit = np.exp(rng.normal(np.log(3600.0), 1.0, 60))
+    t = 0.3 * limit * relative_runtime(n.astype(float), 12.0, 0.5)
+    plain = fit_heterogeneous(n, t, limit, n // 2)
+    assert plain is not None
+    memo = MemoCurve.of(plain)
+    first = memo.for_limit(7200.0, 8)
+    assert memo.for_limit(7200.0, 8) is first
+    sizes = np.arange(4.0, 33.0)
+    want = plain.for_limit(7200.0, 8)
+    assert np.array_equal(first.runtime(sizes), want.runtime(sizes))
+    assert memo.for_limit(3600.0, 8) is not first

@@ -12,7 +12,10 @@ cadence for the learned policies. Re-recorded once with the refit cadence
 (policies/refit_cadence.py), its default g changing the daemon's schedules, and once when the
 simulator stopped handing the policies information no site has (limits as written or from
 the model of user estimates, hidden applications apart from the learner's keys, kills
-resubmitted, the curve-only oracle): the commits say so.
+resubmitted, the curve-only oracle), and once when the learner fitted runs with their users'
+limits (predictor/heterogeneous.py) and exploration drew sizes from job ids, and once with
+that and sizes raised until the pessimistic runtime fits the user's limit
+(time_limit.fits_limit) together: the commits say so.
 """
 
 from __future__ import annotations

@@ -1,0 +1,72 @@
+"""Exploration at a size drawn from the job id (rules.py `drawn_size`): randomised
+independently of what the job asks, deterministic, within the range and the budget."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from policies import DEFAULTS, ClusterState, ExplorationBudget, Request, decide
+from policies.feasible import Allowed
+from policies.profile import RuntimeProfile
+from policies.rules import drawn_size, exploration_rule
+
+from .curves import make_curve, unreliable
+
+ANY = Allowed(None, "")
+# Unreliable with no size suggested: the judgment cannot say where to run next.
+SILENT = make_curve(
+    30.0, 0.5, observed=(4, 8, 16), diagnostics=unreliable("runner_up", suggest_n=None)
+)
+SILENT_4_64 = RuntimeProfile.of(SILENT, 4, 64)
+ROOM = ExplorationBudget(100, 0, 1e6, 0.0)
+
+
+def test_a_drawn_size_is_deterministic_inside_the_range_and_log_uniform() -> None:
+    sizes = np.array([drawn_size(f"job{i}", 4, 64, ANY) for i in range(4000)])
+    assert drawn_size("job7", 4, 64, ANY) == drawn_size("job7", 4, 64, ANY)
+    assert sizes.min() >= 4
+    assert sizes.max() <= 64
+    # Log-uniform on [4, 64]: about a quarter of the draws per factor 2 (4-8, 8-16, ...).
+    logs = np.log2(sizes / 4.0)
+    shares = np.histogram(logs, bins=[0.0, 1.0, 2.0, 3.0, 4.01])[0] / sizes.size
+    assert np.all(np.abs(shares - 0.25) < 0.04)
+
+
+def test_a_drawn_size_respects_the_allowed_sizes() -> None:
+    powers = Allowed((4, 8, 16, 32, 64), "powers of two")
+    for i in range(200):
+        assert drawn_size(f"j{i}", 4, 64, powers) in (4, 8, 16, 32, 64)
+    assert drawn_size("j1", 5, 7, powers) is None
+
+
+def test_an_unreliable_curve_with_no_suggestion_explores_a_drawn_size() -> None:
+    ids = [f"{i}" for i in range(50)]
+    got = [exploration_rule(SILENT_4_64, ANY, ROOM, DEFAULTS, job_id) for job_id in ids]
+    eligible = [g for g in got if g.eligible]
+    assert len(eligible) > 40  # every draw but those at the range's minimum
+    for g in eligible:
+        assert g.candidate.nodes is not None
+        assert 4 < g.candidate.nodes <= 64
+        assert "drawn at random" in g.candidate.reason
+        assert "hash of the job id" in g.candidate.reason
+    # Without a job id there is no random source, and the rule stays silent.
+    assert not exploration_rule(SILENT_4_64, ANY, ROOM, DEFAULTS).eligible
+
+
+def test_a_drawn_exploration_stays_within_the_budget() -> None:
+    full = ExplorationBudget(10, 1, 1e6, 0.0)  # 2 of 11 jobs would exceed 10%
+    got = exploration_rule(SILENT_4_64, ANY, full, DEFAULTS, "3")
+    assert not got.eligible
+    assert "budget" in got.candidate.reason
+
+
+def test_decide_explores_a_drawn_size_and_says_so() -> None:
+    cluster = ClusterState(idle_nodes=64, total_nodes=64)
+    request = Request(4, 64, time_limit_min=60, job_id="12345")
+    expected = drawn_size("12345", 4, 64, ANY)
+    assert expected is not None
+    assert expected > 4  # this id draws above the minimum (a draw of it explores nothing)
+    decision = decide(request, SILENT, cluster, DEFAULTS, ROOM)
+    assert decision.rule == "exploration"
+    assert decision.nodes == expected
+    assert "drawn at random" in decision.reason

@@ -1,0 +1,238 @@
+"""Curves from heterogeneous runs (predictor/covariate.py, heterogeneous.py): the closed-form
+covariate, the noise from repeated sizes, the lack-of-fit test, and the curve they make."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import f as f_dist
+
+import predictor
+from predictor.covariate import (
+    Covariate,
+    adjust,
+    grid,
+    lack_of_fit,
+    profile,
+    pure_error,
+)
+from predictor.downey import FloatArray, IntArray, relative_runtime, sigma_to_s
+from predictor.heterogeneous import fit_heterogeneous, judged_by_noise
+
+SIZES = np.array([1, 2, 4, 8, 16, 32, 64])
+
+
+def runs(
+    seed: int,
+    count: int = 140,
+    beta: float = 0.8,
+    noise: float = 0.15,
+    A: float = 24.0,
+    sigma: float = 0.8,
+    together: float = 0.0,
+) -> tuple[IntArray, FloatArray, FloatArray]:
+    """Synthetic heterogeneous runs: sizes from SIZES, limits lognormal (log-SD 1.2) and, with
+    `together`, larger for larger sizes (users ask more nodes for bigger inputs), run times
+    1000·(L/3600)^β·τ(n)·LogNormal(0, noise)."""
+    rng = np.random.default_rng(seed)
+    n = rng.choice(SIZES, count)
+    limit = np.exp(np.log(3600.0) + together * np.log(n) + rng.normal(0.0, 1.2, count))
+    t = (
+        1000.0
+        * (limit / 3600.0) ** beta
+        * relative_runtime(n.astype(float), A, sigma)
+        * np.exp(rng.normal(0.0, noise, count))
+    )
+    return n, t, limit
+
+
+def test_profile_solves_the_covariate_exactly_at_the_true_instance() -> None:
+    """Noiseless runs: at the true (A, s) the closed form gives β, c exactly and RSS 0."""
+    n, t, limit = runs(1, noise=0.0)
+    x = np.log(limit) - np.log(limit).mean()
+    A = np.array([24.0, 10.0])
+    s = sigma_to_s(np.array([0.8, 0.8]))
+    found = profile(n, np.log(t), x, A, s)
+    assert found.beta[0] == pytest.approx(0.8, abs=1e-12)
+    # c: log T(1) of a job asking the geometric-mean limit L_ref.
+    reference = np.exp(np.log(limit).mean())
+    assert found.c[0] == pytest.approx(np.log(1000.0 * (reference / 3600.0) ** 0.8), abs=1e-9)
+    assert found.rss[0] == pytest.approx(0.0, abs=1e-18)
+    assert found.rss[1] > 1e-3  # a wrong shape leaves a residual
+
+
+def test_profile_of_runs_that_all_asked_the_same_limit_has_no_covariate() -> None:
+    n, t, _ = runs(2, noise=0.0)
+    A, s = grid()
+    found = profile(n, np.log(t), np.zeros(n.size), A, s)
+    assert np.all(found.beta == 0.0)
+
+
+def test_pure_error_of_a_known_case() -> None:
+    """Size 0: y = 0, 2 (mean 1, SS 2); size 1: y = 1, 1, 1 (SS 0): SS 2 on 5 - 2 = 3 df."""
+    y = np.array([0.0, 2.0, 1.0, 1.0, 1.0])
+    group = np.array([0, 0, 1, 1, 1])
+    assert pure_error(y, group, 2) == (2.0, 3)
+
+
+def test_lack_of_fit_of_a_known_case() -> None:
+    """Four sizes, two runs each, ±0.1 around means (0, 0, 0, 0.3) against a curve at 0:
+    SS_PE = 8·0.01 = 0.08 on 4 df, SS_LOF = 2·0.09 = 0.18 on 4 - 3 = 1 df, F = 9."""
+    y = np.array([-0.1, 0.1, -0.1, 0.1, -0.1, 0.1, 0.2, 0.4])
+    group = np.repeat(np.arange(4), 2)
+    misfit, p, noise, df = lack_of_fit(y, group, np.zeros(4), 4)
+    assert df == 4
+    assert noise == pytest.approx(np.sqrt(0.08 / 4))
+    assert misfit == pytest.approx(np.sqrt(0.18 / 8))
+    assert p == pytest.approx(f_dist.sf(9.0, 1, 4))
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_the_fit_recovers_beta_noise_and_the_shape(seed: int) -> None:
+    n, t, limit = runs(seed, count=200, beta=0.8, noise=0.15, together=0.5)
+    curve = fit_heterogeneous(n, t, limit)
+    assert curve is not None
+    assert curve.covariate is not None
+    cov = curve.covariate
+    assert cov.beta == pytest.approx(0.8, abs=0.05)
+    assert cov.noise == pytest.approx(0.15, rel=0.2)
+    assert not cov.shape_rejected
+    assert judged_by_noise(curve)
+    # The relative speedup over the sizes is recovered within a few percent.
+    at = np.arange(1, 65, dtype=float)
+    true = 1.0 / relative_runtime(at, 24.0, 0.8)
+    got = curve.runtime(1.0) / curve.runtime(at)
+    assert np.max(np.abs(np.log(got / true))) < 0.12
+    # The residual (the interval's r) holds the noise.
+    assert curve.residual >= 0.9 * cov.noise
+
+
+def test_the_plain_fit_of_the_same_runs_is_off_and_refused() -> None:
+    """The failure this module removes: size and input move together, and the plain fit reads
+    the input's growth as a worse speedup; and its runs at one size differ so much that the
+    reliability judgement says the key mixes problem sizes (a problem the gate refuses)."""
+    n, t, _limit = runs(3, count=200, beta=0.8, noise=0.15, together=0.5)
+    plain = predictor.Curve.from_fit(predictor.fit(n, t))
+    at = np.arange(1, 65, dtype=float)
+    true = 1.0 / relative_runtime(at, 24.0, 0.8)
+    got = plain.runtime(1.0) / plain.runtime(at)
+    assert np.max(np.abs(np.log(got / true))) > 0.3
+    assert "mixed_sizes" in {p.problem for p in plain.diagnostics.reliability}
+
+
+def test_the_misfit_test_flags_a_shape_the_downey_model_cannot_take() -> None:
+    """Run times that halve, double, halve again with size (no Downey curve does that), with
+    little noise, are rejected; the same noise around a Downey curve is not."""
+    rng = np.random.default_rng(7)
+    sizes = np.repeat(np.array([1, 2, 4, 8, 16, 32]), 6)
+    zigzag = np.array([1.0, 0.5, 1.0, 0.25, 0.6, 0.2])
+    limit = np.exp(rng.normal(np.log(3600.0), 1.0, sizes.size))
+    noise = np.exp(rng.normal(0.0, 0.05, sizes.size))
+    t = 500.0 * (limit / 3600.0) * np.repeat(zigzag, 6) * noise
+    bad = fit_heterogeneous(sizes, t, limit)
+    assert bad is not None
+    assert bad.covariate is not None
+    assert bad.covariate.shape_rejected
+    assert "shape_misfit" in {p.problem for p in bad.diagnostics.reliability}
+    good_t = 500.0 * (limit / 3600.0) * relative_runtime(sizes.astype(float), 12.0, 0.5) * noise
+    good = fit_heterogeneous(sizes, good_t, limit)
+    assert good is not None
+    assert good.covariate is not None
+    assert not good.covariate.shape_rejected
+    assert "shape_misfit" not in {p.problem for p in good.diagnostics.reliability}
+
+
+def test_runs_without_repeated_sizes_keep_adepts_judgement() -> None:
+    """No size run twice: no pure error, no noise estimate, the fit error gate stays."""
+    n = np.array([1, 2, 4, 8, 16])
+    limit = np.array([600.0, 1200.0, 900.0, 3000.0, 2000.0])
+    t = 100.0 * limit / 1000.0 * relative_runtime(n.astype(float), 8.0, 0.5)
+    curve = fit_heterogeneous(n, t, limit)
+    assert curve is not None
+    assert curve.covariate is not None
+    assert curve.covariate.noise_df == 0
+    assert not judged_by_noise(curve)
+
+
+def test_a_job_is_predicted_with_its_own_limit() -> None:
+    n, t, limit = runs(8, noise=0.0)
+    curve = fit_heterogeneous(n, t, limit)
+    assert curve is not None
+    assert curve.covariate is not None
+    at = np.array([1.0, 8.0, 64.0])
+    mine = curve.for_limit(4.0 * curve.covariate.reference)
+    k = 4.0**curve.covariate.beta
+    np.testing.assert_allclose(mine.runtime(at), k * curve.runtime(at), rtol=1e-12)
+    np.testing.assert_allclose(mine.speedup(at), curve.speedup(at), rtol=1e-12)
+    # The job's own scale: a job that asked 7200 s runs ~1000·2^0.8 s on one node.
+    assert float(curve.for_limit(7200.0).runtime(1.0)) == pytest.approx(1000.0 * 2**0.8, rel=0.05)
+    assert curve.for_limit(None) is curve
+
+
+def test_the_curve_round_trips_with_its_covariate() -> None:
+    n, t, limit = runs(9)
+    curve = fit_heterogeneous(n, t, limit)
+    assert curve is not None
+    back = predictor.Curve.from_dict(curve.to_dict())
+    assert back == curve
+    doc = curve.to_dict()
+    doc["covariate"] = {**doc["covariate"], "reference": -1.0}
+    with pytest.raises(ValueError, match="covariate"):
+        predictor.Curve.from_dict(doc)
+
+
+def test_bad_limits_are_refused() -> None:
+    n, t, limit = runs(10)
+    with pytest.raises(ValueError, match="limit"):
+        adjust(n, t, limit[:-1])
+    with pytest.raises(ValueError, match="limit"):
+        adjust(n, t, np.where(np.arange(n.size) == 0, -1.0, limit))
+
+
+def test_covariate_document_is_checked() -> None:
+    good = Covariate(0.5, 3600.0, 0.2, 10, 0.05, 0.4)
+    assert Covariate.from_dict(good.to_dict()) == good
+    with pytest.raises(ValueError, match="out of range"):
+        Covariate.from_dict({**good.to_dict(), "lof_p": 2.0})
+
+
+def moldable_runs(seed: int, moldable: bool) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
+    """Runs whose users write limits from the run time they expect at the size they ask
+    (L = 2·T(r)·input·over-ask), run on the size asked or its neighbour (`moldable`)."""
+    rng = np.random.default_rng(seed)
+    count = 150
+    asked_rank = rng.integers(0, SIZES.size, count)
+    u = rng.normal(0.0, 1.0, count)
+    true = 1000.0 * relative_runtime(SIZES.astype(float), 24.0, 0.8)
+    limit = 2.0 * true[asked_rank] * np.exp(u + rng.normal(0.0, 0.3, count))
+    step = rng.integers(-1, 2, count) if moldable else np.zeros(count, dtype=int)
+    ran = np.clip(asked_rank + step, 0, SIZES.size - 1)
+    t = true[ran] * np.exp(u + rng.normal(0.0, 0.05, count))
+    return SIZES[ran], t, limit, SIZES[asked_rank]
+
+
+def test_limits_written_for_the_size_asked_are_deflated_by_the_shape_there() -> None:
+    """Moldable runs: the covariate x = log L − log τ(r) recovers the shape within a few
+    percent; the same runs with the covariate log L alone read part of the shape as input."""
+    n, t, limit, asked = moldable_runs(12, moldable=True)
+    at = SIZES.astype(float)
+    true = 1.0 / relative_runtime(at, 24.0, 0.8)
+    deflated = fit_heterogeneous(n, t, limit, asked)
+    assert deflated is not None
+    assert deflated.covariate is not None
+    assert judged_by_noise(deflated)
+    got = deflated.runtime(1.0) / deflated.runtime(at)
+    assert np.max(np.abs(np.log(got / true))) < 0.15
+    raw = fit_heterogeneous(n, t, limit)
+    assert raw is not None
+    raw_got = raw.runtime(1.0) / raw.runtime(at)
+    assert np.max(np.abs(np.log(raw_got / true))) > 0.5
+
+
+def test_rigid_runs_whose_limits_hold_the_shape_are_not_judged_by_noise() -> None:
+    n, t, limit, asked = moldable_runs(13, moldable=False)
+    curve = fit_heterogeneous(n, t, limit, asked)
+    assert curve is not None
+    assert curve.covariate is not None
+    assert curve.covariate.identifying == 0
+    assert not judged_by_noise(curve)
