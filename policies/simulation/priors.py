@@ -59,7 +59,15 @@ class TypedLearner(Protocol):
     @property
     def refits(self) -> int: ...
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None: ...
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
 
@@ -98,8 +106,16 @@ class PriorLearner:
     def refits(self) -> int:
         return self.learner.refits
 
-    def observe(self, app: int, nodes: int, runtime: float, now: float) -> None:
-        self.learner.observe(app, nodes, runtime, now)
+    def observe(
+        self,
+        app: int,
+        nodes: int,
+        runtime: float,
+        now: float,
+        limit: float | None = None,
+        written_for: int | None = None,
+    ) -> None:
+        self.learner.observe(app, nodes, runtime, now, limit, written_for)
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The (application, pool) curve when the learner has one, else the prior, else the

@@ -9,6 +9,8 @@ from scipy.stats import f as f_dist
 
 import predictor
 from predictor.covariate import (
+    LOF_ALPHA,
+    NOISE_FLOOR,
     Covariate,
     adjust,
     grid,
@@ -85,6 +87,20 @@ def test_lack_of_fit_of_a_known_case() -> None:
     assert noise == pytest.approx(np.sqrt(0.08 / 4))
     assert misfit == pytest.approx(np.sqrt(0.18 / 8))
     assert p == pytest.approx(f_dist.sf(9.0, 1, 4))
+
+
+def test_a_misfit_within_timing_noise_is_not_rejected_by_exact_repeats() -> None:
+    """Runs repeated without noise (a simulator, an idle rerun) have pure error 0; a shape
+    0.3% off their means is no misfit for sizing: the test takes the noise at NOISE_FLOOR at
+    least, so it passes, while a 10% miss is still rejected."""
+    group = np.repeat(np.arange(4), 2)
+    for gap, rejected in ((0.003, False), (0.1, True)):
+        y = np.repeat(np.array([0.0, 0.0, 0.0, gap]), 2)
+        misfit, p, noise, _ = lack_of_fit(y, group, np.zeros(4), 4)
+        assert noise == 0.0
+        f = (2 * gap**2) / NOISE_FLOOR**2
+        assert p == pytest.approx(f_dist.sf(f, 1, 4))
+        assert (p < LOF_ALPHA) is rejected
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
