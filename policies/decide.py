@@ -234,6 +234,41 @@ def decide_with_runtime(
     return decision, profile.at(decision.nodes)
 
 
+def _capped(size: int, hi: int, requested: int, limit: int | None) -> str:
+    """What to add to the reason when the size stops at the partition's or adaptalloc's
+    largest below the user's maximum."""
+    if not size == hi < requested:
+        return ""
+    most = (
+        f"the partition allows at most {limit}"
+        if limit is not None
+        else f"adaptalloc considers at most {MAX_NODES:,}"
+    )
+    return f"; {most} nodes per job"
+
+
+def _too_large(lo: int, limit: int | None) -> Decision | None:
+    """The job left as submitted when its minimum exceeds the partition's or adaptalloc's
+    largest size, else None."""
+    if limit is not None and lo > limit:
+        return Decision(
+            None,
+            None,
+            PARTITION_LIMIT,
+            f"the job asks for at least {nodes(lo)} but the partition allows at most "
+            f"{limit} per job, so it is left as submitted",
+        )
+    if lo > MAX_NODES:
+        return Decision(
+            None,
+            None,
+            PARTITION_LIMIT,
+            f"the job asks for at least {nodes(lo)}, more than the {MAX_NODES:,} adaptalloc "
+            "considers, so it is left as submitted",
+        )
+    return None
+
+
 def _decide(
     request: Request,
     curve: Curve | None,
@@ -244,22 +279,9 @@ def _decide(
 ) -> tuple[Decision, RuntimeProfile | None]:
     """The decision (module docstring: the flow) and the runtime profile it evaluated."""
     lo, limit = request.min_nodes, cluster.node_limit
-    if limit is not None and lo > limit:
-        return Decision(
-            None,
-            None,
-            PARTITION_LIMIT,
-            f"the job asks for at least {nodes(lo)} but the partition allows at most "
-            f"{limit} per job, so it is left as submitted",
-        ), None
-    if lo > MAX_NODES:
-        return Decision(
-            None,
-            None,
-            PARTITION_LIMIT,
-            f"the job asks for at least {nodes(lo)}, more than the {MAX_NODES:,} adaptalloc "
-            "considers, so it is left as submitted",
-        ), None
+    too_large = _too_large(lo, limit)
+    if too_large is not None:
+        return too_large, None
     hi = min(request.max_nodes, MAX_NODES if limit is None else limit)
     pattern = pattern_feasible(curve.diagnostics.patterns) if curve is not None else None
     allowed = allowed_sizes(lo, hi, request.feasible, pattern)
@@ -299,14 +321,7 @@ def _decide(
 
     if size is not None:
         size, notes = _constrained(size, allowed)
-        reason += notes
-        if size == hi < request.max_nodes:
-            most = (
-                f"the partition allows at most {limit}"
-                if limit is not None
-                else (f"adaptalloc considers at most {MAX_NODES:,}")
-            )
-            reason += f"; {most} nodes per job"
+        reason += notes + _capped(size, hi, request.max_nodes, limit)
         if settings.release == "range" and usable is not None:
             by_rule = {c.rule: c for c in candidates}
             size, max_nodes, released = _release_range(

@@ -98,6 +98,7 @@ def test_a_misfit_within_timing_noise_is_not_rejected_by_exact_repeats() -> None
         y = np.repeat(np.array([0.0, 0.0, 0.0, gap]), 2)
         misfit, p, noise, _ = lack_of_fit(y, group, np.zeros(4), 4)
         assert noise == 0.0
+        assert misfit == pytest.approx(gap / 2.0)  # sqrt(2·gap² / 8 runs)
         f = (2 * gap**2) / NOISE_FLOOR**2
         assert p == pytest.approx(f_dist.sf(f, 1, 4))
         assert (p < LOF_ALPHA) is rejected
