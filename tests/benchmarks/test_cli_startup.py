@@ -22,10 +22,13 @@ brackets), ADAPTALLOC_BENCH_BASELINE = the commit before (root.py importing ever
 | complete a command name | 4.54 [2.40] | 0.14 [0.06] |
 | fit, 6 runs | 3.78 [3.10] | 1.62 [0.90] |
 
-fit misses its 1 s aim under this load: after the CLI's own imports its time is the
-predictor's: ``import predictor`` loads scipy.special (predictor/adept.py, ~0.25 s) and the
-model selection's NNLS (predictor/models/strong.py) imports scipy.optimize (~0.35-0.5 s, most
-of it scipy's docstring processing at import), then the fits themselves.
+Again on a lighter load (same machine, load 1.5, 5 rounds, after the start-up changes):
+python -c pass 0.024, --version 0.085, --help 0.066, completion 0.065, fit 0.648 [0.585]:
+every aim met. Under the heavy load above fit missed its 1 s aim: after the CLI's own
+imports its time is the predictor's: ``import predictor`` loads scipy.special
+(predictor/adept.py, ~0.25 s) and the model selection's NNLS (predictor/models/strong.py)
+imports scipy.optimize (~0.35-0.5 s, most of it scipy's docstring processing at import),
+then the fits themselves.
 """
 
 from __future__ import annotations
