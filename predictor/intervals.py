@@ -22,7 +22,9 @@ the ⌈L·(N+1)⌉-th smallest. Scores between and beyond the observed sizes beh
 interpolated size has neighbours on both sides), and between the sizes so do those of fits on
 at most PARAMETERS sizes, whose s(n) is m where the residuals say nothing, and of fits on more,
 whose residuals understate the error at a size left out: so q has three classes, between the
-sizes for few and for many sizes, and beyond them (`Calibration`).
+sizes for few and for many sizes, and beyond them (`Calibration`). A fit on few sizes is
+never narrower than the many-sizes interval of the same residual (`half_width`): its smaller
+q was calibrated where residuals are 0, and less data must never narrow an interval.
 
 Where the constants come from. a, b and m keep their earlier values (a and b chosen on the
 synthetic suite with seed 101, m leave-one-curve-out on the real curves of tests/data/scaling);
