@@ -374,10 +374,20 @@ def _budget_ok(used: float, this: float, total: float, share: float) -> bool:
     return used + this <= share * (total + this) + _TOL
 
 
+#: The reliability problem of a shared curve one user's runs moved (plugin/learning/sharing.py).
+USER_STEERED = "user_influence"
+
+
 def _suggestion(curve: Curve, lo: int, hi: int, allowed: Allowed) -> tuple[int, str] | str:
-    """(size, problem) of the first feasible suggestion inside [lo, hi], else why there is none."""
+    """(size, problem) of the first feasible suggestion inside [lo, hi], else why there is none.
+
+    A curve one user's runs moved (the problem USER_STEERED) suggests nothing: its
+    suggestions were computed from those runs, so following them would let that user choose
+    other users' sizes."""
     problems = curve.diagnostics.reliability
     named = ", ".join(sorted({p.problem for p in problems}))
+    if any(p.problem == USER_STEERED for p in problems):
+        return f"the curve is not reliable ({named}), and one user's runs moved it"
     suggested = [(p.suggest_n, p.problem) for p in problems if p.suggest_n is not None]
     if not suggested:
         return f"the curve is not reliable ({named}) but no size to run next is suggested"

@@ -70,3 +70,26 @@ def test_decide_explores_a_drawn_size_and_says_so() -> None:
     assert decision.rule == "exploration"
     assert decision.nodes == expected
     assert "drawn at random" in decision.reason
+
+
+def test_a_curve_one_user_moved_never_suggests_a_size() -> None:
+    """A shared curve flagged user_influence was fitted on one user's runs; the size its
+    judgment would suggest is theirs to choose. Exploration ignores it: another user's job is
+    explored at a size drawn from its own job id, or not at all."""
+    steered = make_curve(
+        30.0, 0.5, observed=(4, 8, 16), diagnostics=unreliable("user_influence", suggest_n=64)
+    )
+    profile = RuntimeProfile.of(steered, 4, 64)
+    for job_id in ("12345", "7", "99"):
+        got = exploration_rule(profile, ANY, ROOM, DEFAULTS, job_id)
+        if got.eligible:
+            assert got.candidate.nodes == drawn_size(job_id, 4, 64, ANY)
+            assert "drawn at random" in got.candidate.reason
+    assert not exploration_rule(profile, ANY, ROOM, DEFAULTS).eligible  # no id: no draw
+    # The same curve with another problem follows the judgment's suggestion.
+    suggesting = make_curve(
+        30.0, 0.5, observed=(4, 8, 16), diagnostics=unreliable("runner_up", suggest_n=64)
+    )
+    got = exploration_rule(RuntimeProfile.of(suggesting, 4, 64), ANY, ROOM, DEFAULTS, "12345")
+    assert got.eligible
+    assert got.candidate.nodes == 64
