@@ -377,7 +377,7 @@ class Experiment:
         return PolicyResult(
             policy,
             schedule,
-            summarize(schedule, reference=self.curves.at_request()),
+            summarize(schedule, reference=self.curves.at_request(), keys=self.apps.index),
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
             MappingProxyType(dict(sorted(fallbacks.items()))),

@@ -16,6 +16,10 @@ nodes; a job killed at its limit is submitted again and runs again, engine.py):
                         if the job still outran the raised limit, put off to the user's limit)
     sized               jobs whose last allocation was decided with a curve (a rule other
                         than LEFT_AS_SUBMITTED); recorded: jobs replayed as recorded
+    mature              jobs (not replayed as recorded) submitted once MATURE_RUNS jobs of
+                        their application key had ended (`keys` given), and mature_sized
+                        those of them sized: how often an application that has run enough
+                        is sized with a curve
     makespan            max e_i − min s_i
     utilization         node-hours · 3600 / (machine · makespan)
 
@@ -33,10 +37,12 @@ import numpy as np
 
 from policies.decision import PARTITION_LIMIT
 from policies.simulation.engine import RECORDED, Schedule
-from predictor.downey import FloatArray
+from predictor.downey import FloatArray, IntArray
 
 #: The bound of the bounded slowdown, seconds: short jobs do not dominate the mean.
 SLOWDOWN_BOUND_S = 10.0
+#: Ended jobs of its key after which a job counts as `mature` (module doc).
+MATURE_RUNS = 20
 #: The rules of an allocation that left the job as submitted: the baselines' (""), and the
 #: adaptive policy's fallback and partition-limit rules.
 LEFT_AS_SUBMITTED = frozenset({"", "fallback", PARTITION_LIMIT})
@@ -60,6 +66,8 @@ class Metrics:
     abandoned: int = 0
     sized: int = 0
     recorded: int = 0
+    mature: int = 0
+    mature_sized: int = 0
 
     @property
     def mean_bsld(self) -> float:
@@ -88,8 +96,28 @@ def bounded_slowdown(
     return out
 
 
-def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metrics:
-    """The figures of the module doc; ValueError for an empty schedule."""
+def ended_before_submit(schedule: Schedule, keys: IntArray) -> IntArray:
+    """For each job, how many jobs of its key ended before it was submitted: one sort of
+    (key, end) and one search of (key, submit) in it."""
+    keys = np.asarray(keys, dtype=np.int64)
+    order = np.lexsort((schedule.end, keys))
+    sorted_keys, sorted_ends = keys[order], schedule.end[order]
+    # Per key, the jobs before its first in the sorted order, then a search within the key.
+    first = np.searchsorted(sorted_keys, keys, side="left")
+    last = np.searchsorted(sorted_keys, keys, side="right")
+    span = float(np.max(schedule.end) - np.min(schedule.submit)) + 1.0
+    base = float(np.min(schedule.submit))
+    rank = sorted_keys * span + (sorted_ends - base)
+    found = np.searchsorted(rank, keys * span + (schedule.submit - base), side="left")
+    out: IntArray = np.clip(found, first, last) - first
+    return out
+
+
+def summarize(
+    schedule: Schedule, reference: FloatArray | None = None, keys: IntArray | None = None
+) -> Metrics:
+    """The figures of the module doc (`keys`: each job's application key, for `mature`);
+    ValueError for an empty schedule."""
     if len(schedule) == 0:
         raise ValueError("an empty schedule has no figures")
     area = float(np.sum(schedule.work))
@@ -98,6 +126,9 @@ def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metric
     recorded = np.array([rule == RECORDED for rule in schedule.rule])
     left = np.array([rule in LEFT_AS_SUBMITTED for rule in schedule.rule])
     runs = schedule.all_runs()
+    mature = np.zeros(len(schedule), dtype=bool)
+    if keys is not None:
+        mature = (ended_before_submit(schedule, keys) >= MATURE_RUNS) & ~recorded
     return Metrics(
         jobs=len(schedule),
         mean_response_s=float(np.mean(response)),
@@ -113,6 +144,8 @@ def summarize(schedule: Schedule, reference: FloatArray | None = None) -> Metric
         abandoned=0 if schedule.abandoned is None else int(np.sum(schedule.abandoned)),
         sized=int(np.sum(~left & ~recorded)),
         recorded=int(np.sum(recorded)),
+        mature=int(np.sum(mature)),
+        mature_sized=int(np.sum(mature & ~left)),
     )
 
 

@@ -61,6 +61,8 @@ FIGURES = (
     "raised",
     "sized",
     "recorded",
+    "mature",
+    "mature_sized",
     "utilization",
     "makespan_s",
 )
@@ -140,7 +142,7 @@ class Summary:
     vs: Mapping[str, Ratio] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {k: self.mean[k] for k in FIGURES}
+        out: dict[str, object] = {k: self.mean[k] for k in FIGURES if k in self.mean}
         out["jobs"] = round(self.mean["jobs"])  # the same in every seed
         out["ci95"] = {k: None if v is None else list(v) for k, v in self.ci95.items()}
         if self.pools:
@@ -163,11 +165,13 @@ def pool_means(results: Sequence[PolicyResult]) -> dict[str, dict[str, float]]:
 
 
 def summarize_seeds(results: Sequence[Mapping[str, float | int]]) -> Summary:
-    """Mean and 95% interval (Student's t) of every figure over the seeds' results."""
+    """Mean and 95% interval (Student's t) of every figure over the seeds' results; a figure
+    some result lacks (one written before the figure existed) is left out."""
     mean: dict[str, float] = {}
     ci: dict[str, tuple[float, float] | None] = {}
     for name in FIGURES:
-        mean[name], ci[name] = student([float(r[name]) for r in results])
+        if all(name in r for r in results):
+            mean[name], ci[name] = student([float(r[name]) for r in results])
     return Summary(mean, ci, len(results))
 
 

@@ -49,6 +49,7 @@ import json
 import os
 import resource
 import time
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from plugin.formats.swf import read_swf
 from policies.simulation import Setup, sweep
 from policies.simulation.assumptions import assumptions
 from policies.simulation.experiment import ORACLE_CURVE, ORACLE_LABELS
+from policies.simulation.metrics import MATURE_RUNS
 from policies.simulation.sweep import LoadResult, Ratio
 from policies.simulation.world import CODES_PER_KEY, WORLD_NAMES
 from policies.simulation.world import SHARED as SHARED_CODES
@@ -120,17 +122,25 @@ def _row(world: str, result: LoadResult, jobs: int) -> list[str]:
     sized = " / ".join(
         f"{p[n].mean['sized'] / jobs:.0%}" for n in ("adaptive", "oracle", ORACLE_CURVE)
     )
+    gap = p["adaptive"].vs["mean_response_s"].mean - p[ORACLE_CURVE].vs["mean_response_s"].mean
     return [
         world,
         f"{result.load:g}",
         f"{p['greedy'].mean['mean_response_s'] / 3600:.2f}",
         *(_ratio(p[n].vs["mean_response_s"]) for n in COMPARED),
+        f"{gap:+.3f}",
         _ratio(p["adaptive"].vs["node_hours"]),
         kills,
         wasted,
         sized,
+        " / ".join(_mature_share(p[n].mean) for n in ("adaptive", ORACLE_CURVE)),
         f"{p['greedy'].mean['recorded'] / jobs:.0%}",
     ]
+
+
+def _mature_share(mean: Mapping[str, float]) -> str:
+    """The share of mature jobs (their key had MATURE_RUNS ended jobs) sized with a curve."""
+    return f"{mean['mature_sized'] / mean['mature']:.0%}" if mean.get("mature") else "-"
 
 
 def _figures(result: LoadResult) -> dict[str, Any]:
@@ -165,8 +175,8 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
                 title=f"{name}: first {jobs:,} jobs on {trace.machine:,} nodes, {SEEDS} seeds"
             )
             heads = ["world", "load", "greedy h", *(f"{h} / greedy" for h in COMPARED.values())]
-            heads += ["node-h a / g", "kills r/g/a/o/c", "wasted node-h r/g/a/o/c"]
-            heads += ["sized a/o/c", "recorded"]
+            heads += ["gap a−c", "node-h a / g", "kills r/g/a/o/c", "wasted node-h r/g/a/o/c"]
+            heads += ["sized a/o/c", f"sized ≥{MATURE_RUNS} a/c", "recorded"]
             for head in heads:
                 table.add_column(head, justify="left" if head == "world" else "right")
             dump["traces"][name] = {}
@@ -225,7 +235,10 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             f"{ORACLE_LABELS[ORACLE_CURVE]}, the ceiling of a learner. kills: runs killed at "
             "their limit (each submitted again with twice the limit, its node-hours wasted); "
             "sized: jobs decided with a curve (the rest left as submitted or, recorded, "
-            "replayed as the trace recorded them). Means over seeds."
+            "replayed as the trace recorded them). Means over seeds. "
+            f"sized ≥{MATURE_RUNS}: of the jobs submitted once {MATURE_RUNS} jobs of their "
+            "application key had ended, the share sized with a curve. gap a−c: adaptive's "
+            "ratio minus the curve-only oracle's (what learning leaves on the table)."
         )
         for (policy, world), counts in verdicts.items():
             cells = sum(counts.values())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from policies.simulation import summarize, usage_over_time
-from policies.simulation.metrics import bounded_slowdown, busy_nodes
+from policies.simulation.metrics import bounded_slowdown, busy_nodes, ended_before_submit
 
 from .helpers import run_rigid, trace
 
@@ -44,6 +44,8 @@ def test_summary_of_a_hand_schedule() -> None:
         "abandoned",
         "sized",
         "recorded",
+        "mature",
+        "mature_sized",
     }
     assert m.raised == 0
 
@@ -70,3 +72,34 @@ def test_busy_nodes_and_usage() -> None:
     assert share[-1] == pytest.approx(0.5)  # 18-19: J3
     with pytest.raises(ValueError, match="bins"):
         usage_over_time(s, bins=0)
+
+
+def test_ended_before_submit_counts_each_keys_earlier_ends() -> None:
+    # FCFS on 4 nodes: ends 10, 15, 13, 19 (test_summary_of_a_hand_schedule); submits 0, 1, 2, 12.
+    jobs = trace((0, 2, 10), (1, 3, 5), (2, 1, 3), (12, 2, 4))
+    s = run_rigid(jobs, machine=4, backfill=False)
+    # Keys 0, 1, 0, 0: job 3 (submitted at 12) follows job 0 (ended 10) of its key, not job 2
+    # (ended 13) nor job 1 (another key).
+    assert ended_before_submit(s, np.array([0, 1, 0, 0])).tolist() == [0, 0, 0, 1]
+    # Every job one key: jobs 0 and 2 ended by 13, but only job 0 before 12.
+    assert ended_before_submit(s, np.zeros(4, dtype=np.int64)).tolist() == [0, 0, 0, 1]
+
+
+def test_ended_before_submit_matches_counting_on_a_random_schedule() -> None:
+    rng = np.random.default_rng(7)
+    jobs = trace(
+        *(
+            (float(t), int(n), float(r))
+            for t, n, r in zip(
+                np.sort(rng.uniform(0, 500, 60)),
+                rng.integers(1, 4, 60),
+                rng.uniform(1, 80, 60),
+                strict=True,
+            )
+        )
+    )
+    s = run_rigid(jobs, machine=4, backfill=True)
+    keys = rng.integers(0, 5, 60)
+    brute = [int(np.sum((keys == keys[i]) & (s.end < s.submit[i]))) for i in range(len(keys))]
+    assert ended_before_submit(s, keys).tolist() == brute
+    assert max(brute) > 3  # the schedule is long enough for the count to matter
