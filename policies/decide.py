@@ -57,7 +57,7 @@ from policies.rules import (
     percent,
     pws_rule,
 )
-from policies.time_limit import fits_limit, reference_size, time_limit
+from policies.time_limit import fits_limit, reference_size, time_limit, upper_runtimes
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
 from predictor.heterogeneous import judged_by_noise
@@ -150,17 +150,27 @@ def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
 
 def _fitting(
     profile: RuntimeProfile, size: int, reason: str, request: Request, settings: PolicySettings
-) -> tuple[int, str]:
+) -> tuple[int | None, str]:
     """The size raised to the least one whose predicted runtime fits the user's limit
-    (time_limit.py, fits_limit), and the reason with why."""
-    fitting = fits_limit(profile, size, request.time_limit_min, settings)
-    if fitting == size:
-        return size, reason
+    (time_limit.py, fits_limit), and the reason with why; (None, why) when no size from it
+    up fits, and the job is to be left as submitted."""
+    written_for = reference_size(request, settings)
+    fitting = fits_limit(profile, size, request.time_limit_min, settings, written_for)
     safety = settings.time_limit_safety_factor
+    if fitting is None:
+        return None, (
+            f"{reason}, but its pessimistic runtime × safety {safety:g} exceeds the user's "
+            f"{request.time_limit_min} min at every size from {nodes(size)} to "
+            f"{nodes(profile.hi)}, so the curve cannot tell at which size the job finishes "
+            "within its limit"
+        )
+    if fitting == size or request.time_limit_min is None:
+        return size, reason
+    upper = upper_runtimes(profile, request.time_limit_min, written_for)[size - profile.lo]
     return fitting, reason + (
         f"; raised to {nodes(fitting)}, the least size whose pessimistic runtime × safety "
         f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
-        f"{number(profile.at(size) * safety / 60.0)} min, and adaptalloc never raises a "
+        f"{number(upper * safety / 60.0)} min, and adaptalloc never raises a "
         "limit, so the job would be killed)"
     )
 
@@ -175,6 +185,7 @@ def _release_range(
     fitting: RuntimeProfile | None = None,
     limit_min: int | None = None,
     settings: PolicySettings = DEFAULTS,
+    written_for: int | None = None,
 ) -> tuple[int, int | None, str]:
     """(smallest size, largest size or None when pinned, what to add to the reason). With
     `fitting`, the range's low end is raised to the least size whose predicted runtime fits
@@ -189,7 +200,8 @@ def _release_range(
         large = max(small, min(large, cap))
     low = max(lo, min(size, small))
     if fitting is not None:
-        low = min(size, fits_limit(fitting, low, limit_min, settings))
+        # `size` fits already (decide raised it so), hence some size from `low` up does.
+        low = min(size, fits_limit(fitting, low, limit_min, settings, written_for) or size)
     high = min(hi, max(size, large))
     if low == high:
         return size, None, ""
@@ -247,6 +259,36 @@ def _capped(size: int, hi: int, requested: int, limit: int | None) -> str:
     return f"; {most} nodes per job"
 
 
+def _with_curve(
+    request: Request,
+    profile: RuntimeProfile,
+    cluster: ClusterState,
+    allowed: Allowed,
+    settings: PolicySettings,
+    budget: ExplorationBudget,
+) -> tuple[Candidate, list[Candidate]]:
+    """The winning candidate with a curve (steps 4 and 5 of the flow), and every candidate
+    the rules proposed for the decision's list."""
+    lo, hi, curve = profile.lo, profile.hi, profile.curve
+    efficiency = efficiency_rule(profile, settings)
+    pws = pws_rule(profile)
+    cap = cap_rule(curve, lo, hi)
+    load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
+    explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
+    candidates = [efficiency, pws, cap, load, explore.candidate]
+    if explore.eligible:
+        return explore.candidate, candidates
+    unusable = unusable_because(curve, settings)
+    if not unusable:
+        chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
+        fitting, reason = _fitting(profile, chosen, reason, request, settings)
+        if fitting is not None:
+            return Candidate(rule, fitting, reason), candidates
+        unusable = reason
+    winner = fallback_rule(request, lo, hi, unusable, settings)
+    return winner, [*candidates, winner]
+
+
 def _too_large(lo: int, limit: int | None) -> Decision | None:
     """The job left as submitted when its minimum exceeds the partition's or adaptalloc's
     largest size, else None."""
@@ -298,26 +340,10 @@ def _decide(
         # A covariate curve's runtimes for this job (predictor/heterogeneous.py).
         curve = curve.for_limit(request.time_limit_s, reference_size(request, settings))
         profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
-        efficiency = efficiency_rule(profile, settings)
-        pws = pws_rule(profile)
-        cap = cap_rule(curve, lo, hi)
-        load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
-        explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
-        candidates += [efficiency, pws, cap, load, explore.candidate]
-        unusable = unusable_because(curve, settings)
-        if explore.eligible:
-            winner = explore.candidate
-            size, rule, reason = winner.nodes, winner.rule, winner.reason
-            usable = profile
-        elif unusable:
-            winner = fallback_rule(request, lo, hi, unusable, settings)
-            candidates.append(winner)
-            size, rule, reason = winner.nodes, winner.rule, winner.reason
-        else:
-            by_rule = {c.rule: c for c in candidates}
-            size, rule, reason = _strategy_choice(by_rule, settings)
-            size, reason = _fitting(profile, size, reason, request, settings)
-            usable = profile
+        winner, sized = _with_curve(request, profile, cluster, allowed, settings, budget)
+        candidates += sized
+        size, rule, reason = winner.nodes, winner.rule, winner.reason
+        usable = profile if winner.rule != "fallback" else None
 
     if size is not None:
         size, notes = _constrained(size, allowed)
@@ -325,7 +351,16 @@ def _decide(
         if settings.release == "range" and usable is not None:
             by_rule = {c.rule: c for c in candidates}
             size, max_nodes, released = _release_range(
-                size, rule, by_rule, allowed, lo, hi, usable, request.time_limit_min, settings
+                size,
+                rule,
+                by_rule,
+                allowed,
+                lo,
+                hi,
+                usable,
+                request.time_limit_min,
+                settings,
+                reference_size(request, settings),
             )
             reason += released
     limit_for = time_limit(request, usable, size, cluster, settings)

@@ -34,8 +34,13 @@ limit rule says, and submitted again: its node-hours are lost and the queue pays
 parallel jobs", HiPC 2002: a size is judged by what it costs the other jobs, and a killed
 run costs them its whole allocation). decide.py applies it to the chosen size and to a
 released range's low end; it only ever raises a size, toward the user's request and
-Slurm's greedy choice. A size stays when it fits, when no larger size fits (every size
-would be killed: the smaller loses fewer node-hours) or when the job gave no limit.
+Slurm's greedy choice. A size stays when it fits or when the job gave no limit. When no
+size from it up to the range's maximum fits, the curve cannot say at which size the user's
+limit holds (a curve of heterogeneous runs whose noise dwarfs the limit's information, or a
+limit too short for any size): the job is left as submitted, where Slurm's own choice and
+the user's limit meet as they would without adaptalloc. Pinning it anyway, at the size the
+rules liked, was measured to kill more runs than Slurm's greedy choice
+(docs/science/queue-cost.md).
 
 Then bounded:
 
@@ -295,15 +300,36 @@ def pessimistic_runtimes(profile: RuntimeProfile) -> FloatArray:
     return curve.runtime_interval(profile.sizes, runtime=profile.runtime)[1]
 
 
+def upper_runtimes(
+    profile: RuntimeProfile, limit_min: int, written_for: int | None = None
+) -> FloatArray:
+    """The runtime at every size of the profile's range that the size check holds against
+    the user's limit L (module doc): for a curve of heterogeneous runs that knows its runs'
+    limit use u_q and a limit written for r nodes in the range, 60·L·e^(u_q)·T(n)/T(r)
+    (predictor/covariate.py, "Limit use"); else T⁺(n), `pessimistic_runtimes`."""
+    cov = profile.curve.covariate
+    if cov is None or cov.use is None or written_for is None:
+        return pessimistic_runtimes(profile)
+    if not profile.lo <= written_for <= profile.hi:
+        return pessimistic_runtimes(profile)
+    out: FloatArray = 60.0 * limit_min * math.exp(cov.use) * profile.runtime
+    return out / profile.at(written_for)
+
+
 def fits_limit(
-    profile: RuntimeProfile, n: int, limit_min: int | None, settings: PolicySettings
-) -> int:
-    """The least size m ≥ n of the profile's range with T⁺(m)·safety ≤ 60·L (module doc); n
-    itself when it fits, when no larger size fits or when the job gave no limit."""
+    profile: RuntimeProfile,
+    n: int,
+    limit_min: int | None,
+    settings: PolicySettings,
+    written_for: int | None = None,
+) -> int | None:
+    """The least size m ≥ n of the profile's range whose `upper_runtimes` × safety ≤ 60·L
+    (module doc), the limit written for `written_for` nodes; n itself when it fits or when
+    the job gave no limit; None when no size from n up fits."""
     if limit_min is None or not profile.lo <= n <= profile.hi:
         return n
-    upper = pessimistic_runtimes(profile)[n - profile.lo :]
+    upper = upper_runtimes(profile, limit_min, written_for)[n - profile.lo :]
     fits = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
-    if fits[0] or not fits.any():
-        return n
+    if not fits.any():
+        return None
     return n + int(np.argmax(fits))

@@ -14,16 +14,21 @@ error above 10%, against a noise of 0) and mixed_sizes (runs at one size differi
 than 1.5x, which is exactly the input variation the covariate and the noise model). A shape
 the test rejects gets the problem "shape_misfit" instead. Where no size has enough repeats
 the curve keeps ADEPT's judgement as it is.
+
+Where the sizes the limits were written for are known, the covariate also keeps the runs'
+limit use u_q (covariate.py, "Limit use"): the policies' size check reads it instead of the
+interval, which for such runs is mostly the spread of their inputs.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from predictor.adept import FAST, SearchSettings
-from predictor.covariate import Covariate, adjust, judge
+from predictor.covariate import Covariate, adjust, judge, limit_use
 from predictor.curve import Curve
 from predictor.diagnostics import ReliabilityProblem
 from predictor.fitting import fit_observations
@@ -49,6 +54,8 @@ def fit_heterogeneous(
         return None
     curve = Curve.from_fit(fit)
     covariate, residual = judge(adjusted, curve._downey_runtime(adjusted.n.astype(float)))
+    if written_for is not None:
+        covariate = replace(covariate, use=_use(curve, n, runtime, limit, written_for))
     diagnostics = curve.diagnostics
     if covariate.noise_known and covariate.shape_identified:
         kept = tuple(p for p in diagnostics.reliability if p.problem not in REPLACED)
@@ -58,6 +65,15 @@ def fit_heterogeneous(
     return replace(
         curve, speaker=None, residual=residual, covariate=covariate, diagnostics=diagnostics
     )
+
+
+def _use(
+    curve: Curve, n: ArrayLike, runtime: ArrayLike, limit: ArrayLike, written_for: ArrayLike
+) -> float | None:
+    """The runs' limit-use bound u_q (covariate.py, `limit_use`) on the curve's shape."""
+    at = curve._downey_runtime(np.asarray(n, dtype=float))
+    ratio = at / curve._downey_runtime(np.asarray(written_for, dtype=float))
+    return limit_use(runtime, limit, ratio)
 
 
 def misfit_problem(covariate: Covariate) -> ReliabilityProblem:

@@ -265,7 +265,11 @@ def test_a_crowded_job_is_not_sized_where_its_user_limit_would_kill_it() -> None
     assert decide(replace(TIGHT, time_limit_min=600), LONG_LU, HEAVY).nodes == 4
 
 
-def test_a_limit_no_size_fits_and_no_limit_leave_the_strategy_size() -> None:
-    # Every size of 4-8 runs past 60 min: the smaller loses fewer node-hours when killed.
-    assert decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY).nodes == 4
+def test_a_limit_no_size_fits_leaves_the_job_as_submitted() -> None:
+    # Every size of 4-8 runs past 60 min: the curve cannot tell where the limit holds, so
+    # Slurm sizes the job as it would without adaptalloc, and the user's limit stands.
+    d = decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY)
+    assert (d.nodes, d.rule, d.time_limit_min) == (None, "fallback", None)
+    assert_names(d.reason, "every size from 4 nodes to 8 nodes", "60 min", "left as submitted")
+    # Without a limit there is nothing to overrun: the strategy's size.
     assert decide(Request(4, 64), LONG_LU, HEAVY).nodes == 4

@@ -19,6 +19,7 @@ import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.time_limit import fits_limit, pessimistic_bounds, pessimistic_runtimes, time_limit
+from predictor.covariate import Covariate
 from predictor.intervals import CALIBRATION, SPREAD
 
 from .curves import make_curve, unreliable
@@ -275,6 +276,28 @@ def test_fits_limit_raises_a_size_to_the_least_one_within_the_users_limit() -> N
     assert fits_limit(profile, 4, 100, DEFAULTS) == least
     assert fits_limit(profile, 20, 100, DEFAULTS) == 20  # fits already: never lowered
     assert fits_limit(profile, 4, None, DEFAULTS) == 4  # no limit
-    assert fits_limit(profile, 4, 10, DEFAULTS) == 4  # no size fits
+    assert fits_limit(profile, 4, 10, DEFAULTS) is None  # no size fits: left as submitted
     looser = replace(DEFAULTS, time_limit_safety_factor=1.0)
     assert fits_limit(profile, 4, 100, looser) == int(sizes[np.argmax(times / 1.2 <= 100.0)])
+
+
+def test_fits_limit_holds_a_curve_of_heterogeneous_runs_to_its_runs_limit_use() -> None:
+    """With a limit-use bound u_q (predictor/covariate.py), the size check is
+    L·e^(u_q)·T(n)/T(r)·safety ≤ L, r the size the limit was written for: it reads the user's
+    limit, not the curve's Gaussian interval (whose noise term is the inputs' spread)."""
+    base = make_curve(24.25, 0.82, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
+    noisy = replace(base, residual=2.0)  # inputs scatter e^±2: T⁺ overruns any limit
+    cov = Covariate(1.0, 3600.0, 2.0, 50, 0.0, 0.9, use=math.log(1.5))
+    curve = replace(noisy, covariate=cov)
+    profile = RuntimeProfile.of(curve, 4, 64)
+    ratio = profile.runtime / profile.at(4)
+    least = 4 + int(np.argmax(1.5 * ratio * DEFAULTS.time_limit_safety_factor <= 1.0))
+    assert least > 4
+    assert fits_limit(profile, 4, 100, DEFAULTS, written_for=4) == least
+    # The limit's own length does not matter: the bound is relative to it.
+    assert fits_limit(profile, 4, 10_000, DEFAULTS, written_for=4) == least
+    # Without the size the limit was written for, the interval decides: nothing fits.
+    assert fits_limit(profile, 4, 100, DEFAULTS) is None
+    # Runs that used at most half their limit: the minimum fits.
+    half = replace(noisy, covariate=replace(cov, use=math.log(0.5)))
+    assert fits_limit(RuntimeProfile.of(half, 4, 64), 4, 100, DEFAULTS, written_for=4) == 4

@@ -11,10 +11,12 @@ import predictor
 from predictor.covariate import (
     LOF_ALPHA,
     NOISE_FLOOR,
+    USE_LEVEL,
     Covariate,
     adjust,
     grid,
     lack_of_fit,
+    limit_use,
     profile,
     pure_error,
 )
@@ -253,3 +255,48 @@ def test_rigid_runs_whose_limits_hold_the_shape_are_not_judged_by_noise() -> Non
     assert curve.covariate is not None
     assert curve.covariate.identifying == 0
     assert not judged_by_noise(curve)
+
+
+def test_limit_use_is_the_conformal_quantile_of_the_runs_use() -> None:
+    # u_i = log(t/L) − log(ratio): 0.1·i/… ; with N = 19 at 0.95, ⌈0.95·20⌉ = 19: the largest.
+    t = np.linspace(10.0, 100.0, 19)
+    limit = np.full(19, 200.0)
+    assert limit_use(t, limit, np.ones(19)) == pytest.approx(np.log(100.0 / 200.0))
+    # The size ratio is taken out: a run on twice the speed of its limit's size used half.
+    assert limit_use(t, limit, np.full(19, 0.5)) == pytest.approx(np.log(100.0 / 100.0))
+    # One run fewer and the quantile does not exist (⌈0.95·19⌉ = 19 > 18).
+    assert limit_use(t[:18], limit[:18], np.ones(18)) is None
+    # At 0.5 the median-ish: the ⌈0.5·20⌉ = 10th smallest.
+    assert limit_use(t, limit, np.ones(19), level=0.5) == pytest.approx(np.log(t[9] / 200.0))
+
+
+def test_the_limit_use_bound_holds_for_new_runs_at_its_level() -> None:
+    """Runs whose users wrote L = T(r)·input·over-ask for the size r they asked and that ran
+    elsewhere in the range: of new runs of the same kind, about 1 − USE_LEVEL run past
+    L·e^(u_q)·T(n)/T(r) (150 new runs: 6.7% at 0.95)."""
+    n, t, limit, asked = moldable_runs(21, moldable=True)
+    curve = fit_heterogeneous(n, t, limit, asked)
+    assert curve is not None
+    assert curve.covariate is not None
+    use = curve.covariate.use
+    assert use is not None
+    new_n, new_t, new_limit, new_asked = moldable_runs(22, moldable=True)
+    ratio = curve.runtime(new_n.astype(float)) / curve.runtime(new_asked.astype(float))
+    bound = new_limit * np.exp(use) * ratio
+    over = float(np.mean(new_t > bound))
+    assert over <= 1.0 - USE_LEVEL + 0.05
+    assert over > 0.0  # a bound, not a wall: some runs of the tail do pass it
+    # Without the sizes the limits were written for, the bound is not kept.
+    plain = fit_heterogeneous(n, t, limit)
+    assert plain is not None
+    assert plain.covariate is not None
+    assert plain.covariate.use is None
+
+
+def test_the_limit_use_round_trips_and_older_documents_read_as_unknown() -> None:
+    good = Covariate(0.5, 3600.0, 0.2, 10, 0.05, 0.4, use=-0.3)
+    assert Covariate.from_dict(good.to_dict()) == good
+    older = {k: v for k, v in good.to_dict().items() if k != "use"}
+    assert Covariate.from_dict(older).use is None
+    with pytest.raises(ValueError, match="use"):
+        Covariate.from_dict({**good.to_dict(), "use": float("nan")})

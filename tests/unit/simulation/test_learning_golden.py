@@ -15,7 +15,10 @@ the model of user estimates, hidden applications apart from the learner's keys, 
 resubmitted, the curve-only oracle), and once when the learner fitted runs with their users'
 limits (predictor/heterogeneous.py) and exploration drew sizes from job ids, and once with
 that and sizes raised until the pessimistic runtime fits the user's limit
-(time_limit.fits_limit) together: the commits say so.
+(time_limit.fits_limit) together, and once when a job no size of whose range fits its
+limit was left as submitted, the size check of a curve of heterogeneous runs read its runs'
+limit use (predictor/covariate.py, "Limit use") and the figures counted the jobs of
+applications that had run MATURE_RUNS times: the commits say so.
 """
 
 from __future__ import annotations
