@@ -17,7 +17,9 @@ The flow (rules.py states each rule and its literature):
    simulator's; the daemon's decider calls `decide` and evaluates T at the chosen size once
    more).
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
-   is feasible and inside the range, within budget). Otherwise an unusable curve (fitting
+   is feasible and inside the range, within budget) and some size from the one it proposes up
+   fits the user's limit (`fits_limit`, below: a run killed at its limit teaches the curve
+   nothing); the size is raised to the least that fits. Otherwise an unusable curve (fitting
    error above max_fit_error, or a problem of its reliability judgment that says it may be
    wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
    (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known,
@@ -277,7 +279,12 @@ def _with_curve(
     explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
     candidates = [efficiency, pws, cap, load, explore.candidate]
     if explore.eligible:
-        return explore.candidate, candidates
+        # An explored size must fit the user's limit too: a run killed teaches nothing.
+        explored, why = _fitting(
+            profile, explore.candidate.size, explore.candidate.reason, request, settings
+        )
+        if explored is not None:
+            return Candidate("exploration", explored, why), candidates
     unusable = unusable_because(curve, settings)
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)

@@ -3,12 +3,15 @@ independently of what the job asks, deterministic, within the range and the budg
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from policies import DEFAULTS, ClusterState, ExplorationBudget, Request, decide
 from policies.feasible import Allowed
 from policies.profile import RuntimeProfile
 from policies.rules import drawn_size, exploration_rule
+from policies.time_limit import pessimistic_runtimes
 
 from .curves import make_curve, unreliable
 
@@ -70,6 +73,34 @@ def test_decide_explores_a_drawn_size_and_says_so() -> None:
     assert decision.rule == "exploration"
     assert decision.nodes == expected
     assert "drawn at random" in decision.reason
+
+
+def test_an_explored_size_is_raised_to_fit_the_users_limit_or_not_explored() -> None:
+    """A run killed at its limit teaches the curve nothing: the drawn size is raised to the
+    least size whose pessimistic runtime × safety fits the limit; with none, no exploration."""
+    cluster = ClusterState(idle_nodes=64, total_nodes=64)
+    ids = [f"{i}" for i in range(200)]
+    small = next(i for i in ids if (drawn_size(i, 4, 64, ANY) or 0) in range(5, 9))
+    drawn = drawn_size(small, 4, 64, ANY)
+    assert drawn is not None
+    upper = pessimistic_runtimes(SILENT_4_64) * DEFAULTS.time_limit_safety_factor / 60.0
+    # A limit the drawn size overruns and a larger size (4 more nodes) fits.
+    larger = drawn + 4
+    limit = math.ceil(float(upper[larger - 4]))
+    least = 4 + int(np.argmax(upper <= limit))
+    assert least > drawn
+    decision = decide(
+        Request(4, 64, time_limit_min=limit, job_id=small), SILENT, cluster, DEFAULTS, ROOM
+    )
+    assert (decision.rule, decision.nodes) == ("exploration", least)
+    assert "drawn at random" in decision.reason
+    assert f"raised to {least} nodes" in decision.reason
+    # A limit no size fits: the job is not explored (its curve is unusable: left as submitted).
+    none_fit = math.floor(float(upper.min())) - 1
+    refused = decide(
+        Request(4, 64, time_limit_min=none_fit, job_id=small), SILENT, cluster, DEFAULTS, ROOM
+    )
+    assert (refused.rule, refused.nodes) == ("fallback", None)
 
 
 def test_a_curve_one_user_moved_never_suggests_a_size() -> None:
