@@ -35,14 +35,15 @@ probability 0.2) and the policies' built-in defaults, so no figure here tuned an
 each assumption left is printed with whom it favours.
 
 Printed per trace, world and load: the three ratios to greedy with their intervals, the
-node-hours ratio of adaptive, kills and wasted node-hours per policy (means over seeds),
-the share of jobs adaptive and the oracles sized with a curve (the rest left as
-submitted, or replayed as recorded), the same share among the jobs submitted once their
-application key had run MATURE_RUNS (20) times ("sized ≥20"), and the gap between adaptive's
-ratio and the curve-only oracle's (what learning leaves on the table). Then, per world, in how many cells adaptive's interval
-lies below 1 (wins), holds 1, or lies above 1 (loses), and likewise for the oracles and any
-added policy, with the cells where each killed more runs than greedy. Asserted: every job
-ran under every policy, and every ratio has an interval. Nothing about who wins is asserted.
+node-hours ratio of adaptive, kills and wasted node-hours per policy (means over seeds), the
+share of jobs adaptive and the oracles sized with a curve (the rest left as submitted, or
+replayed as recorded), the same share among the jobs submitted once their application key
+had run MATURE_RUNS (20) times ("sized ≥20"), and the gap between adaptive's ratio and the
+curve-only oracle's (what learning leaves on the table). Then, per world, in how many cells
+adaptive's interval lies below 1 (wins), holds 1, or lies above 1 (loses), and likewise for
+the oracles and any added policy, with the cells where each killed more runs than greedy.
+Asserted: every job ran under every policy, and every ratio has an interval. Nothing about
+who wins is asserted.
 """
 
 from __future__ import annotations
