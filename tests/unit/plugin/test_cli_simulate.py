@@ -44,6 +44,8 @@ ADDED_KEYS = {
     "abandoned",
     "sized",
     "recorded",
+    "mature",
+    "mature_sized",
     "vs_greedy",
 }
 POLICY_NAMES = [
