@@ -789,6 +789,14 @@ class Decider:
 
         return cap_for
 
+    def _users_limit(self, job: JobRecord, low: int, high: int) -> tuple[int, int] | None:
+        """(the user's limit in minutes, the size it is read as written for) for the record
+        the learner reads back (plugin/formats/daemon_record.py); None without a limit."""
+        if job.time_limit_min is None or job.time_limit_min < 1:
+            return None
+        settings = policies.effective(self.policy, job.partition, job.account)
+        return job.time_limit_min, low if settings.time_limit_reference == "min" else high
+
     def _outcome(
         self,
         job: JobRecord,
@@ -805,6 +813,7 @@ class Decider:
         exploration budget, `decided_by`: the curve the decision was made on (its document
         goes into the record when a rule of CURVE_RULES sized the job)."""
         prior = marks.prior_text(job.admin_comment)
+        asked = self._users_limit(job, low, high)
         common = {
             "rule": decision.rule,
             "reason": decision.reason,
@@ -813,7 +822,8 @@ class Decider:
             **extra,
         }
         if decision.nodes is None:
-            comment = marks.admin_comment(marks.kept_record(low, high, decision.rule), prior, app)
+            kept = marks.kept_record(low, high, decision.rule, asked)
+            comment = marks.admin_comment(kept, prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
         n = decision.nodes
         # A policy that releases with a range sets max_nodes: Slurm picks in [n, max_nodes] at
@@ -863,5 +873,6 @@ class Decider:
         if curve is not None:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == "exploration")
-        comment = marks.admin_comment(marks.sized_record(n, low, high, decision.rule), prior, app)
+        sized = marks.sized_record(n, low, high, decision.rule, asked)
+        comment = marks.admin_comment(sized, prior, app)
         return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)

@@ -5,9 +5,13 @@ admin_comment the job had. The daemon replaces that marker with its record, afte
 key as a v1 tag (so that accounting, which keeps admin_comment, tells the learner which
 application the run was) and keeps the text that was there before:
 
-    adaptalloc:v1 app=lu size=w; adaptalloc:v1:sized n=16 range=4-64 rule=load_adaptive
+    adaptalloc:v1 app=lu size=w; adaptalloc:v1:sized n=16 range=4-64 rule=pws limit=120 for=4
     adaptalloc:v1 app=lu; adaptalloc:v1:kept range=4-64 rule=fallback; <earlier text>
     adaptalloc:v1:released reason=store_unavailable range=4-64
+
+``limit`` and ``for``: the user's own limit in minutes, as submitted, and the size it is read
+as written for, so that the learner can fit the run with the limit its user asked
+(plugin/formats/daemon_record.py reads them; absent for a job without a limit).
 
 ``sized``: the daemon pinned the size (and maybe the time limit). ``kept``: the policy left
 the job as submitted. ``released``: the daemon failed open (reason code, plugin/daemon/
@@ -24,6 +28,7 @@ import re
 
 from plugin.appkey import TAG_MARKER, AppKey, AppKeyError, parse_tag
 from plugin.errors import printable
+from plugin.formats.daemon_record import KEPT, RECORDS, RELEASED, SIZED, parse_record
 
 __all__ = [
     "HELD",
@@ -43,14 +48,9 @@ __all__ = [
 ]
 
 HELD = "adaptalloc:v1:held"
-SIZED = "adaptalloc:v1:sized"
-KEPT = "adaptalloc:v1:kept"
-RELEASED = "adaptalloc:v1:released"
-RECORDS = (SIZED, KEPT, RELEASED)
 #: Characters of earlier admin text kept.
 PRIOR_LIMIT = 400
 _TOKEN = re.compile(r"[a-z0-9_.@=-]+")
-_FIELD = re.compile(r"([a-z_]+)=([a-z0-9_.@-]+)")
 
 
 def _words(admin_comment: str | None) -> list[str]:
@@ -68,25 +68,6 @@ def record_word(admin_comment: str | None) -> str | None:
         if word.rstrip(";") in RECORDS:
             return word.rstrip(";")
     return None
-
-
-def parse_record(admin_comment: str | None) -> dict[str, str]:
-    """The daemon's record as fields (``{"record": "sized", "n": "16", ...}``), {} if none."""
-    words = _words(admin_comment)
-    for i, word in enumerate(words):
-        if word.rstrip(";") in RECORDS:
-            out = {"record": word.rstrip(";").rsplit(":", 1)[1]}
-            if word.endswith(";"):
-                return out
-            for field in words[i + 1 :]:
-                match = _FIELD.fullmatch(field.rstrip(";"))
-                if match is None:
-                    break
-                out[match.group(1)] = match.group(2)
-                if field.endswith(";"):
-                    break
-            return out
-    return {}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -114,12 +95,25 @@ def _token(value: object, what: str) -> str:
     return text
 
 
-def sized_record(nodes: int, low: int, high: int, rule: str) -> str:
-    return f"{SIZED} n={int(nodes)} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}"
+def _limit_words(limit: tuple[int, int] | None) -> str:
+    """`` limit=L for=r``: the user's limit in minutes and the size it is read as written for
+    (plugin/formats/daemon_record.py), or nothing for a job without a limit."""
+    if limit is None:
+        return ""
+    return f" limit={int(limit[0])} for={int(limit[1])}"
 
 
-def kept_record(low: int, high: int, rule: str) -> str:
-    return f"{KEPT} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}"
+def sized_record(
+    nodes: int, low: int, high: int, rule: str, limit: tuple[int, int] | None = None
+) -> str:
+    return (
+        f"{SIZED} n={int(nodes)} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}"
+        + _limit_words(limit)
+    )
+
+
+def kept_record(low: int, high: int, rule: str, limit: tuple[int, int] | None = None) -> str:
+    return f"{KEPT} range={int(low)}-{int(high)} rule={_token(rule, 'rule')}" + _limit_words(limit)
 
 
 def released_record(reason: str, low: int | None, high: int | None) -> str:

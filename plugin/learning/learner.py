@@ -51,6 +51,7 @@ from plugin.appkey import (
 )
 from plugin.config import Config
 from plugin.errors import printable
+from plugin.formats import daemon_record
 from plugin.learning import sharing
 from plugin.learning.scoring import Scorer, ScoringResult
 from plugin.slurm import JobRecord, SlurmReader
@@ -58,6 +59,7 @@ from plugin.store.connection import StoreError
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
 from plugin.store.score_stream import ScoreStore
 from policies.refit_cadence import refit_due
+from predictor.heterogeneous import fit_heterogeneous
 
 __all__ = [
     "CENSORED_STATES",
@@ -132,6 +134,25 @@ class IngestStats:
         return {**self.counts(), "rejected_by_reason": dict(self.rejected), "apps": len(self.apps)}
 
 
+def asked_limit(job: JobRecord) -> tuple[float | None, int | None]:
+    """(the limit the job's user asked, seconds; the size it is read as written for), the
+    covariate of a curve of heterogeneous runs (predictor/heterogeneous.py), or (None, None).
+
+    A job the daemon decided carries the user's limit in its record (plugin/formats/
+    daemon_record.py): Slurm's recorded limit is the one the daemon set. A job without any
+    adaptalloc record (a rigid job, or history imported from before adaptalloc) ran with its
+    user's limit, written for the size it asked, which is the size it got. A job whose record
+    lacks the limit (an older record, a release) or that had no limit gives none."""
+    recorded = daemon_record.users_limit(job.admin_comment)
+    if recorded is not None:
+        return 60.0 * recorded[0], recorded[1]
+    if daemon_record.parse_record(job.admin_comment) or not job.time_limit_min:
+        return None, None
+    if job.time_limit_min < 1 or job.nodes_alloc < 1:
+        return None, None
+    return 60.0 * job.time_limit_min, job.nodes_alloc
+
+
 class Ingestor:
     """Validate jobs and store the valid ones as observations (see the module docstring).
 
@@ -195,6 +216,7 @@ class Ingestor:
             user = owner_of(job.user) if app.owner is None else None
         except AppKeyError as exc:
             raise JobRejectedError("app_key", f"app key: {exc}") from exc
+        limit_s, written_for = asked_limit(job)
         tasks = job.tasks if job.tasks is not None and job.tasks >= 1 else None
         per_node = (
             tasks // job.nodes_alloc if tasks is not None and tasks % job.nodes_alloc == 0 else None
@@ -211,6 +233,8 @@ class Ingestor:
             tasks_per_node=per_node,
             node_type=job.partition if NODE_TYPE.fullmatch(job.partition) else None,
             user=user,
+            limit_s=limit_s,
+            written_for=written_for,
         )
 
     def _log_rejection(self, job: JobRecord, exc: JobRejectedError) -> None:
@@ -311,12 +335,38 @@ def curve_from_fit(fit: predictor.Fit) -> predictor.Curve:
     return predictor.Curve.from_fit(fit, choice=choice)
 
 
+def with_limits(runs: Sequence[Observation]) -> bool:
+    """Every run carries its user's limit and the size it was written for: the runs are
+    fitted as heterogeneous runs (predictor/heterogeneous.py), the limit their covariate."""
+    return bool(runs) and all(r.limit_s is not None and r.written_for is not None for r in runs)
+
+
+def _fit_heterogeneous(runs: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
+    """The covariate curve of runs that all carry their limits (or None and the reason)."""
+    try:
+        curve = fit_heterogeneous(
+            [o.nodes for o in runs],
+            [o.runtime_s for o in runs],
+            [o.limit_s or 0.0 for o in runs],  # with_limits: every run has both
+            [o.written_for or 0 for o in runs],
+        )
+    except ValueError as exc:
+        return None, printable(str(exc))
+    if curve is None:
+        return None, "fit failed: the runs adjusted for their limits give no curve"
+    return curve, ""
+
+
 def _fit_runs(
     runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]
 ) -> tuple[predictor.Curve | None, str]:
-    """A curve from runs (or None and the reason)."""
+    """A curve from runs (or None and the reason): the covariate curve when every run carries
+    its user's limit, the method is ADEPT and the fit the predictor's own (`with_limits`; a
+    caller's own fit function, as tests pass, keeps the plain path), else the method's fit."""
     if not runs:
         return None, "no observations"
+    if method == "adept" and fit_fn is predictor.fit_observations and with_limits(runs):
+        return _fit_heterogeneous(runs)
     try:
         prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
         result = fit_fn(prepared, method=method)

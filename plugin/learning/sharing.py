@@ -59,7 +59,9 @@ Fit = Callable[[Sequence[Observation]], "predictor.Curve | None"]
 
 def votes(runs: Sequence[Observation]) -> list[Observation]:
     """Each user's runs at one size and node type as one run with their median runtime (the
-    newest run of the group stands for it); runs without a user kept as they are."""
+    newest run of the group stands for it) and, when every run of the group carries its
+    user's limit, their median limit (the covariate of heterogeneous runs; else the vote has
+    none); runs without a user kept as they are."""
     groups: dict[tuple[str, int, str | None], list[Observation]] = {}
     out: list[Observation] = []
     for run in runs:
@@ -70,7 +72,9 @@ def votes(runs: Sequence[Observation]) -> list[Observation]:
     for group in groups.values():
         newest = max(group, key=lambda r: (r.end_time, r.job_id))
         median = float(np.median([r.runtime_s for r in group]))
-        out.append(dataclasses.replace(newest, runtime_s=median))
+        limits = [r.limit_s for r in group if r.limit_s is not None]
+        limit = float(np.median(limits)) if len(limits) == len(group) else None
+        out.append(dataclasses.replace(newest, runtime_s=median, limit_s=limit))
     return sorted(out, key=lambda r: (r.end_time, r.job_id))
 
 

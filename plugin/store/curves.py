@@ -100,7 +100,10 @@ class Observation:
     size (the tag's numeric ``size=``, a CSV column); `tasks` and `tasks_per_node`, its MPI
     tasks and how they were spread (from sacct; tasks per node only when the tasks divide
     evenly over the nodes); `node_type`, the partition it ran in (curves are kept per node
-    type when an app ran on several).
+    type when an app ran on several); `limit_s` and `written_for`, the time limit its user
+    asked, in seconds, and the size that limit is read as written for (the covariate of a
+    curve of heterogeneous runs, predictor/heterogeneous.py; plugin/learning/learner.py says
+    where they come from).
     """
 
     job_id: str
@@ -114,6 +117,8 @@ class Observation:
     tasks_per_node: int | None = None
     node_type: str | None = None
     user: str | None = None
+    limit_s: float | None = None
+    written_for: int | None = None
 
     def __post_init__(self) -> None:
         job = str(self.job_id)
@@ -132,7 +137,15 @@ class Observation:
             and self.size > 0
         ):
             raise ValueError(f"size must be finite and > 0, got {printable(repr(self.size))[:40]}")
-        for name in ("tasks", "tasks_per_node"):
+        if self.limit_s is not None and not (
+            isinstance(self.limit_s, int | float)
+            and not isinstance(self.limit_s, bool)
+            and math.isfinite(self.limit_s)
+            and self.limit_s > 0
+        ):
+            shown = printable(repr(self.limit_s))[:40]
+            raise ValueError(f"limit_s must be finite and > 0, got {shown}")
+        for name in ("tasks", "tasks_per_node", "written_for"):
             value = getattr(self, name)
             if value is not None and not _whole(value):
                 raise ValueError(
@@ -150,7 +163,8 @@ class Observation:
         """The stored form (see plugin/store/keys.py): compact, app and job id live in the
         keys; the optional fields only when set (``z`` size, ``k`` tasks, ``p`` tasks per
         node, ``y`` node type, ``u`` the user whose run it was, kept for a site key's runs,
-        which many users share: plugin/learning/sharing.py)."""
+        which many users share: plugin/learning/sharing.py; ``l`` the user's limit in
+        seconds, ``w`` the size it was written for)."""
         doc: dict[str, Any] = {
             "n": self.nodes,
             "t": self.runtime_s,
@@ -163,6 +177,8 @@ class Observation:
             ("p", self.tasks_per_node),
             ("y", self.node_type),
             ("u", self.user),
+            ("l", self.limit_s),
+            ("w", self.written_for),
         ):
             if value is not None:
                 doc[short] = value
@@ -172,6 +188,7 @@ class Observation:
     def from_json(cls, app: AppKey, job_id: str, text: str) -> Observation:
         doc = json.loads(text)
         size, tasks, per_node, node_type, user = (doc.get(k) for k in ("z", "k", "p", "y", "u"))
+        limit, written_for = doc.get("l"), doc.get("w")
         return cls(
             job_id=job_id,
             app=app,
@@ -184,6 +201,8 @@ class Observation:
             tasks_per_node=None if per_node is None else _stored_whole(per_node, "p"),
             node_type=None if node_type is None else _stored_text(node_type),
             user=None if user is None else _stored_text(user),
+            limit_s=None if limit is None else _stored_number(limit, "l (limit)"),
+            written_for=None if written_for is None else _stored_whole(written_for, "w"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -199,12 +218,14 @@ class Observation:
             "tasks_per_node": self.tasks_per_node,
             "node_type": self.node_type,
             "user": self.user,
+            "limit_s": self.limit_s,
+            "written_for": self.written_for,
         }
 
 
-def _stored_number(value: object) -> float:
+def _stored_number(value: object, key: str = "z (size)") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("stored z (size) is not a number")
+        raise ValueError(f"stored {key} is not a number")
     return float(value)
 
 

@@ -40,6 +40,7 @@ from policies import (
     decide_with_runtime,
 )
 from policies.config import STRATEGIES
+from predictor.covariate import Covariate
 from predictor.downey import max_useful_size, processor_working_set
 
 from .results import record
@@ -97,6 +98,15 @@ def mix(count: int, seed: int = 7) -> list[Case]:
     return cases
 
 
+def with_covariate(curve: predictor.Curve) -> predictor.Curve:
+    """`curve` as a curve of heterogeneous runs would be stored: a limit covariate judged by
+    its noise (β 0.9, noise and misfit 5%, limits deflated by the curve's own shape) and a
+    limit-use bound (runs used at most 80% of their limits)."""
+    s = float(np.clip(predictor.downey.sigma_to_s(curve.sigma), 0.0, 1.99))
+    covariate = Covariate(0.9, 3600.0, 0.05, 40, 0.05, 0.5, (max(curve.A, 1.0), s), 40, -0.22)
+    return replace(curve, covariate=covariate, speaker=None)
+
+
 def median_us(timings: list[float]) -> float:
     return 1e6 * float(np.median(timings))
 
@@ -143,6 +153,11 @@ def test_policy_speed(capsys: pytest.CaptureFixture[str]) -> None:
     all_us, _ = one_by_one(sample, stored=False)
     stored_us, from_store = one_by_one(sample, stored=True)
     assert from_store == decisions[:700]  # the stored form decides exactly alike
+    # The same jobs on curves of heterogeneous runs (predictor/heterogeneous.py): each job's
+    # runtimes scaled by its own limit, sizes checked against the runs' limit use.
+    heterogeneous = [(r, with_covariate(c), cl, st) for r, c, cl, st in sample]
+    covariate_us, covariate_decisions = one_by_one(heterogeneous, stored=False)
+    check(heterogeneous, covariate_decisions)
     by_range = []
     for lo, hi in [(4, 64), (32, 1024)]:
         subset = [c for c in sample if (c[0].min_nodes, c[0].max_nodes) == (lo, hi)]
@@ -170,6 +185,10 @@ def test_policy_speed(capsys: pytest.CaptureFixture[str]) -> None:
             f"  jobs asking {lo}-{hi} nodes ({hi - lo + 1} sizes evaluated)", f"{us:.0f} µs"
         )
     view.add_row("Curve.from_dict(stored JSON) + decide(), median", f"{stored_us:.0f} µs")
+    view.add_row(
+        "one decide() on curves of heterogeneous runs, same jobs, median",
+        f"{covariate_us:.0f} µs ({covariate_us / all_us:.2f}x)",
+    )
     view.add_row(
         "fit 6 runs, choose the model, decide() (decide --observations)",
         f"{median_us(fit_timings) / 1e3:.0f} ms",

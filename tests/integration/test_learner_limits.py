@@ -1,0 +1,118 @@
+"""The learner fits runs with the limits their users asked (predictor/heterogeneous.py), on the
+real local Slurm and the real Redis.
+
+A job the daemon sized carries the user's own limit in its record (plugin/daemon/marks.py:
+``limit=`` minutes, ``for=`` the size it is read as written for), because Slurm's accounting
+then holds the limit the daemon set; the learner's observation of the finished job holds the
+user's limit, not the rescaled one. Runs whose inputs differ, but whose limits say so, give a
+curve the policy's gate accepts where the plain fit of the same runs is refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plugin.appkey import AppKey
+from plugin.config import Config, LearnerConfig
+from plugin.learning.learner import Ingestor, refit_app
+from plugin.slurm import CliSlurmReader
+from plugin.store.connection import connect
+from plugin.store.curves import CurveStore, Observation
+from policies import DEFAULTS
+from policies.decide import unusable_because
+from predictor.downey import relative_runtime
+
+from .daemon_harness import DaemonProcess
+from .test_daemon_range import learn_downey
+from .testbed import SlurmCLI, SubmitJob, scratch_url
+
+pytestmark = pytest.mark.integration
+
+Factory = Callable[..., DaemonProcess]
+CONFIG = Config(learner=LearnerConfig(initial_lookback_s=1800.0, refit_debounce_s=0.0))
+
+
+def test_a_sized_job_is_observed_with_the_limit_its_user_asked(
+    slurm: SlurmCLI, submit_job: SubmitJob, daemon_factory: Factory, tmp_path: Path
+) -> None:
+    learn_downey(scratch_url(), "it-limits", tmp_path)
+    daemon = daemon_factory().start()
+    job = submit_job(
+        "--nodes=1-8", "--time=60", "--comment=adaptalloc:v1 app=it-limits", wrap="sleep 1"
+    )
+    decision = daemon.wait_decision(job)
+    assert decision["action"] == "resize", decision
+    slurm.wait_job_state(job, {"COMPLETED"})
+    slurm.wait_sacct_job(job, {"COMPLETED"}, where=lambda r: r["allocation_nodes"] > 0)
+    reader = CliSlurmReader()
+    now = time.time()
+    records = [r for r in reader.finished_jobs(now - 1800.0, now + 60.0) if r.job_id == job]
+    assert len(records) == 1
+    record = records[0]
+    # The record the daemon wrote: the user's 60 min, read as written for the minimum, 1 node.
+    assert "limit=60 for=1" in (record.admin_comment or "")
+    shortened = decision["new_time_limit_min"]
+    assert shortened is not None
+    assert shortened < 60  # accounting holds the daemon's limit ...
+    assert record.time_limit_min == shortened
+    store = CurveStore(connect(scratch_url()))
+    observed = Ingestor(store, CONFIG.appkey.rule(), None, None).observation(record)
+    # ... and the observation the user's.
+    assert (observed.limit_s, observed.written_for) == (3600.0, 1)
+    assert observed.nodes == decision["nodes"]
+
+
+def heterogeneous_runs(app: AppKey, with_limits: bool) -> list[Observation]:
+    """150 runs (job ids unique to the app: the store counts a job once) of one Downey
+    shape (A = 24, σ = 0.8) whose inputs scale run times by a log-SD of 1 (users write
+    L = 2·T(r)·input for the size r they ask, and the runs ran on r or a neighbouring
+    size), the limits kept or left out."""
+    rng = np.random.default_rng(31)
+    sizes = np.array([1, 2, 4, 8, 16, 32, 64])
+    asked = rng.integers(0, sizes.size, 150)
+    ran = np.clip(asked + rng.integers(-1, 2, 150), 0, sizes.size - 1)
+    true = 1000.0 * relative_runtime(sizes.astype(float), 24.0, 0.8)
+    scale = np.exp(rng.normal(0.0, 1.0, 150))
+    limit = 2.0 * true[asked] * scale * np.exp(rng.normal(0.0, 0.3, 150))
+    runtime = true[ran] * scale * np.exp(rng.normal(0.0, 0.05, 150))
+    return [
+        Observation(
+            f"{app.name}.{i}",
+            app,
+            int(sizes[ran[i]]),
+            float(runtime[i]),
+            time.time() - 3600.0 + i,
+            limit_s=float(limit[i]) if with_limits else None,
+            written_for=int(sizes[asked[i]]) if with_limits else None,
+        )
+        for i in range(150)
+    ]
+
+
+def test_runs_with_their_limits_give_a_curve_the_gate_accepts(redis_client: object) -> None:
+    store = CurveStore(connect(scratch_url()))
+    suffix = f"{time.time_ns()}"
+    plain, covariate = AppKey(f"it-plain-{suffix}"), AppKey(f"it-cov-{suffix}")
+    assert store.add_observations(plain, heterogeneous_runs(plain, with_limits=False)) == 150
+    assert store.add_observations(covariate, heterogeneous_runs(covariate, with_limits=True)) == 150
+    assert all(o.limit_s is not None for o in store.observations(covariate))  # stored with them
+    assert refit_app(store, plain).status == "written"
+    assert refit_app(store, covariate).status == "written"
+    refused = store.curve(plain)
+    accepted = store.curve(covariate)
+    assert refused is not None
+    assert accepted is not None
+    assert refused.covariate is None
+    assert "fitting error" in unusable_because(refused, DEFAULTS)
+    assert accepted.covariate is not None
+    assert accepted.covariate.use is not None  # the limit-use bound of the size check
+    assert unusable_because(accepted, DEFAULTS) == ""
+    # Its shape: T(1)/T(n) within 20% of the truth over the sizes.
+    at = np.array([1.0, 4.0, 16.0, 64.0])
+    got = accepted.runtime(1.0) / accepted.runtime(at)
+    assert np.max(np.abs(np.log(got * relative_runtime(at, 24.0, 0.8)))) < 0.2
