@@ -33,9 +33,11 @@ from plugin.report.model import (
     Run,
     SizeRow,
 )
+from policies.cold_start import Advice, advise
+from policies.config import DEFAULTS, PolicySettings
 from predictor.band import envelope_band
 
-__all__ = ["assemble", "fleet_row", "size_grid"]
+__all__ = ["assemble", "cold_start", "fleet_row", "size_grid"]
 
 #: Points of the log-spaced part of the plot grid.
 GRID_POINTS = 97
@@ -153,11 +155,33 @@ def _curve_points(curve: predictor.Curve, grid: tuple[int, ...]) -> CurvePoints:
     )
 
 
-def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
+def cold_start(
+    inputs: AppInputs, decisions: Sequence[DecisionRow], settings: PolicySettings
+) -> Advice | None:
+    """What the app needs for a usable curve (policies/cold_start.py), or None when its
+    stored curve is usable; the largest size asked is the largest requested maximum among
+    its decisions (unknown without any)."""
+    asked = [d.max_nodes for d in decisions if d.max_nodes is not None]
+    advice = advise(
+        [r.nodes for r in inputs.runs],
+        [r.runtime_s for r in inputs.runs],
+        inputs.curve,
+        inputs.curve_note,
+        settings,
+        max(asked, default=None),
+    )
+    return None if advice.usable else advice
+
+
+def assemble(
+    inputs: AppInputs, band: bool = True, settings: PolicySettings = DEFAULTS
+) -> AppReport:
     """The report of one app from its store inputs.
 
     band: compute the ADEPT envelope band (a refit of the runs, some 30 ms; only the plots
-    need it). Decisions are estimated against the current curve (decisions.py).
+    need it). Decisions are estimated against the current curve (decisions.py). settings:
+    the policy's, whose gate (policies/decide.py, `unusable_because`) the cold-start advice
+    judges the stored curve by.
     """
     runs = sorted(inputs.runs, key=lambda r: (r.end_time, r.job_id))
     curve = inputs.curve
@@ -178,6 +202,7 @@ def assemble(inputs: AppInputs, band: bool = True) -> AppReport:
         decision_summary=summarise(decisions),
         guard=inputs.guard,
         accuracy=accuracy_section(inputs.scores, inputs.now),
+        cold_start=cold_start(inputs, decisions, settings),
     )
     if curve is None:
         return base
@@ -266,4 +291,5 @@ def fleet_row(report: AppReport) -> FleetRow:
         coverage=None if live is None else live.coverage,
         error_median=None if live is None else live.error_median,
         bias=None if live is None else live.bias,
+        cold_start=report.cold_start,
     )

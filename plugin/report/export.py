@@ -20,6 +20,13 @@ measured, ``predicted_node_hours`` at the sizes the jobs ran on, ``advised_*`` a
 ``saved_node_hours`` at the decided sizes, each ``{"estimate", "low", "high"}``); and
 ``points``, the newest jobs (predicted and actual seconds, the interval, where it fell).
 
+Cold start (``"cold_start"``, in the app document and in each fleet row; null when the
+app's curve is usable): what the app needs for a usable curve (policies/cold_start.py,
+`Advice.to_dict`): ``condition``, ``runs`` (how many more), ``sizes`` and ``choose`` (at
+how many distinct ones of them; 0: the runs go to ``sizes`` as listed), ``helps``
+(false: more runs cannot make it usable), ``reason``, ``also``, ``observed_runs``,
+``observed_sizes`` and the one-line ``text`` the terminal shows, which is the CSV cell.
+
 CSV (``--format csv``): a header and one row per app (`FLEET_COLUMNS`) or, with
 ``--per-job``, per job or group (`JOB_COLUMNS`), quoted as RFC 4180 says (the csv module,
 CRLF line ends). Cells are written for spreadsheets too: a text cell that starts with
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
@@ -40,6 +48,7 @@ from typing import Any, TextIO
 
 from plugin.learning.accuracy import Bought, Summary
 from plugin.report.model import AccuracySection, AppReport, DecisionRow, FleetRow, JobGroup
+from policies.cold_start import Advice
 
 __all__ = [
     "FLEET_COLUMNS",
@@ -79,6 +88,7 @@ FLEET_COLUMNS = (
     "coverage",
     "error_median",
     "bias",
+    "cold_start",
 )
 JOB_COLUMNS = (
     "app",
@@ -150,8 +160,13 @@ def app_document(report: AppReport, decisions: int = 20) -> dict[str, Any]:
         "decisions": [_decision(d) for d in report.decisions[:decisions]],
         "guard": asdict(report.guard),
         "accuracy": accuracy_document(report.accuracy),
+        "cold_start": _cold_start(report.cold_start),
     }
     return dict(clean(doc))
+
+
+def _cold_start(advice: Advice | None) -> dict[str, Any] | None:
+    return None if advice is None else advice.to_dict()
 
 
 def fleet_document(
@@ -159,7 +174,10 @@ def fleet_document(
 ) -> dict[str, Any]:
     """``{"apps": [...], "accuracy": ...}``: one object per app with the `FLEET_COLUMNS`
     keys, and the fleet's live accuracy (null without scored jobs)."""
-    return {"apps": [clean(asdict(r)) for r in rows], "accuracy": accuracy_document(accuracy)}
+    return {
+        "apps": [clean({**asdict(r), "cold_start": _cold_start(r.cold_start)}) for r in rows],
+        "accuracy": accuracy_document(accuracy),
+    }
 
 
 def _summary(summary: Summary) -> dict[str, Any]:
@@ -228,9 +246,13 @@ def jobs_document(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def safe_cell(value: Any) -> Any:
-    """A CSV cell: None empty, lists joined with ';', text guarded against formulas."""
+    """A CSV cell: None empty, lists joined with ';', a mapping as its one-line "text" (the
+    cold-start advice) or else compact JSON, text guarded against formulas."""
     if value is None:
         return ""
+    if isinstance(value, Mapping):
+        text = value.get("text")
+        value = text if isinstance(text, str) else json.dumps(value, separators=(",", ":"))
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | tuple):

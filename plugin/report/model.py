@@ -31,6 +31,7 @@ import predictor
 from plugin.learning.accuracy import Bought, Drift, Summary
 from plugin.store.decisions import StoredDecision
 from plugin.store.scores import Score
+from policies.cold_start import Advice
 from predictor.band import Band
 
 __all__ = [
@@ -354,6 +355,9 @@ class AppReport:
     decision_summary: DecisionSummary = field(default_factory=DecisionSummary)
     guard: GuardCounts = field(default_factory=GuardCounts)
     accuracy: AccuracySection | None = None
+    #: What the app needs for a usable curve (policies/cold_start.py); None when its curve
+    #: is usable.
+    cold_start: Advice | None = None
 
     @property
     def suggest_n(self) -> int | None:
@@ -367,7 +371,8 @@ class FleetRow:
 
     reliability: "reliable", "unreliable: <problems>", or why there is no curve.
     scored_jobs, coverage, error_median, bias: live accuracy over the app's rolling window
-    (jobs known against the interval; None without scored jobs).
+    (jobs known against the interval; None without scored jobs). cold_start: what the app
+    needs for a usable curve (None when it has one).
     """
 
     app: str
@@ -395,3 +400,4 @@ class FleetRow:
     coverage: float | None = None
     error_median: float | None = None
     bias: float | None = None
+    cold_start: Advice | None = None

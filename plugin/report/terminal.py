@@ -93,6 +93,8 @@ def _heading(report: AppReport, console: Console) -> None:
     )
     _say(console, line)
     c = report.curve
+    if report.cold_start is not None:
+        _say(console, Text("Cold start: ").append(_t(report.cold_start.text())))
     if c is None:
         _say(console, Text("No curve: ").append(_t(report.curve_note)))
         return
@@ -369,6 +371,11 @@ def render_fleet(rows: Sequence[FleetRow], console: Console) -> None:
         "eff. n/max is the mean efficiency at the chosen sizes and at the requested maximum, "
         "saved the node-hours saved against running each job at its requested maximum.",
     )
+    cold = [(r.app, r.cold_start) for r in rows if r.cold_start is not None]
+    if cold:
+        _say(console, "Without a usable curve (jobs left as submitted), what each app needs:")
+    for app, advice in cold:
+        _say(console, _t(app).append(": ").append(_t(advice.text())))
 
 
 def render_fleet_accuracy(section: AccuracySection | None, console: Console) -> None:
