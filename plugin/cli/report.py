@@ -34,6 +34,7 @@ from rich.progress import (
 from plugin.appkey import AppKey
 from plugin.cli.common import elapsed_ms, emit_json, open_store, stdout_console, store_options
 from plugin.errors import InputError
+from plugin.policy_file import load_policy_config
 from plugin.report import (
     FLEET_COLUMNS,
     INDEX,
@@ -57,6 +58,7 @@ from plugin.report import (
 from plugin.report.model import AccuracySection, AppReport, FleetRow
 from plugin.report.placement import query_placement, render_placement
 from plugin.store.curves import CurveStore
+from policies.config import DEFAULTS, PolicySettings
 
 __all__ = ["report"]
 
@@ -130,13 +132,14 @@ def _fleet(
     per_job: bool,
     no_band: bool,
     generated: str,
+    settings: PolicySettings = DEFAULTS,
 ) -> int:
     """Every app: a site, or rows; one app's report in memory at a time. Returns the count."""
     scores = fleet_scores(store)
     total, stream = fleet_inputs(store, scores=scores)
     accuracy = accuracy_section(scores, time.time(), fleet=True)
     band = html_dir is not None and not no_band
-    reports = (assemble(inputs, band=band) for inputs in stream)
+    reports = (assemble(inputs, band=band, settings=settings) for inputs in stream)
     if html_dir is None:
         rows: list[FleetRow] = []
         jobs: list[dict[str, Any]] = []
@@ -180,6 +183,7 @@ def _single(
     shown: int,
     no_band: bool,
     generated: str,
+    settings: PolicySettings = DEFAULTS,
 ) -> dict[str, Any]:
     """One app: text, JSON, CSV, or its page (added to the site in DIR, if there is one)."""
     inputs = app_inputs(store, app)
@@ -187,7 +191,7 @@ def _single(
         raise InputError(f"the store knows no app {app} (see adaptalloc apps)")
     # The band feeds the plots and the JSON document only.
     want_band = not no_band and not per_job and (html_dir is not None or output_format == "json")
-    one = assemble(inputs, band=want_band)
+    one = assemble(inputs, band=want_band, settings=settings)
     if html_dir is not None:
         # The page links to the site's index when DIR holds one (from report --all).
         site = SiteWriter(html_dir, generated, link_index=(html_dir / INDEX).is_file())
@@ -271,13 +275,19 @@ def report(
     started = time.perf_counter()
     app = _check_options(key, all_apps, html_dir, output_format, per_job)
     ctx = open_store(config_path, redis_url)
+    # The site's policy defaults: the cold-start advice judges curves by its gate.
+    settings = load_policy_config(ctx.config.daemon.policy_file or None).defaults
     generated = datetime.now().strftime("%Y-%m-%d %H:%M")
     if app is not None:
         fields = _single(
-            ctx.store, app, html_dir, output_format, per_job, shown, no_band, generated
+            ctx.store, app, html_dir, output_format, per_job, shown, no_band, generated, settings
         )
     else:
-        fields = {"apps": _fleet(ctx.store, html_dir, output_format, per_job, no_band, generated)}
+        fields = {
+            "apps": _fleet(
+                ctx.store, html_dir, output_format, per_job, no_band, generated, settings
+            )
+        }
     sys.stdout.flush()
     log.info(
         "report",
