@@ -213,3 +213,33 @@ def test_the_guard_counts_and_censored_runs_in_report_and_app(
     assert [r["job_id"] for r in app["recent_censored_runs"]] == ["4000"]
     shown = " ".join(ok(adaptalloc("app", str(LULESH), cwd=tmp_path)).split())
     assert "censored 4000: at least 2700 s on 16 nodes" in shown
+
+
+def test_the_cold_start_advice_judges_by_the_sites_policy(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    """A curve whose fit error (runs no Downey curve follows within 10%: 14%) the built-in
+    max_fit_error refuses gets cold-start advice; under a site policy that accepts that error
+    it gets none."""
+    store = CurveStore(redis_client, Retention(max_observations=500, max_age_s=None))
+    app = AppKey("coldfit")
+    times = {1: 3600.0, 2: 2000.0, 4: 700.0, 8: 900.0, 16: 400.0}
+    runs = [
+        Observation(f"7000_{i}", app, n, t, NOW - 1e4 + i) for i, (n, t) in enumerate(times.items())
+    ]
+    store.add_observations(app, runs)
+    assert refit_app(store, app).status == "written"
+    built_in = json.loads(ok(adaptalloc("report", "coldfit", "--format", "json", cwd=tmp_path)))
+    assert built_in["cold_start"]["condition"] == "fit_error"
+    policy = tmp_path / "policy.toml"
+    policy.write_text("[defaults]\nmax_fit_error = 0.3\n", encoding="utf-8")
+    config = tmp_path / "adaptalloc.toml"
+    config.write_text(f'[daemon]\npolicy_file = "{policy}"\n', encoding="utf-8")
+    site = json.loads(
+        ok(
+            adaptalloc(
+                "report", "coldfit", "--format", "json", "--config", str(config), cwd=tmp_path
+            )
+        )
+    )
+    assert site["cold_start"] is None
