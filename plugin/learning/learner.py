@@ -141,8 +141,10 @@ def asked_limit(job: JobRecord) -> tuple[float | None, int | None]:
     A job the daemon decided carries the user's limit in its record (plugin/formats/
     daemon_record.py): Slurm's recorded limit is the one the daemon set. A job without any
     adaptalloc record (a rigid job, or history imported from before adaptalloc) ran with its
-    user's limit, written for the size it asked, which is the size it got. A job whose record
-    lacks the limit (an older record, a release) or that had no limit gives none."""
+    user's limit, read as written for the least size it asked (accounting's requested nodes:
+    a rigid job's size, a range's minimum, as time_limit_reference "min" reads it), else the
+    size it got. A job whose record lacks the limit (an older record, a release) or that had
+    no limit gives none."""
     recorded = daemon_record.users_limit(job.admin_comment)
     if recorded is not None:
         return 60.0 * recorded[0], recorded[1]
@@ -150,7 +152,9 @@ def asked_limit(job: JobRecord) -> tuple[float | None, int | None]:
         return None, None
     if job.time_limit_min < 1 or job.nodes_alloc < 1:
         return None, None
-    return 60.0 * job.time_limit_min, job.nodes_alloc
+    asked = job.nodes_min
+    written_for = asked if asked is not None and 1 <= asked <= job.nodes_alloc else job.nodes_alloc
+    return 60.0 * job.time_limit_min, written_for
 
 
 class Ingestor:

@@ -78,6 +78,10 @@ def test_a_job_without_a_record_ran_on_its_users_limit_for_the_size_it_got() -> 
     assert asked_limit(job(admin_comment=None)) == (1200.0, 8)
     assert asked_limit(job(admin_comment="a site's note")) == (1200.0, 8)
     assert asked_limit(job(admin_comment=None, time_limit_min=None)) == (None, None)
+    # A range Slurm sized without adaptalloc: the limit is read as written for its minimum.
+    assert asked_limit(job(admin_comment=None, nodes_min=2)) == (1200.0, 2)
+    # A requested count above what it got is no reading of this run: the size it got.
+    assert asked_limit(job(admin_comment=None, nodes_min=16)) == (1200.0, 8)
 
 
 def test_a_record_without_the_limit_gives_none() -> None:
