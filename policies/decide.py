@@ -150,21 +150,54 @@ def _constrained(n: int, allowed: Allowed) -> tuple[int, str]:
     return n, "".join(f"; {note}" for note in notes)
 
 
+def _feasible_fit(
+    profile: RuntimeProfile,
+    fitting: int,
+    allowed: Allowed,
+    request: Request,
+    settings: PolicySettings,
+) -> int | None:
+    """`fitting` (a size that fits the user's limit) as the constraints will snap it (step
+    6), unless the snapped size overruns the limit: then the least allowed size above it that
+    fits, None when there is none."""
+    if allowed.sizes is None or request.time_limit_min is None:
+        return fitting
+    snapped = snap(fitting, allowed.sizes)
+    if snapped >= fitting or not profile.lo <= snapped <= profile.hi:
+        return fitting
+    written_for = reference_size(request, settings)
+    upper = upper_runtimes(profile, request.time_limit_min, written_for)
+    fits = upper * settings.time_limit_safety_factor <= 60.0 * request.time_limit_min
+    if fits[snapped - profile.lo]:
+        return fitting
+    above = [a for a in allowed.sizes if fitting < a <= profile.hi and fits[a - profile.lo]]
+    return above[0] if above else None
+
+
 def _fitting(
-    profile: RuntimeProfile, size: int, reason: str, request: Request, settings: PolicySettings
+    profile: RuntimeProfile,
+    size: int,
+    reason: str,
+    request: Request,
+    settings: PolicySettings,
+    allowed: Allowed,
 ) -> tuple[int | None, str]:
     """The size raised to the least one whose predicted runtime fits the user's limit
-    (time_limit.py, fits_limit), and the reason with why; (None, why) when no size from it
-    up fits, and the job is to be left as submitted."""
+    (time_limit.py, fits_limit), and among `allowed` sizes, if some are, to the least that
+    the constraints keep; the reason with why; (None, why) when no size from it up fits,
+    and the job is to be left as submitted."""
     written_for = reference_size(request, settings)
     fitting = fits_limit(profile, size, request.time_limit_min, settings, written_for)
+    least = fitting
+    if fitting is not None:
+        fitting = _feasible_fit(profile, fitting, allowed, request, settings)
     safety = settings.time_limit_safety_factor
     if fitting is None:
         return None, (
             f"{reason}, but its pessimistic runtime × safety {safety:g} exceeds the user's "
             f"{request.time_limit_min} min at every size from {nodes(size)} to "
-            f"{nodes(profile.hi)}, so the curve cannot tell at which size the job finishes "
-            "within its limit"
+            f"{nodes(profile.hi)}{'' if least is None else f' among {allowed.what}'}, so the "
+            "curve cannot tell at which size the job finishes within its limit"
         )
     if fitting == size or request.time_limit_min is None:
         return size, reason
@@ -174,6 +207,7 @@ def _fitting(
         f"{safety:g} fits the user's {request.time_limit_min} min (at {size} it would be "
         f"{number(upper * safety / 60.0)} min, and adaptalloc never raises a "
         "limit, so the job would be killed)"
+        + (f", among {allowed.what}" if fitting != least else "")
     )
 
 
@@ -281,14 +315,14 @@ def _with_curve(
     if explore.eligible:
         # An explored size must fit the user's limit too: a run killed teaches nothing.
         explored, why = _fitting(
-            profile, explore.candidate.size, explore.candidate.reason, request, settings
+            profile, explore.candidate.size, explore.candidate.reason, request, settings, allowed
         )
         if explored is not None:
             return Candidate("exploration", explored, why), candidates
     unusable = unusable_because(curve, settings)
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
-        fitting, reason = _fitting(profile, chosen, reason, request, settings)
+        fitting, reason = _fitting(profile, chosen, reason, request, settings, allowed)
         if fitting is not None:
             return Candidate(rule, fitting, reason), candidates
         unusable = reason

@@ -265,6 +265,15 @@ def test_a_crowded_job_is_not_sized_where_its_user_limit_would_kill_it() -> None
     assert decide(replace(TIGHT, time_limit_min=600), LONG_LU, HEAVY).nodes == 4
 
 
+def test_a_size_raised_to_fit_the_limit_snaps_up_onto_the_feasible_sizes() -> None:
+    # The least size that fits the 100 min is 9; among powers of two, 8 would overrun it
+    # (T⁺(8)·1.2 = 102 min): the job gets 16, never the 8 that snapping down would give.
+    powers = replace(TIGHT, feasible=Feasible.named("powers_of_two"))
+    d = decide(powers, LONG_LU, HEAVY)
+    assert (d.nodes, d.rule) == (16, "load_adaptive")
+    assert_names(d.reason, "raised to 16 nodes", "powers of two")
+
+
 def test_a_limit_no_size_fits_leaves_the_job_as_submitted() -> None:
     # Every size of 4-8 runs past 60 min: the curve cannot tell where the limit holds, so
     # Slurm sizes the job as it would without adaptalloc, and the user's limit stands.
