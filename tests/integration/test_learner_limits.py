@@ -16,13 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from unit.plugin.runs_with_limits import runs_with_limits
 
 from plugin.appkey import AppKey
 from plugin.config import Config, LearnerConfig
 from plugin.learning.learner import Ingestor, refit_app
 from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
-from plugin.store.curves import CurveStore, Observation
+from plugin.store.curves import CurveStore
 from policies import DEFAULTS
 from policies.decide import unusable_because
 from predictor.downey import relative_runtime
@@ -67,39 +68,12 @@ def test_a_sized_job_is_observed_with_the_limit_its_user_asked(
     assert observed.nodes == decision["nodes"]
 
 
-def heterogeneous_runs(app: AppKey, with_limits: bool) -> list[Observation]:
-    """150 runs (job ids unique to the app: the store counts a job once) of one Downey
-    shape (A = 24, σ = 0.8) whose inputs scale run times by a log-SD of 1 (users write
-    L = 2·T(r)·input for the size r they ask, and the runs ran on r or a neighbouring
-    size), the limits kept or left out."""
-    rng = np.random.default_rng(31)
-    sizes = np.array([1, 2, 4, 8, 16, 32, 64])
-    asked = rng.integers(0, sizes.size, 150)
-    ran = np.clip(asked + rng.integers(-1, 2, 150), 0, sizes.size - 1)
-    true = 1000.0 * relative_runtime(sizes.astype(float), 24.0, 0.8)
-    scale = np.exp(rng.normal(0.0, 1.0, 150))
-    limit = 2.0 * true[asked] * scale * np.exp(rng.normal(0.0, 0.3, 150))
-    runtime = true[ran] * scale * np.exp(rng.normal(0.0, 0.05, 150))
-    return [
-        Observation(
-            f"{app.name}.{i}",
-            app,
-            int(sizes[ran[i]]),
-            float(runtime[i]),
-            time.time() - 3600.0 + i,
-            limit_s=float(limit[i]) if with_limits else None,
-            written_for=int(sizes[asked[i]]) if with_limits else None,
-        )
-        for i in range(150)
-    ]
-
-
 def test_runs_with_their_limits_give_a_curve_the_gate_accepts(redis_client: object) -> None:
     store = CurveStore(connect(scratch_url()))
     suffix = f"{time.time_ns()}"
     plain, covariate = AppKey(f"it-plain-{suffix}"), AppKey(f"it-cov-{suffix}")
-    assert store.add_observations(plain, heterogeneous_runs(plain, with_limits=False)) == 150
-    assert store.add_observations(covariate, heterogeneous_runs(covariate, with_limits=True)) == 150
+    assert store.add_observations(plain, runs_with_limits(plain, limited=0)) == 150
+    assert store.add_observations(covariate, runs_with_limits(covariate)) == 150
     assert all(o.limit_s is not None for o in store.observations(covariate))  # stored with them
     assert refit_app(store, plain).status == "written"
     assert refit_app(store, covariate).status == "written"

@@ -6,10 +6,8 @@ observation (plugin/store/curves.py)."""
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
-import numpy as np
 import pytest
 
 import predictor
@@ -20,7 +18,10 @@ from plugin.learning import sharing
 from plugin.learning.learner import _fit_runs, asked_limit
 from plugin.slurm import JobRecord
 from plugin.store.curves import Observation
-from predictor.downey import relative_runtime
+
+from .runs_with_limits import RUNS, runs_with_limits
+
+MIXED = AppKey("mixed")
 
 
 def job(**fields: Any) -> JobRecord:
@@ -125,35 +126,9 @@ def test_a_users_vote_carries_the_median_of_their_limits() -> None:
     assert partial.limit_s is None
 
 
-def _runs(with_limits: int) -> list[Observation]:
-    """150 runs whose inputs scatter ~10x (log-normal, sd 1) with limits that say so
-    (the runs of tests/integration/test_learner_limits.py); the first `with_limits` carry them."""
-    rng = np.random.default_rng(31)
-    sizes = np.array([1, 2, 4, 8, 16, 32, 64])
-    asked = rng.integers(0, sizes.size, 150)
-    ran = np.clip(asked + rng.integers(-1, 2, 150), 0, sizes.size - 1)
-    true = 1000.0 * relative_runtime(sizes.astype(float), 24.0, 0.8)
-    scale = np.exp(rng.normal(0.0, 1.0, 150))
-    limit = 2.0 * true[asked] * scale * np.exp(rng.normal(0.0, 0.3, 150))
-    runtime = true[ran] * scale * np.exp(rng.normal(0.0, 0.05, 150))
-    app = AppKey("mixed")
-    return [
-        Observation(
-            f"mixed.{i}",
-            app,
-            int(sizes[ran[i]]),
-            float(runtime[i]),
-            time.time() - 3600.0 + i,
-            limit_s=float(limit[i]) if i < with_limits else None,
-            written_for=int(sizes[asked[i]]) if i < with_limits else None,
-        )
-        for i in range(150)
-    ]
-
-
 def test_runs_all_with_limits_fit_the_covariate_curve_and_a_mixed_set_the_plain_one() -> None:
-    every, _ = _fit_runs(_runs(150), "adept", predictor.fit_observations)
-    mixed, _ = _fit_runs(_runs(149), "adept", predictor.fit_observations)
+    every, _ = _fit_runs(runs_with_limits(MIXED), "adept", predictor.fit_observations)
+    mixed, _ = _fit_runs(runs_with_limits(MIXED, RUNS - 1), "adept", predictor.fit_observations)
     assert every is not None
     assert every.covariate is not None
     assert mixed is not None
