@@ -48,7 +48,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -213,25 +213,14 @@ def advise(  # noqa: PLR0911 - one return per condition, in the module doc's ord
     largest size its jobs asked for, or the cluster's size (None: unknown)."""
     counts = Counter(int(n) for n in sizes)
     observed = tuple(sorted(counts))
-    total = len(sizes)
-
-    def advice(
-        condition: str,
-        runs: int,
-        where: Sequence[int],
-        choose: int,
-        helps: bool,
-        reason: str,
-        also: str = "",
-    ) -> Advice:
-        return Advice(condition, runs, tuple(where), choose, helps, reason, total, observed, also)
-
+    seen = _Observed(len(sizes), observed)
+    advice = seen.advice
     if curve is None:
-        return _no_curve(observed, note, largest, advice)
+        return _no_curve(seen, note, largest)
     why = unusable_because(curve, settings)
     if not why:
         return advice("usable", 0, (), 0, True, "")
-    also = _use_note(curve, total)
+    also = _use_note(curve, seen.runs)
     problems = {p.problem: p for p in curve.diagnostics.reliability}
     heterogeneous = curve.covariate is not None and not judged_by_noise(curve)
     for name, what in NOT_BY_RUNS.items():
@@ -244,7 +233,7 @@ def advise(  # noqa: PLR0911 - one return per condition, in the module doc's ord
     if not all(math.isfinite(x) for x in (curve.A, curve.sigma, curve.t1)):
         return advice("fit_failed", 1, new_sizes(observed, largest, 2), 1, True, why, also)
     if curve.covariate is not None and heterogeneous:
-        return _heterogeneous(curve.covariate, counts, advice, also)
+        return _heterogeneous(curve.covariate, counts, seen, also)
     if "runner_up" in problems:
         k = problems["runner_up"].suggest_n
         top = MAX_NODES if largest is None else largest
@@ -260,14 +249,18 @@ def advise(  # noqa: PLR0911 - one return per condition, in the module doc's ord
             also,
         )
     if "high_fit_error" in problems or not curve.fit_error <= settings.max_fit_error:
-        return _fit_error(sizes, runtimes, curve, counts, settings, advice, also)
+        return _fit_error(sizes, runtimes, curve, counts, settings, seen, also)
     return advice("unknown", 0, (), 0, False, why, also)
 
 
-class _Make(Protocol):
-    """The shape of `advise`'s local constructor, for the helpers' type hints."""
+@dataclass(frozen=True)
+class _Observed:
+    """What the app has: its run count and distinct sizes, which every advice repeats."""
 
-    def __call__(
+    runs: int
+    sizes: tuple[int, ...]
+
+    def advice(
         self,
         condition: str,
         runs: int,
@@ -276,10 +269,15 @@ class _Make(Protocol):
         helps: bool,
         reason: str,
         also: str = "",
-    ) -> Advice: ...
+    ) -> Advice:
+        """The advice for these runs (Advice's fields, `where` as the sizes)."""
+        return Advice(
+            condition, runs, tuple(where), choose, helps, reason, self.runs, self.sizes, also
+        )
 
 
-def _no_curve(observed: tuple[int, ...], note: str, largest: int | None, advice: _Make) -> Advice:
+def _no_curve(seen: _Observed, note: str, largest: int | None) -> Advice:
+    observed, advice = seen.sizes, seen.advice
     said = f"; the store says: {note}" if note else ""
     if len(observed) < MIN_SIZES:
         k = MIN_SIZES - len(observed)
@@ -306,7 +304,8 @@ def _no_curve(observed: tuple[int, ...], note: str, largest: int | None, advice:
     )
 
 
-def _heterogeneous(cov: Covariate, counts: Counter[int], advice: _Make, also: str) -> Advice:
+def _heterogeneous(cov: Covariate, counts: Counter[int], seen: _Observed, also: str) -> Advice:
+    advice = seen.advice
     repeats = max(0, MIN_NOISE_DF - cov.noise_df)
     identifying = max(0, MIN_IDENTIFYING - cov.identifying)
     runs = max(repeats, identifying)
@@ -334,9 +333,10 @@ def _fit_error(
     curve: Curve,
     counts: Counter[int],
     settings: PolicySettings,
-    advice: _Make,
+    seen: _Observed,
     also: str,
 ) -> Advice:
+    advice = seen.advice
     n = np.asarray(sizes, dtype=np.int64)
     t = np.asarray(runtimes, dtype=float)
     at, group = np.unique(n, return_inverse=True)
