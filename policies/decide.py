@@ -19,7 +19,8 @@ The flow (rules.py states each rule and its literature):
 5. The choice. Exploration wins when it is eligible (an unreliable curve, a suggested size that
    is feasible and inside the range, within budget) and some size from the one it proposes up
    fits the user's limit (`fits_limit`, below: a run killed at its limit teaches the curve
-   nothing); the size is raised to the least that fits. Otherwise an unusable curve (fitting
+   nothing); the size is raised to the least that fits, and, with limit_to_idle, it can
+   start now (rules.py, `exploration_waits`). Otherwise an unusable curve (fitting
    error above max_fit_error, or a problem of its reliability judgment that says it may be
    wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
    (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known,
@@ -52,6 +53,7 @@ from policies.rules import (
     cap_rule,
     efficiency_rule,
     exploration_rule,
+    exploration_waits,
     fallback_rule,
     load_adaptive_rule,
     nodes,
@@ -318,7 +320,10 @@ def _with_curve(
             profile, explore.candidate.size, explore.candidate.reason, request, settings, allowed
         )
         if explored is not None:
-            return Candidate("exploration", explored, why), candidates
+            waits = exploration_waits(explored, lo, cluster, settings)
+            if not waits:
+                return Candidate("exploration", explored, why), candidates
+            candidates[-1] = Candidate("exploration", None, f"{why}, but {waits}")
     unusable = unusable_because(curve, settings)
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)

@@ -4,13 +4,14 @@ independently of what the job asks, deterministic, within the range and the budg
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from policies import DEFAULTS, ClusterState, ExplorationBudget, Request, decide
 from policies.feasible import Allowed
 from policies.profile import RuntimeProfile
-from policies.rules import drawn_size, exploration_rule
+from policies.rules import drawn_size, exploration_rule, exploration_waits
 from policies.time_limit import pessimistic_runtimes
 
 from .curves import make_curve, unreliable
@@ -124,3 +125,35 @@ def test_a_curve_one_user_moved_never_suggests_a_size() -> None:
     got = exploration_rule(RuntimeProfile.of(suggesting, 4, 64), ANY, ROOM, DEFAULTS, "12345")
     assert got.eligible
     assert got.candidate.nodes == 64
+
+
+def test_an_explored_size_past_the_idle_nodes_is_not_explored_now() -> None:
+    """An explored size is pinned: one past the idle nodes would make the job, and the queue
+    behind it, wait for the machine to drain, while Slurm would start the job left as
+    submitted on the nodes that are free. So exploration waits for a moment its size can
+    start; the user's minimum never counts as waiting."""
+    request = Request(4, 64, time_limit_min=60, job_id="12345")
+    drawn = drawn_size("12345", 4, 64, ANY)
+    assert drawn is not None
+    assert drawn > 5
+    room = decide(request, SILENT, ClusterState(idle_nodes=drawn, total_nodes=64), DEFAULTS, ROOM)
+    assert (room.rule, room.nodes) == ("exploration", drawn)
+    busy = ClusterState(idle_nodes=drawn - 1, total_nodes=64)
+    waited = decide(request, SILENT, busy, DEFAULTS, ROOM)
+    assert waited.rule != "exploration"
+    explored = next(c for c in waited.candidates if c.rule == "exploration")
+    assert explored.nodes is None
+    assert f"only {drawn - 1} nodes are idle" in explored.reason
+    assert "not explored now" in explored.reason
+    # Without limit_to_idle the size is explored whatever is idle, as before.
+    unlimited = replace(DEFAULTS, limit_to_idle=False)
+    assert decide(request, SILENT, busy, unlimited, ROOM).rule == "exploration"
+    # Unknown idle nodes (no cluster state): nothing tells the run would wait.
+    assert decide(request, SILENT, ClusterState(), DEFAULTS, ROOM).rule == "exploration"
+
+
+def test_exploration_waits_counts_the_users_minimum_as_free() -> None:
+    crowded = ClusterState(idle_nodes=2, total_nodes=64)
+    assert exploration_waits(4, 4, crowded, DEFAULTS) == ""
+    assert exploration_waits(5, 4, crowded, DEFAULTS) != ""
+    assert exploration_waits(2, 1, crowded, DEFAULTS) == ""
