@@ -57,23 +57,16 @@ from policies.decide import DISTRUSTING, MAX_NODES, unusable_because
 from predictor import Curve
 from predictor.covariate import MIN_IDENTIFYING, MIN_NOISE_DF, USE_LEVEL, Covariate, limit_use
 from predictor.heterogeneous import judged_by_noise
+from predictor.observations import MIN_SIZES, OUTLIER_MIN_RUNS
 
 __all__ = [
-    "MIN_SIZES",
     "NOT_BY_RUNS",
-    "OUTLIER_MIN_RUNS",
     "Advice",
     "advise",
     "new_sizes",
     "use_runs",
 ]
 
-#: Distinct sizes below which predictor/observations.py `validate` refuses to fit (it
-#: states the 2 in its test; tests/unit/policies/test_cold_start.py checks they agree).
-MIN_SIZES = 2
-#: Runs at one size from which observations.py `outlier_mask` drops an obvious outlier
-#: ("groups with fewer than three runs keep all"; the test checks they agree).
-OUTLIER_MIN_RUNS = 3
 #: The factor between suggested new sizes (log-even spacing, as `thin` keeps sizes).
 STEP = 2
 #: Distrusted problems that more runs cannot mend, and what can. mixed_sizes is mended by

@@ -3,10 +3,10 @@
 ADEPT section V.B: "Multiple inputs per job size are handled by dropping obvious outliers and
 otherwise averaging inputs to avoid an overly high weight for the repeated job size."
 
-An obvious outlier is a run, at a size with at least three runs, whose runtime lies further from
-the size's median than max(k·1.4826·MAD, r·median): the Iglewicz-Hoaglin modified z-score with
-k = 3.5, floored at a relative deviation r (default 10%) so that sizes whose runs are nearly
-identical do not flag ordinary jitter.
+An obvious outlier is a run, at a size with at least OUTLIER_MIN_RUNS (three) runs, whose
+runtime lies further from the size's median than max(k·1.4826·MAD, r·median): the
+Iglewicz-Hoaglin modified z-score with k = 3.5, floored at a relative deviation r (default 10%)
+so that sizes whose runs are nearly identical do not flag ordinary jitter.
 
 Bounded work on user input. ADEPT's envelope compares every pair of range pairs, so its
 memory and time grow with about the 4th power of the number of distinct sizes (250 sizes:
@@ -26,6 +26,14 @@ from numpy.typing import ArrayLike
 
 from predictor.downey import BoolArray, FloatArray, IntArray
 
+#: Distinct sizes a speedup curve needs: `validate` refuses runs at fewer. Two sizes are the
+#: least from which any scaling is seen (runs at one size say nothing of how the runtime
+#: changes with n); how well they pin the shape is the reliability judgement's to say.
+MIN_SIZES = 2
+#: Runs at one size from which `outlier_mask` can drop an obvious outlier. Two runs lie as far
+#: from their median as each other, at their MAD, a modified z-score of 1/1.4826 < OUTLIER_Z:
+#: the rule cannot tell which is odd, so both are averaged; a third run can tell.
+OUTLIER_MIN_RUNS = 3
 MAD_TO_SIGMA = 1.4826
 OUTLIER_Z = 3.5
 OUTLIER_MIN_REL = 0.10
@@ -108,7 +116,7 @@ def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
     if np.any(tv > MAX_RUNTIME):
         raise ValueError(f"runtime must be at most {MAX_RUNTIME:.3g}")
     sizes = np.unique(nv)
-    if sizes.size < 2:
+    if sizes.size < MIN_SIZES:
         raise ValueError("need runs at two or more distinct sizes to fit a speedup curve")
     return nv.astype(np.int64), tv
 
@@ -116,7 +124,8 @@ def validate(n: ArrayLike, runtime: ArrayLike) -> tuple[IntArray, FloatArray]:
 def outlier_mask(runtime: FloatArray, group: IntArray) -> BoolArray:
     """True for runs that are obvious outliers within their group (see the module docstring).
 
-    `group` holds, per run, the index of its size; groups with fewer than three runs keep all.
+    `group` holds, per run, the index of its size; groups with fewer than OUTLIER_MIN_RUNS
+    runs keep all.
     """
     order = np.argsort(group, kind="stable")
     g = group[order]
@@ -127,7 +136,7 @@ def outlier_mask(runtime: FloatArray, group: IntArray) -> BoolArray:
     mad = _group_median(np.abs(t - np.repeat(med, counts)), starts, counts)
     limit = np.maximum(OUTLIER_Z * MAD_TO_SIGMA * mad, OUTLIER_MIN_REL * med)
     far = np.abs(t - np.repeat(med, counts)) > np.repeat(limit, counts)
-    far &= np.repeat(counts >= 3, counts)
+    far &= np.repeat(counts >= OUTLIER_MIN_RUNS, counts)
     mask: BoolArray = np.empty_like(far)
     mask[order] = far
     return mask

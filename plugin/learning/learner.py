@@ -70,6 +70,7 @@ __all__ = [
     "PollResult",
     "RefitOutcome",
     "UnsettledJobError",
+    "covariate_fitted",
     "curve_from_fit",
     "refit_app",
     "runs_by_node_type",
@@ -345,6 +346,13 @@ def with_limits(runs: Sequence[Observation]) -> bool:
     return bool(runs) and all(r.limit_s is not None and r.written_for is not None for r in runs)
 
 
+def covariate_fitted(runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]) -> bool:
+    """Whether `runs` are fitted as heterogeneous runs, the covariate curve: every run carries
+    its user's limit (`with_limits`), the method is ADEPT and the fit the predictor's own (a
+    caller's own fit function, as tests pass, keeps the plain path)."""
+    return method == "adept" and fit_fn is predictor.fit_observations and with_limits(runs)
+
+
 def _fit_heterogeneous(runs: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
     """The covariate curve of runs that all carry their limits (or None and the reason)."""
     try:
@@ -364,12 +372,11 @@ def _fit_heterogeneous(runs: Sequence[Observation]) -> tuple[predictor.Curve | N
 def _fit_runs(
     runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]
 ) -> tuple[predictor.Curve | None, str]:
-    """A curve from runs (or None and the reason): the covariate curve when every run carries
-    its user's limit, the method is ADEPT and the fit the predictor's own (`with_limits`; a
-    caller's own fit function, as tests pass, keeps the plain path), else the method's fit."""
+    """A curve from runs (or None and the reason): the covariate curve where
+    `covariate_fitted`, else the method's fit."""
     if not runs:
         return None, "no observations"
-    if method == "adept" and fit_fn is predictor.fit_observations and with_limits(runs):
+    if covariate_fitted(runs, method, fit_fn):
         return _fit_heterogeneous(runs)
     try:
         prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
@@ -397,14 +404,22 @@ def _fit_shared(
     runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any], bound: float
 ) -> tuple[predictor.Curve | None, str]:
     """A site key's curve from its users' votes, flagged when one user moves it more than
-    `bound` (plugin/learning/sharing.py); a key without users' runs fits as any other."""
+    `bound` (plugin/learning/sharing.py); a key without users' runs fits as any other. Each
+    user is left out of the model the curve was fitted with: the covariate curve of runs
+    that all carry their limits (`covariate_fitted`: leaving a user out keeps that true),
+    else the method's own fit without the model choice (cheap)."""
     if not any(run.user is not None for run in runs):
         return _fit_runs(runs, method, fit_fn)
     pooled = sharing.votes(runs)
     curve, note = _fit_runs(pooled, method, fit_fn)
     if curve is None:
         return curve, note
-    found = sharing.influence(pooled, lambda some: _plain_curve(some, method, fit_fn))
+    covariate = covariate_fitted(pooled, method, fit_fn)
+
+    def refit(some: Sequence[Observation]) -> predictor.Curve | None:
+        return _fit_heterogeneous(some)[0] if covariate else _plain_curve(some, method, fit_fn)
+
+    found = sharing.influence(pooled, refit)
     if found is not None and found.change > bound:
         log.info(
             "shared_curve_flagged",

@@ -17,7 +17,13 @@ user from steering the others' sizes and limits through it:
    ``user_influence`` and sizes no job (policies/decide.py, DISTRUSTING) until other users'
    runs, or an admin's, agree with that user's. This is the leave-one-group-out form of a
    regression's influence diagnostics (Cook 1977; Belsley, Kuh and Welsch 1980), with the
-   user as the group.
+   user as the group. Each user is left out of the model the curve was fitted with (the
+   caller's `Fit`): the covariate curve of heterogeneous runs (predictor/heterogeneous.py)
+   where the curve is one, so a user is judged on the model that sizes the jobs. A
+   covariate curve's runtime is that of its reference job, the runs' mean input
+   (predictor/covariate.py, `reference`), which leaving any user out moves without the
+   model changing; so both curves are compared for the full curve's reference job
+   (`Curve.for_limit`: a job asking the reference limit for one node).
 
 The bound is a policy choice, not fitted: 25% is about the spread between the curve's own
 90% interval ends on a clean fit of a few sizes (predictor/intervals.py), so a user who
@@ -103,9 +109,10 @@ def _users_to_check(runs: Sequence[Observation]) -> list[str]:
 
 
 def influence(runs: Sequence[Observation], fit: Fit) -> Influence | None:
-    """The largest leave-one-user-out change of the curve fitted on `runs` (the votes): the
-    relative change of its runtime at the sizes the full curve was fitted on; None when no
-    run has a user or the runs give no curve."""
+    """The largest leave-one-user-out change of the curve fitted on `runs` (the votes) by
+    `fit`: the relative change of its runtime at the sizes the full curve was fitted on, for
+    the full curve's reference job where it has a covariate (module doc); None when no run
+    has a user or the runs give no curve."""
     users = _users_to_check(runs)
     if not users:
         return None
@@ -114,13 +121,16 @@ def influence(runs: Sequence[Observation], fit: Fit) -> Influence | None:
         return None
     sizes = np.asarray(full.observed_n, dtype=float)
     base = np.asarray(full.runtime(sizes), dtype=float)
+    # The reference job asks the reference limit for one node: τ(1) = 1 deflates nothing.
+    reference = None if full.covariate is None else full.covariate.reference
     worst: Influence | None = None
     for user in users:
         rest = [run for run in runs if run.user != user]
         curve = fit(rest) if rest else None
         found = Influence(user, math.inf, None)
         if curve is not None:
-            change = np.abs(np.asarray(curve.runtime(sizes), dtype=float) / base - 1.0)
+            moved = np.asarray(curve.for_limit(reference, 1).runtime(sizes), dtype=float)
+            change = np.abs(moved / base - 1.0)
             k = int(np.argmax(change))
             found = Influence(user, float(change[k]), int(sizes[k]))
         if worst is None or found.change > worst.change:

@@ -3,13 +3,18 @@ can move it far (plugin/learning/sharing.py), with the real predictor's fits."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 import predictor
 from plugin.appkey import AppKey
+from plugin.learning.learner import _fit_heterogeneous, _fit_shared
 from plugin.learning.sharing import USER_INFLUENCE, flag_influence, influence, votes
 from plugin.store.curves import Observation
+from predictor.downey import relative_runtime
 
 APP = AppKey("lulesh")
 #: NAS LU class W (the thesis' Table 5.1) as runtimes of T(1) = 100 s.
@@ -122,3 +127,91 @@ def test_a_curve_of_one_users_runs_alone_is_that_users_say() -> None:
 def test_runs_without_users_are_not_checked() -> None:
     admin = [run(i, n, t, None) for i, (n, t) in enumerate(LU.items())]
     assert influence(votes(admin), fit) is None
+
+
+#: Sizes of the heterogeneous runs below, and their Downey shape (A = 24, σ = 0.8) at T(1) =
+#: 1000 s for an input of scale 1.
+SIZES = np.array([1, 2, 4, 8, 16, 32, 64])
+SHAPE = 1000.0 * relative_runtime(SIZES.astype(float), 24.0, 0.8)
+
+
+def inputs_vary(
+    user: str, ran: Sequence[int], rng: np.random.Generator, log_scale: float, spread: float
+) -> list[Observation]:
+    """One run of `user` at each size index of `ran`, each with its own input (a log-normal
+    scale of mean `log_scale` and SD `spread`) and the limit its user wrote for it: twice the
+    runtime the input takes on the size asked (the one ran, or a neighbour), within 10%."""
+    start = 1000 * (sum(map(ord, user)) % 1000)
+    out = []
+    for i, r in enumerate(ran):
+        asked = int(np.clip(r + (i + start) % 3 - 1, 0, SIZES.size - 1))
+        scale = float(np.exp(rng.normal(log_scale, spread)))
+        runtime = SHAPE[r] * scale * float(np.exp(rng.normal(0.0, 0.03)))
+        limit = 2.0 * SHAPE[asked] * scale * float(np.exp(rng.normal(0.0, 0.1)))
+        out.append(
+            Observation(
+                f"{user}{i}",
+                APP,
+                int(SIZES[r]),
+                runtime,
+                1_700_000_000.0 + start + i,
+                "sacct",
+                user=user,
+                limit_s=limit,
+                written_for=int(SIZES[asked]),
+            )
+        )
+    return out
+
+
+def honest_inputs(rng: np.random.Generator) -> list[Observation]:
+    """Four users who ran every size once, each run on an input of its own (a log-SD of 1:
+    runtimes of one size differ up to ~20x, as real traces' do)."""
+    users = ("ann", "bob", "carol", "erin")
+    return [run for user in users for run in inputs_vary(user, range(SIZES.size), rng, 0.0, 1.0)]
+
+
+def covariate(runs: Sequence[Observation]) -> predictor.Curve | None:
+    return _fit_heterogeneous(runs)[0]
+
+
+def test_a_covariate_curve_leaves_each_user_out_of_the_covariate_fit() -> None:
+    pooled = votes(honest_inputs(np.random.default_rng(0)))
+    assert len(pooled) == 4 * SIZES.size  # one run per user and size: the votes are the runs
+    curve, _ = _fit_shared(pooled, "adept", predictor.fit_observations, 0.25)
+    assert curve is not None
+    assert curve.covariate is not None
+    assert USER_INFLUENCE not in {p.problem for p in curve.diagnostics.reliability}
+    found = influence(pooled, covariate)
+    assert found is not None
+    assert found.change < 0.25
+    # A plain refit reads the spread of their inputs as a steer: leaving any one of them out
+    # moves its runtime far, and it would deny a curve that sizes no job by it.
+    plain = influence(pooled, fit)
+    assert plain is not None
+    assert plain.change > 1.0
+
+
+def test_a_users_bigger_inputs_move_the_reference_job_not_the_covariate_curve() -> None:
+    rng = np.random.default_rng(0)
+    # An admin's import of every size, and dave, whose inputs are ~50x theirs, at 16-64.
+    admin = [dataclasses.replace(run, user=None) for run in honest_inputs(rng)]
+    pooled = votes([*admin, *inputs_vary("dave", [4, 5, 6], rng, 4.0, 0.2)])
+    full = covariate(pooled)
+    rest = covariate([run for run in pooled if run.user is None])
+    assert full is not None
+    assert full.covariate is not None
+    assert rest is not None
+    assert rest.covariate is not None
+    # Without him the runs' mean input, the reference job whose runtime a covariate curve
+    # states, is a third smaller: its runtime drops by more than the bound ...
+    assert rest.covariate.reference / full.covariate.reference < 0.7
+    sizes = np.asarray(full.observed_n, dtype=float)
+    assert np.max(np.abs(rest.runtime(sizes) / full.runtime(sizes) - 1.0)) > 0.25
+    # ... but for one job the two curves hardly differ: he is no steer.
+    found = influence(pooled, covariate)
+    assert found is not None
+    assert found.user == "dave"
+    assert found.change < 0.1
+    same_job = rest.for_limit(full.covariate.reference, 1).runtime(sizes)
+    assert np.max(np.abs(same_job / full.runtime(sizes) - 1.0)) == found.change

@@ -11,21 +11,14 @@ import pytest
 from numpy.typing import NDArray
 
 import predictor
-from policies.cold_start import (
-    MIN_SIZES,
-    OUTLIER_MIN_RUNS,
-    Advice,
-    advise,
-    new_sizes,
-    use_runs,
-)
+from policies.cold_start import Advice, advise, new_sizes, use_runs
 from policies.config import DEFAULTS
 from policies.decide import unusable_because
 from predictor.covariate import USE_LEVEL, limit_use
 from predictor.diagnostics import ReliabilityProblem
 from predictor.downey import relative_runtime
 from predictor.heterogeneous import fit_heterogeneous, judged_by_noise
-from predictor.observations import outlier_mask, validate
+from predictor.observations import MIN_SIZES, OUTLIER_MIN_RUNS, outlier_mask, validate
 
 A, SIGMA, T1 = 24.0, 0.5, 3600.0
 
@@ -189,8 +182,9 @@ def test_new_sizes_double_beyond_the_runs_then_halve_below_within_the_range() ->
     assert all(1 <= k <= 100 for k in new_sizes([3, 7], 100, 10))
 
 
-def test_the_constants_agree_with_the_predictor() -> None:
-    """MIN_SIZES and OUTLIER_MIN_RUNS restate numbers observations.py keeps inline."""
+def test_the_predictor_refuses_and_drops_exactly_where_its_constants_say() -> None:
+    """The advice counts runs by MIN_SIZES and OUTLIER_MIN_RUNS: fewer sizes are refused, as
+    many fit; fewer runs at a size keep an odd one, as many drop it."""
     with pytest.raises(ValueError, match="distinct sizes"):
         validate([8] * (MIN_SIZES + 3), [1.0] * (MIN_SIZES + 3))
     validate(list(range(1, MIN_SIZES + 1)), [1.0] * MIN_SIZES)
