@@ -64,10 +64,14 @@ Fit = Callable[[Sequence[Observation]], "predictor.Curve | None"]
 
 
 def votes(runs: Sequence[Observation]) -> list[Observation]:
-    """Each user's runs at one size and node type as one run with their median runtime (the
-    newest run of the group stands for it) and, when every run of the group carries its
-    user's limit, their median limit (the covariate of heterogeneous runs; else the vote has
-    none); runs without a user kept as they are."""
+    """Each user's runs at one size and node type as one run (the newest run of the group
+    stands for it); runs without a user kept as they are.
+
+    The vote's runtime is the group's median. When every run of the group carries its user's
+    limit (the covariate of heterogeneous runs), the vote is the group's middle run by
+    runtime (the lower of the two middle ones), with that run's own limit and the size it
+    was written for: a runtime and a limit taken as medians apart could pair one input's
+    runtime with another input's limit, a run nobody made. Otherwise the vote has no limit."""
     groups: dict[tuple[str, int, str | None], list[Observation]] = {}
     out: list[Observation] = []
     for run in runs:
@@ -77,10 +81,20 @@ def votes(runs: Sequence[Observation]) -> list[Observation]:
             groups.setdefault((run.user, run.nodes, run.node_type), []).append(run)
     for group in groups.values():
         newest = max(group, key=lambda r: (r.end_time, r.job_id))
+        if all(r.limit_s is not None for r in group):
+            ranked = sorted(group, key=lambda r: (r.runtime_s, r.end_time, r.job_id))
+            middle = ranked[(len(ranked) - 1) // 2]
+            out.append(
+                dataclasses.replace(
+                    newest,
+                    runtime_s=middle.runtime_s,
+                    limit_s=middle.limit_s,
+                    written_for=middle.written_for,
+                )
+            )
+            continue
         median = float(np.median([r.runtime_s for r in group]))
-        limits = [r.limit_s for r in group if r.limit_s is not None]
-        limit = float(np.median(limits)) if len(limits) == len(group) else None
-        out.append(dataclasses.replace(newest, runtime_s=median, limit_s=limit))
+        out.append(dataclasses.replace(newest, runtime_s=median, limit_s=None))
     return sorted(out, key=lambda r: (r.end_time, r.job_id))
 
 

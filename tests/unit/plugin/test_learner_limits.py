@@ -113,14 +113,15 @@ def test_an_observation_keeps_its_limit_and_an_older_document_reads_without() ->
         Observation.from_json(app, "7", json.dumps({**json.loads(text), "l": "x"}))
 
 
-def test_a_users_vote_carries_the_median_of_their_limits() -> None:
+def test_a_users_vote_carries_the_limit_of_their_middle_run() -> None:
     app = AppKey("lu")
 
     def run(i: int, limit: float | None) -> Observation:
         return Observation(f"{i}", app, 8, 100.0 * i, 1.7e9 + i, user="ann", limit_s=limit)
 
     (vote,) = sharing.votes([run(1, 600.0), run(2, 1800.0), run(3, 1200.0)])
-    assert (vote.runtime_s, vote.limit_s) == (200.0, 1200.0)
+    # The middle run by runtime, with its own limit (not the median of the limits, 1200 s).
+    assert (vote.runtime_s, vote.limit_s) == (200.0, 1800.0)
     # One run without its limit: the vote has none (a median of some would be no one's).
     (partial,) = sharing.votes([run(1, 600.0), run(2, None)])
     assert partial.limit_s is None

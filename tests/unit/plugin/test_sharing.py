@@ -50,6 +50,31 @@ def test_a_user_votes_once_per_size_with_the_median_of_their_runs() -> None:
     assert len(pooled) == 3  # 99 runs of one user are one vote; an admin's run stays whole
 
 
+def test_a_vote_of_runs_with_limits_is_one_real_run_with_its_own_limit() -> None:
+    """Medians taken apart would pair one input's runtime with another's limit: runs of
+    (100 s, 1000 s limit), (500 s, 100 s) and (1000 s, 1100 s) gave (500 s, 1000 s), a run
+    that used half its limit where the real one overran it five times."""
+
+    def limited(job: int, t: float, limit: float, written_for: int) -> Observation:
+        one = run(job, 4, t, "ann")
+        return dataclasses.replace(one, limit_s=limit, written_for=written_for)
+
+    group = [
+        limited(1, 100.0, 1000.0, 8),
+        limited(2, 500.0, 100.0, 2),
+        limited(3, 1000.0, 1100.0, 4),
+    ]
+    (vote,) = votes(group)
+    assert (vote.runtime_s, vote.limit_s, vote.written_for) == (500.0, 100.0, 2)
+    assert vote.job_id == "j3"  # the newest run stands for the group
+    # An even group: the lower middle run, whole.
+    (pair,) = votes(group[:1] + group[2:])
+    assert (pair.runtime_s, pair.limit_s, pair.written_for) == (100.0, 1000.0, 8)
+    # One run without its limit: the median runtime, and no limit.
+    (plain,) = votes([*group[:2], run(3, 4, 1000.0, "ann")])
+    assert (plain.runtime_s, plain.limit_s) == (500.0, None)
+
+
 def test_honest_users_move_a_shared_curve_little() -> None:
     pooled = votes(honest(["ann", "bob", "carol"]))
     found = influence(pooled, fit)
