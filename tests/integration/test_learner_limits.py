@@ -43,8 +43,13 @@ def test_a_sized_job_is_observed_with_the_limit_its_user_asked(
 ) -> None:
     learn_downey(scratch_url(), "it-limits", tmp_path)
     daemon = daemon_factory().start()
+    # Submitted as an ordinary user: the limit is theirs, the record the daemon's (root's).
     job = submit_job(
-        "--nodes=1-8", "--time=60", "--comment=adaptalloc:v1 app=it-limits", wrap="sleep 1"
+        "--nodes=1-8",
+        "--time=60",
+        "--comment=adaptalloc:v1 app=it-limits",
+        wrap="sleep 1",
+        as_user=slurm.test_user,
     )
     decision = daemon.wait_decision(job)
     assert decision["action"] == "resize", decision
@@ -66,6 +71,7 @@ def test_a_sized_job_is_observed_with_the_limit_its_user_asked(
     # ... and the observation the user's.
     assert (observed.limit_s, observed.written_for) == (3600.0, 1)
     assert observed.nodes == decision["nodes"]
+    assert observed.app.owner == slurm.test_user  # the run teaches its own user's curve
 
 
 def test_runs_with_their_limits_give_a_curve_the_gate_accepts(redis_client: object) -> None:
