@@ -161,6 +161,34 @@ def test_the_misfit_test_flags_a_shape_the_downey_model_cannot_take() -> None:
     assert "shape_misfit" not in {p.problem for p in good.diagnostics.reliability}
 
 
+def test_a_significant_misfit_smaller_than_the_noise_keeps_the_shape() -> None:
+    """Many runs make a small misfit significant: a Downey curve bent by ±0.15 in log at
+    alternate sizes, under a run noise of 0.5, fails the lack-of-fit test, but its size
+    means stray less than one run's noise, so the shape is not rejected; the same bend under
+    a noise of 0.05 is."""
+    rng = np.random.default_rng(11)
+    sizes = np.repeat(np.array([1, 2, 4, 8, 16, 32]), 120)
+    bend = np.repeat(np.exp(np.array([0.15, -0.15, 0.15, -0.15, 0.15, -0.15])), 120)
+    limit = np.exp(rng.normal(np.log(3600.0), 1.0, sizes.size))
+    shape = relative_runtime(sizes.astype(float), 12.0, 0.5) * bend
+
+    def fitted(noise_sd: float) -> Covariate:
+        t = 500.0 * (limit / 3600.0) * shape * np.exp(rng.normal(0.0, noise_sd, sizes.size))
+        curve = fit_heterogeneous(sizes, t, limit)
+        assert curve is not None
+        assert curve.covariate is not None
+        return curve.covariate
+
+    noisy = fitted(0.5)
+    assert noisy.lof_p < LOF_ALPHA  # significant ...
+    assert noisy.misfit < noisy.noise  # ... but within one run's noise
+    assert not noisy.shape_rejected
+    quiet = fitted(0.05)
+    assert quiet.lof_p < LOF_ALPHA
+    assert quiet.misfit > quiet.noise
+    assert quiet.shape_rejected
+
+
 def test_runs_without_repeated_sizes_keep_adepts_judgement() -> None:
     """No size run twice: no pure error, no noise estimate, the fit error gate stays."""
     n = np.array([1, 2, 4, 8, 16])

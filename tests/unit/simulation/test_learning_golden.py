@@ -19,8 +19,9 @@ that and sizes raised until the pessimistic runtime fits the user's limit
 limit was left as submitted, the size check of a curve of heterogeneous runs read its runs'
 limit use (predictor/covariate.py, "Limit use") and the figures counted the jobs of
 applications that had run MATURE_RUNS times, once when explored sizes were raised to fit
-their users' limits too, and once when a size was explored only where it could start on the
-idle nodes (rules.py, exploration_waits): the commits say so.
+their users' limits too, once when a size was explored only where it could start on the
+idle nodes (rules.py, exploration_waits), and once when a shape was rejected only where its
+misfit also exceeded the noise (predictor/covariate.py, "Relevance"): the commits say so.
 """
 
 from __future__ import annotations
