@@ -23,7 +23,8 @@ The flow (rules.py states each rule and its literature):
    start now (rules.py, `exploration_waits`). Otherwise an unusable curve (fitting
    error above max_fit_error, or a problem of its reliability judgment that says it may be
    wrong: `DISTRUSTING`) gets the fallback. Otherwise the configured strategy's candidate
-   (load_adaptive, efficiency or pws), capped at the maximum useful size when one is known,
+   (load_adaptive, efficiency or pws), capped at the maximum useful size (or, where the
+   runs show no knee, the largest size they ran),
    then raised, if need be, to the least size whose pessimistic runtime fits the user's own
    limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
    says overruns it would be killed.

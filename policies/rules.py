@@ -16,8 +16,10 @@ pws
     quasi-concave, so this is the curve's `pws_n` clamped to the range.
 cap
     The maximum useful size, ⌈2A-1⌉ (low variance) or ⌈A + Aσ - σ⌉ (high variance), beyond
-    which S(n) = A (ADEPT section III.B): nodes past it cannot speed the job. None when the
-    runs show no knee (`Curve.max_useful_n` is None); then nothing is capped.
+    which S(n) = A (ADEPT section III.B): nodes past it cannot speed the job. When the runs
+    show no knee (`Curve.max_useful_n` is None) A is not identified, and the cap is the
+    largest size the runs saw: the curve has no evidence of speedup past it. (Chosen over
+    "nothing capped" on the quick fair benchmark, docs/science/heterogeneous-runs.md.)
 load_adaptive
     Under light load give a job more nodes, under heavy load fewer and more efficient ones
     (Naik, Setia and Squillante, JPDC 1997; Sodan and Huang's SCOJO, 2006; Barsanti and Sodan,
@@ -208,14 +210,11 @@ def _knee_formula(curve: Curve) -> str:
 
 
 def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
+    """The maximum useful size in [lo, hi] (module doc); with no knee in the runs, the
+    largest size they ran."""
     m = curve.max_useful_n
     if m is None:
-        return Candidate(
-            "cap",
-            None,
-            "the runs show no knee yet, so the largest useful size is unknown and nothing is "
-            "capped",
-        )
+        return _unseen_cap(curve, lo, hi)
     knee = f"the speedup stops growing at {nodes(m)} ({_knee_formula(curve)})"
     if m > hi:
         return Candidate(
@@ -227,6 +226,28 @@ def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
     if m < lo:
         return Candidate("cap", lo, f"{knee}, below the job's minimum, so at most {nodes(lo)}")
     return Candidate("cap", m, f"{knee}, so more nodes cannot speed the job")
+
+
+def _unseen_cap(curve: Curve, lo: int, hi: int) -> Candidate:
+    """The cap of a curve whose runs show no knee: its A is then a representative of the
+    values the runs cannot tell apart (fitting.py, `max_useful_n`), and nothing says the
+    speedup goes on past the largest size the runs saw, so no size past it is useful by the
+    curve's word (at least lo)."""
+    seen = curve.largest_observed
+    if seen >= hi:
+        return Candidate(
+            "cap",
+            hi,
+            f"the runs show no knee up to {nodes(seen)}, at or beyond the largest size allowed, "
+            f"{nodes(hi)}",
+        )
+    top = max(lo, seen)
+    return Candidate(
+        "cap",
+        top,
+        f"the runs show no knee yet and ran up to {nodes(seen)}, so the curve knows no speedup "
+        f"past that: at most {nodes(top)}",
+    )
 
 
 # --- load -----------------------------------------------------------------------------------

@@ -169,9 +169,19 @@ def test_cap_low_and_high_variance_and_unknown() -> None:
     high = make_curve(10.0, 2.0)  # A + Aσ - σ = 28
     assert cap_rule(high, 1, 100).nodes == 28
     assert "(A+Aσ-σ with A = 10, σ = 2)" in cap_rule(high, 1, 100).reason
-    unknown = cap_rule(make_curve(700.0, 3.0, identified=False), 1, 100)
-    assert unknown.nodes is None
-    assert "no knee" in unknown.reason
+    # No knee in the runs (observed 4-32): A is not identified, and the curve knows no
+    # speedup past the largest size its runs saw.
+    unseen = make_curve(700.0, 3.0, identified=False)
+    unknown = cap_rule(unseen, 1, 100)
+    assert unknown.nodes == 32
+    assert unknown.reason == (
+        "the runs show no knee yet and ran up to 32 nodes, so the curve knows no speedup "
+        "past that: at most 32 nodes"
+    )
+    assert cap_rule(unseen, 40, 100).nodes == 40  # never below the user's minimum
+    beyond = cap_rule(unseen, 1, 16)
+    assert beyond.nodes == 16
+    assert "at or beyond the largest size allowed, 16 nodes" in beyond.reason
 
 
 # --- load-adaptive --------------------------------------------------------------------------

@@ -21,7 +21,9 @@ limit use (predictor/covariate.py, "Limit use") and the figures counted the jobs
 applications that had run MATURE_RUNS times, once when explored sizes were raised to fit
 their users' limits too, once when a size was explored only where it could start on the
 idle nodes (rules.py, exploration_waits), and once when a shape was rejected only where its
-misfit also exceeded the noise (predictor/covariate.py, "Relevance"): the commits say so.
+misfit also exceeded the noise (predictor/covariate.py, "Relevance"), and once when a
+curve whose runs show no knee was capped at the largest size they ran (rules.py, cap):
+the commits say so.
 """
 
 from __future__ import annotations
