@@ -298,6 +298,30 @@ def _capped(size: int, hi: int, requested: int, limit: int | None) -> str:
     return f"; {most} nodes per job"
 
 
+def _exploration(
+    profile: RuntimeProfile,
+    request: Request,
+    cluster: ClusterState,
+    allowed: Allowed,
+    settings: PolicySettings,
+    budget: ExplorationBudget,
+) -> tuple[Candidate, bool]:
+    """The exploration candidate and whether the job is explored: an eligible size raised to
+    fit the user's limit (a run killed at its limit teaches nothing) that can start now."""
+    explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
+    if not explore.eligible:
+        return explore.candidate, False
+    size, why = _fitting(
+        profile, explore.candidate.size, explore.candidate.reason, request, settings, allowed
+    )
+    if size is None:
+        return explore.candidate, False
+    waits = exploration_waits(size, profile.lo, cluster, settings)
+    if waits:
+        return Candidate("exploration", None, f"{why}, but {waits}"), False
+    return Candidate("exploration", size, why), True
+
+
 def _with_curve(
     request: Request,
     profile: RuntimeProfile,
@@ -313,18 +337,10 @@ def _with_curve(
     pws = pws_rule(profile)
     cap = cap_rule(curve, lo, hi)
     load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
-    explore = exploration_rule(profile, allowed, budget, settings, request.job_id)
-    candidates = [efficiency, pws, cap, load, explore.candidate]
-    if explore.eligible:
-        # An explored size must fit the user's limit too: a run killed teaches nothing.
-        explored, why = _fitting(
-            profile, explore.candidate.size, explore.candidate.reason, request, settings, allowed
-        )
-        if explored is not None:
-            waits = exploration_waits(explored, lo, cluster, settings)
-            if not waits:
-                return Candidate("exploration", explored, why), candidates
-            candidates[-1] = Candidate("exploration", None, f"{why}, but {waits}")
+    explore, explored = _exploration(profile, request, cluster, allowed, settings, budget)
+    candidates = [efficiency, pws, cap, load, explore]
+    if explored:
+        return explore, candidates
     unusable = unusable_because(curve, settings)
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
