@@ -357,6 +357,13 @@ def _lean(
     return n, f"{load.words}, {how}"
 
 
+def waits_for_nodes(n: int, least: int, cluster: ClusterState, settings: PolicySettings) -> bool:
+    """With limit_to_idle and a known idle count, whether a size n past both the idle nodes
+    and `least` (a size that would wait anyway, the user's minimum) would wait for nodes."""
+    idle = cluster.idle_nodes
+    return settings.limit_to_idle and idle is not None and n > max(least, idle)
+
+
 def load_adaptive_rule(
     efficiency: Candidate,
     pws: Candidate,
@@ -374,7 +381,7 @@ def load_adaptive_rule(
     least = small if lo is None else min(lo, small)
     n, words = _lean(least, small, large, cluster, settings)
     idle = cluster.idle_nodes
-    if settings.limit_to_idle and idle is not None and n > max(least, idle):
+    if idle is not None and waits_for_nodes(n, least, cluster, settings):
         if idle <= least:
             words += f", but with only {idle} idle it takes the user's minimum, {nodes(least)}"
         else:
@@ -500,12 +507,11 @@ def exploration_waits(n: int, lo: int, cluster: ClusterState, settings: PolicySe
     every job queued behind it, wait for the machine to drain (on NASA's iPSC/860 trace at load
     0.7, runs explored at 120 of 128 nodes held the queue for hours). The user's minimum would
     wait as well, so it never counts as waiting."""
-    idle = cluster.idle_nodes
-    if not settings.limit_to_idle or idle is None or n <= max(idle, lo):
+    if not waits_for_nodes(n, lo, cluster, settings):
         return ""
     return (
-        f"only {idle} nodes are idle, and a run pinned at {nodes(n)} would wait for nodes to "
-        "free, so it is not explored now"
+        f"only {cluster.idle_nodes} nodes are idle, and a run pinned at {nodes(n)} would wait "
+        "for nodes to free, so it is not explored now"
     )
 
 
