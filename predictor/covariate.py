@@ -91,6 +91,15 @@ n nodes, with that probability, where L·e^(u_q)·T(n)/T(r) ≤ L (policies/time
 fits_limit). It needs the sizes the limits were written for, and ⌈USE_LEVEL·(N+1)⌉ ≤ N runs
 (19 at 0.95).
 
+Killed runs count. A run stopped at its limit has no run time, only a lower bound (the time
+it ran), so it is no observation of the shape; but leaving it out of the limit use keeps
+only the runs that fitted their limits, and the bound then never learns that a size kills
+(survivor bias: a key whose jobs are pinned where their limits do not reach keeps a bound
+that says they do). So the quantile is taken over the completed runs and the killed ones
+(`Censored`), each killed run's use at its lower bound log(ran/L) − log(T(n)/T(r)): its true
+use is at least that, so the bound errs low only by how far the killed runs would have
+overrun, where leaving them out errs by every one of them.
+
 What is assumed (said where it matters): the scale of an input follows a power of the limit
 with one exponent per application; what the limit does not explain is noise of one variance
 at every size. Users over-ask by varying factors (Mu'alem and Feitelson, TPDS 2001), which
@@ -139,7 +148,7 @@ MAX_LOG_SCALE = 40.0
 #: 1-5, of 0.9 and 0.95, as the one whose kills come nearest greedy's (cells with more kills
 #: than greedy: 16 of 24 against 18); scored on seeds 101-110 (docs/science/queue-cost.md).
 USE_LEVEL = 0.95
-#: Values per axis of the finer grid around the best instance (`shape_means`).
+#: Values per axis of the finer grid around the best instance (`least_squares_shape`).
 REFINE = 15
 #: Pure-error degrees of freedom below which the noise is not estimated (too few repeats).
 MIN_NOISE_DF = 2
@@ -273,16 +282,40 @@ def validate_limits(limit: ArrayLike, runs: int) -> FloatArray:
     return arr
 
 
-def validate_sizes(sizes: ArrayLike, runs: int) -> FloatArray:
-    """The sizes the runs' limits were written for: whole numbers ≥ 1, one per run."""
+@dataclass(frozen=True)
+class Censored:
+    """Runs stopped before they finished, killed at their limits or preempted (module doc,
+    "killed runs count"): their sizes, how long they ran (s: a lower bound of their run
+    time), their users' limits as written (s) and the sizes those were written for."""
+
+    n: FloatArray
+    ran: FloatArray
+    limit: FloatArray
+    written_for: FloatArray
+
+    @classmethod
+    def of(cls, n: ArrayLike, ran: ArrayLike, limit: ArrayLike, written_for: ArrayLike) -> Censored:
+        """Checked runs; ValueError for unusable input."""
+        sizes = validate_sizes(n, np.size(n), "n")
+        return cls(
+            sizes,
+            validate_limits(ran, sizes.size),
+            validate_limits(limit, sizes.size),
+            validate_sizes(written_for, sizes.size),
+        )
+
+
+def validate_sizes(sizes: ArrayLike, runs: int, name: str = "written_for") -> FloatArray:
+    """Sizes (the ones the runs' limits were written for, by default): whole numbers ≥ 1, one
+    per run; `name` says which in an error."""
     try:
         arr = np.asarray(sizes, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise ValueError("written_for must be numbers") from exc
+        raise ValueError(f"{name} must be numbers") from exc
     if arr.shape != (runs,):
-        raise ValueError(f"written_for must hold one size per run ({runs}), got {arr.shape}")
+        raise ValueError(f"{name} must hold one size per run ({runs}), got {arr.shape}")
     if not np.all(np.isfinite(arr)) or np.any(arr < 1) or np.any(arr != np.round(arr)):
-        raise ValueError("written_for must hold whole sizes of at least 1")
+        raise ValueError(f"{name} must hold whole sizes of at least 1")
     return arr
 
 
@@ -404,34 +437,70 @@ def adjust(
     return Adjusted(nv, adjusted, beta, float(np.exp(center)), shape, identifying)
 
 
-def shape_means(
-    sizes: FloatArray, means: FloatArray, counts: FloatArray, a_max: float = A_MAX
-) -> FloatArray:
-    """The least-squares Downey shape of the sizes' mean log runtimes, weighted by their runs:
-    min over (A, s, c) of Σ_k n_k (ȳ_k − c − log τ(n_k; A, s))², c in closed form, over the
-    profile grid and then a finer grid around its best instance (REFINE values per axis, one
-    coarse step each side). Returns its log runtime at the sizes: the fitted model of the
-    lack-of-fit test, which needs the least-squares fit (ADEPT's fit of the arithmetic means
-    with relative errors is not, and would read its own difference as misfit)."""
+@dataclass(frozen=True)
+class SizeMeans:
+    """The adjusted runs by size: the distinct sizes, each run's size index, the runs' log
+    adjusted runtimes ỹ_i, and per size their mean ȳ_k and count n_k."""
+
+    sizes: FloatArray
+    group: IntArray
+    y: FloatArray
+    means: FloatArray
+    counts: FloatArray
+
+    @classmethod
+    def of(cls, adjusted: Adjusted) -> SizeMeans:
+        sizes, group = np.unique(adjusted.n, return_inverse=True)
+        y = np.log(adjusted.runtime)
+        means, counts = group_means(y, group, sizes.size)
+        return cls(sizes.astype(float), group, y, means, counts)
+
+
+@dataclass(frozen=True)
+class LeastSquaresShape:
+    """The least-squares Downey curve of the adjusted runs (`least_squares_shape`): A, s
+    (downey.py's shape coordinate) and c = log T(1) at the reference limit."""
+
+    A: float
+    s: float
+    c: float
+
+    def log_runtime(self, n: ArrayLike) -> FloatArray:
+        """c + log τ(n; A, s)."""
+        out: FloatArray = self.c + np.log(
+            relative_runtime_s(np.asarray(n, dtype=float), self.A, self.s)
+        )
+        return out
+
+
+def least_squares_shape(by_size: SizeMeans, a_max: float = A_MAX) -> LeastSquaresShape:
+    """The least-squares Downey curve of the adjusted runs' log runtimes: min over (A, s, c)
+    of Σ_i (ỹ_i − c − log τ(n_i; A, s))², which is Σ_k n_k (ȳ_k − c − log τ(n_k; A, s))² plus
+    the pure error (no parameter enters it); c in closed form, over the profile grid and then
+    a finer grid around its best instance (REFINE values per axis, one coarse step each
+    side). It is the maximum-likelihood curve of the model's log-normal noise (module doc):
+    the lack-of-fit test's fitted model, and the curve that replaces ADEPT's
+    (heterogeneous.py, "Which fit gives the shape")."""
+    sizes, means, counts = by_size.sizes, by_size.means, by_size.counts
     A, s = grid(a_max)
-    best = _means_fit(sizes, means, counts, A, s)
+    best, _ = _means_fit(sizes, means, counts, A, s)
     step_a = a_max ** (1.0 / (GRID_A - 1))
     step_s = S_MAX / (GRID_S - 1)
-    a0, s0 = float(A[best[0]]), float(s[best[0]])
+    a0, s0 = float(A[best]), float(s[best])
     fine_a, fine_s = np.meshgrid(
         geomspace(max(1.0, a0 / step_a), min(a_max, a0 * step_a), REFINE),
         linspace(max(0.0, s0 - step_s), min(S_MAX, s0 + step_s), REFINE),
     )
     A2, s2 = fine_a.ravel(), fine_s.ravel()
     k, c = _means_fit(sizes, means, counts, A2, s2)
-    out: FloatArray = c + np.log(relative_runtime_s(sizes, float(A2[k]), float(s2[k])))
-    return out
+    return LeastSquaresShape(float(A2[k]), float(s2[k]), c)
 
 
 def _means_fit(
     sizes: FloatArray, means: FloatArray, counts: FloatArray, A: FloatArray, s: FloatArray
 ) -> tuple[int, float]:
-    """(best instance, its c) of the weighted log fit of `shape_means` over instances."""
+    """(best instance, its c) of the weighted log fit of `least_squares_shape` over
+    instances."""
     g = np.log(relative_runtime_s(sizes[None, :], A[:, None], s[:, None]))
     w = counts / counts.sum()
     c = (means[None, :] - g) @ w
@@ -440,17 +509,12 @@ def _means_fit(
     return k, float(c[k])
 
 
-def judge(adjusted: Adjusted, curve_runtime: FloatArray) -> tuple[Covariate, float]:
-    """The covariate record of the adjusted runs (noise, lack-of-fit test against the
-    least-squares shape, `shape_means`), and the RMS log residual of the runs around the
-    curve whose runtime at their sizes is `curve_runtime` (per run; module doc)."""
-    sizes, group = np.unique(adjusted.n, return_inverse=True)
-    y = np.log(adjusted.runtime)
-    means, counts = group_means(y, group, sizes.size)
-    curve_log = shape_means(sizes.astype(float), means, counts)
-    misfit, p, noise, df = lack_of_fit(y, group, curve_log, sizes.size)
-    residual = float(np.sqrt(np.mean((y - np.log(curve_runtime)) ** 2)))
-    cov = Covariate(
+def judge(adjusted: Adjusted, by_size: SizeMeans, shape: LeastSquaresShape) -> Covariate:
+    """The covariate record of the adjusted runs: the noise of repeated sizes and the
+    lack-of-fit test against their least-squares curve `shape` (module doc)."""
+    curve_log = shape.log_runtime(by_size.sizes)
+    misfit, p, noise, df = lack_of_fit(by_size.y, by_size.group, curve_log, by_size.sizes.size)
+    return Covariate(
         adjusted.beta,
         adjusted.reference,
         noise,
@@ -460,7 +524,12 @@ def judge(adjusted: Adjusted, curve_runtime: FloatArray) -> tuple[Covariate, flo
         adjusted.shape,
         adjusted.identifying,
     )
-    return cov, residual
+
+
+def log_residual(adjusted: Adjusted, curve_runtime: FloatArray) -> float:
+    """The RMS log residual of the adjusted runs around a curve whose runtime at their sizes
+    is `curve_runtime` (per run; module doc): noise and misfit together."""
+    return float(np.sqrt(np.mean((np.log(adjusted.runtime) - np.log(curve_runtime)) ** 2)))
 
 
 def limit_use(

@@ -59,6 +59,7 @@ from plugin.store.connection import StoreError
 from plugin.store.curves import NODE_TYPE, AddResult, CurveStore, Observation
 from plugin.store.score_stream import ScoreStore
 from policies.refit_cadence import refit_due
+from predictor.covariate import Censored
 from predictor.heterogeneous import fit_heterogeneous
 
 __all__ = [
@@ -353,14 +354,27 @@ def covariate_fitted(runs: Sequence[Observation], method: str, fit_fn: Callable[
     return method == "adept" and fit_fn is predictor.fit_observations and with_limits(runs)
 
 
-def _fit_heterogeneous(runs: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
-    """The covariate curve of runs that all carry their limits (or None and the reason)."""
+def _fit_heterogeneous(
+    runs: Sequence[Observation], censored: Sequence[Observation] = ()
+) -> tuple[predictor.Curve | None, str]:
+    """The covariate curve of runs that all carry their limits (or None and the reason);
+    `censored`, runs stopped before they finished, count in its limit-use bound (those that
+    carry their limits; predictor/covariate.py, "killed runs count")."""
+    stopped = [o for o in censored if o.limit_s is not None and o.written_for is not None]
     try:
         curve = fit_heterogeneous(
             [o.nodes for o in runs],
             [o.runtime_s for o in runs],
             [o.limit_s or 0.0 for o in runs],  # with_limits: every run has both
             [o.written_for or 0 for o in runs],
+            censored=Censored.of(
+                [o.nodes for o in stopped],
+                [o.runtime_s for o in stopped],
+                [o.limit_s or 0.0 for o in stopped],
+                [o.written_for or 0 for o in stopped],
+            )
+            if stopped
+            else None,
         )
     except ValueError as exc:
         return None, printable(str(exc))
@@ -370,14 +384,17 @@ def _fit_heterogeneous(runs: Sequence[Observation]) -> tuple[predictor.Curve | N
 
 
 def _fit_runs(
-    runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any]
+    runs: Sequence[Observation],
+    method: str,
+    fit_fn: Callable[..., Any],
+    censored: Sequence[Observation] = (),
 ) -> tuple[predictor.Curve | None, str]:
     """A curve from runs (or None and the reason): the covariate curve where
-    `covariate_fitted`, else the method's fit."""
+    `covariate_fitted` (`censored` runs in its limit-use bound), else the method's fit."""
     if not runs:
         return None, "no observations"
     if covariate_fitted(runs, method, fit_fn):
-        return _fit_heterogeneous(runs)
+        return _fit_heterogeneous(runs, censored)
     try:
         prepared = predictor.prepare([o.nodes for o in runs], [o.runtime_s for o in runs])
         result = fit_fn(prepared, method=method)
@@ -401,15 +418,21 @@ def _plain_curve(
 
 
 def _fit_shared(
-    runs: Sequence[Observation], method: str, fit_fn: Callable[..., Any], bound: float
+    runs: Sequence[Observation],
+    method: str,
+    fit_fn: Callable[..., Any],
+    bound: float,
+    censored: Sequence[Observation] = (),
 ) -> tuple[predictor.Curve | None, str]:
     """A site key's curve from its users' votes, flagged when one user moves it more than
     `bound` (plugin/learning/sharing.py); a key without users' runs fits as any other. Each
     user is left out of the model the curve was fitted with: the covariate curve of runs
     that all carry their limits (`covariate_fitted`: leaving a user out keeps that true),
-    else the method's own fit without the model choice (cheap)."""
+    else the method's own fit without the model choice (cheap). `censored` runs count in the
+    limit-use bound of a key without users' runs (`_fit_heterogeneous`); a site key's votes
+    are one run per user, and its censored runs, no votes, are left out of it."""
     if not any(run.user is not None for run in runs):
-        return _fit_runs(runs, method, fit_fn)
+        return _fit_runs(runs, method, fit_fn, censored)
     pooled = sharing.votes(runs)
     curve, note = _fit_runs(pooled, method, fit_fn)
     if curve is None:
@@ -428,6 +451,17 @@ def _fit_shared(
             nodes=found.nodes,
         )
     return sharing.flag_influence(curve, found, bound), note
+
+
+def censored_within(
+    censored: Sequence[Observation], runs: Sequence[Observation]
+) -> list[Observation]:
+    """The censored runs that ended within the time the kept runs span (from the oldest kept
+    run on): the ones a fit of `runs` counts, as the store ages observations out."""
+    if not runs:
+        return []
+    since = min(o.end_time for o in runs)
+    return [o for o in censored if o.end_time >= since]
 
 
 def runs_by_node_type(runs: Sequence[Observation]) -> dict[str, list[Observation]]:
@@ -459,13 +493,17 @@ def refit_app(
     started = time.perf_counter()
     fit_fn = predictor.fit_observations if fit is None else fit
 
-    def fit_runs(some: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
-        return _fit_shared(some, method, fit_fn, max_user_influence)
-
     snapshot = store.refit_input(app)
     if snapshot is None:
         return RefitOutcome(app, "forgotten", 0, 0)
     runs = snapshot.observations
+    stopped = censored_within(store.censored_runs(app), runs)
+
+    def fit_runs(some: Sequence[Observation]) -> tuple[predictor.Curve | None, str]:
+        types = {o.node_type for o in some}
+        alike = [o for o in stopped if len(types) > 1 or o.node_type in types]
+        return _fit_shared(some, method, fit_fn, max_user_influence, alike)
+
     by_type = runs_by_node_type(runs)
     store.drop_node_types(app, set(store.node_types(app)) - set(by_type))
     for node_type, typed in by_type.items():

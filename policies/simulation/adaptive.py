@@ -76,7 +76,8 @@ MAX_SAFETY = 4.0
 
 class Learner(Protocol):
     """What the adaptive policy asks of a learner (learning.CurveLearner; typed.TypedLearner
-    for node types): completed runs in, the curve a decision sees out, refits counted."""
+    for node types): completed and killed runs in, the curve a decision sees out, refits
+    counted."""
 
     @property
     def refits(self) -> int: ...
@@ -89,6 +90,10 @@ class Learner(Protocol):
         now: float,
         limit: float | None = None,
         written_for: int | None = None,
+    ) -> None: ...
+
+    def observe_killed(
+        self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
     ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
@@ -237,13 +242,15 @@ class AdaptiveSizer:
             self.safety[app] = min(MAX_SAFETY, self.safety.get(app, 1.0) * SAFETY_GROWTH)
 
     def finished(self, job: int, nodes: int, runtime: float, killed: bool, now: float) -> None:
-        """A run ended: a completed one is an observation; a killed one is not (learning.py)."""
-        if self.learner is not None and not killed:
+        """A run ended: a completed one is an observation; a killed one counts in the limit
+        use only (learning.py)."""
+        if self.learner is not None:
             learner, apps = self.learner
             # The user's limit as written, for the range's minimum (time_limit_reference
             # "min"): the covariate of heterogeneous runs (learning.py).
             r = self.requests
-            learner.observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
+            observe = learner.observe_killed if killed else learner.observe
+            observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
 
     def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
         """Add one decision with a curve to the exploration budget (predicted node-hours)."""

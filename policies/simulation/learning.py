@@ -7,7 +7,8 @@ only, too few runs) leaves the application without a curve. This module calls th
 functions on the same kind of data:
 
 * an observation is one *completed* run: (nodes it really ran on, its run time). A run killed
-  at its limit only says "at least this long"; it is never fed as a completed run;
+  at its limit only says "at least this long"; it is never fed as a completed run (only
+  the limit-use bound of heterogeneous runs counts it, below);
 * refits follow the daemon's cadence (plugin/learning/worker.py, learner.py; plugin/config.py
   defaults): every `interval_s` (30 s, [daemon] learn_interval_s) the learner's round polls
   Slurm, so a run that ended at e is ingested at the first round ≥ e and marks its
@@ -35,7 +36,9 @@ minimum: time_limit_reference = "min"), as the daemon's learner would record it;
 kept run has one, the curve is `predictor.heterogeneous.fit_heterogeneous`'s (one Downey shape,
 a per-run scale explained by the limit, the noise of repeated sizes and the lack-of-fit test
 of the shape against it; predictor/covariate.py), and `decide` predicts each job with its own
-limit (`Curve.for_limit`). Otherwise the plain ADEPT fit, as before.
+limit (`Curve.for_limit`). Otherwise the plain ADEPT fit, as before. Runs killed at their
+limits are kept apart, as the daemon's store keeps them, and the fit's limit-use bound counts
+those ingested within the window of its runs (predictor/covariate.py, "killed runs count").
 
 What differs from the daemon, said so in every output: the learner's model choice
 (`predictor.choose_model`, 200-600 ms a refit) is not run, the curve is ADEPT's. Not
@@ -68,6 +71,7 @@ from numpy.typing import ArrayLike
 import predictor
 from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S, refit_due, runs_needed
 from predictor import Curve
+from predictor.covariate import Censored
 from predictor.downey import FloatArray
 from predictor.heterogeneous import fit_heterogeneous
 from predictor.intervals import LEVEL
@@ -88,11 +92,18 @@ SPARSE_WINDOW = 64
 _FEW_SIZES = 3
 #: The fitting method the learner uses by default.
 METHOD = "adept"
-#: A memo of fits: (sizes, runtimes) of the runs a fit saw -> its curve (None: refused).
 #: A memo key of an array of sizes: its shape and its bytes.
 _Key = tuple[tuple[int, ...], bytes]
+#: A memo of fits: (sizes, runtimes, limits, killed runs) of the runs a fit saw -> its curve
+#: (None: refused).
 Fits = MutableMapping[
-    tuple[tuple[int, ...], tuple[float, ...], tuple[tuple[float, int] | None, ...]], Curve | None
+    tuple[
+        tuple[int, ...],
+        tuple[float, ...],
+        tuple[tuple[float, int] | None, ...],
+        tuple[tuple[int, float, float, int], ...],
+    ],
+    Curve | None,
 ]
 
 
@@ -105,6 +116,9 @@ class _App:
     #: Per run: (its user's limit, s; the size it was written for), None where unknown.
     limits: list[tuple[float, int] | None] = field(default_factory=list)
     seen: list[float] = field(default_factory=list)
+    #: Runs killed at their limits, as (when ingested, nodes, s it ran, user's limit, the
+    #: size it was written for), in ingest order: the limit-use bound's (module doc).
+    killed: list[tuple[float, int, float, float, int]] = field(default_factory=list)
     curve: Curve | None = None
     #: Runs the latest refit round saw (daemon cadence: the first `cut` runs) / its curve's.
     cut: int = 0
@@ -180,6 +194,15 @@ class CurveLearner:
         if a.dirty_since == math.inf:
             a.dirty_since = seen
         a.next_check = min(a.next_check, seen)
+
+    def observe_killed(
+        self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
+    ) -> None:
+        """A run of `app` on `nodes` nodes killed at its limit after `ran` seconds, at `now`,
+        its user's limit `limit` s written for `written_for` nodes: no observation of the
+        shape, but the next refit's limit-use bound counts it (module doc). It marks nothing
+        dirty: the daemon stores it apart, and its next refit reads it."""
+        self._apps[app].killed.append((self.seen_at(now), nodes, ran, limit, written_for))
 
     def seen_at(self, now: float) -> float:
         """When a run that ended at `now` is in the store (the daemon's cadence: the next
@@ -261,11 +284,13 @@ class CurveLearner:
         nodes = tuple(r[0] for r in runs)
         runtimes = tuple(r[1] for r in runs)
         limits = tuple(r[2] for r in runs)
+        since = a.seen[first] if first < cut else at
+        killed = tuple(sorted(k[1:] for k in a.killed if since <= k[0] <= at))
         a.fitted_cut, a.fitted_runs, a.fitted_sizes = cut, cut, len(set(nodes))
-        key = (nodes, runtimes, limits)
+        key = (nodes, runtimes, limits, killed)
         if key not in self._fits:
             self.fitted += 1
-            self._fits[key] = _fit(nodes, runtimes, limits) if nodes else None
+            self._fits[key] = _fit(nodes, runtimes, limits, killed) if nodes else None
         a.curve = self._fits[key]
         if a.curve is None:
             self.refused += 1
@@ -275,13 +300,23 @@ def _fit(
     nodes: Sequence[int],
     runtimes: Sequence[float],
     limits: Sequence[tuple[float, int] | None] = (),
+    killed: Sequence[tuple[int, float, float, int]] = (),
 ) -> Curve | None:
     """The learner's curve of these runs, None when the predictor refuses them: the
-    heterogeneous runs' fit when every run has its limit (module doc), else ADEPT's."""
+    heterogeneous runs' fit when every run has its limit (module doc; `killed`, runs killed
+    at their limits as (nodes, s ran, limit, written for), count in its limit-use bound),
+    else ADEPT's."""
     known = [x for x in limits if x is not None]
     try:
         if known and len(known) == len(nodes):
-            curve = fit_heterogeneous(nodes, runtimes, [x[0] for x in known], [x[1] for x in known])
+            stopped = Censored.of(*zip(*killed, strict=True)) if killed else None
+            curve = fit_heterogeneous(
+                nodes,
+                runtimes,
+                [x[0] for x in known],
+                [x[1] for x in known],
+                censored=stopped,
+            )
             return None if curve is None else MemoCurve.of(curve)
         fit = predictor.fit_observations(predictor.prepare(nodes, runtimes), method=METHOD)
     except ValueError:  # refused, e.g. runs at one size only: "no curve", as refit_app

@@ -69,6 +69,10 @@ class TypedLearner(Protocol):
         written_for: int | None = None,
     ) -> None: ...
 
+    def observe_killed(
+        self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
+    ) -> None: ...
+
     def curve(self, app: int, now: float) -> Curve | None: ...
 
 
@@ -116,6 +120,11 @@ class PriorLearner:
         written_for: int | None = None,
     ) -> None:
         self.learner.observe(app, nodes, runtime, now, limit, written_for)
+
+    def observe_killed(
+        self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
+    ) -> None:
+        self.learner.observe_killed(app, nodes, ran, now, limit, written_for)
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The (application, pool) curve when the learner has one, else the prior, else the

@@ -184,6 +184,12 @@ class TypedLearner:
         first = self._first_seen[app // self.pools]
         first.setdefault(self.cores[app % self.pools], self.generic.seen_at(now))
 
+    def observe_killed(
+        self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
+    ) -> None:
+        self.typed.observe_killed(app, nodes, ran, now, limit, written_for)
+        self.generic.observe_killed(app // self.pools, nodes, ran, now, limit, written_for)
+
     def curve(self, app: int, now: float) -> Curve | None:
         typed = self.typed.curve(app, now)
         if typed is not None or not self.fallback:

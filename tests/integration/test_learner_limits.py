@@ -23,7 +23,7 @@ from plugin.config import Config, LearnerConfig
 from plugin.learning.learner import Ingestor, refit_app
 from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
-from plugin.store.curves import CurveStore
+from plugin.store.curves import CurveStore, Observation
 from policies import DEFAULTS
 from policies.decide import unusable_because
 from predictor.downey import relative_runtime
@@ -96,3 +96,40 @@ def test_runs_with_their_limits_give_a_curve_the_gate_accepts(redis_client: obje
     at = np.array([1.0, 4.0, 16.0, 64.0])
     got = accepted.runtime(1.0) / accepted.runtime(at)
     assert np.max(np.abs(np.log(got * relative_runtime(at, 24.0, 0.8)))) < 0.2
+
+
+def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
+    redis_client: object,
+) -> None:
+    """Runs stopped at their limits are stored apart (never fitted as completed runs); a refit
+    counts those that ended within its runs' span in the curve's limit-use bound, at their
+    lower bounds; older ones do not count. (They are read at the app's next refit, which new
+    completed runs bring.)"""
+    store = CurveStore(connect(scratch_url()))
+    suffix = time.time_ns()
+    curves = {}
+    for when in ("within", "before"):
+        app = AppKey(f"it-killed-{when}-{suffix}")
+        runs = runs_with_limits(app)
+        oldest = min(o.end_time for o in runs)
+        ends = [oldest + 10.0 + i if when == "within" else oldest - 10.0 - i for i in range(30)]
+        # Killed at their users' limits, on the size those were written for.
+        killed = [
+            Observation(f"{app.name}.k{i}", app, 4, 7200.0, end, limit_s=7200.0, written_for=4)
+            for i, end in enumerate(ends)
+        ]
+        assert store.add_censored({app: killed}) == 30
+        store.add_observations(app, runs)
+        assert refit_app(store, app).status == "written"
+        curve = store.curve(app)
+        assert curve is not None
+        assert curve.covariate is not None
+        assert curve.covariate.use is not None
+        curves[when] = curve
+    within, before = curves["within"], curves["before"]
+    assert within.covariate is not None
+    assert before.covariate is not None
+    assert within.covariate.use is not None
+    assert before.covariate.use is not None
+    assert within.covariate.use >= 0.0 > before.covariate.use
+    assert (within.A, within.sigma) == (before.A, before.sigma)  # the shape is the runs' alone

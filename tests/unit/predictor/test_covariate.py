@@ -3,6 +3,8 @@ covariate, the noise from repeated sizes, the lack-of-fit test, and the curve th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.stats import f as f_dist
@@ -12,6 +14,7 @@ from predictor.covariate import (
     LOF_ALPHA,
     NOISE_FLOOR,
     USE_LEVEL,
+    Censored,
     Covariate,
     adjust,
     grid,
@@ -328,3 +331,116 @@ def test_the_limit_use_round_trips_and_older_documents_read_as_unknown() -> None
     assert Covariate.from_dict(older).use is None
     with pytest.raises(ValueError, match="use"):
         Covariate.from_dict({**good.to_dict(), "use": float("nan")})
+
+
+def production_runs(
+    seed: int, A: float, count: int = 60
+) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
+    """Runs as a production log holds them: each job asks r nodes in [16, 31] and runs on a
+    size in its moldable range [r/2, 2r]; inputs scale run times by a log-SD of 1.2, users
+    over-ask by a log-factor |N(0, 1)| over the run time at r; σ = 1, 5% run noise."""
+    rng = np.random.default_rng(seed)
+    asked = rng.integers(16, 32, count)
+    ran = rng.integers(np.ceil(asked / 2).astype(int), 2 * asked + 1)
+    at_asked = np.exp(rng.normal(np.log(3600.0), 1.2, count))
+    tau = relative_runtime(ran.astype(float), A, 1.0) / relative_runtime(
+        asked.astype(float), A, 1.0
+    )
+    t = at_asked * tau * np.exp(rng.normal(0.0, 0.05, count))
+    limit = at_asked * np.exp(np.abs(rng.normal(0.0, 1.0, count)))
+    return ran, t, limit, asked
+
+
+def shape_error(curve: predictor.Curve, A: float, at: FloatArray) -> float:
+    """The largest |log| error of the curve's runtimes relative to its first size's, against
+    the true shape (A, σ = 1) of `production_runs`."""
+    got = curve.runtime(at) / curve.runtime(at[:1])
+    true = relative_runtime(at, A, 1.0) / relative_runtime(at[:1], A, 1.0)
+    return float(np.max(np.abs(np.log(got / true))))
+
+
+def adepts_curve(n: IntArray, t: FloatArray, limit: FloatArray, asked: IntArray) -> predictor.Curve:
+    """ADEPT's curve of the runs adjusted for their limits, as fit_heterogeneous fits it."""
+    adjusted = adjust(n, t, limit, asked)
+    fit = predictor.fit_observations(predictor.prepare(adjusted.n, adjusted.runtime))
+    return replace(predictor.Curve.from_fit(fit), speaker=None)
+
+
+@pytest.mark.parametrize(("A", "share"), [(8.0, 0.5), (100.0, 0.75)])
+def test_noisy_runs_get_the_least_squares_shape_not_adepts(A: float, share: float) -> None:
+    """Runs spread thin over sizes 8-62 with inputs far noisier than the shape (a knee at
+    2A − 1 = 15 inside their sizes, or at 199 beyond them): the curve's shape is the
+    least-squares one, whose error over the runs' sizes is a fraction of what ADEPT's local
+    fits of the same adjusted runs make (they read noise as shape)."""
+    at = np.arange(8, 63, dtype=float)
+    ours, adepts = [], []
+    for seed in range(1, 7):
+        n, t, limit, asked = production_runs(seed, A, count=200)
+        curve = fit_heterogeneous(n, t, limit, asked)
+        assert curve is not None
+        assert judged_by_noise(curve)
+        assert curve.segments == ()
+        assert "runner_up" not in {p.problem for p in curve.diagnostics.reliability}
+        ours.append(shape_error(curve, A, at))
+        adepts.append(shape_error(adepts_curve(n, t, limit, asked), A, at))
+    assert np.mean(ours) < share * np.mean(adepts)
+    assert max(ours) < 0.6
+
+
+def test_noisy_runs_before_the_knee_leave_it_unknown() -> None:
+    """A knee (2A − 1 = 199) beyond every run's size: the curve says it is not identified, so
+    the policies cap it at the largest size seen, and the problem says where to look."""
+    n, t, limit, asked = production_runs(1, A=100.0, count=200)
+    curve = fit_heterogeneous(n, t, limit, asked)
+    assert curve is not None
+    assert judged_by_noise(curve)
+    assert curve.max_useful_n is None
+    assert not curve.identified
+    problems = {p.problem: p for p in curve.diagnostics.reliability}
+    assert str(curve.largest_observed) in problems["first_piece_only"].action
+
+
+def test_runs_over_a_narrow_span_of_sizes_keep_adepts_curve() -> None:
+    """Sizes within a factor MIN_SPAN cannot place a knee: ADEPT's curve stays."""
+    n, t, limit, asked = production_runs(1, A=8.0, count=200)
+    narrow = n <= 1.9 * n.min()
+    curve = fit_heterogeneous(n[narrow], t[narrow], limit[narrow], asked[narrow])
+    adept = adepts_curve(n[narrow], t[narrow], limit[narrow], asked[narrow])
+    assert curve is not None
+    assert judged_by_noise(curve)
+    assert (curve.A, curve.sigma) == (adept.A, adept.sigma)
+
+
+def test_killed_runs_raise_the_limit_use_bound_and_change_nothing_else() -> None:
+    """Runs stopped at their limits count in the limit-use bound at their lower bounds (they
+    used at least all of it); the shape, β and noise are the completed runs' alone."""
+    n, t, limit, asked = moldable_runs(12, moldable=True)
+    plain = fit_heterogeneous(n, t, limit, asked)
+    assert plain is not None
+    assert plain.covariate is not None
+    assert plain.covariate.use is not None
+    assert plain.covariate.use < 0.0  # limits are generous: the runs use less than all of them
+    # A tenth as many runs again, each killed where its user's limit was written for.
+    k = n.size // 10
+    killed = Censored.of(asked[:k], limit[:k], limit[:k], asked[:k])
+    counted = fit_heterogeneous(n, t, limit, asked, censored=killed)
+    assert counted is not None
+    assert counted.covariate is not None
+    assert counted.covariate.use is not None
+    assert counted.covariate.use >= 0.0  # more than 5% of the runs used their whole limit
+    assert (counted.A, counted.sigma, counted.covariate.beta) == (
+        plain.A,
+        plain.sigma,
+        plain.covariate.beta,
+    )
+
+
+def test_censored_runs_are_checked() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        Censored.of([4], [-1.0], [60.0], [4])
+    with pytest.raises(ValueError, match="written_for"):
+        Censored.of([4], [60.0], [60.0], [0])
+    with pytest.raises(ValueError, match="one value per run"):
+        Censored.of([4, 8], [60.0], [60.0, 60.0], [4, 8])
+    with pytest.raises(ValueError, match=r"^n must"):
+        Censored.of([0], [60.0], [60.0], [4])

@@ -32,6 +32,7 @@ from policies.simulation.learning import CurveLearner, MemoCurve
 from policies.simulation.metrics import summarize
 from policies.simulation.sizing import ClusterView
 from policies.simulation.sweep import fit_families, summarize_seeds, sweep
+from predictor.covariate import Censored
 from predictor.downey import relative_runtime
 from predictor.heterogeneous import fit_heterogeneous
 
@@ -292,7 +293,7 @@ def test_learned_curves_are_the_learners_fit_of_the_same_runs_in_arrival_order()
     simulate(ex.jobs, swf.machine, sizer, ex.curves.runtime)
     learned = [(key, c) for key, c in ex.fits.items() if c is not None]
     assert len(learned) >= 10
-    for (nodes, runtimes, limits), curve in learned:
+    for (nodes, runtimes, limits, killed), curve in learned:
         runs = sorted(zip(nodes, runtimes, limits, strict=True))
         # the arrival order of these runs: the app whose window they are
         app = next(a for a, seen in arrived.items() if set(runs) <= set(seen))
@@ -303,6 +304,7 @@ def test_learned_curves_are_the_learners_fit_of_the_same_runs_in_arrival_order()
             [r[1] for r in order],
             [r[2][0] for r in order],
             [r[2][1] for r in order],
+            censored=Censored.of(*zip(*killed, strict=True)) if killed else None,
         )
         assert want is not None
         _same_curve(curve, want)
@@ -546,3 +548,28 @@ def test_a_memo_curve_remembers_each_jobs_curve_of_heterogeneous_runs() -> None:
     want = plain.for_limit(7200.0, 8)
     assert np.array_equal(first.runtime(sizes), want.runtime(sizes))
     assert memo.for_limit(3600.0, 8) is not first
+
+
+def test_a_killed_run_counts_in_the_limit_use_of_the_next_refit_only() -> None:
+    """A run killed at its limit is no observation, but the next refit's limit-use bound
+    counts it (learning.py, as the daemon's store keeps it apart); it brings no refit."""
+    rng = np.random.default_rng(5)
+    sizes = rng.choice([4, 8, 16, 32], 60)
+    runtime = 3600.0 * relative_runtime(sizes.astype(float), 24.0, 0.8) * rng.lognormal(0, 0.3, 60)
+    limit = 4.0 * runtime  # generous limits: the runs use a quarter of them
+    with_kills, without = CurveLearner(1, refit_growth=0.0), CurveLearner(1, refit_growth=0.0)
+    for learner in (with_kills, without):
+        for i in range(60):
+            learner.observe(0, int(sizes[i]), float(runtime[i]), 100.0 + i, float(limit[i]), 4)
+    for i in range(10):  # killed at their limits on the size those were written for
+        with_kills.observe_killed(0, 4, 7200.0, 170.0 + i, 7200.0, 4)
+    plain, counted = without.curve(0, now=1000.0), with_kills.curve(0, now=1000.0)
+    assert plain is not None
+    assert counted is not None
+    assert plain.covariate is not None
+    assert counted.covariate is not None
+    assert plain.covariate.use is not None
+    assert counted.covariate.use is not None
+    assert counted.covariate.use >= 0.0 > plain.covariate.use
+    assert (counted.A, counted.sigma) == (plain.A, plain.sigma)
+    assert with_kills.refits == without.refits

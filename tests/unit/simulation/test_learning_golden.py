@@ -22,8 +22,10 @@ applications that had run MATURE_RUNS times, once when explored sizes were raise
 their users' limits too, once when a size was explored only where it could start on the
 idle nodes (rules.py, exploration_waits), and once when a shape was rejected only where its
 misfit also exceeded the noise (predictor/covariate.py, "Relevance"), and once when a
-curve whose runs show no knee was capped at the largest size they ran (rules.py, cap):
-the commits say so.
+curve whose runs show no knee was capped at the largest size they ran (rules.py, cap), and
+once when runs killed at their limits counted in the limit-use bound and the shape of a
+curve judged by its noise became the least-squares one (predictor/heterogeneous.py, "Which
+fit gives the shape"): the commits say so.
 """
 
 from __future__ import annotations
