@@ -74,9 +74,15 @@ from predictor.covariate import (
 )
 from predictor.curve import Curve
 from predictor.diagnostics import ReliabilityProblem
-from predictor.downey import max_useful_size, processor_working_set, s_to_sigma
+from predictor.downey import (
+    max_useful_size,
+    processor_working_set,
+    relative_runtime_s,
+    s_to_sigma,
+)
 from predictor.fitting import fit_observations
-from predictor.observations import prepare
+from predictor.objective import max_relative_error
+from predictor.observations import Observations, prepare
 
 #: The reliability problems the lack-of-fit test replaces where the noise is estimated.
 REPLACED = frozenset({"high_fit_error", "mixed_sizes"})
@@ -119,7 +125,7 @@ def fit_heterogeneous(
         replaced = REPLACED
         added: tuple[ReliabilityProblem, ...] = ()
         if by_size.sizes[-1] >= MIN_SPAN * by_size.sizes[0]:
-            curve = least_squares_curve(adepts, shape)
+            curve = least_squares_curve(adepts, shape, fit.observations)
             replaced = REPLACED | ADEPT_INSTANCE
             added = () if curve.max_useful_n is not None else (no_knee_problem(curve),)
         if covariate.shape_rejected:
@@ -135,19 +141,25 @@ def fit_heterogeneous(
     )
 
 
-def least_squares_curve(fit: Curve, shape: LeastSquaresShape) -> Curve:
+def least_squares_curve(fit: Curve, shape: LeastSquaresShape, observed: Observations) -> Curve:
     """ADEPT's curve of the adjusted runs with the least-squares shape in place of its own:
     one phase, identified where its knee (the maximum useful size) is within the runs' sizes
-    (module doc, "Which fit gives the shape")."""
+    (module doc, "Which fit gives the shape"); its fit error the largest relative error at
+    the `observed` sizes' mean runtimes, as ADEPT's is."""
     sigma = float(s_to_sigma(shape.s))
     knee = float(max_useful_size(shape.A, sigma))
     identified = knee <= fit.largest_observed
+    t1 = float(np.exp(shape.c))
     return replace(
         fit,
         A=shape.A,
         sigma=sigma,
-        t1=float(np.exp(shape.c)),
+        t1=t1,
         t1_known=False,
+        fit_error=max_relative_error(
+            t1 * relative_runtime_s(observed.n.astype(float), shape.A, shape.s),
+            observed.runtime,
+        ),
         identified=identified,
         max_useful_n=math.ceil(knee - 1e-9) if identified else None,
         pws_n=int(processor_working_set(shape.A, sigma)),

@@ -381,6 +381,14 @@ def test_noisy_runs_get_the_least_squares_shape_not_adepts(A: float, share: floa
         assert judged_by_noise(curve)
         assert curve.segments == ()
         assert "runner_up" not in {p.problem for p in curve.diagnostics.reliability}
+        # Its fit error is its own: the largest relative error at the mean runtimes of the
+        # sizes ADEPT's fit kept (as ADEPT's fit error is), not ADEPT's curve's.
+        adjusted = adjust(n, t, limit, asked)
+        kept = predictor.fit_observations(
+            predictor.prepare(adjusted.n, adjusted.runtime)
+        ).observations
+        own = np.max(np.abs(curve.runtime(kept.n.astype(float)) / kept.runtime - 1.0))
+        assert curve.fit_error == pytest.approx(own)
         ours.append(shape_error(curve, A, at))
         adepts.append(shape_error(adepts_curve(n, t, limit, asked), A, at))
     assert np.mean(ours) < share * np.mean(adepts)
