@@ -74,12 +74,7 @@ from predictor.covariate import (
 )
 from predictor.curve import Curve
 from predictor.diagnostics import ReliabilityProblem
-from predictor.downey import (
-    max_useful_size,
-    processor_working_set,
-    relative_runtime_s,
-    s_to_sigma,
-)
+from predictor.downey import max_useful_size, processor_working_set, s_to_sigma
 from predictor.fitting import fit_observations
 from predictor.objective import max_relative_error
 from predictor.observations import Observations, prepare
@@ -149,17 +144,13 @@ def least_squares_curve(fit: Curve, shape: LeastSquaresShape, observed: Observat
     sigma = float(s_to_sigma(shape.s))
     knee = float(max_useful_size(shape.A, sigma))
     identified = knee <= fit.largest_observed
-    t1 = float(np.exp(shape.c))
     return replace(
         fit,
         A=shape.A,
         sigma=sigma,
-        t1=t1,
+        t1=float(np.exp(shape.c)),
         t1_known=False,
-        fit_error=max_relative_error(
-            t1 * relative_runtime_s(observed.n.astype(float), shape.A, shape.s),
-            observed.runtime,
-        ),
+        fit_error=max_relative_error(np.exp(shape.log_runtime(observed.n)), observed.runtime),
         identified=identified,
         max_useful_n=math.ceil(knee - 1e-9) if identified else None,
         pws_n=int(processor_working_set(shape.A, sigma)),
