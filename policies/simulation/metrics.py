@@ -20,6 +20,14 @@ nodes; a job killed at its limit is submitted again and runs again, engine.py):
                         their application key had ended (`keys` given), and mature_sized
                         those of them sized: how often an application that has run enough
                         is sized with a curve
+    by key age          the mean response split by how many jobs of the job's key had
+                        ended when it was submitted: unseen_response_s (none: no learner
+                        can have the application's curve), mature_response_s (MATURE_RUNS
+                        or more), recorded_response_s (jobs replayed as recorded, which no
+                        policy sizes: what they gain is the queue's), each Σ over its jobs
+                        of e_i − s_i over all jobs, so that a difference between two
+                        policies' mean responses splits into these parts and the jobs in
+                        between (1 to MATURE_RUNS − 1 ended: applications still learning)
     makespan            max e_i − min s_i
     utilization         node-hours · 3600 / (machine · makespan)
 
@@ -68,6 +76,9 @@ class Metrics:
     recorded: int = 0
     mature: int = 0
     mature_sized: int = 0
+    unseen_response_s: float = 0.0
+    mature_response_s: float = 0.0
+    recorded_response_s: float = 0.0
 
     @property
     def mean_bsld(self) -> float:
@@ -126,9 +137,11 @@ def summarize(
     recorded = np.array([rule == RECORDED for rule in schedule.rule])
     left = np.array([rule in LEFT_AS_SUBMITTED for rule in schedule.rule])
     runs = schedule.all_runs()
-    mature = np.zeros(len(schedule), dtype=bool)
+    mature = unseen = np.zeros(len(schedule), dtype=bool)
     if keys is not None:
-        mature = (ended_before_submit(schedule, keys) >= MATURE_RUNS) & ~recorded
+        ended = ended_before_submit(schedule, keys)
+        mature = (ended >= MATURE_RUNS) & ~recorded
+        unseen = (ended == 0) & ~recorded
     return Metrics(
         jobs=len(schedule),
         mean_response_s=float(np.mean(response)),
@@ -146,6 +159,9 @@ def summarize(
         recorded=int(np.sum(recorded)),
         mature=int(np.sum(mature)),
         mature_sized=int(np.sum(mature & ~left)),
+        unseen_response_s=float(np.sum(response[unseen])) / len(schedule),
+        mature_response_s=float(np.sum(response[mature])) / len(schedule),
+        recorded_response_s=float(np.sum(response[recorded])) / len(schedule),
     )
 
 

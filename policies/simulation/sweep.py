@@ -63,6 +63,9 @@ FIGURES = (
     "recorded",
     "mature",
     "mature_sized",
+    "unseen_response_s",
+    "mature_response_s",
+    "recorded_response_s",
     "utilization",
     "makespan_s",
 )

@@ -380,7 +380,7 @@ class PooledExperiment:
         return PolicyResult(
             policy,
             schedule,
-            summarize(schedule, reference=reference),
+            summarize(schedule, reference=reference, keys=self.apps.index),
             MappingProxyType(dict(sorted(rules.items()))),
             refits,
             pools=per_pool,

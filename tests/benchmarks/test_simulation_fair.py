@@ -39,9 +39,11 @@ node-hours ratio of adaptive, kills and wasted node-hours per policy (means over
 share of jobs adaptive and the oracles sized with a curve (the rest left as submitted, or
 replayed as recorded), the same share among the jobs submitted once their application key
 had run MATURE_RUNS (20) times ("sized ≥20"), and the gap between adaptive's ratio and the
-curve-only oracle's (what learning leaves on the table). Then, per world, in how many cells
-adaptive's interval lies below 1 (wins), holds 1, or lies above 1 (loses), and likewise for
-the oracles and any added policy, with the cells where each killed more runs than greedy.
+curve-only oracle's (what learning leaves on the table), split into the parts the jobs of
+new applications, of applications still learning, of mature ones, and the jobs replayed as
+recorded make up (metrics.py, "by key age"). Then, per world, in how many cells adaptive's
+interval lies below 1 (wins), holds 1, or lies above 1 (loses), and likewise for the
+oracles and any added policy, with the cells where each killed more runs than greedy.
 Asserted: every job ran under every policy, and every ratio has an interval. Nothing about
 who wins is asserted.
 """
@@ -66,7 +68,7 @@ from policies.simulation import Setup, sweep
 from policies.simulation.assumptions import assumptions
 from policies.simulation.experiment import ORACLE_CURVE, ORACLE_LABELS
 from policies.simulation.metrics import MATURE_RUNS
-from policies.simulation.sweep import LoadResult, Ratio
+from policies.simulation.sweep import LoadResult, Ratio, Summary
 from policies.simulation.world import CODES_PER_KEY, WORLD_NAMES
 from policies.simulation.world import SHARED as SHARED_CODES
 
@@ -132,6 +134,7 @@ def _row(world: str, result: LoadResult, jobs: int) -> list[str]:
         f"{p['greedy'].mean['mean_response_s'] / 3600:.2f}",
         *(_ratio(p[n].vs["mean_response_s"]) for n in COMPARED),
         f"{gap:+.3f}",
+        _gap_parts(p),
         _ratio(p["adaptive"].vs["node_hours"]),
         kills,
         wasted,
@@ -139,6 +142,24 @@ def _row(world: str, result: LoadResult, jobs: int) -> list[str]:
         " / ".join(_mature_share(p[n].mean) for n in ("adaptive", ORACLE_CURVE)),
         f"{p['greedy'].mean['recorded'] / jobs:.0%}",
     ]
+
+
+#: The parts of the mean response the gap a−c is split into (metrics.py, "by key age"), in
+#: the order printed; the jobs of applications still learning are what is left.
+GAP_PARTS = ("unseen_response_s", "mature_response_s", "recorded_response_s")
+
+
+def _gap_parts(p: Mapping[str, Summary]) -> str:
+    """The gap a−c split by key age: its jobs of unseen applications, of applications still
+    learning (1 to MATURE_RUNS − 1 ended), of mature ones, and the recorded jobs (the queue's
+    gain): each part adaptive's minus the curve-only oracle's sum of responses over greedy's
+    (means over seeds, so the parts add up to the difference of mean ratios, not exactly to
+    the mean of the per-seed differences)."""
+    a, c, g = (p[n].mean for n in ("adaptive", ORACLE_CURVE, "greedy"))
+    unseen, mature, recorded = ((a[k] - c[k]) / g["mean_response_s"] for k in GAP_PARTS)
+    total = (a["mean_response_s"] - c["mean_response_s"]) / g["mean_response_s"]
+    learning = total - unseen - mature - recorded
+    return " / ".join(f"{x:+.3f}" for x in (unseen, learning, mature, recorded))
 
 
 def _mature_share(mean: Mapping[str, float]) -> str:
@@ -178,7 +199,13 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
                 title=f"{name}: first {jobs:,} jobs on {trace.machine:,} nodes, {SEEDS} seeds"
             )
             heads = ["world", "load", "greedy h", *(f"{h} / greedy" for h in COMPARED.values())]
-            heads += ["gap a−c", "node-h a / g", "kills r/g/a/o/c", "wasted node-h r/g/a/o/c"]
+            heads += [
+                "gap a−c",
+                f"gap: new / 1-{MATURE_RUNS - 1} / ≥{MATURE_RUNS} / recorded",
+                "node-h a / g",
+                "kills r/g/a/o/c",
+                "wasted node-h r/g/a/o/c",
+            ]
             heads += ["sized a/o/c", f"sized ≥{MATURE_RUNS} a/c", "recorded"]
             for head in heads:
                 table.add_column(head, justify="left" if head == "world" else "right")
@@ -241,7 +268,12 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             "replayed as the trace recorded them). Means over seeds. "
             f"sized ≥{MATURE_RUNS}: of the jobs submitted once {MATURE_RUNS} jobs of their "
             "application key had ended, the share sized with a curve. gap a−c: adaptive's "
-            "ratio minus the curve-only oracle's (what learning leaves on the table)."
+            "ratio minus the curve-only oracle's (what learning leaves on the table). gap: "
+            "new / ... split by how many jobs of the job's key had ended when it was "
+            f"submitted: none (new applications: no learner has their curve), 1-"
+            f"{MATURE_RUNS - 1}, {MATURE_RUNS} or more, and the jobs replayed as recorded "
+            "(what they gain is the queue's); each part adaptive's minus the curve-only "
+            "oracle's sum of responses over greedy's, means over seeds."
         )
         for (policy, world), counts in verdicts.items():
             cells = sum(counts.values())

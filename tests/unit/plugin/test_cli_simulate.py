@@ -46,6 +46,9 @@ ADDED_KEYS = {
     "recorded",
     "mature",
     "mature_sized",
+    "unseen_response_s",
+    "mature_response_s",
+    "recorded_response_s",
     "vs_greedy",
 }
 POLICY_NAMES = [

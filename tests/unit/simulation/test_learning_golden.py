@@ -25,7 +25,8 @@ misfit also exceeded the noise (predictor/covariate.py, "Relevance"), and once w
 curve whose runs show no knee was capped at the largest size they ran (rules.py, cap), and
 once when runs killed at their limits counted in the limit-use bound and the shape of a
 curve judged by its noise became the least-squares one (predictor/heterogeneous.py, "Which
-fit gives the shape"): the commits say so.
+fit gives the shape"), and once when the figures split the mean response by key age
+(policies/simulation/metrics.py; no schedule changed): the commits say so.
 """
 
 from __future__ import annotations

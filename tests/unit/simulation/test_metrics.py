@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from policies.simulation import summarize, usage_over_time
-from policies.simulation.metrics import bounded_slowdown, busy_nodes, ended_before_submit
+from policies.simulation.metrics import (
+    MATURE_RUNS,
+    bounded_slowdown,
+    busy_nodes,
+    ended_before_submit,
+)
 
 from .helpers import run_rigid, trace
 
@@ -46,8 +53,44 @@ def test_summary_of_a_hand_schedule() -> None:
         "recorded",
         "mature",
         "mature_sized",
+        "unseen_response_s",
+        "mature_response_s",
+        "recorded_response_s",
     }
     assert m.raised == 0
+
+
+def test_the_mean_response_splits_by_how_many_runs_the_key_had() -> None:
+    """One key's jobs run one after another, each ending before the next is submitted; a
+    second key's job, submitted with the last of them, waits behind it; a third key's job
+    failed in the trace and is replayed as recorded. The first job of each of the first two
+    keys is unseen (no job of its key had ended), the two after MATURE_RUNS ended are mature,
+    the failed one is recorded; each part sums its jobs' responses over all jobs, and the
+    jobs in between (1 to MATURE_RUNS − 1 ended) make up the rest of the mean."""
+    first = [(10.0 * i, 1, 1.0) for i in range(MATURE_RUNS + 2)]
+    last = 10.0 * (MATURE_RUNS + 1)
+    # Submitted with the last one, it waits 1 s for the single node, then runs 3 s; the
+    # failed job comes after it and waits 4 s, then runs 2 s.
+    jobs = trace(*first, (last, 1, 3.0), (last + 0.5, 1, 2.0))
+    jobs[-1] = replace(jobs[-1], status=0)  # failed
+    s = run_rigid(jobs, machine=1, backfill=False)
+    keys = np.array([0] * len(first) + [1, 2])
+    m = summarize(s, keys=keys)
+    responses = (s.end - s.submit).tolist()
+    assert responses == [1.0] * len(first) + [4.0, 5.5]
+    assert m.mature == 2
+    assert m.mature_sized == 0  # the rigid baseline sizes nothing with a curve
+    assert m.recorded == 1
+    n = len(jobs)
+    assert m.unseen_response_s == pytest.approx((1.0 + 4.0) / n)
+    assert m.mature_response_s == pytest.approx(2.0 / n)
+    assert m.recorded_response_s == pytest.approx(5.5 / n)
+    learning = m.mean_response_s - m.unseen_response_s - m.mature_response_s
+    assert learning - m.recorded_response_s == pytest.approx((MATURE_RUNS - 1) / n)
+    # Without keys only the recorded part is known.
+    plain = summarize(s)
+    assert (plain.unseen_response_s, plain.mature_response_s) == (0.0, 0.0)
+    assert plain.recorded_response_s == m.recorded_response_s
 
 
 def test_bounded_slowdown_bounds_short_jobs() -> None:
