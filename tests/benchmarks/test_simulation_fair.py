@@ -152,9 +152,10 @@ GAP_PARTS = ("unseen_response_s", "mature_response_s", "recorded_response_s")
 def _gap_parts(p: Mapping[str, Summary]) -> str:
     """The gap a−c split by key age: its jobs of unseen applications, of applications still
     learning (1 to MATURE_RUNS − 1 ended), of mature ones, and the recorded jobs (the queue's
-    gain): each part adaptive's minus the curve-only oracle's sum of responses over greedy's
-    (means over seeds, so the parts add up to the difference of mean ratios, not exactly to
-    the mean of the per-seed differences)."""
+    gain): each part adaptive's minus the curve-only oracle's sum of responses over greedy's,
+    each policy's jobs of that age in its own schedule. From means over seeds, so the parts
+    add up to (mean response a − c) / greedy's, not exactly to the mean of the per-seed
+    ratio differences that gap a−c is."""
     a, c, g = (p[n].mean for n in ("adaptive", ORACLE_CURVE, "greedy"))
     unseen, mature, recorded = ((a[k] - c[k]) / g["mean_response_s"] for k in GAP_PARTS)
     total = (a["mean_response_s"] - c["mean_response_s"]) / g["mean_response_s"]
