@@ -70,7 +70,7 @@ def test_the_mean_response_splits_by_how_many_runs_the_key_had() -> None:
     first = [(10.0 * i, 1, 1.0) for i in range(MATURE_RUNS + 2)]
     last = 10.0 * (MATURE_RUNS + 1)
     # Submitted with the last one, it waits 1 s for the single node, then runs 3 s; the
-    # failed job comes after it and waits 4 s, then runs 2 s.
+    # failed job, submitted 0.5 s later, waits 3.5 s behind it, then runs 2 s.
     jobs = trace(*first, (last, 1, 3.0), (last + 0.5, 1, 2.0))
     jobs[-1] = replace(jobs[-1], status=0)  # failed
     s = run_rigid(jobs, machine=1, backfill=False)
