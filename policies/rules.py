@@ -432,7 +432,7 @@ def _suggestion(curve: Curve, lo: int, hi: int, allowed: Allowed) -> tuple[int, 
     )
 
 
-def _over_budget(
+def over_budget(
     n: int, problem: str, node_hours: float, budget: ExplorationBudget, settings: PolicySettings
 ) -> str:
     """Why exploring at n would exceed a budget, or "" when it fits."""
@@ -477,7 +477,7 @@ def exploration_rule(
         found, drawn = (n_drawn, "no size suggested; drawn at random"), True
     n, problem = found
     node_hours = n * profile.at(n) / 3600.0
-    refused = _over_budget(n, problem, node_hours, budget, settings)
+    refused = over_budget(n, problem, node_hours, budget, settings)
     if refused:
         return Exploration(Candidate("exploration", None, refused), False)
     how = (
