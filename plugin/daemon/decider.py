@@ -73,6 +73,7 @@ from policies.fallback import curve_on_type
 from policies.master_worker import MASTER_WORKER, WorkerCap
 from policies.partition import Queue, wait_estimate
 from policies.roofline import NodeType
+from policies.second_size import Run, SecondSize, second_size
 from predictor.diagnostics import Diagnostics
 
 __all__ = ["CURVE_RULES", "Budget", "CurveSource", "Decider", "Outcome", "with_safety"]
@@ -571,6 +572,10 @@ class Decider:
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
             where = listed[0] if len(listed) == 1 else first_partition(job.partition)
+            second = self._second_size(request, source, record, curve, state, settings, cap_for)
+            if second is not None:
+                self.budget.count(second.decision.nodes or 0, second.runtime_s, True)
+                return self._outcome(job, low, high, app, None, second.decision, extra)
             decision = shape.sized(
                 request,
                 curve,
@@ -599,6 +604,27 @@ class Decider:
                 "cannot size the job yet)",
             )
         return self._outcome(job, low, high, app, curve, decision, extra, decided_by=curve)
+
+    def _second_size(
+        self,
+        request: policies.Request,
+        source: AppKey | None,
+        record: CurveRecord | None,
+        curve: Any,
+        state: ClusterState,
+        settings: policies.PolicySettings,
+        cap_for: shape.CapFor | None,
+    ) -> SecondSize | None:
+        """The run at a second size when every stored run of the app ran at one size
+        (policies/second_size.py); None otherwise, and for a master-worker job (its cap
+        reads a curve). Only an app whose stored record has no curve (the learner's note
+        says why) has its runs read: one more read, on the latency path, for those only."""
+        if curve is not None or source is None or cap_for is not None:
+            return None
+        if record is None or record.curve is not None:  # no runs, or a curve refused here
+            return None
+        runs = [Run(o.nodes, o.runtime_s, o.limit_s) for o in self.curves.observations(source)]
+        return second_size(request, runs, state, settings, self.budget.value())
 
     def _shaped(
         self,
