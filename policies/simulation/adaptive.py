@@ -23,6 +23,10 @@ when the curve may shorten a limit, the user's L otherwise; deciding on [r, r] i
 never shorten a limit, since T⁺(r)/T⁻(r) ≥ 1) and `fixed_limits` (adaptive_fixed_limits: the
 size is decided, the user's limit is kept).
 
+A learned policy whose application has no curve because all its runs ran at one size explores
+a second size as the daemon does (policies/second_size.py: pinned, the user's limit kept,
+counted in the exploration budget).
+
 A decision released with a range (release = "range": `Decision.max_nodes`) hands the scheduler
 that narrowed range, and its limit (written for the range's smallest size); Slurm sizes it at
 start within the range, like `greedy` does with the user's.
@@ -50,6 +54,7 @@ from policies.decide import decide, decide_with_runtime, unusable_because
 from policies.decision import Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
+from policies.second_size import Run, SecondSize, second_size
 from policies.simulation.sizing import Allocation, ClusterView, MoldableRequests, minutes
 from policies.simulation.workload import JobCurves, TraceJob
 from policies.time_limit import time_limit
@@ -97,6 +102,10 @@ class Learner(Protocol):
     ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
+
+    def runs(self, app: int, now: float) -> list[Run]:
+        """The application's completed runs in the store at `now` (policies/second_size.py)."""
+        ...
 
 
 def with_safety(limit_min: int, user_limit_min: int, safety: float) -> int:
@@ -164,8 +173,8 @@ class AdaptiveSizer:
         self, job: int, view: ClusterView, user_limit: float | None = None
     ) -> tuple[Decision, Curve | None, int, float, float | None]:
         """(decision, curve, requested minimum, user's limit in s, the curve's runtime at the
-        decided size when decide evaluated it, else None) for `job` now, with `user_limit`
-        (None: the request's); no state changes."""
+        decided size when decide evaluated it, a second size's runtime bound, else None) for
+        `job` now, with `user_limit` (None: the request's); no state changes."""
         r = self.requests
         lo, hi = r.lo[job], r.hi[job]
         user = r.limit[job] if user_limit is None else user_limit
@@ -177,6 +186,9 @@ class AdaptiveSizer:
             total_nodes=view.total_nodes,
         )
         runtime = None
+        second = self._second_size(job, request, curve, cluster, view.now)
+        if second is not None:
+            return second.decision, None, lo, user, second.runtime_s
         if self.pinned:
             decision = self._limit_at_request(job, request, curve, cluster)
         elif self.identified_only and curve is not None and not curve.identified:
@@ -186,6 +198,17 @@ class AdaptiveSizer:
                 request, curve, cluster, self.settings, self.budget
             )
         return decision, curve, lo, user, runtime
+
+    def _second_size(
+        self, job: int, request: Request, curve: Curve | None, cluster: ClusterState, now: float
+    ) -> SecondSize | None:
+        """A learned policy's run at a second size for an application whose runs all ran at
+        one size (policies/second_size.py), as the daemon's decider proposes it."""
+        if curve is not None or self.learner is None or self.pinned:
+            return None
+        learner, apps = self.learner
+        runs = learner.runs(int(apps[job]), now)
+        return second_size(request, runs, cluster, self.settings, self.budget)
 
     def _limit_at_request(
         self, job: int, request: Request, curve: Curve | None, cluster: ClusterState
@@ -221,6 +244,9 @@ class AdaptiveSizer:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
+        if curve is None:  # a second size (_second_size): pinned, the user's limit kept
+            self._count_second(decision.nodes, runtime)
+            return Allocation(decision.nodes, decision.nodes, user_limit, decision.rule)
         if is_prior(curve):
             self.priors.append(job)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
@@ -251,6 +277,18 @@ class AdaptiveSizer:
             r = self.requests
             observe = learner.observe_killed if killed else learner.observe
             observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
+
+    def _count_second(self, n: int, runtime: float | None) -> None:
+        """Add a second-size run to the budget: explored, its node-hours bounded by
+        n · `runtime` (policies/second_size.py)."""
+        b = self.budget
+        hours = n * (runtime or 0.0) / 3600.0
+        self.budget = ExplorationBudget(
+            jobs_decided=b.jobs_decided + 1,
+            jobs_explored=b.jobs_explored + 1,
+            node_hours_decided=b.node_hours_decided + hours,
+            node_hours_explored=b.node_hours_explored + hours,
+        )
 
     def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
         """Add one decision with a curve to the exploration budget (predicted node-hours)."""

@@ -70,6 +70,7 @@ from numpy.typing import ArrayLike
 
 import predictor
 from policies.refit_cadence import REFIT_GROWTH, REFIT_MAX_AGE_S, refit_due, runs_needed
+from policies.second_size import Run
 from predictor import Curve
 from predictor.covariate import Censored
 from predictor.downey import FloatArray
@@ -203,6 +204,16 @@ class CurveLearner:
         shape, but the next refit's limit-use bound counts it (module doc). It marks nothing
         dirty: the daemon stores it apart, and its next refit reads it."""
         self._apps[app].killed.append((self.seen_at(now), nodes, ran, limit, written_for))
+
+    def runs(self, app: int, now: float) -> list[Run]:
+        """`app`'s completed runs in the store at `now` (ingested by then), oldest first: what
+        the daemon's decider reads for a second size (policies/second_size.py)."""
+        a = self._apps[app]
+        kept = bisect.bisect_right(a.seen, now)
+        return [
+            Run(n, t, None if limit is None else limit[0])
+            for n, t, limit in zip(a.nodes[:kept], a.runtimes[:kept], a.limits[:kept], strict=True)
+        ]
 
     def seen_at(self, now: float) -> float:
         """When a run that ended at `now` is in the store (the daemon's cadence: the next

@@ -35,6 +35,7 @@ from typing import Protocol
 from policies.config import PolicySettings
 from policies.decide import unusable_because
 from policies.roofline import Intensity, Known, NodeType, plan_prior, prior_curve
+from policies.second_size import Run
 from policies.simulation.learning import CurveLearner
 from policies.simulation.pools import Pool
 from predictor import Curve
@@ -74,6 +75,8 @@ class TypedLearner(Protocol):
     ) -> None: ...
 
     def curve(self, app: int, now: float) -> Curve | None: ...
+
+    def runs(self, app: int, now: float) -> list[Run]: ...
 
 
 def pool_type(pool: Pool) -> NodeType:
@@ -125,6 +128,9 @@ class PriorLearner:
         self, app: int, nodes: int, ran: float, now: float, limit: float, written_for: int
     ) -> None:
         self.learner.observe_killed(app, nodes, ran, now, limit, written_for)
+
+    def runs(self, app: int, now: float) -> list[Run]:
+        return self.learner.runs(app, now)
 
     def curve(self, app: int, now: float) -> Curve | None:
         """The (application, pool) curve when the learner has one, else the prior, else the

@@ -40,6 +40,7 @@ import numpy as np
 
 from policies.fallback import fallback_refusal
 from policies.refit_cadence import REFIT_GROWTH
+from policies.second_size import Run
 from policies.simulation.adaptive import AdaptiveSizer, Learner
 from policies.simulation.applications import group
 from policies.simulation.engine import PartitionScheduler
@@ -189,6 +190,10 @@ class TypedLearner:
     ) -> None:
         self.typed.observe_killed(app, nodes, ran, now, limit, written_for)
         self.generic.observe_killed(app // self.pools, nodes, ran, now, limit, written_for)
+
+    def runs(self, app: int, now: float) -> list[Run]:
+        """The (application, pool) slot's own runs at `now` (CurveLearner.runs)."""
+        return self.typed.runs(app, now)
 
     def curve(self, app: int, now: float) -> Curve | None:
         typed = self.typed.curve(app, now)

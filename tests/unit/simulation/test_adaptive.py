@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 import policies
+from policies.second_size import one_size
 from policies.simulation import ClusterView, Experiment, Setup
 from policies.simulation.adaptive import AdaptiveSizer
 from policies.simulation.sizing import minutes
@@ -73,3 +74,30 @@ def test_adaptive_jobs_are_never_killed_by_their_exact_curves() -> None:
 @pytest.mark.parametrize("policy", ["rigid", "greedy"])
 def test_baselines_report_no_rules(policy: str) -> None:
     assert dict(_experiment().run(policy).rules) == {}
+
+
+def test_an_application_run_at_one_size_only_is_explored_at_a_second_size() -> None:
+    # The learned policy, three completed runs of job 0's application, all at 16 nodes,
+    # each a sixth of its user's limit: no curve fits one size, so the job is pinned at the
+    # least size where the slowest run, slowed down linearly, fits the limit x 1.2 (the
+    # range's minimum, 8, here), the user's limit kept, and counted as explored.
+    ex = _experiment()
+    sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
+    assert sizer.learner is not None
+    limit = ex.requests.limit[0]
+    for k in range(3):
+        sizer.finished(0, 16, limit / 6.0, False, 100.0 * k)
+    sizer.budget = policies.ExplorationBudget(jobs_decided=20, node_hours_decided=100.0)
+    view = ClusterView(now=1000.0, idle_nodes=64, pending_demand_nodes=0, total_nodes=64)
+    got = sizer.allocate(0, view)
+    assert (got.min_nodes, got.max_nodes, got.rule) == (8, 8, "exploration")
+    assert got.limit == limit
+    assert (sizer.budget.jobs_decided, sizer.budget.jobs_explored) == (21, 1)
+    assert sizer.budget.node_hours_explored == pytest.approx(16 * limit / 6.0 / 3600.0)
+    # Once the run at 8 nodes is in the store, the application has two sizes: no more.
+    sizer.finished(0, 8, limit / 3.0, False, 1100.0)
+    learner, apps = sizer.learner
+    assert [r.nodes for r in learner.runs(int(apps[0]), 5000.0)] == [16, 16, 16, 8]
+    assert one_size(learner.runs(int(apps[0]), 5000.0)) is None
+    assert [r.nodes for r in learner.runs(int(apps[0]), 1000.0)] == [16, 16, 16]

@@ -26,7 +26,9 @@ curve whose runs show no knee was capped at the largest size they ran (rules.py,
 once when runs killed at their limits counted in the limit-use bound and the shape of a
 curve judged by its noise became the least-squares one (predictor/heterogeneous.py, "Which
 fit gives the shape"), and once when the figures split the mean response by key age
-(policies/simulation/metrics.py; no schedule changed): the commits say so.
+(policies/simulation/metrics.py; no schedule changed), and once when an application whose
+runs all ran at one size was explored at a second (policies/second_size.py): the commits
+say so.
 """
 
 from __future__ import annotations
