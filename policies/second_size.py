@@ -97,7 +97,9 @@ def second_size(
     limit = cluster.node_limit
     hi = request.max_nodes if limit is None else min(request.max_nodes, limit)
     use = max(r.runtime_s / r.limit_s for r in limited if r.limit_s)
-    down = max(lo, math.ceil(s * use * settings.time_limit_safety_factor - 1e-9))
+    bound = s * use * settings.time_limit_safety_factor
+    # A limit of a denormal number of seconds makes the share infinite: no smaller size is safe.
+    down = max(lo, math.ceil(bound - 1e-9)) if math.isfinite(bound) else s
     if down < s and down <= hi:
         n = down
         how = (

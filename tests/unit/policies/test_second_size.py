@@ -89,3 +89,12 @@ def test_one_size_needs_min_runs_at_one_size() -> None:
     assert one_size(_runs([0.1] * MIN_RUNS)) == 16
     assert one_size(_runs([0.1] * (MIN_RUNS - 1))) is None
     assert one_size([*_runs([0.1] * MIN_RUNS), Run(4, 1.0, None)]) is None
+
+
+def test_a_share_of_a_limit_too_large_to_hold_goes_up_not_down() -> None:
+    # A stored limit of a denormal number of seconds: runtime / limit overflows to inf, so
+    # no smaller size can be shown safe; the run goes up, and nothing raises.
+    runs = [Run(16, 100.0, 1e-320)] * 3
+    second = second_size(_request(), runs, IDLE, SETTINGS, ROOM)
+    assert second is not None
+    assert second.decision.nodes == 32
