@@ -244,9 +244,6 @@ class AdaptiveSizer:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
-        if curve is None:  # a second size (_second_size): pinned, the user's limit kept
-            self._count_second(decision.nodes, runtime)
-            return Allocation(decision.nodes, decision.nodes, user_limit, decision.rule)
         if is_prior(curve):
             self.priors.append(job)
         self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
@@ -278,24 +275,15 @@ class AdaptiveSizer:
             observe = learner.observe_killed if killed else learner.observe
             observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
 
-    def _count_second(self, n: int, runtime: float | None) -> None:
-        """Add a second-size run to the budget: explored, its node-hours bounded by
-        n · `runtime` (policies/second_size.py)."""
-        b = self.budget
-        hours = n * (runtime or 0.0) / 3600.0
-        self.budget = ExplorationBudget(
-            jobs_decided=b.jobs_decided + 1,
-            jobs_explored=b.jobs_explored + 1,
-            node_hours_decided=b.node_hours_decided + hours,
-            node_hours_explored=b.node_hours_explored + hours,
-        )
-
     def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
-        """Add one decision with a curve to the exploration budget (predicted node-hours)."""
+        """Add one decision to the exploration budget, with its predicted node-hours n·T(n):
+        T from the curve, or `runtime` when known (decide's, or without a curve a second
+        size's bound, policies/second_size.py)."""
         b = self.budget
         hours = 0.0
-        if self._track_node_hours and curve is not None:
-            hours = n * _runtime_at(curve, n, runtime) / 3600.0
+        if self._track_node_hours:
+            t = runtime if curve is None else _runtime_at(curve, n, runtime)
+            hours = 0.0 if t is None else n * t / 3600.0
         self.budget = ExplorationBudget(
             jobs_decided=b.jobs_decided + 1,
             jobs_explored=b.jobs_explored + explored,
