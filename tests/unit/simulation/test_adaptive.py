@@ -101,3 +101,15 @@ def test_an_application_run_at_one_size_only_is_explored_at_a_second_size() -> N
     assert [r.nodes for r in learner.runs(int(apps[0]), 5000.0)] == [16, 16, 16, 8]
     assert one_size(learner.runs(int(apps[0]), 5000.0)) is None
     assert [r.nodes for r in learner.runs(int(apps[0]), 1000.0)] == [16, 16, 16]
+
+
+def test_a_fallback_to_the_minimum_is_not_counted_as_explored() -> None:
+    # fallback = "min" sizes a job without a curve at its minimum: a decision, not an
+    # exploration, even though no curve made it (unlike a second size).
+    ex = _experiment(settings=replace(policies.DEFAULTS, fallback="min"))
+    sizer = ex.sizer("adaptive")
+    view = ClusterView(now=0.0, idle_nodes=64, pending_demand_nodes=0, total_nodes=64)
+    got = sizer.allocate(0, view)
+    lo = ex.requests.lo[0]
+    assert (got.min_nodes, got.max_nodes, got.rule) == (lo, lo, "fallback")
+    assert (sizer.budget.jobs_decided, sizer.budget.jobs_explored) == (1, 0)
