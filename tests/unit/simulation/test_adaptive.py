@@ -108,6 +108,7 @@ def test_a_fallback_to_the_minimum_is_not_counted_as_explored() -> None:
     # exploration, even though no curve made it (unlike a second size).
     ex = _experiment(settings=replace(policies.DEFAULTS, fallback="min"))
     sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
     view = ClusterView(now=0.0, idle_nodes=64, pending_demand_nodes=0, total_nodes=64)
     got = sizer.allocate(0, view)
     lo = ex.requests.lo[0]
