@@ -69,6 +69,7 @@ from policies.fallback import curve_on_type
 from policies.master_worker import Figures, WorkerCap
 from policies.roofline import NodeType
 from policies.rules import load_rule_words
+from policies.second_size import Run, second_size
 
 __all__ = [
     "decide",
@@ -167,6 +168,25 @@ def parse_waits(text: str) -> dict[str, float]:
             raise ValueError(f"partition {name} is given two waits")
         out[name] = seconds
     return out
+
+
+def parse_budget(text: str) -> policies.ExplorationBudget:
+    """``JOBS,EXPLORED,NODE_HOURS,EXPLORED_NODE_HOURS``: the daemon's exploration counters, as
+    a decision's record holds them (``adaptalloc explain JOB --format json``, ``budget``)."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 4:
+        raise ValueError(
+            f"expected JOBS,EXPLORED,NODE_HOURS,EXPLORED_NODE_HOURS (four numbers), got "
+            f"{quote_value(text)}"
+        )
+    try:
+        jobs, explored = int(parts[0]), int(parts[1])
+        hours, explored_hours = float(parts[2]), float(parts[3])
+    except ValueError:
+        raise ValueError(
+            f"expected whole job counts and node-hours as numbers, got {quote_value(text)}"
+        ) from None
+    return policies.ExplorationBudget(jobs, explored, hours, explored_hours)
 
 
 def _parsed(parse: Callable[[str], T]) -> Callable[[click.Context, click.Parameter, Any], T | None]:
@@ -327,6 +347,11 @@ class _FileRuns:
     def weak_runs(self) -> list[_Run]:
         return self.runs()
 
+    def one_size_runs(self) -> list[Run]:
+        """None: a file of runs at one size fits no curve and is refused when read, and its
+        rows carry no time limits (policies/second_size.py needs them)."""
+        return []
+
 
 class _StoreRuns:
     """The app's curves and observations in the store, read as the daemon reads them
@@ -369,6 +394,14 @@ class _StoreRuns:
 
     def weak_runs(self) -> list[Any]:
         return [*self.runs(), *self.source.sibling_runs(self.app)]
+
+    def one_size_runs(self) -> list[Run]:
+        """The app's runs, as the daemon's decider reads them for a second size: only when
+        its stored record has no curve (plugin/daemon/decider.py, `Decider._second_size`)."""
+        record = self.source.get(self.app)
+        if record is None or record.curve is not None:
+            return []
+        return [Run(o.nodes, o.runtime_s, o.limit_s) for o in self.runs()]
 
 
 def _say(console: Console, text: str) -> None:
@@ -569,6 +602,15 @@ def render_decision(
 )
 @click.option("--explain", is_flag=True, help="Also show every rule's candidate and why.")
 @click.option(
+    "--budget",
+    default=None,
+    callback=_parsed(parse_budget),
+    metavar="J,E,H,EH",
+    help="The daemon's exploration counters: jobs decided and explored, node-hours decided "
+    "and explored (a decision's record holds them: adaptalloc explain JOB --format json). "
+    "Without it none, as in a daemon that has decided nothing yet: nothing is explored.",
+)
+@click.option(
     "--size",
     "problem_size",
     type=click.FloatRange(min=0, min_open=True),
@@ -605,6 +647,7 @@ def decide(
     feasible: policies.Feasible | None,
     config_path: str | None,
     explain: bool,
+    budget: policies.ExplorationBudget | None,
     problem_size: float | None,
     method: str,
     output_format: str,
@@ -674,6 +717,7 @@ def decide(
         scaling,
         lambda name: policies.effective(config, name, account),
         _Seeded(seeds, ntasks_per_node or 1, types),
+        budget or NO_BUDGET,
     )
     load_rule = load_rule_words(settings)
     if output_format == "json":
@@ -913,11 +957,13 @@ def _shaped_decision(
     scaling: str,
     settings_for: Callable[[str], policies.PolicySettings],
     seeded: _Seeded | None = None,
+    budget: policies.ExplorationBudget = NO_BUDGET,
 ) -> tuple[policies.Decision, dict[str, Any]]:
     """The decision the daemon would make (plugin/daemon/decider.py, same order: weak
-    scaling, then a fixed task count, then several partitions, else the curve's; the
-    master-worker cap and the roofline prior as there), and the keys it adds to the JSON
-    document."""
+    scaling, then a fixed task count, then several partitions, else the run at a second size
+    of an app whose runs all ran at one size, else the curve's; the master-worker cap and the
+    roofline prior as there), and the keys it adds to the JSON document. `budget`: the
+    daemon's exploration counters."""
     theta = settings.efficiency_threshold
     if scaling == "weak":
         weak = shape.weak_decision(request, runs.weak_runs(), cluster, theta)
@@ -959,9 +1005,14 @@ def _shaped_decision(
         if len(listed) == 1:
             curve = typed.curve_on(listed[0])
             missing = typed.refused.get(listed[0]) or missing
+        master_worker = seeded is not None and seeded.seeds.master_worker
+        if curve is None and not master_worker:
+            second = second_size(request, runs.one_size_runs(), cluster, settings, budget)
+            decision = second.decision if second is not None else None
+    if decision is None:
         cap = typed.cap_for(chosen or typed.reference, curve)
         decision = shape.sized(
-            request, curve, cluster, settings, NO_BUDGET, missing or "no curve is known", cap
+            request, curve, cluster, settings, budget, missing or "no curve is known", cap
         )
     decision, seed_keys = typed.shown(decision, chosen)
     shown.update(seed_keys)

@@ -1,12 +1,15 @@
 """The run at a second size (policies/second_size.py) on the real Redis: an application whose
 stored runs all ran at one size has no curve (refit_app saves its note), and the daemon's
 Decider explores one other size for its next job, with the user's limit kept; once that run
-is stored and refitted, the application has a curve and the exploration stops. Slurm is not
+is stored and refitted, the application has a curve and the exploration stops. ``adaptalloc
+decide --app`` shows the same run when given the daemon's exploration counters. Slurm is not
 needed: the Decider's cluster state is given."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +21,8 @@ from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
+
+from .testbed import adaptalloc
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +87,25 @@ def test_an_app_run_at_one_size_is_explored_at_a_second(redis_client: Any) -> No
     curves.begin_batch()
     after = d.decide(_job(now), _idle)
     assert "ran at 8 nodes" not in after.reason, after.reason
+
+
+def test_decide_app_shows_the_second_size_with_the_daemons_budget(
+    redis_client: Any, tmp_path: Path
+) -> None:
+    store = CurveStore(redis_client, Retention(max_observations=50, max_age_s=None))
+    key = AppKey("it-second-cli", owner="ann")
+    now = time.time()
+    store.add_observations(key, [_run(i, key, 8, t, now) for i, t in enumerate((600, 900, 700))])
+    assert refit_app(store, key).status == "no_curve"
+    job = ("decide", "--app", str(key), "--nodes", "2-16", "--time-limit", "60")
+    where = ("--idle", "16", "--total", "16", "--format", "json")
+    # The counters of _with_room: twenty jobs decided, 400 node-hours, none explored.
+    proc = adaptalloc(*job, *where, "--budget", "20,0,400,0", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["rule"], doc["nodes"], doc["time_limit_min"]) == ("exploration", 3, None)
+    assert "all 3 runs of the app ran at 8 nodes" in doc["reason"]
+    # Without them decide is a daemon that has decided nothing yet: left as submitted.
+    proc = adaptalloc(*job, *where, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["rule"] == "fallback"

@@ -211,6 +211,10 @@ def test_decide_logs_one_event(run_cli: RunCli) -> None:
         (("--nodes", "0-4"), "the range must start at 1 node or more"),
         (("--nodes", "4-64", "--pending", "3"), "--pending needs --idle"),
         (("--nodes", "4-64", "--feasible", "cubes"), "feasible sizes must be powers_of_two"),
+        (("--nodes", "4-64", "--budget", "20,0"), "JOBS,EXPLORED,NODE_HOURS,EXPLORED_NODE"),
+        (("--nodes", "4-64", "--budget", "20,0.5,1,0"), "whole job counts and node-hours"),
+        (("--nodes", "4-64", "--budget", "1,2,3,0"), "jobs_explored cannot exceed jobs_decided"),
+        (("--nodes", "4-64", "--budget", "2,1,nan,0"), "node_hours_decided must be finite"),
         (("--nodes", "4-64", "--idle", "80", "--total", "64"), None),
     ],
 )
@@ -224,6 +228,27 @@ def test_decide_refuses_bad_options(
         return
     line = assert_one_error_line(result, exit_code=2)
     assert message in line
+
+
+def test_decide_explores_only_with_the_daemons_budget(
+    run_cli: RunCli, write_file: WriteFile
+) -> None:
+    # Two sizes before any knee: the curve is not reliable (first_piece_only) and its
+    # judgment suggests a run at the range's top. Without counters decide is a daemon that
+    # has decided nothing, where one explored job would be all of them: no exploration.
+    runs = write_file("two.csv", "n,runtime\n4,1000\n8,600\n")
+    job = ("--observations", str(runs), "--nodes", "2-16", "--idle", "64", "--format", "json")
+    fresh = json_document(run_cli("decide", *job, "--explain"))
+    assert fresh["rule"] != "exploration"
+    refused = {c["rule"]: c["reason"] for c in fresh["candidates"]}["exploration"]
+    assert "exploring would make 1 of 1 jobs, above the 10% budget" in refused
+    # With the daemon's counters (20 jobs decided, 400 node-hours, none explored) it fits.
+    doc = json_document(run_cli("decide", *job, "--budget", "20,0,400,0"))
+    assert (doc["rule"], doc["nodes"]) == ("exploration", 16)
+    assert "(0 of 20 jobs and 0.0 of 400.0 node-hours explored so far)" in doc["reason"]
+    # Counters at the share: the job is decided as if there were nothing to explore.
+    full = json_document(run_cli("decide", *job, "--budget", "20,2,400,40"))
+    assert full["rule"] != "exploration"
 
 
 def test_decide_needs_exactly_one_curve_source(run_cli: RunCli) -> None:
