@@ -46,7 +46,17 @@ from __future__ import annotations
 import math
 
 from policies.config import DEFAULTS, PolicySettings
-from policies.decision import PARTITION_LIMIT, Candidate, Decision
+from policies.decision import (
+    CAP,
+    EFFICIENCY,
+    EXPLORATION,
+    FALLBACK,
+    LOAD_ADAPTIVE,
+    PARTITION_LIMIT,
+    PWS,
+    Candidate,
+    Decision,
+)
 from policies.feasible import Allowed, allowed_sizes, pattern_feasible, snap
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
@@ -124,11 +134,11 @@ def _strategy_choice(
 ) -> tuple[int, str, str]:
     """(size, rule, reason) of the configured strategy, capped at the maximum useful size."""
     chosen = by_rule[settings.strategy]
-    cap = by_rule["cap"]
+    cap = by_rule[CAP]
     if cap.nodes is not None and chosen.size > cap.nodes:
         return (
             cap.nodes,
-            "cap",
+            CAP,
             f"{cap.reason}; the {settings.strategy} rule's {chosen.size} are capped to {cap.nodes}",
         )
     return chosen.size, chosen.rule, chosen.reason
@@ -229,11 +239,11 @@ def _release_range(
     """(smallest size, largest size or None when pinned, what to add to the reason). With
     `fitting`, the range's low end is raised to the least size whose predicted runtime fits
     the user's `limit_min` (time_limit.py, fits_limit)."""
-    if rule not in ("load_adaptive", "efficiency", "pws", "cap"):
+    if rule not in (LOAD_ADAPTIVE, EFFICIENCY, PWS, CAP):
         return size, None, ""
     if allowed.sizes is not None:
         return size, None, f"; pinned at {nodes(size)}, since only {allowed.what} are feasible"
-    eff, pws, cap = by_rule["efficiency"].size, by_rule["pws"].size, by_rule["cap"].nodes
+    eff, pws, cap = by_rule[EFFICIENCY].size, by_rule[PWS].size, by_rule[CAP].nodes
     small, large = min(eff, pws), max(eff, pws)
     if cap is not None:
         large = max(small, min(large, cap))
@@ -318,8 +328,8 @@ def _exploration(
         return explore.candidate, False
     waits = exploration_waits(size, profile.lo, cluster, settings)
     if waits:
-        return Candidate("exploration", None, f"{why}, but {waits}"), False
-    return Candidate("exploration", size, why), True
+        return Candidate(EXPLORATION, None, f"{why}, but {waits}"), False
+    return Candidate(EXPLORATION, size, why), True
 
 
 def _with_curve(
@@ -406,7 +416,7 @@ def _decide(
         winner, sized = _with_curve(request, profile, cluster, allowed, settings, budget)
         candidates += sized
         size, rule, reason = winner.nodes, winner.rule, winner.reason
-        usable = profile if winner.rule != "fallback" else None
+        usable = profile if winner.rule != FALLBACK else None
 
     if size is not None:
         size, notes = _constrained(size, allowed)

@@ -9,8 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+#: The rules' names (policies/rules.py), as decisions, records and reports carry them.
+EFFICIENCY = "efficiency"
+PWS = "pws"
+CAP = "cap"
+LOAD_ADAPTIVE = "load_adaptive"
+EXPLORATION = "exploration"
+FALLBACK = "fallback"
 #: Rule names, in the order `decide` lists its candidates.
-RULES = ("efficiency", "pws", "cap", "load_adaptive", "exploration", "fallback")
+RULES = (EFFICIENCY, PWS, CAP, LOAD_ADAPTIVE, EXPLORATION, FALLBACK)
 #: Rule name of a decision that leaves a job alone because its range is outside the partition.
 PARTITION_LIMIT = "partition_limit"
 

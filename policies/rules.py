@@ -75,7 +75,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.config import PolicySettings
-from policies.decision import Candidate
+from policies.decision import (
+    CAP,
+    EFFICIENCY,
+    EXPLORATION,
+    FALLBACK,
+    LOAD_ADAPTIVE,
+    PWS,
+    Candidate,
+)
 from policies.feasible import Allowed, snap
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
@@ -153,7 +161,7 @@ def efficiency_rule(profile: RuntimeProfile, settings: PolicySettings) -> Candid
     there = percent(_work_unit(profile, baseline) / (at * profile.at(at)))
     if n < lo:
         return Candidate(
-            "efficiency",
+            EFFICIENCY,
             lo,
             f"efficiency is below {percent(theta)} ({words}) already at {nodes(lo)}, the "
             f"smallest size allowed ({there} there)",
@@ -161,7 +169,7 @@ def efficiency_rule(profile: RuntimeProfile, settings: PolicySettings) -> Candid
     where = "through" if n == hi else "up to"
     tail = ", the largest size allowed" if n == hi else ""
     return Candidate(
-        "efficiency",
+        EFFICIENCY,
         n,
         f"efficiency stays at or above {percent(theta)} ({words}) {where} {nodes(n)}{tail} "
         f"({there} there)",
@@ -187,17 +195,17 @@ def pws_rule(profile: RuntimeProfile) -> Candidate:
     p = best_working_set(profile)
     g = profile.curve.pws_n
     if g == p:
-        return Candidate("pws", p, f"S(n)²/n peaks at {nodes(p)} (the processor working set)")
+        return Candidate(PWS, p, f"S(n)²/n peaks at {nodes(p)} (the processor working set)")
     if g < profile.lo or g > profile.hi:
         side = "below the job's minimum" if g < profile.lo else "above the largest size allowed"
         return Candidate(
-            "pws",
+            PWS,
             p,
             f"S(n)²/n peaks at {nodes(g)} (the processor working set), {side}; within the "
             f"range it is largest at {nodes(p)}",
         )
     return Candidate(
-        "pws", p, f"S(n)²/n is largest at {nodes(p)} within the range (the processor working set)"
+        PWS, p, f"S(n)²/n is largest at {nodes(p)} within the range (the processor working set)"
     )
 
 
@@ -218,14 +226,14 @@ def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
     knee = f"the speedup stops growing at {nodes(m)} ({_knee_formula(curve)})"
     if m > hi:
         return Candidate(
-            "cap",
+            CAP,
             hi,
             f"the speedup keeps growing up to {nodes(m)} ({_knee_formula(curve)}), beyond the "
             f"largest size allowed, {nodes(hi)}",
         )
     if m < lo:
-        return Candidate("cap", lo, f"{knee}, below the job's minimum, so at most {nodes(lo)}")
-    return Candidate("cap", m, f"{knee}, so more nodes cannot speed the job")
+        return Candidate(CAP, lo, f"{knee}, below the job's minimum, so at most {nodes(lo)}")
+    return Candidate(CAP, m, f"{knee}, so more nodes cannot speed the job")
 
 
 def _unseen_cap(curve: Curve, lo: int, hi: int) -> Candidate:
@@ -236,14 +244,14 @@ def _unseen_cap(curve: Curve, lo: int, hi: int) -> Candidate:
     seen = curve.largest_observed
     if seen >= hi:
         return Candidate(
-            "cap",
+            CAP,
             hi,
             f"the runs show no knee up to {nodes(seen)}, at or beyond the largest size allowed, "
             f"{nodes(hi)}",
         )
     top = max(lo, seen)
     return Candidate(
-        "cap",
+        CAP,
         top,
         f"the runs show no knee yet and ran up to {nodes(seen)}, so the curve knows no speedup "
         f"past that: at most {nodes(top)}",
@@ -387,7 +395,7 @@ def load_adaptive_rule(
         else:
             words += f", limited to the {idle} idle nodes so that it can start now"
         n = max(least, idle)
-    return Candidate("load_adaptive", n, words)
+    return Candidate(LOAD_ADAPTIVE, n, words)
 
 
 # --- exploration and fallback -----------------------------------------------------------------
@@ -467,19 +475,19 @@ def exploration_rule(
     curve, lo, hi = profile.curve, profile.lo, profile.hi
     if curve.reliable:
         reason = "the curve is reliable, so there is nothing to explore"
-        return Exploration(Candidate("exploration", None, reason), False)
+        return Exploration(Candidate(EXPLORATION, None, reason), False)
     found = _suggestion(curve, lo, hi, allowed)
     drawn = False
     if isinstance(found, str):
         n_drawn = drawn_size(job_id, lo, hi, allowed) if job_id else None
         if n_drawn is None or n_drawn == lo:
-            return Exploration(Candidate("exploration", None, found), False)
+            return Exploration(Candidate(EXPLORATION, None, found), False)
         found, drawn = (n_drawn, "no size suggested; drawn at random"), True
     n, problem = found
     node_hours = n * profile.at(n) / 3600.0
     refused = over_budget(n, problem, node_hours, budget, settings)
     if refused:
-        return Exploration(Candidate("exploration", None, refused), False)
+        return Exploration(Candidate(EXPLORATION, None, refused), False)
     how = (
         f"a size drawn at random in {lo}-{hi} nodes (log-uniform, from a hash of the job id, "
         f"independent of what the job asks) is {nodes(n)}: runs off the size a limit was "
@@ -489,7 +497,7 @@ def exploration_rule(
     )
     return Exploration(
         Candidate(
-            "exploration",
+            EXPLORATION,
             n,
             f"the curve is not reliable yet ({problem}) and {how}, within the exploration budget "
             f"({budget.jobs_explored} of {budget.jobs_decided} jobs and "
@@ -534,13 +542,13 @@ def fallback_rule(
     request: Request, lo: int, hi: int, why: str, settings: PolicySettings
 ) -> Candidate:
     if settings.fallback == "min":
-        return Candidate("fallback", lo, f"{why}, so the job gets its smallest size, {nodes(lo)}")
+        return Candidate(FALLBACK, lo, f"{why}, so the job gets its smallest size, {nodes(lo)}")
     if settings.fallback == "max":
         return Candidate(
-            "fallback", hi, f"{why}, so the job gets the largest size allowed, {nodes(hi)}"
+            FALLBACK, hi, f"{why}, so the job gets the largest size allowed, {nodes(hi)}"
         )
     return Candidate(
-        "fallback",
+        FALLBACK,
         None,
         f"{why}, so the job is left as submitted ({request.min_nodes}-{request.max_nodes} nodes)",
     )

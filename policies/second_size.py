@@ -43,15 +43,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from policies.config import PolicySettings
-from policies.decision import Decision
+from policies.decision import EXPLORATION, Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.rules import exploration_waits, nodes, over_budget, percent
 
 #: The runs at one size before a second size is explored: one run says nothing of the spread
 #: of its application's inputs, and the bound reads the largest share of a limit seen.
 MIN_RUNS = 3
-#: The rule a second-size run is decided by (policies.decision.RULES).
-EXPLORATION = "exploration"
 
 
 @dataclass(frozen=True)

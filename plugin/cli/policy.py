@@ -446,7 +446,7 @@ def render_decision(
             printable(candidate.reason),
         )
     console.print(table)
-    if decision.rule == "cap":
+    if decision.rule == policies.decision.CAP:
         note = "* the cap decided: the strategy's size was above the maximum useful size."
     else:
         note = "* the rule that decided the size; constraints may have moved it (see Why)."

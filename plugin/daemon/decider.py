@@ -68,7 +68,7 @@ from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
 from policies.decide import unusable_because
-from policies.decision import RULES
+from policies.decision import EXPLORATION, FALLBACK, RULES
 from policies.fallback import curve_on_type
 from policies.master_worker import MASTER_WORKER, WorkerCap
 from policies.partition import Queue, wait_estimate
@@ -86,7 +86,7 @@ KEY_MEMO_SIZE = 4096
 #: The rules whose size comes from the curve's prediction: a job they sized is scored
 #: against that curve once it finished (the fallback and partition_limit read no curve; a
 #: master-worker cap is scored when a curve decided within it).
-CURVE_RULES = (frozenset(RULES) - {"fallback"}) | {MASTER_WORKER}
+CURVE_RULES = (frozenset(RULES) - {FALLBACK}) | {MASTER_WORKER}
 #: Curve documents `CurveSource.document` keeps before it starts afresh (one per curve in
 #: a batch; a batch reads each app's curves once).
 DOCUMENT_MEMO_SIZE = 1024
@@ -898,7 +898,7 @@ class Decider:
             common["curve_doc"] = self.curves.document(decided_by)
         if curve is not None:
             runtime = float(curve.runtime(n))
-            self.budget.count(n, runtime, decision.rule == "exploration")
+            self.budget.count(n, runtime, decision.rule == EXPLORATION)
         sized = marks.sized_record(n, low, high, decision.rule, asked)
         comment = marks.admin_comment(sized, prior, app)
         return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)

@@ -51,7 +51,7 @@ import numpy as np
 
 from policies.config import PolicySettings
 from policies.decide import decide, decide_with_runtime, unusable_because
-from policies.decision import Decision
+from policies.decision import EXPLORATION, FALLBACK, Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
 from policies.second_size import Run, SecondSize, second_size
@@ -62,8 +62,6 @@ from predictor import Curve
 from predictor.downey import IntArray
 from predictor.roofline import is_prior
 
-EXPLORATION = "exploration"
-FALLBACK = "fallback"
 FALLBACK_NO_CURVE = "no curve"
 FALLBACK_UNUSABLE = "curve unusable"
 #: rigid_limits' rule for a job whose limit its curve set (its size stays the request).

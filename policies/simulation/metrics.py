@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from policies.decision import PARTITION_LIMIT
+from policies.decision import FALLBACK, PARTITION_LIMIT
 from policies.simulation.engine import RECORDED, Schedule
 from predictor.downey import FloatArray, IntArray
 
@@ -53,7 +53,7 @@ SLOWDOWN_BOUND_S = 10.0
 MATURE_RUNS = 20
 #: The rules of an allocation that left the job as submitted: the baselines' (""), and the
 #: adaptive policy's fallback and partition-limit rules.
-LEFT_AS_SUBMITTED = frozenset({"", "fallback", PARTITION_LIMIT})
+LEFT_AS_SUBMITTED = frozenset({"", FALLBACK, PARTITION_LIMIT})
 
 
 @dataclass(frozen=True)
