@@ -157,8 +157,9 @@ KEYS: Mapping[str, Key] = MappingProxyType(
         ),
         "fallback": _spec(
             choice(*FALLBACKS),
-            "What happens without a usable curve: as_submitted (leave the job alone), min or "
-            "max (the range's smallest or largest size).",
+            "What happens without a usable curve: as_submitted (leave the job its range and "
+            "limit; a curve refused for sizing still cuts the range's top where it saw the "
+            "speedup stop), min or max (the range's smallest or largest size).",
         ),
         "exploration_job_share": _spec(
             number(0.0, 1.0),

@@ -71,6 +71,7 @@ from policies.rules import (
     number,
     percent,
     pws_rule,
+    refused_top,
 )
 from policies.time_limit import fits_limit, reference_size, time_limit, upper_runtimes
 from predictor import Curve
@@ -339,9 +340,10 @@ def _with_curve(
     allowed: Allowed,
     settings: PolicySettings,
     budget: ExplorationBudget,
-) -> tuple[Candidate, list[Candidate]]:
-    """The winning candidate with a curve (steps 4 and 5 of the flow), and every candidate
-    the rules proposed for the decision's list."""
+) -> tuple[Candidate, list[Candidate], int | None]:
+    """The winning candidate with a curve (steps 4 and 5 of the flow), every candidate the
+    rules proposed for the decision's list, and the top of the range a job the curve may not
+    size keeps (`refused_top`; None: pinned, or left as submitted)."""
     lo, hi, curve = profile.lo, profile.hi, profile.curve
     efficiency = efficiency_rule(profile, settings)
     pws = pws_rule(profile)
@@ -350,16 +352,22 @@ def _with_curve(
     explore, explored = _exploration(profile, request, cluster, allowed, settings, budget)
     candidates = [efficiency, pws, cap, load, explore]
     if explored:
-        return explore, candidates
+        return explore, candidates, None
     unusable = unusable_because(curve, settings)
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
         fitting, reason = _fitting(profile, chosen, reason, request, settings, allowed)
         if fitting is not None:
-            return Candidate(rule, fitting, reason), candidates
+            return Candidate(rule, fitting, reason), candidates, None
         unusable = reason
+    top = None
+    if settings.fallback == "as_submitted" and allowed.sizes is None:
+        top = refused_top(curve, lo, hi)
+    if top is not None:
+        winner = Candidate(FALLBACK, lo, f"{unusable}, so it is {top[1]}")
+        return winner, [*candidates, winner], top[0]
     winner = fallback_rule(request, lo, hi, unusable, settings)
-    return winner, [*candidates, winner]
+    return winner, [*candidates, winner], None
 
 
 def _too_large(lo: int, limit: int | None) -> Decision | None:
@@ -413,7 +421,7 @@ def _decide(
         # A covariate curve's runtimes for this job (predictor/heterogeneous.py).
         curve = curve.for_limit(request.time_limit_s, reference_size(request, settings))
         profile = RuntimeProfile.of(curve, lo, hi, (request.min_nodes, request.max_nodes))
-        winner, sized = _with_curve(request, profile, cluster, allowed, settings, budget)
+        winner, sized, max_nodes = _with_curve(request, profile, cluster, allowed, settings, budget)
         candidates += sized
         size, rule, reason = winner.nodes, winner.rule, winner.reason
         usable = profile if winner.rule != FALLBACK else None

@@ -67,6 +67,12 @@ class Decision:
     def as_submitted(self) -> bool:
         return self.nodes is None
 
+    @property
+    def counted(self) -> bool:
+        """Whether the exploration budget counts this decision (policies.ExplorationBudget):
+        a size set, other than a fallback that keeps the job's range (its top cut)."""
+        return self.nodes is not None and not (self.rule == FALLBACK and self.max_nodes is not None)
+
     def to_dict(self, explain: bool = False) -> dict[str, Any]:
         """The CLI contract {"nodes", "time_limit_min", "rule", "reason", "max_nodes"} (max_nodes
         null when pinned); with `explain`, also "time_limit_reason" and "candidates"."""

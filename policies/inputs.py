@@ -110,8 +110,9 @@ class ExplorationBudget:
     """Counters the caller keeps over a window of its choosing (the daemon: since it started).
 
     jobs_decided and node_hours_decided count every decision made with a curve, explored ones
-    included; jobs_explored and node_hours_explored count the explored ones. Node-hours are the
-    predicted ones (nodes x predicted runtime) at decision time. Pure code only reads them.
+    included (`Decision.counted`: not a fallback that keeps the job's range); jobs_explored
+    and node_hours_explored count the explored ones. Node-hours are the predicted ones
+    (nodes x predicted runtime) at decision time. Pure code only reads them.
     """
 
     jobs_decided: int = 0

@@ -896,7 +896,7 @@ class Decider:
         resize = Resize(job.job_id, n, top, limit, partition=moved)
         if decided_by is not None and decision.rule in CURVE_RULES:
             common["curve_doc"] = self.curves.document(decided_by)
-        if curve is not None:
+        if curve is not None and decision.counted:
             runtime = float(curve.runtime(n))
             self.budget.count(n, runtime, decision.rule == EXPLORATION)
         sized = marks.sized_record(n, low, high, decision.rule, asked)

@@ -244,7 +244,8 @@ class AdaptiveSizer:
             return Allocation(lo, hi, user_limit, decision.rule)
         if is_prior(curve):
             self.priors.append(job)
-        self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
+        if decision.counted:
+            self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
         high = decision.nodes if decision.max_nodes is None else decision.max_nodes
         if self.fixed_limits or decision.time_limit_min is None:
             return Allocation(decision.nodes, high, user_limit, decision.rule)

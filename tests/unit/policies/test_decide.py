@@ -65,12 +65,43 @@ def test_without_a_curve_the_fallback_decides() -> None:
 def test_an_unusable_curve_gets_the_fallback_with_every_candidate_listed() -> None:
     bad = replace(LU, fit_error=0.4)
     d = decide(JOB, bad, LIGHT)
-    assert (d.nodes, d.rule) == (None, "fallback")
+    # Not sized by the curve: the job keeps its minimum and limit, and its range's top is cut
+    # at the larger of the curve's maximum useful size (48) and its runs' median size (16).
+    assert (d.nodes, d.max_nodes, d.time_limit_min, d.rule) == (4, 48, None, "fallback")
     assert d.reason.startswith(
-        "the curve is unusable: its fitting error 40% exceeds max_fit_error 10%, so the job"
+        "the curve is unusable: its fitting error 40% exceeds max_fit_error 10%, so it is "
+        "released as 4-48 nodes: the curve, though not used to size the job, shows no speedup "
+        "past 48 nodes, and its runs' median size is 16 nodes"
     )
     assert [c.rule for c in d.candidates] == list(RULES)
     assert decide(JOB, bad, LIGHT, replace(DEFAULTS, max_fit_error=0.5)).rule == "load_adaptive"
+
+
+def test_an_unusable_curve_cuts_the_range_only_where_it_saw_the_speedup_stop() -> None:
+    bad = replace(LU, fit_error=0.4)
+    as_submitted = (None, None, None, "fallback")
+
+    def outcome(
+        request: Request, curve: predictor.Curve, fallback: str = "as_submitted"
+    ) -> tuple[int | None, int | None, int | None, str]:
+        d = decide(request, curve, LIGHT, replace(DEFAULTS, fallback=fallback))
+        return d.nodes, d.max_nodes, d.time_limit_min, d.rule
+
+    # No knee: no evidence the speedup stops, nothing cut.
+    assert outcome(JOB, replace(bad, max_useful_n=None)) == as_submitted
+    # A range whose top is within the knee: nothing to cut.
+    assert outcome(Request(4, 40, time_limit_min=60), bad) == as_submitted
+    # The runs' median size above the knee keeps the sizes the users ran at.
+    wide = replace(bad, observed_n=(32, 56, 60))
+    assert outcome(JOB, wide) == (4, 56, None, "fallback")
+    # A shared curve one user's runs moved: its knee is theirs, nothing of it is used.
+    steered = replace(LU, diagnostics=unreliable("user_influence", suggest_n=None))
+    assert outcome(JOB, steered) == as_submitted
+    assert outcome(JOB, replace(steered, diagnostics=unreliable("runner_up", None)))[1] == 48
+    # Listed sizes cannot be released as a range; a pinned fallback stays pinned.
+    listed = Request(4, 64, time_limit_min=60, feasible=Feasible.listed((4, 8, 16, 64)))
+    assert outcome(listed, bad) == as_submitted
+    assert outcome(JOB, bad, fallback="min") == (4, None, None, "fallback")
 
 
 def test_strategies_and_the_cap() -> None:

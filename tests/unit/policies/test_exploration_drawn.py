@@ -96,12 +96,15 @@ def test_an_explored_size_is_raised_to_fit_the_users_limit_or_not_explored() -> 
     assert (decision.rule, decision.nodes) == ("exploration", least)
     assert "drawn at random" in decision.reason
     assert f"raised to {least} nodes" in decision.reason
-    # A limit no size fits: the job is not explored (its curve is unusable: left as submitted).
+    # A limit no size fits: the job is not explored (its curve is unusable: left with its
+    # range, whose top the curve's knee may cut, and its limit).
     none_fit = math.floor(float(upper.min())) - 1
     refused = decide(
         Request(4, 64, time_limit_min=none_fit, job_id=small), SILENT, cluster, DEFAULTS, ROOM
     )
-    assert (refused.rule, refused.nodes) == ("fallback", None)
+    assert (refused.rule, refused.nodes, refused.time_limit_min) == ("fallback", 4, None)
+    assert refused.max_nodes is not None
+    assert refused.max_nodes > drawn
 
 
 def test_a_curve_one_user_moved_never_suggests_a_size() -> None:

@@ -51,8 +51,9 @@ def test_a_shape_the_misfit_test_rejects_is_unusable() -> None:
     )
     assert "shape_misfit" in unusable_because(curve, DEFAULTS)
     decision = decide(Request(4, 64, time_limit_min=60), curve, LIGHT)
-    assert decision.nodes is None
     assert decision.rule == "fallback"
+    # Not sized: the job keeps its minimum and limit; only its range's top may be cut.
+    assert (decision.nodes, decision.time_limit_min) == (4, None)
 
 
 def test_the_job_is_sized_with_its_own_limit_and_the_limit_keeps_the_noise() -> None:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 import policies
+from policies.rules import refused_top
 from policies.second_size import one_size
 from policies.simulation import ClusterView, Experiment, Setup
 from policies.simulation.adaptive import AdaptiveSizer
@@ -52,16 +53,27 @@ def test_the_configured_settings_are_used() -> None:
 
 def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None:
     # A fit error above max_fit_error makes every curve unusable: the fallback leaves the job
-    # as submitted, so it keeps its range and its user's limit, and Slurm sizes it at start.
+    # its range (the top cut at the curve's knee, policies/rules.py refused_top) and its
+    # user's limit, and Slurm sizes it at start. Not a decision made with the curve: the
+    # exploration budget does not count it.
     ex = _experiment(settings=replace(policies.DEFAULTS, max_fit_error=1e-12))
     sizer = ex.sizer("oracle")
+    assert isinstance(sizer, AdaptiveSizer)
     curve = ex.curves.policy_curve(0, (8, 16, 32))
     unusable = replace(curve, fit_error=0.5)
     ex.curves.stored[0] = unusable
     got = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
-    assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], ex.requests.hi[0])
+    top = refused_top(unusable, ex.requests.lo[0], ex.requests.hi[0])
+    assert top is not None
+    assert top[0] < ex.requests.hi[0]
+    assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], top[0])
     assert got.limit == ex.requests.limit[0]
     assert got.rule == "fallback"
+    assert sizer.budget.jobs_decided == 0
+    # Without a knee nothing is cut: the range as submitted.
+    ex.curves.stored[0] = replace(unusable, max_useful_n=None)
+    again = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
+    assert (again.min_nodes, again.max_nodes) == (ex.requests.lo[0], ex.requests.hi[0])
 
 
 def test_adaptive_jobs_are_never_killed_by_their_exact_curves() -> None:

@@ -27,8 +27,9 @@ once when runs killed at their limits counted in the limit-use bound and the sha
 curve judged by its noise became the least-squares one (predictor/heterogeneous.py, "Which
 fit gives the shape"), and once when the figures split the mean response by key age
 (policies/simulation/metrics.py; no schedule changed), and once when an application whose
-runs all ran at one size was explored at a second (policies/second_size.py): the commits
-say so.
+runs all ran at one size was explored at a second (policies/second_size.py), and once
+when a job whose curve the policy refused kept its range with the top cut at the curve's
+knee or its runs' median size (policies/rules.py, refused_top): the commits say so.
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""A job whose stored curve the policy will not size with, on the real Redis: the daemon's
+Decider releases it with its minimum and its user's limit, its range's top cut where the
+curve saw the speedup stop (policies/rules.py, `refused_top`), and the exploration budget
+does not count it. The range reaching Slurm is tests/integration/test_daemon_range.py's;
+Slurm is not needed here: the Decider's cluster state is given."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import policies
+from plugin.appkey import AppKey, AppKeyRule
+from plugin.daemon import marks
+from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.learning.learner import refit_app
+from plugin.slurm import JobRecord
+from plugin.store.curves import CurveStore, Observation, Retention
+
+pytestmark = pytest.mark.integration
+
+#: A speedup that stops growing past 8 nodes (Downey's shape with A about 8).
+SPEEDUP = {1: 1.0, 2: 1.96, 4: 3.7, 8: 6.2, 16: 7.3, 32: 7.6}
+
+
+def _job(now: float) -> JobRecord:
+    return JobRecord(
+        job_id=21, name="it-refused", user="ann", account="phys", partition="debug",
+        state="PENDING", source="squeue", comment="", admin_comment=marks.HELD,
+        nodes_min=2, nodes_max=64, time_limit_min=120, submit_time=int(now), priority=0,
+        num_tasks=2, ntasks_per_node=0,
+    )  # fmt: skip
+
+
+def _idle(_: JobRecord) -> policies.ClusterState:
+    return policies.ClusterState(idle_nodes=64, total_nodes=64)
+
+
+def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(redis_client: Any) -> None:
+    store = CurveStore(redis_client, Retention(max_observations=50, max_age_s=None))
+    key = AppKey("it-refused", owner="ann")
+    now = time.time()
+    runs = [
+        Observation(f"{i}", key, n, 3000.0 / s, now - 3600.0 + i, source="csv")
+        for i, (n, s) in enumerate(SPEEDUP.items())
+    ]
+    store.add_observations(key, runs)
+    assert refit_app(store, key).status == "written"
+    curves = CurveSource(lambda: store)
+    curves.begin_batch()
+    stored = curves.get(key)
+    assert stored is not None
+    assert stored.curve is not None
+    knee = stored.curve.max_useful_n
+    assert knee is not None
+    assert knee < 64
+    # A site whose fit-error gate refuses every curve: the curve sizes nothing.
+    config = policies.default_config()
+    strict = replace(config, defaults=replace(config.defaults, max_fit_error=1e-12))
+    budget = Budget()
+    out = Decider(AppKeyRule(), strict, curves, budget).decide(_job(now), _idle)
+    assert out.rule == "fallback", out.reason
+    assert out.action == "resize", out.reason
+    assert out.resize is not None
+    top = max(knee, sorted(SPEEDUP)[len(SPEEDUP) // 2])
+    assert (out.resize.min_nodes, out.resize.max_nodes) == (2, top)
+    assert out.resize.time_limit_min is None  # the user's limit stands
+    assert f"released as 2-{top} nodes" in out.reason
+    assert budget.value().jobs_decided == 0
+    # Under the default gate the same curve sizes the job.
+    sized = Decider(AppKeyRule(), config, curves, Budget()).decide(_job(now), _idle)
+    assert sized.rule != "fallback", sized.reason
