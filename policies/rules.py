@@ -67,15 +67,17 @@ fallback
     Left as submitted, a job whose curve the policy refuses to size with (unreliable, or no
     size fits its limit) keeps its minimum and its user's limit, but its range's top is cut
     to min(hi, max(lo, u, m)), u the curve's maximum useful size and m the median of the
-    sizes its runs ran at (`refused_top`): a curve too uncertain to pick a size can still
+    distinct sizes its runs ran at (`refused_top`): a curve too uncertain to pick a size can still
     show where its speedup stops (the cap's knee, ADEPT section III.B), and nodes past it,
     which Slurm's greedy choice at start would hand the job on a quiet machine, are held
     from the queue for nothing; m keeps the sizes the application's users ran at, the
     curve's shape aside. No knee (u unknown), a range within it, or listed sizes: left
     as submitted. The kept range is no decision made with the curve: the exploration
-    budget does not count it (`Decision.counted`). Measured on the quick fair benchmark
-    (choice seeds 1-10 chose the form among the cap at u alone, u or the median size, u or
-    the largest size; score seeds 101-110 score it): docs/science/heterogeneous-runs.md.
+    budget does not count it (`Decision.counted`). Measured on the quick fair benchmark:
+    choice seeds 1-10 chose this form among the top at u alone, at u or the median run size
+    (as good, but the daemon would read the runs), at u or the largest size, and a top for
+    applications without a curve too; score seeds 101-110 score it
+    (docs/science/heterogeneous-runs.md).
 """
 
 from __future__ import annotations
@@ -553,9 +555,10 @@ def drawn_size(job_id: str, lo: int, hi: int, allowed: Allowed) -> int | None:
 def refused_top(curve: Curve, lo: int, hi: int) -> tuple[int, str] | None:
     """The top of the range a job left as submitted keeps when its curve was refused (module
     doc, fallback): min(hi, max(lo, u, m)) with u the curve's maximum useful size and m the
-    median of the sizes its runs ran at; None when that cuts nothing, when the curve shows no
-    knee (u unknown: no evidence the speedup stops), or when one user's runs moved it (the
-    problem USER_STEERED: its knee would let that user cut other users' ranges)."""
+    median of the distinct sizes its runs ran at (`Curve.observed_n`); None when that cuts
+    nothing, when the curve shows no knee (u unknown: no evidence the speedup stops), or when
+    one user's runs moved it (the problem USER_STEERED: its knee would let that user cut
+    other users' ranges)."""
     useful = curve.max_useful_n
     steered = any(p.problem == USER_STEERED for p in curve.diagnostics.reliability)
     if useful is None or not curve.observed_n or steered:
