@@ -348,8 +348,8 @@ class _FileRuns:
         return self.runs()
 
     def one_size_runs(self) -> list[Run]:
-        """None: a file of runs at one size fits no curve and is refused when read, and its
-        rows carry no time limits (policies/second_size.py needs them)."""
+        """No runs: a file of runs at one size fits no curve and is refused when read, and
+        its rows carry no time limits (policies/second_size.py needs them)."""
         return []
 
 
