@@ -125,8 +125,13 @@ def one_by_one(cases: list[Case], stored: bool) -> tuple[float, list[Decision]]:
 
 def check(cases: list[Case], decisions: list[Decision]) -> None:
     for (request, _, cluster, _), d in zip(cases, decisions, strict=True):
-        if d.nodes is None:  # a real curve the fallback refuses (fitting error too large)
-            assert (d.rule, d.time_limit_min) == ("fallback", None)
+        if d.rule == "fallback":  # a real curve the policy refuses (fitting error too large)
+            # As submitted, or its minimum kept with the range's top cut at the curve's knee.
+            assert d.time_limit_min is None
+            if d.nodes is not None:
+                assert d.nodes == request.min_nodes
+                assert d.max_nodes is not None
+                assert d.nodes <= d.max_nodes < request.max_nodes
             continue
         assert request.min_nodes <= d.nodes <= request.max_nodes
         assert cluster.node_limit is None or d.nodes <= cluster.node_limit
