@@ -133,6 +133,7 @@ def check(cases: list[Case], decisions: list[Decision]) -> None:
                 assert d.max_nodes is not None
                 assert d.nodes <= d.max_nodes < request.max_nodes
             continue
+        assert d.nodes is not None  # only a fallback leaves a job as submitted
         assert request.min_nodes <= d.nodes <= request.max_nodes
         assert cluster.node_limit is None or d.nodes <= cluster.node_limit
         if d.time_limit_min is None:  # an untrusted curve, or a size past the data, keeps it
