@@ -396,12 +396,8 @@ class _StoreRuns:
         return [*self.runs(), *self.source.sibling_runs(self.app)]
 
     def one_size_runs(self) -> list[Run]:
-        """The app's runs, as the daemon's decider reads them for a second size: only when
-        its stored record has no curve (plugin/daemon/decider.py, `Decider._second_size`)."""
-        record = self.source.get(self.app)
-        if record is None or record.curve is not None:
-            return []
-        return [Run(o.nodes, o.runtime_s, o.limit_s) for o in self.runs()]
+        """The app's runs as the daemon's decider reads them for a second size."""
+        return self.source.one_size_runs(self.app)
 
 
 def _say(console: Console, text: str) -> None:

@@ -308,6 +308,15 @@ class CurveSource:
         """The app's observations (for placement and weak scaling); StoreError as `get`."""
         return self._read("observations", lambda: list(self.store().observations(app)))
 
+    def one_size_runs(self, app: AppKey) -> list[Run]:
+        """The app's runs for a second size (policies/second_size.py): only when its stored
+        record has no curve (the learner's note says why); none without runs, or with a curve
+        (refused on a node type, say). One more read, for those apps only."""
+        record = self.get(app)
+        if record is None or record.curve is not None:
+            return []
+        return [Run(o.nodes, o.runtime_s, o.limit_s) for o in self.observations(app)]
+
     def sibling_runs(self, app: AppKey) -> list[Any]:
         """The runs of the app's sibling sizes (same name, numeric size class), each with its
         problem size (the key's number when the run recorded none); StoreError as `get`."""
@@ -572,7 +581,7 @@ class Decider:
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
             where = listed[0] if len(listed) == 1 else first_partition(job.partition)
-            second = self._second_size(request, source, record, curve, state, settings, cap_for)
+            second = self._second_size(request, source, curve, state, settings, cap_for)
             if second is not None:
                 self.budget.count(second.decision.nodes or 0, second.runtime_s, True)
                 return self._outcome(job, low, high, app, None, second.decision, extra)
@@ -609,7 +618,6 @@ class Decider:
         self,
         request: policies.Request,
         source: AppKey | None,
-        record: CurveRecord | None,
         curve: Any,
         state: ClusterState,
         settings: policies.PolicySettings,
@@ -617,14 +625,12 @@ class Decider:
     ) -> SecondSize | None:
         """The run at a second size when every stored run of the app ran at one size
         (policies/second_size.py); None otherwise, and for a master-worker job (its cap
-        reads a curve). Only an app whose stored record has no curve (the learner's note
-        says why) has its runs read: one more read, on the latency path, for those only."""
+        reads a curve). Only an app whose stored record has no curve has its runs read
+        (`CurveSource.one_size_runs`): one more read, on the latency path, for those only."""
         if curve is not None or source is None or cap_for is not None:
             return None
-        if record is None or record.curve is not None:  # no runs, or a curve refused here
-            return None
-        runs = [Run(o.nodes, o.runtime_s, o.limit_s) for o in self.curves.observations(source)]
-        return second_size(request, runs, state, settings, self.budget.value())
+        runs = self.curves.one_size_runs(source)
+        return second_size(request, runs, state, settings, self.budget.value()) if runs else None
 
     def _shaped(
         self,
