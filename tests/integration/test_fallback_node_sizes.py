@@ -14,11 +14,12 @@ import pytest
 
 import policies
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.daemon import marks
 from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
+
+from .held import held_job
 
 pytestmark = pytest.mark.integration
 
@@ -28,12 +29,7 @@ CPUS = {"fat": 32, "thin": 16, "thin2": 16}
 
 
 def _job(partition: str, now: float) -> JobRecord:
-    return JobRecord(
-        job_id=7, name="it-sizes", user="ann", account="phys", partition=partition,
-        state="PENDING", source="squeue", comment="", admin_comment=marks.HELD,
-        nodes_min=2, nodes_max=8, time_limit_min=600, submit_time=int(now), priority=0,
-        num_tasks=2, ntasks_per_node=0,
-    )  # fmt: skip
+    return held_job(7, "it-sizes", now, (2, 8), 600, partition)
 
 
 def _idle(_: JobRecord) -> policies.ClusterState:

@@ -14,11 +14,12 @@ import pytest
 
 import policies
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.daemon import marks
 from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
+
+from .held import held_job
 
 pytestmark = pytest.mark.integration
 
@@ -27,12 +28,7 @@ SPEEDUP = {1: 1.0, 2: 1.96, 4: 3.7, 8: 6.2, 16: 7.3, 32: 7.6}
 
 
 def _job(now: float) -> JobRecord:
-    return JobRecord(
-        job_id=21, name="it-refused", user="ann", account="phys", partition="debug",
-        state="PENDING", source="squeue", comment="", admin_comment=marks.HELD,
-        nodes_min=2, nodes_max=64, time_limit_min=120, submit_time=int(now), priority=0,
-        num_tasks=2, ntasks_per_node=0,
-    )  # fmt: skip
+    return held_job(21, "it-refused", now, (2, 64), 120)
 
 
 def _idle(_: JobRecord) -> policies.ClusterState:

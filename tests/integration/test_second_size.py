@@ -16,12 +16,12 @@ import pytest
 
 import policies
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.daemon import marks
 from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
 
+from .held import held_job
 from .testbed import adaptalloc
 
 pytestmark = pytest.mark.integration
@@ -30,12 +30,7 @@ LIMIT_S = 3600.0
 
 
 def _job(now: float) -> JobRecord:
-    return JobRecord(
-        job_id=11, name="it-second", user="ann", account="phys", partition="debug",
-        state="PENDING", source="squeue", comment="", admin_comment=marks.HELD,
-        nodes_min=2, nodes_max=16, time_limit_min=60, submit_time=int(now), priority=0,
-        num_tasks=2, ntasks_per_node=0,
-    )  # fmt: skip
+    return held_job(11, "it-second", now, (2, 16), 60)
 
 
 def _idle(_: JobRecord) -> policies.ClusterState:
