@@ -169,6 +169,7 @@ def _refuse_with_pools(params: Mapping[str, Any]) -> None:
         ("variants", "--variants"),
         ("use_store", "--store"),
         ("html_dir", "--html"),
+        ("max_job_nodes", "--max-job-nodes"),
     ):
         if params[key]:
             raise InputError(
@@ -471,7 +472,7 @@ def _factor_callback(
 
 #: ``simulate --help``: its options by what they set (hidden and unlisted: "Other options").
 HELP_SECTIONS = (
-    ("Trace and machine", ("max_jobs", "procs_per_node", "backfill", "moldable")),
+    ("Trace and machine", ("max_jobs", "procs_per_node", "max_job_nodes", "backfill", "moldable")),
     (
         "Workload model (synthetic)",
         (
@@ -643,6 +644,15 @@ HELP_MORE = (
     "(default: the trace's longest).",
 )
 @click.option(
+    "--max-job-nodes",
+    "max_job_nodes",
+    type=click.IntRange(min=1, max=10**7),
+    default=None,
+    metavar="N",
+    help="The partition's MaxNodes: the most nodes one job may take; ranges and requests "
+    "above it are cut to it under every policy (default: the machine).",
+)
+@click.option(
     "--noise",
     type=click.FloatRange(min=0.0, max=1.0),
     default=0.05,
@@ -740,6 +750,7 @@ def simulate(
     codes_per_key: int,
     shared_codes: float,
     max_time: int | None,
+    max_job_nodes: int | None,
     noise: float,
     refits: str,
     variants: bool,
@@ -838,6 +849,7 @@ def simulate(
             codes_per_key=codes_per_key,
             shared_codes=shared_codes,
             max_time_s=None if max_time is None else 60.0 * max_time,
+            max_job_nodes=max_job_nodes,
         )
     except ValueError as exc:
         raise InputError(printable(str(exc))) from exc
@@ -936,6 +948,7 @@ def _array_command(params: Mapping[str, Any], names: Sequence[str]) -> bool:
         codes_per_key=params["codes_per_key"],
         shared_codes=params["shared_codes"],
         max_time=params["max_time"],
+        max_job_nodes=params["max_job_nodes"],
         noise=params["noise"],
         refits=params["refits"],
         procs_per_node=params["procs_per_node"],

@@ -72,6 +72,8 @@ class SweepOptions:
     shared_codes: float = SHARED
     #: The partition's longest limit in minutes (None: the trace's longest limit).
     max_time: int | None = None
+    #: The partition's MaxNodes (None: the machine).
+    max_job_nodes: int | None = None
 
     @property
     def load_list(self) -> list[float | None]:
@@ -95,6 +97,7 @@ class SweepOptions:
                 codes_per_key=self.codes_per_key,
                 shared_codes=self.shared_codes,
                 max_time_s=None if self.max_time is None else 60.0 * self.max_time,
+                max_job_nodes=self.max_job_nodes,
             )
         except ValueError as exc:
             raise InputError(printable(str(exc))) from exc
@@ -135,6 +138,9 @@ class SweepOptions:
                 codes_per_key=int(doc["codes_per_key"]),
                 shared_codes=float(doc["shared_codes"]),
                 max_time=None if doc["max_time"] is None else int(doc["max_time"]),
+                max_job_nodes=(  # absent from a plan written before the option
+                    None if doc.get("max_job_nodes") is None else int(doc["max_job_nodes"])
+                ),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"the plan's options cannot be read: {printable(str(exc))}") from exc

@@ -171,6 +171,7 @@ def document_parts(
             "codes_per_key": setup.codes_per_key,
             "shared_codes": setup.shared_codes,
             "max_time_s": experiment.max_time,
+            "max_job_nodes": setup.job_nodes,
             "refit_cadence": setup.refits,
             "config": config_source,
             "stored_curves": experiment.jobs_with_stored_curves,

@@ -213,7 +213,7 @@ class AdaptiveSizer:
     ) -> Decision:
         """rigid_limits: the requested size r with the limit adaptalloc's rule sets for r in
         the moldable range (module doc); the fallback when the curve may not be used."""
-        size = self.jobs[job].nodes
+        size = self._requested(job)
         why = "no curve" if curve is None else unusable_because(curve, self.settings)
         if curve is None or why:
             return Decision(None, None, FALLBACK, f"{why}: the job keeps its size and limit")
@@ -221,6 +221,10 @@ class AdaptiveSizer:
         profile = RuntimeProfile.of(curve, lo, hi, (lo, hi))
         limit = time_limit(request, profile, size, cluster, self.settings)
         return Decision(size, limit.minutes, LIMIT_ONLY, limit.reason)
+
+    def _requested(self, job: int) -> int:
+        """The trace's request r, cut to the partition's MaxNodes as the range's top is."""
+        return min(self.jobs[job].nodes, self.requests.hi[job])
 
     def propose(self, job: int, view: ClusterView) -> tuple[int | None, float]:
         """What `allocate` would decide now, without counting it: (size, the curve's runtime
@@ -234,7 +238,7 @@ class AdaptiveSizer:
     def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         decision, curve, lo, user_limit, runtime = self._decide(job, view, user_limit)
         if self.pinned:
-            lo = hi = self.jobs[job].nodes
+            lo = hi = self._requested(job)
         else:
             hi = self.requests.hi[job]
         self.rules[decision.rule] += 1

@@ -114,8 +114,18 @@ def assumptions(setup: Setup) -> tuple[Assumption, ...]:
         ),
         Assumption(
             "scheduler",
-            "One partition, nodes counted not placed, FCFS with EASY backfilling; loads "
-            "reached by scaling the trace's inter-arrival times.",
+            f"One partition{_max_nodes(setup)}, nodes counted not placed, FCFS with EASY "
+            "backfilling; loads reached by scaling the trace's inter-arrival times.",
             "greedy, slightly: no placement cost for the large allocations it takes.",
         ),
+    )
+
+
+def _max_nodes(setup: Setup) -> str:
+    """The partition's MaxNodes, when one is set below the machine."""
+    if setup.job_nodes >= setup.machine:
+        return ""
+    return (
+        f" whose jobs take at most {setup.job_nodes:,} of its {setup.machine:,} nodes "
+        "(MaxNodes: ranges and requests above it cut to it under every policy)"
     )

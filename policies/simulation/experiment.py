@@ -176,6 +176,8 @@ class Setup:
     cadence, one of REFITS; refit_growth: the daemon cadence's g ([learner] refit_growth;
     0: refit on every change). max_time_s: the partition's longest limit, up to which a
     killed job's user doubles its limit (None: the longest limit of the jobs).
+    max_job_nodes: the partition's MaxNodes, the most nodes one job may take: every range and
+    every rigid request above it is cut to it, for every policy alike (None: the machine).
     """
 
     machine: int
@@ -193,6 +195,7 @@ class Setup:
     codes_per_key: int = CODES_PER_KEY
     shared_codes: float = SHARED
     max_time_s: float | None = None
+    max_job_nodes: int | None = None
 
     def __post_init__(self) -> None:
         check(self.world, self.codes_per_key, self.shared_codes, self.noise)
@@ -213,6 +216,14 @@ class Setup:
             raise ValueError(f"refits must be one of {', '.join(REFITS)}, got {self.refits!r}")
         if isinstance(self.machine, bool) or not isinstance(self.machine, int) or self.machine < 1:
             raise ValueError(f"machine must be a whole number ≥ 1, got {self.machine!r}")
+        cap = self.max_job_nodes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(f"max_job_nodes must be a whole number ≥ 1, got {cap!r}")
+
+    @property
+    def job_nodes(self) -> int:
+        """The most nodes one job may take: the machine, or its MaxNodes when smaller."""
+        return self.machine if self.max_job_nodes is None else min(self.machine, self.max_job_nodes)
 
     @property
     def parallelism(self) -> float:
@@ -313,7 +324,7 @@ class Experiment:
     @cached_property
     def requests(self) -> MoldableRequests:
         s = self.setup
-        return MoldableRequests.build(self.jobs, s.moldable, s.machine)
+        return MoldableRequests.build(self.jobs, s.moldable, s.job_nodes)
 
     @property
     def jobs_with_stored_curves(self) -> int:
@@ -321,7 +332,7 @@ class Experiment:
 
     def sizer(self, policy: str) -> Sizer:
         if policy == "rigid":
-            return RigidSizer(self.jobs, self.setup.machine)
+            return RigidSizer(self.jobs, self.setup.machine, self.setup.job_nodes)
         if policy == "greedy":
             return GreedySizer(self.requests)
         if policy in ADAPTALLOC:

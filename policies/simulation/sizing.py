@@ -96,19 +96,24 @@ class MoldableRequests:
 
 
 class RigidSizer:
-    """The trace's own request: its size and its time limit."""
+    """The trace's own request: its size and its time limit; a size above the partition's
+    MaxNodes (`job_nodes`) is cut to it, as every policy's range is."""
 
     name = "rigid"
 
-    def __init__(self, jobs: Sequence[TraceJob], machine: int) -> None:
+    def __init__(
+        self, jobs: Sequence[TraceJob], machine: int, job_nodes: int | None = None
+    ) -> None:
         too_large = [j.job_id for j in jobs if j.nodes > machine]
         if too_large:
             raise ValueError(f"job {too_large[0]} asks for more than the machine's {machine} nodes")
         self.jobs = jobs
+        self.job_nodes = machine if job_nodes is None else job_nodes
 
     def allocate(self, job: int, view: ClusterView, user_limit: float | None = None) -> Allocation:
         j = self.jobs[job]
-        return Allocation(j.nodes, j.nodes, j.limit if user_limit is None else user_limit)
+        n = min(j.nodes, self.job_nodes)
+        return Allocation(n, n, j.limit if user_limit is None else user_limit)
 
 
 class GreedySizer:

@@ -210,6 +210,8 @@ class PooledExperiment:
     def __init__(self, placed: Placed, plan: PoolPlan, setup: Setup) -> None:
         if not placed.jobs:
             raise ValueError("an experiment needs at least one job")
+        if setup.max_job_nodes is not None:
+            raise ValueError("a MaxNodes per job is modelled for one partition, not node pools")
         self.limits = model_limits(placed.jobs, np.random.default_rng((setup.seed, LIMIT_STREAM)))
         self.jobs, self.pool, self.plan, self.setup = self.limits.jobs, placed.pool, plan, setup
         self.dropped = dict(placed.dropped)

@@ -24,7 +24,10 @@ varies the hidden applications (1,0: the learner's keys exact), and ADAPTALLOC_S
 replaced the single-seed benchmarks of the variants against an aim).
 ADAPTALLOC_SIM_FAIR_JOBS, _SEEDS, _SEED (the first seed, 1) and _LOADS (e.g. 0.5,0.7,0.9,1.0)
 override the mode's sizes, so that one seed set can choose a constant and another score it
-(docs/science/queue-cost.md).
+(docs/science/queue-cost.md). ADAPTALLOC_SIM_FAIR_MAX_JOB_SHARE=S gives each trace's partition
+a MaxNodes of ⌊S·machine⌋ for every policy (none by default: an SWF header records no
+per-job maximum), to see which verdicts rest on jobs that can take the whole machine
+(docs/science/heterogeneous-runs.md).
 
 Policies: rigid (as submitted), greedy (the range left to Slurm), adaptive (learned curves,
 the built-in policy settings), oracle (true curve + own run time: an upper bound no site
@@ -51,6 +54,7 @@ who wins is asserted.
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import time
@@ -89,6 +93,9 @@ FIRST_SEED = int(os.environ.get("ADAPTALLOC_SIM_FAIR_SEED", "1"))
 _loads = os.environ.get("ADAPTALLOC_SIM_FAIR_LOADS", "0.5,0.7,0.9,1.0" if FULL else "0.7,1.0")
 LOADS = tuple(float(x) for x in _loads.split(","))
 WORKERS = int(os.environ.get("ADAPTALLOC_SIM_FAIR_WORKERS", "2"))
+#: The partition's MaxNodes as a share of each trace's machine (None: the whole machine).
+_share = os.environ.get("ADAPTALLOC_SIM_FAIR_MAX_JOB_SHARE")
+MAX_JOB_SHARE = float(_share) if _share else None
 #: Hidden applications behind a learner key (at most) and the chance one is shared
 #: (ADAPTALLOC_SIM_FAIR_CODES=N,P; the simulator's defaults otherwise).
 _codes = os.environ.get("ADAPTALLOC_SIM_FAIR_CODES", f"{CODES_PER_KEY},{SHARED_CODES}").split(",")
@@ -168,6 +175,11 @@ def _mature_share(mean: Mapping[str, float]) -> str:
     return f"{mean['mature_sized'] / mean['mature']:.0%}" if mean.get("mature") else "-"
 
 
+def _max_job_nodes(machine: int) -> int | None:
+    """The partition's MaxNodes for a machine of `machine` nodes (module doc)."""
+    return None if MAX_JOB_SHARE is None else max(1, math.floor(MAX_JOB_SHARE * machine))
+
+
 def _figures(result: LoadResult) -> dict[str, Any]:
     """One load's figures for the JSON file: means, intervals and ratios per policy."""
     return {"load": result.load, "policies": {n: s.to_dict() for n, s in result.policies.items()}}
@@ -189,6 +201,7 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
         "jobs": JOBS,
         "seeds": SEEDS,
         "first_seed": FIRST_SEED,
+        "max_job_share": MAX_JOB_SHARE,
         "traces": {},
     }
     setups = {}
@@ -218,6 +231,7 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
                     codes_per_key=CODES,
                     shared_codes=SHARED,
                     seed=FIRST_SEED,
+                    max_job_nodes=_max_job_nodes(trace.machine),
                 )
                 results = sweep(trace.jobs, setup, LOADS, SEEDS, POLICIES, mapper=pool.map)
                 for result in results:
@@ -254,7 +268,13 @@ def test_learned_adaptive_against_greedy_in_every_world(capsys: pytest.CaptureFi
             f"trace, {SEEDS} seeds from {FIRST_SEED}, loads "
             f"{', '.join(f'{x:g}' for x in LOADS)}, worlds "
             f"{', '.join(WORLD_NAMES)}; hidden applications: 1-{CODES} per key, shared with "
-            f"probability {SHARED:g}; {seconds:.0f} s on {WORKERS} processes, {cpu:.0f} CPU-s "
+            f"probability {SHARED:g}; "
+            + (
+                ""
+                if MAX_JOB_SHARE is None
+                else f"MaxNodes {MAX_JOB_SHARE:g} of each machine for every policy; "
+            )
+            + f"{seconds:.0f} s on {WORKERS} processes, {cpu:.0f} CPU-s "
             "in them (on free cores the wall time is about that over the processes)."
         )
         for table in tables:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -12,6 +14,7 @@ import pytest
 import plugin.cli.common
 from plugin.cli.simulate import _curve_label, parse_moldable, stored_curves
 from plugin.formats.swf import read_swf
+from plugin.policy_file import load_policy_config
 from plugin.report import sim_array as sa
 from plugin.report.sim_figures import duration
 from policies.simulation.workload import model_curve
@@ -147,6 +150,7 @@ def test_json_follows_the_contract(run_cli: RunCli) -> None:
         "codes_per_key": 3,
         "shared_codes": 0.2,
         "max_time_s": doc["limits"]["max_estimate_s"],
+        "max_job_nodes": 128,
         "refit_cadence": "daemon",
         "config": "built-in defaults",
         "stored_curves": 0,
@@ -277,6 +281,12 @@ def test_options_reach_the_simulation(run_cli: RunCli) -> None:
         "--procs-per-node",
     )
     assert ppn["policies"]["rigid"]["node_hours"] < easy["policies"]["rigid"]["node_hours"]
+    capped = json_document(
+        run_cli("simulate", LUBLIN, *FAST, "--max-job-nodes", "64", "--format", "json")
+    )
+    assert capped["settings"]["max_job_nodes"] == 64
+    assert any("at most 64 of its 256 nodes" in line for line in capped["assumptions"])
+    assert capped["policies"]["greedy"] != easy["policies"]["greedy"]
 
 
 def test_the_policy_file_configures_the_adaptive_policy(
@@ -384,6 +394,7 @@ def test_missing_trace_and_bad_config_are_one_error_line(
         ("--procs-per-node", "0"),
         ("--parallelism-factor", "4,1"),
         ("--noise", "2"),
+        ("--max-job-nodes", "0"),
         ("--redis-url", "redis://localhost:6379/0"),
     ],
 )
@@ -482,6 +493,29 @@ def test_array_cells_gather_into_the_document_a_local_run_prints(
     assert "adaptive" in text.stdout
     bad = assert_one_error_line(run_cli("simulate", "--plan", results, "--cell", "4"))
     assert "no cell 4: the plan has 4" in bad
+
+
+def test_an_array_plan_keeps_max_job_nodes_and_reads_a_plan_without_it() -> None:
+    options = sa.SweepOptions(
+        loads=None,
+        seeds=1,
+        seed=1,
+        backfill=True,
+        moldable=(0.5, 2.0),
+        max_parallelism=None,
+        curves="learned",
+        parallelism_factor=None,
+        noise=0.05,
+        procs_per_node=None,
+        max_jobs=None,
+        policies=("greedy",),
+        max_job_nodes=64,
+    )
+    doc = json.loads(json.dumps(asdict(options)))
+    assert sa.SweepOptions.from_json(doc) == options
+    assert options.setup(read_swf(str(LUBLIN)), load_policy_config(None)).job_nodes == 64
+    del doc["max_job_nodes"]  # a plan written before the option
+    assert sa.SweepOptions.from_json(doc).max_job_nodes is None
 
 
 def test_several_traces_and_policy_files_gather_into_one_document_each(

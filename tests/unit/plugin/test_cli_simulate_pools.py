@@ -93,6 +93,7 @@ def test_a_trace_without_partitions_runs_as_one_partition_as_before(run_cli: Run
         (("--pools", "none", "--multi-partition", "a,b"), "--multi-partition needs node pools"),
         (("--variants",), "--variants is not supported with node pools"),
         (("--html", "out"), "--html is not supported with node pools"),
+        (("--max-job-nodes", "8"), "--max-job-nodes is not supported with node pools"),
         (
             ("--slurm-array", "out", "--multi-partition", "a,b"),
             "--slurm-array simulates one partition",

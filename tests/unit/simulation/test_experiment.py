@@ -61,6 +61,26 @@ def test_max_parallelism_bounds_the_draws() -> None:
     assert Setup(machine=128).parallelism == 128.0
 
 
+def test_max_job_nodes_cuts_every_policys_sizes_and_only_those_above_it() -> None:
+    # A 16-node request on 20 nodes: its range [8, 32] reaches the machine. MaxNodes 12
+    # cuts the range to [8, 12] and the rigid request to 12; the 4-node job is untouched.
+    jobs = trace((0, 16, 600, 3600), (0, 4, 600, 3600), (10, 2, 60, 3600))
+    ex = Experiment(jobs, Setup(machine=20, seed=1, max_job_nodes=12))
+    assert ex.requests.lo == (8, 2, 1)
+    assert ex.requests.hi == (12, 8, 4)
+    for policy in POLICIES:
+        schedule = ex.run(policy).schedule
+        assert schedule.nodes.max() <= 12, policy
+    assert ex.run("rigid").schedule.nodes.tolist() == [12, 4, 2]
+    # Greedy on an empty machine takes the top of the cut range, not the machine.
+    assert ex.run("greedy").schedule.nodes[0] == 12
+    whole = Experiment(jobs, Setup(machine=20, seed=1))
+    assert whole.requests.hi == (20, 8, 4)
+    assert whole.run("greedy").schedule.nodes[0] == 20
+    # At or above the machine's size, MaxNodes changes nothing.
+    assert Experiment(jobs, Setup(machine=20, seed=1, max_job_nodes=64)).requests == whole.requests
+
+
 def test_bad_setups_are_refused() -> None:
     with pytest.raises(ValueError, match="machine"):
         Setup(machine=0)
@@ -72,3 +92,6 @@ def test_bad_setups_are_refused() -> None:
         Experiment(trace((0, 1, 1)), Setup(machine=4)).sizer("fastest")
     with pytest.raises(ValueError, match="more than the machine"):
         Experiment(trace((0, 8, 1)), Setup(machine=4)).run("rigid")
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="max_job_nodes must be a whole number"):
+            Setup(machine=4, max_job_nodes=bad)  # type: ignore[arg-type]
