@@ -225,7 +225,7 @@ def decisions(
         table.add_column(column, overflow="fold")
     for d in found:
         r = d.record
-        chosen = r.nodes if r.nodes is not None else "as submitted"
+        chosen = r.size_text or "as submitted"
         if r.mode == "advise":
             chosen = f"would be {chosen} (advise)"
         table.add_row(

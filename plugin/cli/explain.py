@@ -107,8 +107,8 @@ def lines(r: DecisionRecord) -> list[str]:
     limit = f", time limit {r.time_limit_min} min" if r.time_limit_min else ""
     out.append(f"Asked for: {_range(r.min_nodes, r.max_nodes)} nodes{limit}.")
     who = "adaptalloc would have" if advise else "adaptalloc"
-    if r.action == "resize" and r.nodes is not None:
-        size = f"{r.nodes}" if r.nodes_upto in (None, r.nodes) else f"{r.nodes}-{r.nodes_upto}"
+    size = r.size_text
+    if r.action == "resize" and size is not None:
         new_limit = r.new_time_limit_min
         told = f", time limit {new_limit} min" if new_limit else ", time limit unchanged"
         where = f" in partition {p(r.new_partition)}" if r.new_partition else ""

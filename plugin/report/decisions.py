@@ -3,15 +3,17 @@
 The daemon writes one `plugin.store.decisions.DecisionRecord` per decision to the store's
 stream and `CurveStore.decisions` reads them back (records it cannot read are skipped
 there). `decision_row` turns one into a `DecisionRow`: the requested range, the chosen size
-(None: released as submitted), the rule (``fail-open: CODE`` for a release), the time limit
-the daemon set (else the user's), when (``decided_at``, else the stream entry's
+(None: released as submitted) and the top of the range it was released with, if any, the
+rule (``fail-open: CODE`` for a release), the time limit the daemon set (else the user's),
+when (``decided_at``, else the stream entry's
 milliseconds), and the status (a ``gone`` job was cancelled before it ran, so it counts in
 no estimate). Node counts outside 1..MAX_NODES become None and free text is cut to
 MAX_TEXT characters (the renderers escape it).
 
 Estimates (`estimate`): the *current* curve's efficiency and node-hours at the chosen size
 and at the requested maximum: node-hours = n·T(n)/3600. They are model estimates of what
-the job cost or would have cost, not measurements.
+the job cost or would have cost, not measurements. A job released with a range has no
+chosen-size estimate: Slurm picked its size at start, and the decision does not say which.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def decision_row(stored: StoredDecision) -> DecisionRow:
         min_nodes=_count(record.min_nodes),
         max_nodes=_count(record.max_nodes),
         chosen=_count(record.nodes),
+        chosen_upto=_range_top(record.nodes, record.nodes_upto),
         rule=_text(rule),
         reason=_text(record.reason),
         time_limit_min=_count(limit),
@@ -76,11 +79,18 @@ def decision_row(stored: StoredDecision) -> DecisionRow:
     )
 
 
+def _range_top(nodes: int | None, upto: int | None) -> int | None:
+    """The top of a released range; None for a pinned size (no top, or one not above it)."""
+    low, top = _count(nodes), _count(upto)
+    return top if low is not None and top is not None and top > low else None
+
+
 def estimate(rows: Sequence[DecisionRow], curve: predictor.Curve | None) -> list[DecisionRow]:
     """The rows with the curve's efficiency and node-hours at the chosen and maximum sizes."""
     if curve is None or not rows:
         return list(rows)
-    sizes = sorted({k for r in rows for k in (r.chosen, r.max_nodes) if k is not None})
+    chosen_sizes = [r.chosen for r in rows if r.pinned]
+    sizes = sorted({k for k in (*chosen_sizes, *(r.max_nodes for r in rows)) if k is not None})
     if not sizes:
         return list(rows)
     n = np.asarray(sizes, dtype=float)
@@ -93,7 +103,7 @@ def estimate(rows: Sequence[DecisionRow], curve: predictor.Curve | None) -> list
     }
     out = []
     for r in rows:
-        chosen = at.get(r.chosen) if r.chosen is not None else None
+        chosen = at.get(r.chosen) if r.pinned and r.chosen is not None else None
         top = at.get(r.max_nodes) if r.max_nodes is not None else None
         out.append(
             replace(
@@ -113,7 +123,7 @@ def _mean(values: Iterable[float]) -> float | None:
 
 
 def summarise(rows: Sequence[DecisionRow]) -> DecisionSummary:
-    """Counts per rule, the histogram of chosen sizes, and the estimates' means and sums.
+    """Counts per rule, the histogram of pinned sizes, and the estimates' means and sums.
 
     Means and sums are over the decisions with both estimates (`estimated`), so that the
     chosen and the maximum figures compare the same jobs; jobs that were gone (cancelled
@@ -129,12 +139,13 @@ def summarise(rows: Sequence[DecisionRow]) -> DecisionSummary:
         and r.efficiency_max is not None
     ]
     rules = Counter(r.rule or "(none)" for r in rows)
-    chosen = Counter(r.chosen for r in rows if r.chosen is not None)
+    chosen = Counter(r.chosen for r in rows if r.pinned and r.chosen is not None)
     nh_chosen = sum(r.node_hours_chosen or 0.0 for r in both) if both else None
     nh_max = sum(r.node_hours_max or 0.0 for r in both) if both else None
     return DecisionSummary(
         count=len(rows),
         as_submitted=sum(1 for r in rows if r.chosen is None),
+        ranged=sum(1 for r in rows if r.chosen_upto is not None),
         estimated=len(both),
         by_rule=tuple(sorted(rules.items(), key=lambda kv: (-kv[1], kv[0]))),
         chosen_sizes=tuple(sorted(chosen.items())),

@@ -237,7 +237,9 @@ class DecisionRow:
     """One decision the daemon recorded, read defensively, with the curve's estimates.
 
     Any field the record lacks or holds in an unexpected form is None ("" for text).
-    chosen is None when the job was released as submitted. rule: the policy rule, or
+    chosen is None when the job was released as submitted; chosen_upto is the top of the
+    range the job was released with (Slurm picks its size in chosen..chosen_upto at start),
+    None when it was pinned at chosen. rule: the policy rule, or
     ``fail-open: <reason>`` for a job the daemon released untouched. action and status: the
     daemon's ("resize", "keep", "release"; "released", "gone", ...). time_limit_min: the
     limit the daemon set, else the job's own. efficiency_* and node_hours_*
@@ -256,10 +258,16 @@ class DecisionRow:
     time_limit_min: int | None
     action: str = ""
     status: str = ""
+    chosen_upto: int | None = None
     efficiency_chosen: float | None = None
     efficiency_max: float | None = None
     node_hours_chosen: float | None = None
     node_hours_max: float | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the job was given one size (not left as submitted, not a range)."""
+        return self.chosen is not None and self.chosen_upto is None
 
     @property
     def node_hours_saved(self) -> float | None:
@@ -272,13 +280,16 @@ class DecisionRow:
 class DecisionSummary:
     """The decisions of one app in figures (model estimates from the current curve).
 
-    estimated: decisions with a chosen size, a requested maximum and a curve, over which the
-    means and sums are taken. node_hours_saved: Σ max·T(max) - n·T(n), in node-hours,
-    against running every one of those jobs at its requested maximum.
+    as_submitted: released as submitted; ranged: released with a narrowed range, whose size
+    Slurm picked at start. estimated: decisions pinned at a size, with a requested maximum
+    and a curve, over which the means and sums are taken; chosen_sizes counts pinned sizes.
+    node_hours_saved: Σ max·T(max) - n·T(n), in node-hours, against running every one of
+    those jobs at its requested maximum.
     """
 
     count: int = 0
     as_submitted: int = 0
+    ranged: int = 0
     estimated: int = 0
     by_rule: tuple[tuple[str, int], ...] = ()
     chosen_sizes: tuple[tuple[int, int], ...] = ()

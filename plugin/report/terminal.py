@@ -172,13 +172,17 @@ def _diagnostics(report: AppReport, console: Console) -> None:
 
 
 def _resize_text(d: DecisionRow) -> str:
-    """``4-64 → 32``: the requested range and the chosen size ("as is": released as submitted)."""
+    """``4-64 → 32``: the requested range and the chosen size, or ``4-64 → 4-24`` for a
+    narrowed range ("as is": released as submitted)."""
     requested = (
         "?"
         if d.min_nodes is None and d.max_nodes is None
         else f"{_nodes(d.min_nodes)}-{_nodes(d.max_nodes)}"
     )
-    return f"{requested} → {'as is' if d.chosen is None else f'{d.chosen:,}'}"
+    if d.chosen is None:
+        return f"{requested} → as is"
+    upto = "" if d.chosen_upto is None else f"-{d.chosen_upto:,}"
+    return f"{requested} → {d.chosen:,}{upto}"
 
 
 def _short_pct(value: float | None) -> str:
@@ -217,7 +221,10 @@ def decision_sentence(report: AppReport) -> str:
     if not s.count:
         return "No decisions recorded for this app."
     rules = ", ".join(f"{printable(rule)} {count:,}" for rule, count in s.by_rule)
-    text = f"{s.count:,} decisions ({s.as_submitted:,} released as submitted); rules: {rules}."
+    ranged = f", {s.ranged:,} with a narrowed range" if s.ranged else ""
+    text = (
+        f"{s.count:,} decisions ({s.as_submitted:,} released as submitted{ranged}); rules: {rules}."
+    )
     if s.estimated and s.node_hours_saved is not None and s.node_hours_max:
         share = s.node_hours_saved / s.node_hours_max
         text += (

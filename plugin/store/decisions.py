@@ -117,6 +117,16 @@ class DecisionRecord:
     mode: str = "enforce"
     version: int = DECISION_VERSION
 
+    @property
+    def size_text(self) -> str | None:
+        """The size the job was released with: "16", "4-24" for a range Slurm sizes at
+        start, None when it was left as submitted."""
+        if self.nodes is None:
+            return None
+        if self.nodes_upto is None or self.nodes_upto <= self.nodes:
+            return str(self.nodes)
+        return f"{self.nodes}-{self.nodes_upto}"
+
     def to_dict(self) -> dict[str, Any]:
         """The stored document: ``version`` and every field, JSON-able."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -90,6 +90,16 @@ def test_a_release_keeps_its_nones() -> None:
     assert record.fail_open == "store_unavailable"
 
 
+@pytest.mark.parametrize(
+    ("nodes", "upto", "text"),
+    [(16, None, "16"), (16, 16, "16"), (4, 24, "4-24"), (16, 8, "16"), (None, None, None)],
+)
+def test_the_size_a_job_was_released_with(nodes: int | None, upto: int | None, text: str) -> None:
+    """A range's top shows (a refused curve's cut, or release = range); a top not above the
+    size, or none, is a pinned size; no size is a job left as submitted."""
+    assert DecisionRecord(job_id=1, nodes=nodes, nodes_upto=upto).size_text == text
+
+
 @pytest.mark.parametrize("version", [0, 2, 99, "1", True, None])
 def test_an_unknown_version_is_refused_by_name(version: Any) -> None:
     with pytest.raises(DecisionRecordError, match=r"decision record version .* reads 1"):

@@ -92,6 +92,25 @@ def test_summary_counts_and_sums() -> None:
     )
 
 
+def test_a_range_release_keeps_its_top_and_gets_no_chosen_size_estimate() -> None:
+    # A refused curve's range top: released as 4-24 nodes, Slurm picks the size at start.
+    ranged = decision_row(decision(6, 4, 64, 4, nodes_upto=24, rule="fallback"))
+    assert (ranged.chosen, ranged.chosen_upto, ranged.pinned) == (4, 24, False)
+    pinned = decision_row(decision(7, 4, 64, 16, nodes_upto=16))
+    assert (pinned.chosen_upto, pinned.pinned) == (None, True)
+    malformed = decision_row(decision(8, 4, 64, 16, nodes_upto=8))  # a top below the size
+    assert malformed.chosen_upto is None
+    curve = curve_of(make_runs())
+    rows = estimate([ranged, pinned, decision_row(decision(9, 4, 64, None))], curve)
+    assert (rows[0].efficiency_chosen, rows[0].node_hours_chosen) == (None, None)
+    assert rows[0].efficiency_max == pytest.approx(float(curve.efficiency(64)))
+    assert rows[0].node_hours_saved is None
+    s = summarise(rows)
+    assert (s.count, s.as_submitted, s.ranged, s.estimated) == (3, 1, 1, 1)
+    assert s.chosen_sizes == ((16, 1),)  # the range's minimum is not a size a job got
+    assert s.node_hours_saved == pytest.approx(rows[1].node_hours_saved)
+
+
 def test_no_decisions_no_figures() -> None:
     s = assemble(make_inputs(), band=False).decision_summary
     assert s.count == 0

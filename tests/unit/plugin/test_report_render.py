@@ -254,6 +254,17 @@ def test_terminal_escapes_hostile_text(hostile: AppReport, colour: bool) -> None
         assert "\x1b" not in text
 
 
+def test_a_range_release_shows_its_range_in_the_terminal_and_the_page() -> None:
+    docs = [decision(1, 4, 64, 16), decision(2, 4, 64, 4, nodes_upto=24, rule="fallback")]
+    report = assemble(make_inputs(decisions=docs))
+    text = terminal(report, colour=False)
+    assert "4-64 → 4-24" in text
+    assert "4-64 → 16" in text
+    assert "2 decisions (0 released as submitted, 1 with a narrowed range)" in text
+    page = render_app_page(report)
+    assert "4–24</td>" in page
+
+
 def test_terminal_shows_the_figures(hostile: AppReport) -> None:
     text = terminal(hostile, colour=False)
     assert "runs per size against the curve" in text
