@@ -13,7 +13,9 @@ STAMP="$VENV/.adaptalloc-installed"
 # prometheus (server and promtool): tests/integration/test_dashboard.py scrapes the testbed's
 # daemon with it and evaluates the Grafana panels' queries and the alert rules.
 # redis-sentinel: deploy/local/sentinel.sh's opt-in Sentinel set (tests/integration/test_ha_sentinel.py).
-ensure_debian_packages "$PROJECT_ROOT/.local/apt-python.log" python3 python3-venv python3-pip prometheus redis-sentinel
+# redis-server: the unit tests of the daemon's lease start a private one, so that the unit
+# suite runs after this script alone (deploy/local/up.sh needs it too).
+ensure_debian_packages "$PROJECT_ROOT/.local/apt-python.log" python3 python3-venv python3-pip prometheus redis-sentinel redis-server
 
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
     die "adaptalloc needs Python 3.11 or newer; python3 is $(python3 --version 2>&1)"

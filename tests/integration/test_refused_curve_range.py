@@ -6,8 +6,11 @@ Slurm is not needed here: the Decider's cluster state is given."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +18,13 @@ import pytest
 import policies
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.daemon.record import decision_record
 from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
 
 from .held import held_job
+from .testbed import adaptalloc
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +40,9 @@ def _idle(_: JobRecord) -> policies.ClusterState:
     return policies.ClusterState(idle_nodes=64, total_nodes=64)
 
 
-def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(redis_client: Any) -> None:
+def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(
+    redis_client: Any, tmp_path: Path
+) -> None:
     store = CurveStore(redis_client, Retention(max_observations=50, max_age_s=None))
     key = AppKey("it-refused", owner="ann")
     now = time.time()
@@ -66,6 +73,18 @@ def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(redis_clie
     assert out.resize.time_limit_min is None  # the user's limit stands
     assert f"released as 2-{top} nodes" in out.reason
     assert budget.value().jobs_decided == 0
+    # As the daemon records it, `adaptalloc decisions` and the report show the range, not
+    # its minimum, and the report estimates no savings at a size Slurm may not have given.
+    store.record_decision(decision_record(out, "released", 0.1))
+    table = adaptalloc("decisions", "--job", "21", cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    assert re.search(rf"2-64\s+2-{top}\s", table.stdout), table.stdout  # range, then chosen
+    report = adaptalloc("report", str(key), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert f"2-64 → 2-{top}" in report.stdout
+    document = adaptalloc("report", str(key), "--format", "json", cwd=tmp_path)
+    summary = json.loads(document.stdout)["decision_summary"]
+    assert (summary["count"], summary["ranged"], summary["estimated"]) == (1, 1, 0)
     # Under the default gate the same curve sizes the job.
     sized = Decider(AppKeyRule(), config, curves, Budget()).decide(_job(now), _idle)
     assert sized.rule != "fallback", sized.reason
