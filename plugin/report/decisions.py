@@ -6,8 +6,8 @@ there). `decision_row` turns one into a `DecisionRow`: the requested range, the 
 (None: released as submitted) and the top of the range it was released with, if any, the
 rule (``fail-open: CODE`` for a release), the time limit the daemon set (else the user's),
 when (``decided_at``, else the stream entry's milliseconds), and the status (a ``gone`` job
-was cancelled before it ran, so it counts in no estimate). Node counts outside 1..MAX_NODES become None and free text is cut to
-MAX_TEXT characters (the renderers escape it).
+was cancelled before it ran, so it counts in no estimate). Node counts outside 1..MAX_NODES
+become None and free text is cut to MAX_TEXT characters (the renderers escape it).
 
 Estimates (`estimate`): the *current* curve's efficiency and node-hours at the chosen size
 and at the requested maximum: node-hours = n·T(n)/3600. They are model estimates of what
