@@ -180,7 +180,8 @@ def admin_comment_of(record: str) -> str | None:
     the daemon's hold check (Reason=JobHeldUser, sweep.py) then limits the harm to the
     user's own hold. Left: an admin comment written as the marker followed by a field's
     name (``adaptalloc:v1:held Comment=x``) prints as the marker then that field and reads
-    as the marker; only an admin can write an admin comment.
+    as the marker, and one with trailing blanks reads as the marker (as marks.is_held reads
+    it); only an admin can write an admin comment.
     """
     count = record.count(ADMIN_FIELD)
     if count == 0:

@@ -368,13 +368,16 @@ job_text = st.fixed_dictionaries(
 
 
 def check_verdict(verdict: str | None, admin: str | None) -> None:
-    """Sound: the marker only for a real marker standing alone; "" only when the real
-    comment has no marker word. (No real admin comment at all: job_submit.lua never holds
-    such a job, and Reason=JobHeldUser keeps any harm to the user's own hold; not checked.)"""
+    """Sound: the marker only for a real marker standing alone (trailing blanks aside: the
+    line cannot show them apart from the blank that separates the next field, and the
+    daemon's word read, marks.is_held, reads such a comment as held too); "" only when the
+    real comment has no marker word. (No real admin comment at all: job_submit.lua never
+    holds such a job, and Reason=JobHeldUser keeps any harm to the user's own hold; not
+    checked.)"""
     if admin is None:
         return
     if verdict == MARKER:
-        assert admin == MARKER
+        assert admin.rstrip() == MARKER
     elif verdict == "":
         assert MARKER not in admin.split()
     else:
@@ -389,6 +392,7 @@ def check_verdict(verdict: str | None, admin: str | None) -> None:
         (f" {MARKER}", None),  # the marker as a later word still marks the job: read exactly
         (f"note {MARKER}", None),
         (f"{MARKER} extra", None),
+        (f"{MARKER} ", MARKER),  # found by the fuzzer: a trailing blank prints as the separator
     ],
 )
 def test_found_cases_of_the_marker_read(admin: str, verdict: str | None) -> None:
