@@ -353,15 +353,18 @@ def scontrol_line(job_id: int, fields: dict[str, str], admin: str | None) -> str
 #: writes an admin comment, so such texts are left out here (pending.py's docstring says so).
 FIELD_AFTER_ADMIN_COMMENT = re.compile(r"\s*(?:Comment|StdErr|StdIn|StdOut|Power)=")
 
+
+def _field_look_alike(admin: str) -> bool:
+    """The marker followed by a field's name: prints exactly as the marker then that field."""
+    return admin.startswith(MARKER) and bool(FIELD_AFTER_ADMIN_COMMENT.match(admin[len(MARKER) :]))
+
+
 admin_texts = st.one_of(
     st.none(),
     st.just(MARKER),
-    st.builds(
-        lambda t: f"{MARKER} {t}",
-        hostile.filter(lambda t: t.strip() != "" and not FIELD_AFTER_ADMIN_COMMENT.match(t)),
-    ),
+    st.builds(lambda t: f"{MARKER} {t}", hostile.filter(lambda t: t.strip() != "")),
     hostile.filter(lambda t: t != ""),
-)
+).filter(lambda admin: admin is None or not _field_look_alike(admin))
 job_text = st.fixed_dictionaries(
     dict.fromkeys(("name", "command", "workdir", "comment", "stdout"), user_text)
 )
