@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -441,21 +442,32 @@ def test_stored_curves_are_looked_up_by_executable(monkeypatch: pytest.MonkeyPat
     assert sorted(asked) == sorted(f"exe-{n}" for n in executables)
 
 
+def _sweep_options(**given: Any) -> sa.SweepOptions:
+    """A sweep's options with the command's defaults, `given` set."""
+    defaults: dict[str, Any] = {
+        "loads": None,
+        "seeds": 1,
+        "seed": 1,
+        "backfill": True,
+        "moldable": (0.5, 2.0),
+        "max_parallelism": None,
+        "curves": "learned",
+        "parallelism_factor": None,
+        "noise": 0.05,
+        "procs_per_node": None,
+        "max_jobs": None,
+        "policies": ("greedy",),
+    }
+    return sa.SweepOptions(**{**defaults, **given})
+
+
 def _plan(
     directory: Path, traces: list[str], configs: list[str | None], sweep: tuple[str, ...]
 ) -> sa.Plan:
     """A --slurm-array plan written as the command writes it, without submitting it."""
-    options = sa.SweepOptions(
+    options = _sweep_options(
         loads=tuple(float(x) for x in sweep[3].split(",")),
         seeds=int(sweep[5]),
-        seed=1,
-        backfill=True,
-        moldable=(0.5, 2.0),
-        max_parallelism=None,
-        curves="learned",
-        parallelism_factor=None,
-        noise=0.05,
-        procs_per_node=None,
         max_jobs=int(sweep[1]),
         policies=tuple(POLICY_NAMES),
     )
@@ -496,21 +508,7 @@ def test_array_cells_gather_into_the_document_a_local_run_prints(
 
 
 def test_an_array_plan_keeps_max_job_nodes_and_reads_a_plan_without_it() -> None:
-    options = sa.SweepOptions(
-        loads=None,
-        seeds=1,
-        seed=1,
-        backfill=True,
-        moldable=(0.5, 2.0),
-        max_parallelism=None,
-        curves="learned",
-        parallelism_factor=None,
-        noise=0.05,
-        procs_per_node=None,
-        max_jobs=None,
-        policies=("greedy",),
-        max_job_nodes=64,
-    )
+    options = _sweep_options(max_job_nodes=64)
     doc = json.loads(json.dumps(asdict(options)))
     assert sa.SweepOptions.from_json(doc) == options
     assert options.setup(read_swf(str(LUBLIN)), load_policy_config(None)).job_nodes == 64
