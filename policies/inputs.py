@@ -109,10 +109,14 @@ class ClusterState:
 class ExplorationBudget:
     """Counters the caller keeps over a window of its choosing (the daemon: since it started).
 
-    jobs_decided and node_hours_decided count every decision made with a curve, explored ones
-    included (`Decision.counted`: not a fallback that keeps the job's range); jobs_explored
-    and node_hours_explored count the explored ones. Node-hours are the predicted ones
-    (nodes x predicted runtime) at decision time. Pure code only reads them.
+    jobs_decided counts every moldable job decided, explored ones and those left as submitted
+    included: exploration's job share is a share of the jobs the policy sees, so that a
+    cluster whose applications have no curve yet, where a second size is what would give
+    them one (second_size.py), can explore at all. node_hours_decided counts the predicted
+    node-hours (nodes x predicted runtime at decision time) of the decisions that set a
+    size with a predicted runtime (`Decision.counted`: not a fallback that keeps the job's
+    range). jobs_explored and node_hours_explored count the explored ones. Pure code only
+    reads them.
     """
 
     jobs_decided: int = 0

@@ -354,8 +354,12 @@ class Budget:
             self.node_hours_explored,
         )
 
-    def count(self, nodes: int, runtime_s: float, explored: bool) -> None:
-        hours = nodes * max(runtime_s, 0.0) / 3600.0 if math.isfinite(runtime_s) else 0.0
+    def count(self, nodes: int, runtime_s: float | None, explored: bool) -> None:
+        """One decided job, with its predicted node-hours nodes × runtime_s (none when no
+        runtime is predicted)."""
+        hours = 0.0
+        if runtime_s is not None and math.isfinite(runtime_s):
+            hours = nodes * max(runtime_s, 0.0) / 3600.0
         self.jobs_decided += 1
         self.node_hours_decided += hours
         if explored:
@@ -583,8 +587,9 @@ class Decider:
             where = listed[0] if len(listed) == 1 else first_partition(job.partition)
             second = self._second_size(request, source, curve, state, settings, cap_for)
             if second is not None:
-                self.budget.count(second.decision.nodes or 0, second.runtime_s, True)
-                return self._outcome(job, low, high, app, None, second.decision, extra)
+                return self._outcome(
+                    job, low, high, app, None, second.decision, extra, bound_s=second.runtime_s
+                )
             decision = shape.sized(
                 request,
                 curve,
@@ -613,6 +618,16 @@ class Decider:
                 "cannot size the job yet)",
             )
         return self._outcome(job, low, high, app, curve, decision, extra, decided_by=curve)
+
+    def _count(self, decision: Decision, curve: Any, bound_s: float | None) -> None:
+        """Count a decision in the exploration budget (policies.ExplorationBudget): every
+        decided job, left as submitted included; the predicted node-hours of a counted one
+        (`Decision.counted`) from its curve, or from `bound_s` without one."""
+        n = decision.nodes
+        runtime = None
+        if n is not None and decision.counted:
+            runtime = float(curve.runtime(n)) if curve is not None else bound_s
+        self.budget.count(n or 0, runtime, n is not None and decision.rule == EXPLORATION)
 
     def _second_size(
         self,
@@ -840,10 +855,12 @@ class Decider:
         extra: dict[str, Any],
         partition: str | None = None,
         decided_by: Any = None,
+        bound_s: float | None = None,
     ) -> Outcome:
         """The outcome of `decision`; `curve`: the curve whose runtime counts in the
-        exploration budget, `decided_by`: the curve the decision was made on (its document
-        goes into the record when a rule of CURVE_RULES sized the job)."""
+        exploration budget (`bound_s` without one: a second size's runtime bound),
+        `decided_by`: the curve the decision was made on (its document goes into the record
+        when a rule of CURVE_RULES sized the job)."""
         prior = marks.prior_text(job.admin_comment)
         asked = self._users_limit(job, low, high)
         common = {
@@ -854,6 +871,7 @@ class Decider:
             **extra,
         }
         if decision.nodes is None:
+            self._count(decision, curve, bound_s)
             kept = marks.kept_record(low, high, decision.rule, asked)
             comment = marks.admin_comment(kept, prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
@@ -902,9 +920,7 @@ class Decider:
         resize = Resize(job.job_id, n, top, limit, partition=moved)
         if decided_by is not None and decision.rule in CURVE_RULES:
             common["curve_doc"] = self.curves.document(decided_by)
-        if curve is not None and decision.counted:
-            runtime = float(curve.runtime(n))
-            self.budget.count(n, runtime, decision.rule == EXPLORATION)
+        self._count(decision, curve, bound_s)
         sized = marks.sized_record(n, low, high, decision.rule, asked)
         comment = marks.admin_comment(sized, prior, app)
         return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)

@@ -244,12 +244,12 @@ class AdaptiveSizer:
         self.rules[decision.rule] += 1
         if decision.rule == FALLBACK:
             self.fallbacks[FALLBACK_NO_CURVE if curve is None else FALLBACK_UNUSABLE] += 1
+        if self.requests.lo[job] < self.requests.hi[job]:  # the hook holds moldable jobs only
+            self._count(decision, curve, runtime)
         if decision.nodes is None:
             return Allocation(lo, hi, user_limit, decision.rule)
         if is_prior(curve):
             self.priors.append(job)
-        if decision.counted:
-            self._count(decision.nodes, decision.rule == EXPLORATION, curve, runtime)
         high = decision.nodes if decision.max_nodes is None else decision.max_nodes
         if self.fixed_limits or decision.time_limit_min is None:
             return Allocation(decision.nodes, high, user_limit, decision.rule)
@@ -278,15 +278,19 @@ class AdaptiveSizer:
             observe = learner.observe_killed if killed else learner.observe
             observe(int(apps[job]), nodes, runtime, now, r.limit[job], r.lo[job])
 
-    def _count(self, n: int, explored: bool, curve: Curve | None, runtime: float | None) -> None:
-        """Add one decision to the exploration budget, with its predicted node-hours n·T(n):
-        T from the curve, or `runtime` when known (decide's, or without a curve a second
-        size's bound, policies/second_size.py)."""
+    def _count(self, decision: Decision, curve: Curve | None, runtime: float | None) -> None:
+        """Add one decided job to the exploration budget, as the daemon does
+        (policies.ExplorationBudget): every decision counts as a job; a counted one
+        (`Decision.counted`) adds its predicted node-hours n·T(n), T from the curve, or
+        `runtime` when known (decide's, or without a curve a second size's bound,
+        policies/second_size.py)."""
         b = self.budget
         hours = 0.0
-        if self._track_node_hours:
+        n = decision.nodes
+        if self._track_node_hours and n is not None and decision.counted:
             t = runtime if curve is None else _runtime_at(curve, n, runtime)
             hours = 0.0 if t is None else n * t / 3600.0
+        explored = n is not None and decision.rule == EXPLORATION
         self.budget = ExplorationBudget(
             jobs_decided=b.jobs_decided + 1,
             jobs_explored=b.jobs_explored + explored,

@@ -72,7 +72,9 @@ def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(
     assert (out.resize.min_nodes, out.resize.max_nodes) == (2, top)
     assert out.resize.time_limit_min is None  # the user's limit stands
     assert f"released as 2-{top} nodes" in out.reason
-    assert budget.value().jobs_decided == 0
+    # A decided job in the exploration budget's share, without predicted node-hours: no
+    # size was set with the curve.
+    assert budget.value() == policies.ExplorationBudget(jobs_decided=1)
     # As the daemon records it, `adaptalloc decisions` and the report show the range, not
     # its minimum, and the report estimates no savings at a size Slurm may not have given.
     store.record_decision(decision_record(out, "released", 0.1))

@@ -196,11 +196,14 @@ def test_the_record_carries_the_deciding_curve_made_once_per_batch() -> None:
 
 
 def test_an_app_without_a_curve_gets_the_fallback() -> None:
-    outcome = decider(FakeStore()).decide(job(), idle)
+    d = decider(FakeStore())
+    outcome = d.decide(job(), idle)
     assert outcome.action == "keep"
     assert outcome.rule == "fallback"
     assert "no curve is stored for app ann/lulesh nor for the site's lulesh" in outcome.reason
     assert "adaptalloc:v1:kept range=2-8 rule=fallback" in outcome.admin_comment
+    # A decided job in the exploration budget's share, without predicted node-hours.
+    assert d.budget.value() == policies.ExplorationBudget(jobs_decided=1)
 
 
 def test_a_job_without_an_app_key_gets_the_fallback_too() -> None:
@@ -221,9 +224,11 @@ def test_a_job_without_an_app_key_gets_the_fallback_too() -> None:
 )
 def test_fail_open_before_the_store_is_asked(fields: dict[str, Any], reason: str) -> None:
     store = FakeStore()
-    outcome = decider(store).decide(job(**fields), idle)
+    d = decider(store)
+    outcome = d.decide(job(**fields), idle)
     assert outcome.action == "release"
     assert outcome.fail_open == reason
+    assert d.budget.value() == policies.ExplorationBudget()  # released, not decided
     assert outcome.resize is None
     assert f"adaptalloc:v1:released reason={reason}" in outcome.admin_comment
     assert store.calls == 0

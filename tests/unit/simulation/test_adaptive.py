@@ -54,8 +54,8 @@ def test_the_configured_settings_are_used() -> None:
 def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None:
     # A fit error above max_fit_error makes every curve unusable: the fallback leaves the job
     # its range (the top cut at the curve's knee, policies/rules.py refused_top) and its
-    # user's limit, and Slurm sizes it at start. Not a decision made with the curve: the
-    # exploration budget does not count it.
+    # user's limit, and Slurm sizes it at start. The exploration budget counts it as a
+    # decided job, without node-hours: no size is set with a predicted runtime.
     ex = _experiment(settings=replace(policies.DEFAULTS, max_fit_error=1e-12))
     sizer = ex.sizer("oracle")
     assert isinstance(sizer, AdaptiveSizer)
@@ -69,7 +69,7 @@ def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None
     assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], top[0])
     assert got.limit == ex.requests.limit[0]
     assert got.rule == "fallback"
-    assert sizer.budget.jobs_decided == 0
+    assert sizer.budget == policies.ExplorationBudget(jobs_decided=1)
     # Without a knee nothing is cut: the range as submitted.
     ex.curves.stored[0] = replace(unusable, max_useful_n=None)
     again = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
@@ -113,6 +113,28 @@ def test_an_application_run_at_one_size_only_is_explored_at_a_second_size() -> N
     assert [r.nodes for r in learner.runs(int(apps[0]), 5000.0)] == [16, 16, 16, 8]
     assert one_size(learner.runs(int(apps[0]), 5000.0)) is None
     assert [r.nodes for r in learner.runs(int(apps[0]), 1000.0)] == [16, 16, 16]
+
+
+def test_jobs_left_as_submitted_make_the_budget_a_cold_start_explores_in() -> None:
+    # One job of another application was sized with a curve (100 predicted node-hours), and
+    # eight jobs without a curve were left as submitted: they count as decided jobs, without
+    # node-hours, so the second size of an application run three times at one size is 1 of
+    # 10 jobs, within the 10% budget (counted over jobs decided with a curve only, it would
+    # be 1 of 2 and refused).
+    ex = _experiment()
+    sizer = ex.sizer("adaptive")
+    assert isinstance(sizer, AdaptiveSizer)
+    sizer.budget = policies.ExplorationBudget(jobs_decided=1, node_hours_decided=100.0)
+    view = ClusterView(now=0.0, idle_nodes=64, pending_demand_nodes=0, total_nodes=64)
+    for _ in range(8):
+        assert sizer.allocate(0, view).rule == "fallback"
+    assert sizer.budget == policies.ExplorationBudget(jobs_decided=9, node_hours_decided=100.0)
+    limit = ex.requests.limit[0]
+    for k in range(3):
+        sizer.finished(0, 16, limit / 6.0, False, 100.0 * k)
+    later = ClusterView(now=1000.0, idle_nodes=64, pending_demand_nodes=0, total_nodes=64)
+    assert sizer.allocate(0, later).rule == "exploration"
+    assert (sizer.budget.jobs_decided, sizer.budget.jobs_explored) == (10, 1)
 
 
 def test_a_fallback_to_the_minimum_is_not_counted_as_explored() -> None:
