@@ -68,6 +68,11 @@ class Decision:
         return self.nodes is None
 
     @property
+    def explored(self) -> bool:
+        """Whether exploration set the size (the budget's explored counters)."""
+        return self.nodes is not None and self.rule == EXPLORATION
+
+    @property
     def counted(self) -> bool:
         """Whether the exploration budget counts this decision (policies.ExplorationBudget):
         a size set, other than a fallback that keeps the job's range (its top cut)."""

@@ -8,6 +8,7 @@ naming the field, so a decision is never made from a negative node count or an e
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from policies.feasible import Feasible
@@ -137,3 +138,19 @@ class ExplorationBudget:
             raise ValueError("jobs_explored cannot exceed jobs_decided")
         if self.node_hours_explored > self.node_hours_decided:
             raise ValueError("node_hours_explored cannot exceed node_hours_decided")
+
+    def after(
+        self, nodes: int | None, runtime_s: float | None, explored: bool
+    ) -> ExplorationBudget:
+        """The counters with one more decided job: its predicted node-hours
+        nodes x runtime_s / 3600 when both are known and the runtime finite (none otherwise),
+        counted as explored too when `explored`."""
+        hours = 0.0
+        if nodes is not None and runtime_s is not None and math.isfinite(runtime_s):
+            hours = nodes * max(runtime_s, 0.0) / 3600.0
+        return ExplorationBudget(
+            self.jobs_decided + 1,
+            self.jobs_explored + int(explored),
+            self.node_hours_decided + hours,
+            self.node_hours_explored + (hours if explored else 0.0),
+        )

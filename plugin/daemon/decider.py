@@ -68,7 +68,7 @@ from plugin.store.connection import StoreError
 from plugin.store.curves import CurveRecord, CurveStore
 from policies import ClusterState, Decision, ExplorationBudget
 from policies.decide import unusable_because
-from policies.decision import EXPLORATION, FALLBACK, RULES
+from policies.decision import FALLBACK, RULES
 from policies.fallback import curve_on_type
 from policies.master_worker import MASTER_WORKER, WorkerCap
 from policies.partition import Queue, wait_estimate
@@ -341,37 +341,22 @@ class CurveSource:
 class Budget:
     """The exploration counters since the daemon started (module docstring)."""
 
-    jobs_decided: int = 0
-    jobs_explored: int = 0
-    node_hours_decided: float = 0.0
-    node_hours_explored: float = 0.0
+    counters: ExplorationBudget = field(default_factory=ExplorationBudget)
 
     def value(self) -> ExplorationBudget:
-        return ExplorationBudget(
-            self.jobs_decided,
-            self.jobs_explored,
-            self.node_hours_decided,
-            self.node_hours_explored,
-        )
+        return self.counters
 
-    def count(self, nodes: int, runtime_s: float | None, explored: bool) -> None:
-        """One decided job, with its predicted node-hours nodes × runtime_s (none when no
-        runtime is predicted)."""
-        hours = 0.0
-        if runtime_s is not None and math.isfinite(runtime_s):
-            hours = nodes * max(runtime_s, 0.0) / 3600.0
-        self.jobs_decided += 1
-        self.node_hours_decided += hours
-        if explored:
-            self.jobs_explored += 1
-            self.node_hours_explored += hours
+    def count(self, nodes: int | None, runtime_s: float | None, explored: bool) -> None:
+        """One decided job (`ExplorationBudget.after`)."""
+        self.counters = self.counters.after(nodes, runtime_s, explored)
 
     def to_dict(self) -> dict[str, Any]:
+        c = self.counters
         return {
-            "jobs_decided": self.jobs_decided,
-            "jobs_explored": self.jobs_explored,
-            "node_hours_decided": round(self.node_hours_decided, 3),
-            "node_hours_explored": round(self.node_hours_explored, 3),
+            "jobs_decided": c.jobs_decided,
+            "jobs_explored": c.jobs_explored,
+            "node_hours_decided": round(c.node_hours_decided, 3),
+            "node_hours_explored": round(c.node_hours_explored, 3),
         }
 
 
@@ -627,7 +612,7 @@ class Decider:
         runtime = None
         if n is not None and decision.counted:
             runtime = float(curve.runtime(n)) if curve is not None else bound_s
-        self.budget.count(n or 0, runtime, n is not None and decision.rule == EXPLORATION)
+        self.budget.count(n, runtime, decision.explored)
 
     def _second_size(
         self,

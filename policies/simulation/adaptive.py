@@ -51,7 +51,7 @@ import numpy as np
 
 from policies.config import PolicySettings
 from policies.decide import decide, decide_with_runtime, unusable_because
-from policies.decision import EXPLORATION, FALLBACK, Decision
+from policies.decision import FALLBACK, Decision
 from policies.inputs import ClusterState, ExplorationBudget, Request
 from policies.profile import RuntimeProfile
 from policies.second_size import Run, SecondSize, second_size
@@ -284,19 +284,11 @@ class AdaptiveSizer:
         (`Decision.counted`) adds its predicted node-hours n·T(n), T from the curve, or
         `runtime` when known (decide's, or without a curve a second size's bound,
         policies/second_size.py)."""
-        b = self.budget
-        hours = 0.0
         n = decision.nodes
+        t = None
         if self._track_node_hours and n is not None and decision.counted:
             t = runtime if curve is None else _runtime_at(curve, n, runtime)
-            hours = 0.0 if t is None else n * t / 3600.0
-        explored = n is not None and decision.rule == EXPLORATION
-        self.budget = ExplorationBudget(
-            jobs_decided=b.jobs_decided + 1,
-            jobs_explored=b.jobs_explored + explored,
-            node_hours_decided=b.node_hours_decided + hours,
-            node_hours_explored=b.node_hours_explored + (hours if explored else 0.0),
-        )
+        self.budget = self.budget.after(n, t, decision.explored)
 
 
 def _runtime_at(curve: Curve, n: int, known: float | None) -> float:

@@ -162,7 +162,7 @@ def test_a_known_app_is_resized_inside_its_range_with_a_new_limit() -> None:
     assert outcome.resize.time_limit_min < 60
     assert outcome.admin_comment.startswith("adaptalloc:v1 app=lulesh; adaptalloc:v1:sized n=")
     assert outcome.curve_version == 3
-    assert d.budget.jobs_decided == 1
+    assert d.budget.value().jobs_decided == 1
 
 
 def snapshot(curve: predictor.Curve) -> dict[str, Any]:
