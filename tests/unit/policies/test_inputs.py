@@ -62,3 +62,14 @@ def test_node_limit_is_the_tighter_of_max_nodes_and_partition_size() -> None:
 def test_budget_refuses(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ExplorationBudget(**kwargs)
+
+
+def test_budget_after_counts_every_decided_job_and_only_known_node_hours() -> None:
+    start = ExplorationBudget(jobs_decided=3, jobs_explored=1, node_hours_decided=10.0)
+    start = start.after(2, 1800.0, True)  # explored: 2 nodes x 0.5 h
+    assert start == ExplorationBudget(4, 2, 11.0, 1.0)
+    # Left as submitted (no size), or a size without a finite predicted runtime: a decided
+    # job without node-hours.
+    assert start.after(None, None, False) == ExplorationBudget(5, 2, 11.0, 1.0)
+    assert start.after(8, float("inf"), False) == ExplorationBudget(5, 2, 11.0, 1.0)
+    assert start.after(8, 3600.0, False) == ExplorationBudget(5, 2, 19.0, 1.0)
