@@ -74,8 +74,9 @@ class Decision:
 
     @property
     def counted(self) -> bool:
-        """Whether the exploration budget counts this decision (policies.ExplorationBudget):
-        a size set, other than a fallback that keeps the job's range (its top cut)."""
+        """Whether the exploration budget counts this decision's predicted node-hours
+        (policies.ExplorationBudget; every decision counts as a decided job): a size set,
+        other than a fallback that keeps the job's range (its top cut)."""
         return self.nodes is not None and not (self.rule == FALLBACK and self.max_nodes is not None)
 
     def to_dict(self, explain: bool = False) -> dict[str, Any]:

@@ -73,11 +73,11 @@ fallback
     from the queue for nothing; m keeps the sizes the application's users ran at, the
     curve's shape aside. No knee (u unknown), a range within it, or listed sizes: left
     as submitted. The kept range is no decision made with the curve: the exploration
-    budget does not count it (`Decision.counted`). Measured on the quick fair benchmark:
-    choice seeds 1-10 chose this form among the top at u alone, at u or the median run size
-    (as good, but the daemon would read the runs), at u or the largest size, and a top for
-    applications without a curve too; score seeds 101-110 score it
-    (docs/science/heterogeneous-runs.md).
+    budget counts it as a decided job without node-hours (`Decision.counted`). Measured on
+    the quick fair benchmark: choice seeds 1-10 chose this form among the top at u alone,
+    at u or the median run size (as good, but the daemon would read the runs), at u or the
+    largest size, and a top for applications without a curve too; score seeds 101-110
+    score it (docs/science/heterogeneous-runs.md).
 """
 
 from __future__ import annotations
