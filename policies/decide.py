@@ -365,7 +365,8 @@ def _with_curve(
         top = refused_top(curve, lo, hi)
     if top is not None:
         winner = Candidate(FALLBACK, lo, f"{unusable}, so it is {top[1]}")
-        return winner, [*candidates, winner], top[0]
+        # A top at the minimum is a pin there, not a range.
+        return winner, [*candidates, winner], top[0] if top[0] > lo else None
     winner = fallback_rule(request, lo, hi, unusable, settings)
     return winner, [*candidates, winner], None
 

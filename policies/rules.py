@@ -568,9 +568,10 @@ def refused_top(curve: Curve, lo: int, hi: int) -> tuple[int, str] | None:
     top = min(hi, max(lo, useful, median))
     if top >= hi:
         return None
+    kept = f"released as {lo}-{top} nodes" if top > lo else f"given its minimum, {nodes(lo)}"
     return top, (
-        f"released as {lo}-{top} nodes: the curve, though not used to size the job, shows no "
-        f"speedup past {nodes(useful)}, and its runs' median size is {nodes(median)}"
+        f"{kept}: the curve, though not used to size the job, shows no speedup past "
+        f"{nodes(useful)}, and its runs' median size is {nodes(median)}"
     )
 
 

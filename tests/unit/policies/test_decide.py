@@ -98,6 +98,13 @@ def test_an_unusable_curve_cuts_the_range_only_where_it_saw_the_speedup_stop() -
     steered = replace(LU, diagnostics=unreliable("user_influence", suggest_n=None))
     assert outcome(JOB, steered) == as_submitted
     assert outcome(JOB, replace(steered, diagnostics=unreliable("runner_up", None)))[1] == 48
+    # A knee and median at or below the minimum cut the range to it: a pin, not a range.
+    low = replace(bad, max_useful_n=2, observed_n=(2, 3))
+    assert outcome(Request(4, 64, time_limit_min=60), low) == (4, None, None, "fallback")
+    assert (
+        "so it is given its minimum, 4 nodes: the curve, though not"
+        in decide(JOB, low, LIGHT).reason
+    )
     # Listed sizes cannot be released as a range; a pinned fallback stays pinned.
     listed = Request(4, 64, time_limit_min=60, feasible=Feasible.listed((4, 8, 16, 64)))
     assert outcome(listed, bad) == as_submitted
