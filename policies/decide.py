@@ -347,7 +347,7 @@ def _with_curve(
     lo, hi, curve = profile.lo, profile.hi, profile.curve
     efficiency = efficiency_rule(profile, settings)
     pws = pws_rule(profile)
-    cap = cap_rule(curve, lo, hi)
+    cap = cap_rule(curve, lo, hi, cluster, settings)
     load = load_adaptive_rule(efficiency, pws, cap, cluster, settings, lo)
     explore, explored = _exploration(profile, request, cluster, allowed, settings, budget)
     candidates = [efficiency, pws, cap, load, explore]

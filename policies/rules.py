@@ -20,6 +20,13 @@ cap
     show no knee (`Curve.max_useful_n` is None) A is not identified, and the cap is the
     largest size the runs saw: the curve has no evidence of speedup past it. (Chosen over
     "nothing capped" on the quick fair benchmark, docs/science/heterogeneous-runs.md.)
+    Except on a lightly loaded partition (pressure ≤ light_pressure, as load_adaptive reads
+    it): there the cap is the range's maximum. Nobody waits for the nodes past the runs'
+    largest size, the speedup was still growing there, and a job held below it on an idle
+    machine keeps its nodes longer and leaves a remainder the next large job may not fit
+    (a job of a thousand nodes held at half of the machine, LLNL Atlas: its whole-machine
+    successors waited hours). A run past the runs' sizes is the one that finds the knee.
+    The time limit is not shortened past the data (time_limit.py), so the run costs no kill.
 load_adaptive
     Under light load give a job more nodes, under heavy load fewer and more efficient ones
     (Naik, Setia and Squillante, JPDC 1997; Sodan and Huang's SCOJO, 2006; Barsanti and Sodan,
@@ -231,12 +238,15 @@ def _knee_formula(curve: Curve) -> str:
     return f"A+Aσ-σ with A = {number(curve.A)}, σ = {number(curve.sigma)}"
 
 
-def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
+def cap_rule(
+    curve: Curve, lo: int, hi: int, cluster: ClusterState, settings: PolicySettings
+) -> Candidate:
     """The maximum useful size in [lo, hi] (module doc); with no knee in the runs, the
-    largest size they ran."""
+    largest size they ran, or hi when `cluster` is lightly loaded under `settings`."""
     m = curve.max_useful_n
     if m is None:
-        return _unseen_cap(curve, lo, hi)
+        light = _state(cluster) if lightly_loaded(cluster, settings) else None
+        return _unseen_cap(curve, lo, hi, light)
     knee = f"the speedup stops growing at {nodes(m)} ({_knee_formula(curve)})"
     if m > hi:
         return Candidate(
@@ -250,11 +260,11 @@ def cap_rule(curve: Curve, lo: int, hi: int) -> Candidate:
     return Candidate(CAP, m, f"{knee}, so more nodes cannot speed the job")
 
 
-def _unseen_cap(curve: Curve, lo: int, hi: int) -> Candidate:
+def _unseen_cap(curve: Curve, lo: int, hi: int, light: str | None = None) -> Candidate:
     """The cap of a curve whose runs show no knee: its A is then a representative of the
     values the runs cannot tell apart (fitting.py, `max_useful_n`), and nothing says the
     speedup goes on past the largest size the runs saw, so no size past it is useful by the
-    curve's word (at least lo)."""
+    curve's word (at least lo). `light` (the load's words) lifts it to hi (module doc)."""
     seen = curve.largest_observed
     if seen >= hi:
         return Candidate(
@@ -262,6 +272,14 @@ def _unseen_cap(curve: Curve, lo: int, hi: int) -> Candidate:
             hi,
             f"the runs show no knee up to {nodes(seen)}, at or beyond the largest size allowed, "
             f"{nodes(hi)}",
+        )
+    if light is not None:
+        return Candidate(
+            CAP,
+            hi,
+            f"the runs show no knee yet and ran up to {nodes(seen)}, and the partition is "
+            f"lightly loaded ({light}), so nobody waits for the nodes past that: at most "
+            f"{nodes(hi)}, where a run may find the knee",
         )
     top = max(lo, seen)
     return Candidate(
@@ -315,6 +333,11 @@ def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
         (heavy - pressure) / (heavy - light),
         f"the partition is moderately loaded ({state}, between {light:g} and {heavy:g})",
     )
+
+
+def lightly_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
+    """Whether the load is known and its pressure at most light_pressure (`load_weight`)."""
+    return cluster.idle_nodes is not None and _pressure(cluster) <= settings.light_pressure
 
 
 def _pressure(cluster: ClusterState) -> float:

@@ -154,34 +154,63 @@ def test_pws_is_the_best_size_in_range(A: float, sigma: float, lo: int, hi: int)
         )
 
 
+def cap(curve: predictor.Curve, lo: int, hi: int, cluster: ClusterState | None = None) -> Candidate:
+    """The cap rule at `cluster`'s load (unknown unless given), under the default settings."""
+    return cap_rule(curve, lo, hi, cluster or ClusterState(), DEFAULTS)
+
+
 def test_cap_low_and_high_variance_and_unknown() -> None:
     low = make_curve(24.25, 0.82)  # ⌈2A-1⌉ = ⌈47.5⌉ = 48
-    assert cap_rule(low, 4, 64) == Candidate(
+    assert cap(low, 4, 64) == Candidate(
         "cap",
         48,
         "the speedup stops growing at 48 nodes (2A-1 with A = 24.2), so more nodes cannot "
         "speed the job",
     )
-    assert cap_rule(low, 4, 32).nodes == 32
-    assert "keeps growing up to 48 nodes" in cap_rule(low, 4, 32).reason
-    assert cap_rule(low, 64, 128).nodes == 64
-    assert cap_rule(low, 64, 128).reason.endswith("below the job's minimum, so at most 64 nodes")
+    assert cap(low, 4, 32).nodes == 32
+    assert "keeps growing up to 48 nodes" in cap(low, 4, 32).reason
+    assert cap(low, 64, 128).nodes == 64
+    assert cap(low, 64, 128).reason.endswith("below the job's minimum, so at most 64 nodes")
     high = make_curve(10.0, 2.0)  # A + Aσ - σ = 28
-    assert cap_rule(high, 1, 100).nodes == 28
-    assert "(A+Aσ-σ with A = 10, σ = 2)" in cap_rule(high, 1, 100).reason
+    assert cap(high, 1, 100).nodes == 28
+    assert "(A+Aσ-σ with A = 10, σ = 2)" in cap(high, 1, 100).reason
     # No knee in the runs (observed 4-32): A is not identified, and the curve knows no
     # speedup past the largest size its runs saw.
     unseen = make_curve(700.0, 3.0, identified=False)
-    unknown = cap_rule(unseen, 1, 100)
+    unknown = cap(unseen, 1, 100)
     assert unknown.nodes == 32
     assert unknown.reason == (
         "the runs show no knee yet and ran up to 32 nodes, so the curve knows no speedup "
         "past that: at most 32 nodes"
     )
-    assert cap_rule(unseen, 40, 100).nodes == 40  # never below the user's minimum
-    beyond = cap_rule(unseen, 1, 16)
+    assert cap(unseen, 40, 100).nodes == 40  # never below the user's minimum
+    beyond = cap(unseen, 1, 16)
     assert beyond.nodes == 16
     assert "at or beyond the largest size allowed, 16 nodes" in beyond.reason
+
+
+@pytest.mark.parametrize(
+    ("idle", "pending", "top"),
+    [(100, 0, 100), (100, 50, 100), (100, 51, 32), (40, 50, 32), (None, 0, 32)],
+)
+def test_no_knee_caps_at_the_largest_run_unless_the_partition_is_lightly_loaded(
+    idle: int | None, pending: int, top: int
+) -> None:
+    # Pressure ≤ light_pressure (0.5): nobody waits for the nodes past the runs' largest
+    # size (32), so the cap is the range's maximum; 51/100 is just past it; unknown load is
+    # not light.
+    unseen = make_curve(700.0, 3.0, identified=False)
+    c = cap(unseen, 1, 100, ClusterState(idle_nodes=idle, pending_demand_nodes=pending))
+    assert c.nodes == top
+    if top == 100:
+        assert c.reason == (
+            "the runs show no knee yet and ran up to 32 nodes, and the partition is lightly "
+            f"loaded ({pending} nodes pending for 100 idle, pressure {pending / 100:.2f}), so "
+            "nobody waits for the nodes past that: at most 100 nodes, where a run may find "
+            "the knee"
+        )
+    # A knee the runs show caps whatever the load.
+    assert cap(make_curve(24.25, 0.82), 4, 64, ClusterState(idle_nodes=100)).nodes == 48
 
 
 # --- load-adaptive --------------------------------------------------------------------------
