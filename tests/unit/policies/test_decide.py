@@ -138,6 +138,26 @@ def test_strategies_and_the_cap() -> None:
     assert_names(eff.reason, "48 nodes", "2A-1", "A = 24.2", "efficiency", "49", "capped")
 
 
+def test_a_curve_without_a_knee_caps_the_job_unless_the_partition_is_lightly_loaded() -> None:
+    # Runs at 4-16 nodes of a code that scales far: no knee, A unidentified.
+    unseen = make_curve(700.0, 3.0, observed=(4, 8, 16), identified=False)
+    light = decide(JOB, unseen, LIGHT)
+    assert (light.nodes, light.rule) == (64, "load_adaptive")
+    cap = next(c for c in light.candidates if c.rule == "cap")
+    assert cap.nodes == 64
+    assert "lightly loaded (0 nodes pending for 64 idle" in cap.reason
+    assert "nobody waits for the nodes past that" in cap.reason
+    # An unidentified curve never shortens a limit (nor does any curve past its runs): the
+    # larger size keeps the user's.
+    assert light.time_limit_min is None
+    assert "never shortens a limit: the user's 60 min stand" in light.time_limit_reason
+    # Moderately loaded (pressure 1): the curve knows no speedup past its 16 nodes.
+    moderate = ClusterState(idle_nodes=64, pending_demand_nodes=64, total_nodes=64)
+    held = decide(JOB, unseen, moderate)
+    assert held.nodes == 16
+    assert "ran up to 16 nodes, so the curve knows no speedup past that" in held.reason
+
+
 def test_the_partition_limit_cuts_the_range() -> None:
     d = decide(Request(4, 128), LU, ClusterState(idle_nodes=40, max_nodes_per_job=40))
     assert d.nodes == 40
