@@ -126,12 +126,12 @@ def one_by_one(cases: list[Case], stored: bool) -> tuple[float, list[Decision]]:
 def check(cases: list[Case], decisions: list[Decision]) -> None:
     for (request, _, cluster, _), d in zip(cases, decisions, strict=True):
         if d.rule == "fallback":  # a real curve the policy refuses (fitting error too large)
-            # As submitted, or its minimum kept with the range's top cut at the curve's knee.
+            # As submitted, or its minimum kept with the range's top cut at the curve's knee
+            # (a top at the minimum pins the job there).
             assert d.time_limit_min is None
             if d.nodes is not None:
                 assert d.nodes == request.min_nodes
-                assert d.max_nodes is not None
-                assert d.nodes <= d.max_nodes < request.max_nodes
+                assert d.max_nodes is None or d.nodes < d.max_nodes < request.max_nodes
             continue
         assert d.nodes is not None  # only a fallback leaves a job as submitted
         assert request.min_nodes <= d.nodes <= request.max_nodes
