@@ -24,9 +24,10 @@ cap
     it): there the cap is the range's maximum. Nobody waits for the nodes past the runs'
     largest size, the speedup was still growing there, and a job held below it on an idle
     machine keeps its nodes longer and leaves a remainder the next large job may not fit
-    (a job of a thousand nodes held at half of the machine, LLNL Atlas: its whole-machine
-    successors waited hours). A run past the runs' sizes is the one that finds the knee.
-    The time limit is not shortened past the data (time_limit.py), so the run costs no kill.
+    (LLNL Atlas: a job that could take the whole machine, held at 636 of its 1,152 nodes,
+    ran 3 h longer, and its whole-machine successors waited as long). A run past the runs'
+    sizes is the one that finds the knee. The user's limit stands past the data
+    (time_limit.py), so such a run is killed only where the code slows down past its knee.
 load_adaptive
     Under light load give a job more nodes, under heavy load fewer and more efficient ones
     (Naik, Setia and Squillante, JPDC 1997; Sodan and Huang's SCOJO, 2006; Barsanti and Sodan,
@@ -260,7 +261,7 @@ def cap_rule(
     return Candidate(CAP, m, f"{knee}, so more nodes cannot speed the job")
 
 
-def _unseen_cap(curve: Curve, lo: int, hi: int, light: str | None = None) -> Candidate:
+def _unseen_cap(curve: Curve, lo: int, hi: int, light: str | None) -> Candidate:
     """The cap of a curve whose runs show no knee: its A is then a representative of the
     values the runs cannot tell apart (fitting.py, `max_useful_n`), and nothing says the
     speedup goes on past the largest size the runs saw, so no size past it is useful by the
