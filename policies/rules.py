@@ -326,7 +326,7 @@ def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
     pressure = _pressure(cluster)
     light, heavy = settings.light_pressure, settings.heavy_pressure
     state = _state(cluster)
-    if pressure <= light:
+    if lightly_loaded(cluster, settings):
         return Load(1.0, f"the partition is lightly loaded ({state} ≤ {light:g})")
     if pressure >= heavy:
         return Load(0.0, f"the partition is heavily loaded ({state} ≥ {heavy:g})")
@@ -337,7 +337,8 @@ def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
 
 
 def lightly_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
-    """Whether the load is known and its pressure at most light_pressure (`load_weight`)."""
+    """Whether the load is known and its pressure at most light_pressure: `load_weight`'s
+    w = 1 and the no-knee cap's exception (module doc) read the load alike."""
     return cluster.idle_nodes is not None and _pressure(cluster) <= settings.light_pressure
 
 
