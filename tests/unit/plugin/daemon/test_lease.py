@@ -19,6 +19,10 @@ from plugin.store.decisions import DecisionRecord
 
 #: A short TTL so that expiries happen within the test (the daemon's default is 10 s).
 TTL_S = 1.0
+#: The keeper test's TTL: its renewal thread must run on time for the lease to stay valid
+#: (T/2 after a renewal, renewed every T/3), so with T = 1 s a 0.17 s stall of a loaded
+#: machine lapses it; at 3 s the thread may be late by 0.5 s.
+KEEPER_TTL_S = 3.0
 RECORD = json.loads(
     '{"job_id":4711,"app":"lulesh","user":"alice","account":"physics",'
     '"partition":"batch","min_nodes":2,"max_nodes":8,"time_limit_min":60,"action":"resize",'
@@ -48,9 +52,12 @@ def client(private_redis: Any) -> redis.Redis:
 
 
 def lease_of(
-    client: redis.Redis, holder: str, clock: Callable[[], float] = time.monotonic
+    client: redis.Redis,
+    holder: str,
+    clock: Callable[[], float] = time.monotonic,
+    ttl_s: float = TTL_S,
 ) -> Lease:
-    return Lease(lambda: client, TTL_S, holder, clock)
+    return Lease(lambda: client, ttl_s, holder, clock)
 
 
 def expire_now(client: redis.Redis) -> None:
@@ -134,18 +141,18 @@ def test_release_frees_the_lease_for_the_next_at_once(client: redis.Redis) -> No
 
 
 def test_the_keeper_renews_and_reports_a_lapse_once(client: redis.Redis) -> None:
-    lease = lease_of(client, "a:1")
+    lease = lease_of(client, "a:1", ttl_s=KEEPER_TTL_S)
     lost: list[float] = []
     keeper = LeaseKeeper(lease, lambda: lost.append(time.monotonic()))
     assert lease.acquire()
     keeper.start()
     try:
-        time.sleep(TTL_S * 2.5)  # several TTLs: only renewals keep it
+        time.sleep(KEEPER_TTL_S * 1.2)  # past the TTL: only renewals keep it
         assert lease.valid()
         assert client.get(keys.LEASE) == lease.grant.value  # type: ignore[union-attr]
         assert lost == []
-        client.set(keys.LEASE, "999 someone:else", px=int(TTL_S * 1000))
-        deadline = time.monotonic() + TTL_S * 3
+        client.set(keys.LEASE, "999 someone:else", px=int(KEEPER_TTL_S * 1000))
+        deadline = time.monotonic() + KEEPER_TTL_S * 3
         while not lost and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
