@@ -178,6 +178,9 @@ class Covariate:
     #: u_q, the USE_LEVEL quantile of the runs' limit use (`limit_use`); None when the runs
     #: are too few for it or their limits' sizes are not known.
     use: float | None = None
+    #: The largest size at which one of the runs was stopped before it finished (killed at
+    #: its limit, or preempted: `Censored`); None when none was, or none was given.
+    stopped_n: int | None = None
 
     @property
     def noise_known(self) -> bool:
@@ -216,6 +219,7 @@ class Covariate:
             "deflate": None if self.deflate is None else list(self.deflate),
             "identifying": self.identifying,
             "use": self.use,
+            "stopped_n": self.stopped_n,
         }
 
     @classmethod
@@ -230,12 +234,15 @@ class Covariate:
             deflate=_pair(doc.get("deflate")),
             identifying=int(doc["identifying"]),
             use=None if doc.get("use") is None else float(doc["use"]),
+            stopped_n=None if doc.get("stopped_n") is None else int(doc["stopped_n"]),
         )
         values = (out.beta, out.reference, out.noise, out.misfit, out.lof_p)
         if out.use is not None and not abs(out.use) <= MAX_LOG_SCALE:
             raise ValueError("covariate out of range (use: |u| ≤ 40)")
         if not all(np.isfinite(values)) or out.reference <= 0.0 or out.noise < 0.0:
             raise ValueError("covariate out of range (finite, reference > 0, noise ≥ 0)")
+        if out.stopped_n is not None and out.stopped_n < 1:
+            raise ValueError("covariate out of range (stopped_n ≥ 1)")
         counts = min(out.noise_df, out.identifying)
         if counts < 0 or out.misfit < 0.0 or not 0.0 <= out.lof_p <= 1.0:
             raise ValueError("covariate out of range (noise_df ≥ 0, misfit ≥ 0, p in [0, 1])")

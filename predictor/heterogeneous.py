@@ -130,6 +130,8 @@ def fit_heterogeneous(
     if written_for is not None:
         shapes = (curve,) if curve is adepts else (curve, adepts)
         covariate = replace(covariate, use=_use(shapes, n, runtime, limit, written_for, censored))
+    if censored is not None and censored.n.size:
+        covariate = replace(covariate, stopped_n=int(censored.n.max()))
     residual = log_residual(adjusted, curve._downey_runtime(adjusted.n.astype(float)))
     return replace(
         curve, speaker=None, residual=residual, covariate=covariate, diagnostics=diagnostics

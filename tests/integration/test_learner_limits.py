@@ -103,8 +103,8 @@ def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
 ) -> None:
     """Runs stopped at their limits are stored apart (never fitted as completed runs); a refit
     counts those that ended within its runs' span in the curve's limit-use bound, at their
-    lower bounds; older ones do not count. (They are read at the app's next refit, which new
-    completed runs bring.)"""
+    lower bounds, and keeps the largest size they were stopped at; older ones do not count.
+    (They are read at the app's next refit, which new completed runs bring.)"""
     store = CurveStore(connect(scratch_url()))
     suffix = time.time_ns()
     curves = {}
@@ -132,4 +132,7 @@ def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
     assert within.covariate.use is not None
     assert before.covariate.use is not None
     assert within.covariate.use >= 0.0 > before.covariate.use
+    # The largest size a counted run was stopped at is stored with the curve (the refused
+    # curve's range cut reads it: policies/rules.py, refused_top).
+    assert (within.covariate.stopped_n, before.covariate.stopped_n) == (4, None)
     assert (within.A, within.sigma) == (before.A, before.sigma)  # the shape is the runs' alone

@@ -21,6 +21,7 @@ from policies import (
 from policies.decide import MAX_NODES
 from policies.profile import RuntimeProfile
 from policies.time_limit import time_limit
+from predictor.covariate import Covariate
 
 from .curves import LU_CSV_NAME, make_curve, optimized_for, unreliable
 from .reasons import assert_names
@@ -109,6 +110,22 @@ def test_an_unusable_curve_cuts_the_range_only_where_it_saw_the_speedup_stop() -
     listed = Request(4, 64, time_limit_min=60, feasible=Feasible.listed((4, 8, 16, 64)))
     assert outcome(listed, bad) == as_submitted
     assert outcome(JOB, bad, fallback="min") == (4, None, None, "fallback")
+
+
+def test_an_unusable_curve_cuts_no_range_below_a_size_its_runs_were_killed_at() -> None:
+    """A run stopped at its limit on the cut's top or above says the sizes below may overrun a
+    limit too: the range stays whole; a run stopped below the top cuts as before."""
+    bad = replace(LU, fit_error=0.4)
+
+    def stopped_at(n: int) -> predictor.Curve:
+        return replace(bad, covariate=Covariate(0.0, 3600.0, 0.1, 5, 0.0, 1.0, stopped_n=n))
+
+    killed_at = {n: decide(JOB, stopped_at(n), LIGHT) for n in (16, 48, 64)}
+    assert (killed_at[16].nodes, killed_at[16].max_nodes) == (4, 48)
+    for n in (48, 64):
+        d = killed_at[n]
+        assert (d.nodes, d.max_nodes, d.time_limit_min, d.rule) == (None, None, None, "fallback")
+        assert_names(d.reason, "fitting error 40%", "left as submitted (4-64 nodes)")
 
 
 def test_strategies_and_the_cap() -> None:

@@ -333,6 +333,15 @@ def test_the_limit_use_round_trips_and_older_documents_read_as_unknown() -> None
         Covariate.from_dict({**good.to_dict(), "use": float("nan")})
 
 
+def test_the_stopped_size_round_trips_and_older_documents_read_as_none() -> None:
+    good = Covariate(0.5, 3600.0, 0.2, 10, 0.05, 0.4, use=-0.3, stopped_n=16)
+    assert Covariate.from_dict(good.to_dict()) == good
+    older = {k: v for k, v in good.to_dict().items() if k != "stopped_n"}
+    assert Covariate.from_dict(older).stopped_n is None
+    with pytest.raises(ValueError, match="stopped_n"):
+        Covariate.from_dict({**good.to_dict(), "stopped_n": 0})
+
+
 def production_runs(
     seed: int, A: float, count: int = 60
 ) -> tuple[IntArray, FloatArray, FloatArray, IntArray]:
@@ -441,6 +450,9 @@ def test_killed_runs_raise_the_limit_use_bound_and_change_nothing_else() -> None
         plain.sigma,
         plain.covariate.beta,
     )
+    # The largest size a run was stopped at is kept for the policy (rules.refused_top).
+    assert plain.covariate.stopped_n is None
+    assert counted.covariate.stopped_n == int(asked[:k].max())
 
 
 def test_censored_runs_are_checked() -> None:
