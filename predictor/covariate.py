@@ -98,7 +98,9 @@ only the runs that fitted their limits, and the bound then never learns that a s
 that says they do). So the quantile is taken over the completed runs and the killed ones
 (`Censored`), each killed run's use at its lower bound log(ran/L) − log(T(n)/T(r)): its true
 use is at least that, so the bound errs low only by how far the killed runs would have
-overrun, where leaving them out errs by every one of them.
+overrun, where leaving them out errs by every one of them. The largest size a counted run
+was stopped at is kept as well (`Covariate.stopped_n`): a policy that would hold a job
+below it has the runs' own word that a limit ran out there.
 
 What is assumed (said where it matters): the scale of an input follows a power of the limit
 with one exponent per application; what the limit does not explain is noise of one variance
