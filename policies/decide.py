@@ -363,10 +363,12 @@ def _with_curve(
     top = None
     if settings.fallback == "as_submitted" and allowed.sizes is None:
         top = refused_top(curve, lo, hi)
-    if top is not None:
+    if isinstance(top, tuple):
         winner = Candidate(FALLBACK, lo, f"{unusable}, so it is {top[1]}")
         # A top at the minimum is a pin there, not a range.
         return winner, [*candidates, winner], top[0] if top[0] > lo else None
+    if isinstance(top, str):  # a cut its runs' kills forbid: the range stays whole
+        unusable = f"{unusable}, and {top}"
     winner = fallback_rule(request, lo, hi, unusable, settings)
     return winner, [*candidates, winner], None
 

@@ -64,7 +64,7 @@ def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None
     ex.curves.stored[0] = unusable
     got = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
     top = refused_top(unusable, ex.requests.lo[0], ex.requests.hi[0])
-    assert top is not None
+    assert isinstance(top, tuple)
     assert top[0] < ex.requests.hi[0]
     assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], top[0])
     assert got.limit == ex.requests.limit[0]
