@@ -73,7 +73,13 @@ from policies.rules import (
     pws_rule,
     refused_top,
 )
-from policies.time_limit import fits_limit, reference_size, time_limit, upper_runtimes
+from policies.time_limit import (
+    fits_below,
+    fits_limit,
+    reference_size,
+    time_limit,
+    upper_runtimes,
+)
 from predictor import Curve
 from predictor.diagnostics import ReliabilityProblem
 from predictor.heterogeneous import judged_by_noise
@@ -172,12 +178,13 @@ def _feasible_fit(
     settings: PolicySettings,
 ) -> int | None:
     """`fitting` (a size that fits the user's limit) as the constraints will snap it (step
-    6), unless the snapped size overruns the limit: then the least allowed size above it that
+    6), unless the snapped size overruns the limit (a smaller one, or a larger one where the
+    pessimistic runtime rises with the size): then the least allowed size above it that
     fits, None when there is none."""
     if allowed.sizes is None or request.time_limit_min is None:
         return fitting
     snapped = snap(fitting, allowed.sizes)
-    if snapped >= fitting or not profile.lo <= snapped <= profile.hi:
+    if not profile.lo <= snapped <= profile.hi:
         return fitting
     written_for = reference_size(request, settings)
     upper = upper_runtimes(profile, request.time_limit_min, written_for)
@@ -198,14 +205,26 @@ def _fitting(
 ) -> tuple[int | None, str]:
     """The size raised to the least one whose predicted runtime fits the user's limit
     (time_limit.py, fits_limit), and among `allowed` sizes, if some are, to the least that
-    the constraints keep; the reason with why; (None, why) when no size from it up fits,
-    and the job is to be left as submitted."""
+    the constraints keep; lowered to the largest smaller (allowed) size that fits when none
+    from it up does (`fits_below`); the reason with why; (None, why) when no size fits, and
+    the job is to be left as submitted."""
     written_for = reference_size(request, settings)
-    fitting = fits_limit(profile, size, request.time_limit_min, settings, written_for)
+    limit = request.time_limit_min
+    fitting = fits_limit(profile, size, limit, settings, written_for)
     least = fitting
     if fitting is not None:
         fitting = _feasible_fit(profile, fitting, allowed, request, settings)
     safety = settings.time_limit_safety_factor
+    below = None
+    if fitting is None and limit is not None:
+        below = fits_below(profile, size, limit, settings, written_for, allowed.sizes)
+    if below is not None:
+        return below, (
+            f"{reason}, but its pessimistic runtime × safety {safety:g} exceeds the user's "
+            f"{limit} min at every size from {nodes(size)} to {nodes(profile.hi)}; lowered "
+            f"to {nodes(below)}, the largest smaller size where it fits (the curve's runtime "
+            "or its uncertainty grows past that size)"
+        )
     if fitting is None:
         return None, (
             f"{reason}, but its pessimistic runtime × safety {safety:g} exceeds the user's "

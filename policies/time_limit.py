@@ -33,14 +33,18 @@ limit rule says, and submitted again: its node-hours are lost and the queue pays
 (Srinivasan et al., "Effective selection of partition sizes for moldable scheduling of
 parallel jobs", HiPC 2002: a size is judged by what it costs the other jobs, and a killed
 run costs them its whole allocation). decide.py applies it to the chosen size and to a
-released range's low end; it only ever raises a size, toward the user's request and
-Slurm's greedy choice. A size stays when it fits or when the job gave no limit. When no
-size from it up to the range's maximum fits, the curve cannot say at which size the user's
-limit holds (a curve of heterogeneous runs whose noise dwarfs the limit's information, or a
-limit too short for any size): the job is left as submitted, where Slurm's own choice and
-the user's limit meet as they would without adaptalloc. Pinning it anyway, at the size the
-rules liked, was measured to kill more runs than Slurm's greedy choice
-(docs/science/queue-cost.md).
+released range's low end; where the pessimistic runtime does not rise with the size it only
+ever raises a size, toward the user's request and Slurm's greedy choice. A size stays when
+it fits or when the job gave no limit. When no size from it up to the range's maximum fits
+but a smaller one does, the chosen size is lowered to the largest that does (`fits_below`):
+the pessimistic runtime then rises with the size (a later, slower phase of the curve, or its
+interval widening past the largest size its runs saw), so the smaller size is one the curve
+vouches for, and one a busier partition would have given the job. When no size of the range
+fits, the curve cannot say at which size the user's limit holds (a curve of heterogeneous
+runs whose noise dwarfs the limit's information, or a limit too short for any size): the job
+is left as submitted, where Slurm's own choice and the user's limit meet as they would
+without adaptalloc. Pinning it anyway, at the size the rules liked, was measured to kill
+more runs than Slurm's greedy choice (docs/science/queue-cost.md).
 
 Then bounded:
 
@@ -83,6 +87,7 @@ scale_time_limit is off.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -333,3 +338,28 @@ def fits_limit(
     if not fits.any():
         return None
     return n + int(np.argmax(fits))
+
+
+def fits_below(
+    profile: RuntimeProfile,
+    n: int,
+    limit_min: int,
+    settings: PolicySettings,
+    written_for: int | None = None,
+    among: Collection[int] | None = None,
+) -> int | None:
+    """The largest size m < n of the profile's range (and `among` these sizes, when given)
+    whose `upper_runtimes` × safety ≤ 60·L, None when none is: the size check's last
+    resort when no size from n up fits (`fits_limit`). The pessimistic runtime can rise
+    with the size, where the curve slows down past a size (a later phase) or its
+    interval widens past the largest size its runs saw; a smaller size that fits is then
+    still a size the curve vouches for, and the one a busier partition would have given
+    the job."""
+    if not profile.lo < n <= profile.hi:
+        return None
+    upper = upper_runtimes(profile, limit_min, written_for)[: n - profile.lo]
+    ok = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    if among is not None:
+        ok &= np.isin(profile.sizes[: n - profile.lo], list(among))
+    fits = np.flatnonzero(ok)
+    return profile.lo + int(fits[-1]) if fits.size else None

@@ -18,7 +18,13 @@ import pytest
 import predictor
 from policies import DEFAULTS, ClusterState, Request
 from policies.profile import RuntimeProfile
-from policies.time_limit import fits_limit, pessimistic_bounds, pessimistic_runtimes, time_limit
+from policies.time_limit import (
+    fits_below,
+    fits_limit,
+    pessimistic_bounds,
+    pessimistic_runtimes,
+    time_limit,
+)
 from predictor.covariate import Covariate
 from predictor.intervals import CALIBRATION, SPREAD
 
@@ -279,6 +285,26 @@ def test_fits_limit_raises_a_size_to_the_least_one_within_the_users_limit() -> N
     assert fits_limit(profile, 4, 10, DEFAULTS) is None  # no size fits: left as submitted
     looser = replace(DEFAULTS, time_limit_safety_factor=1.0)
     assert fits_limit(profile, 4, 100, looser) == int(sizes[np.argmax(times / 1.2 <= 100.0)])
+
+
+def test_fits_below_finds_the_largest_smaller_size_where_the_runtime_rises_with_size() -> None:
+    """Past the largest observed size the interval widens, so a curve whose speedup has
+    stopped has a pessimistic runtime that rises with the size: a limit can fit at the data
+    and at no larger size. fits_limit then finds nothing from n up, fits_below the largest
+    smaller size that fits; on a range where nothing fits, nothing."""
+    curve = replace(make_curve(4.0, 0.0, t1=36000.0, observed=(1, 2, 4, 8, 16)), residual=0.05)
+    profile = RuntimeProfile.of(curve, 2, 64)
+    minutes = pessimistic_runtimes(profile) * DEFAULTS.time_limit_safety_factor / 60.0
+    assert minutes[-1] > minutes[16 - 2]  # rises past the data
+    limit = math.ceil(minutes[16 - 2])
+    fits = np.flatnonzero(minutes <= limit)
+    largest = 2 + int(fits[-1])
+    assert 16 <= largest < 64
+    assert fits_limit(profile, 64, limit, DEFAULTS) is None
+    assert fits_below(profile, 64, limit, DEFAULTS) == largest
+    assert fits_below(profile, largest + 1, limit, DEFAULTS) == largest
+    assert fits_below(profile, 2, limit, DEFAULTS) is None  # nothing below the minimum
+    assert fits_below(profile, 64, 1, DEFAULTS) is None  # a limit no size meets
 
 
 def test_fits_limit_holds_a_curve_of_heterogeneous_runs_to_its_runs_limit_use() -> None:
