@@ -221,8 +221,9 @@ def _fitting(
     if below is not None:
         return below, (
             f"{reason}, but its pessimistic runtime × safety {safety:g} exceeds the user's "
-            f"{limit} min at every size from {nodes(size)} to {nodes(profile.hi)}; lowered "
-            f"to {nodes(below)}, the largest smaller size where it fits (the curve's runtime "
+            f"{limit} min at every size from {nodes(size)} to {nodes(profile.hi)}"
+            f"{'' if least is None else f' among {allowed.what}'}; lowered to "
+            f"{nodes(below)}, the largest smaller size where it fits (the curve's runtime "
             "or its uncertainty grows past that size)"
         )
     if fitting is None:
