@@ -133,16 +133,15 @@ def test_an_unusable_curve_cuts_no_range_below_a_size_its_runs_were_killed_at() 
         )
 
 
-def test_a_size_where_the_curve_slows_down_is_lowered_to_the_largest_that_fits() -> None:
-    """A curve of two phases, the second (from 244 nodes) far slower: at 231 and 232 nodes its
-    runtime overruns the limit, at 230 it fits. The load rule's 231 is lowered to 230, not
-    left as submitted (where Slurm would start it on 232), and a busier partition's 230
-    stays: more idle nodes never give a smaller size, nor leave the job alone."""
-    slow = Segment(sizes=(244, 245), A=232.0, sigma=0.0, t1=1909804.0, identified=True)
-    curve = predictor.Curve(
+def two_phases(fast_A: float, slow_t1: float) -> predictor.Curve:
+    """A curve of two phases (as the property tests drew it): runs up to 217 nodes on a fast
+    one (T(1) = 10,000 s), from 244 on a far slower one (T(1) = `slow_t1`), no knee."""
+    slow = Segment(sizes=(244, 245), A=232.0, sigma=0.0, t1=slow_t1, identified=True)
+    fast = Segment(sizes=(1, 217), A=fast_A, sigma=0.0, t1=10000.0, identified=True)
+    return predictor.Curve(
         A=232.0,
         sigma=0.0,
-        t1=1909804.0,
+        t1=slow_t1,
         t1_known=True,
         identified=False,
         method="adept",
@@ -151,19 +150,28 @@ def test_a_size_where_the_curve_slows_down_is_lowered_to_the_largest_that_fits()
         pws_n=232,
         observed_n=(1, 217, 244, 245),
         runs=4,
-        segments=(Segment(sizes=(1, 217), A=2.0, sigma=0.0, t1=10000.0, identified=True), slow),
+        segments=(fast, slow),
     )
-    settings = replace(
-        DEFAULTS,
-        efficiency_threshold=1.0,
-        light_pressure=0.0,
-        heavy_pressure=7.0,
-        limit_to_idle=False,
-        max_fit_error=1.0,
-        time_limit_safety_factor=2.0,
-        release="pinned",
-    )
-    job = Request(230, 232, time_limit_min=274)
+
+
+#: The settings the property tests drew with those curves (the load between 0 and heavy).
+PHASED = replace(
+    DEFAULTS,
+    efficiency_threshold=1.0,
+    light_pressure=0.0,
+    limit_to_idle=False,
+    max_fit_error=1.0,
+    release="pinned",
+)
+
+
+def test_a_size_where_the_curve_slows_down_is_lowered_to_the_largest_that_fits() -> None:
+    """At 231 and 232 nodes the two-phase curve's runtime overruns the limit, at 230 it fits.
+    The load rule's 231 is lowered to 230, not left as submitted (where Slurm would start
+    it on 232), and a busier partition's 230 stays: more idle nodes never give a smaller
+    size, nor leave the job alone."""
+    settings = replace(PHASED, heavy_pressure=7.0, time_limit_safety_factor=2.0)
+    curve, job = two_phases(2.0, 1909804.0), Request(230, 232, time_limit_min=274)
     busier, quieter = (decide(job, curve, ClusterState(idle, 4), settings) for idle in (0, 2))
     assert (busier.nodes, quieter.nodes) == (230, 230)
     assert_names(quieter.reason, "231 nodes", "every size from 231 nodes", "lowered to 230")
@@ -173,32 +181,10 @@ def test_a_listed_size_where_the_curve_slows_down_is_not_snapped_onto() -> None:
     """The rule's 230 nodes fit the limit, but the only listed size of the range, 256, lies in
     the curve's slow phase and overruns it: the job is left as submitted at any load, not
     pinned at 256 where the curve says it is killed."""
-    slow = Segment(sizes=(244, 245), A=232.0, sigma=0.0, t1=3986676.0, identified=True)
-    curve = predictor.Curve(
-        A=232.0,
-        sigma=0.0,
-        t1=3986676.0,
-        t1_known=True,
-        identified=False,
-        method="adept",
-        fit_error=0.0,
-        max_useful_n=None,
-        pws_n=232,
-        observed_n=(1, 217, 244, 245),
-        runs=4,
-        segments=(Segment(sizes=(1, 217), A=1.0, sigma=0.0, t1=10000.0, identified=True), slow),
-    )
     settings = replace(
-        DEFAULTS,
-        efficiency_threshold=1.0,
-        light_pressure=0.0,
-        heavy_pressure=4.0,
-        crowded_pressure=5.0,
-        limit_to_idle=False,
-        max_fit_error=1.0,
-        time_limit_safety_factor=1.0,
-        release="pinned",
+        PHASED, heavy_pressure=4.0, crowded_pressure=5.0, time_limit_safety_factor=1.0
     )
+    curve = two_phases(1.0, 3986676.0)
     job = Request(230, 532, time_limit_min=274, feasible=Feasible.named("powers_of_two"))
     for idle in (0, 2):
         d = decide(job, curve, ClusterState(idle, 3), settings)
