@@ -76,6 +76,7 @@ from policies.rules import (
 from policies.time_limit import (
     fits_below,
     fits_limit,
+    fitting_sizes,
     reference_size,
     time_limit,
     upper_runtimes,
@@ -187,8 +188,7 @@ def _feasible_fit(
     if not profile.lo <= snapped <= profile.hi:
         return fitting
     written_for = reference_size(request, settings)
-    upper = upper_runtimes(profile, request.time_limit_min, written_for)
-    fits = upper * settings.time_limit_safety_factor <= 60.0 * request.time_limit_min
+    fits = fitting_sizes(profile, request.time_limit_min, settings, written_for)
     if fits[snapped - profile.lo]:
         return fitting
     above = [a for a in allowed.sizes if fitting < a <= profile.hi and fits[a - profile.lo]]

@@ -594,9 +594,9 @@ def refused_top(curve: Curve, lo: int, hi: int) -> tuple[int, str] | str | None:
     sizes = sorted(curve.observed_n)
     median = sizes[len(sizes) // 2]
     top = min(hi, max(lo, useful, median))
-    stopped = None if curve.covariate is None else curve.covariate.stopped_n
     if top >= hi:
         return None
+    stopped = None if curve.covariate is None else curve.covariate.stopped_n
     if stopped is not None and stopped >= top:
         return (
             f"one of its runs was stopped before it finished on {nodes(stopped)}, at or above "

@@ -97,7 +97,7 @@ from policies.inputs import ClusterState, Request
 from policies.profile import RuntimeProfile
 from policies.rules import number, percent
 from predictor import Curve
-from predictor.downey import FloatArray
+from predictor.downey import BoolArray, FloatArray
 from predictor.heterogeneous import judged_by_noise
 from predictor.intervals import LEVEL
 
@@ -321,6 +321,19 @@ def upper_runtimes(
     return out / profile.at(written_for)
 
 
+def fitting_sizes(
+    profile: RuntimeProfile,
+    limit_min: int,
+    settings: PolicySettings,
+    written_for: int | None = None,
+) -> BoolArray:
+    """At every size of the profile's range, whether `upper_runtimes` × safety ≤ 60·L: the
+    size check's one test (module doc), which `fits_limit` and `fits_below` search."""
+    upper = upper_runtimes(profile, limit_min, written_for)
+    out: BoolArray = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    return out
+
+
 def fits_limit(
     profile: RuntimeProfile,
     n: int,
@@ -333,8 +346,7 @@ def fits_limit(
     the job gave no limit; None when no size from n up fits."""
     if limit_min is None or not profile.lo <= n <= profile.hi:
         return n
-    upper = upper_runtimes(profile, limit_min, written_for)[n - profile.lo :]
-    fits = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    fits = fitting_sizes(profile, limit_min, settings, written_for)[n - profile.lo :]
     if not fits.any():
         return None
     return n + int(np.argmax(fits))
@@ -357,8 +369,7 @@ def fits_below(
     the job."""
     if not profile.lo < n <= profile.hi:
         return None
-    upper = upper_runtimes(profile, limit_min, written_for)[: n - profile.lo]
-    ok = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
+    ok = fitting_sizes(profile, limit_min, settings, written_for)[: n - profile.lo]
     if among is not None:
         ok &= np.isin(profile.sizes[: n - profile.lo], list(among))
     fits = np.flatnonzero(ok)
