@@ -99,8 +99,10 @@ that says they do). So the quantile is taken over the completed runs and the kil
 (`Censored`), each killed run's use at its lower bound log(ran/L) − log(T(n)/T(r)): its true
 use is at least that, so the bound errs low only by how far the killed runs would have
 overrun, where leaving them out errs by every one of them. The largest size a counted run
-was stopped at is kept as well (`Covariate.stopped_n`): a policy that would hold a job
-below it has the runs' own word that a limit ran out there.
+was killed at is kept as well (`Covariate.stopped_n`): a policy that would hold a job
+below it has the runs' own word that a limit ran out there. A preempted run counts in the
+quantile the same way (its time is a lower bound too) but not in `stopped_n`: it was
+stopped by another job's priority, not by its limit.
 
 What is assumed (said where it matters): the scale of an input follows a power of the limit
 with one exponent per application; what the limit does not explain is noise of one variance
@@ -115,6 +117,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy.special import fdtrc
 
@@ -180,8 +183,8 @@ class Covariate:
     #: u_q, the USE_LEVEL quantile of the runs' limit use (`limit_use`); None when the runs
     #: are too few for it or their limits' sizes are not known.
     use: float | None = None
-    #: The largest size at which one of the runs was stopped before it finished (killed at
-    #: its limit, or preempted: `Censored`); None when none was, or none was given.
+    #: The largest size at which one of the runs was killed at its limit (`Censored`; a
+    #: preempted run does not count); None when none was, or none was given.
     stopped_n: int | None = None
 
     @property
@@ -295,23 +298,47 @@ def validate_limits(limit: ArrayLike, runs: int) -> FloatArray:
 class Censored:
     """Runs stopped before they finished, killed at their limits or preempted (module doc,
     "killed runs count"): their sizes, how long they ran (s: a lower bound of their run
-    time), their users' limits as written (s) and the sizes those were written for."""
+    time), their users' limits as written (s), the sizes those were written for, and which
+    were preempted (None: none was). A preempted run's time is a lower bound as a killed
+    run's is, but it says nothing of its limit, so it sets no `Covariate.stopped_n`."""
 
     n: FloatArray
     ran: FloatArray
     limit: FloatArray
     written_for: FloatArray
+    preempted: npt.NDArray[np.bool_] | None = None
 
     @classmethod
-    def of(cls, n: ArrayLike, ran: ArrayLike, limit: ArrayLike, written_for: ArrayLike) -> Censored:
+    def of(
+        cls,
+        n: ArrayLike,
+        ran: ArrayLike,
+        limit: ArrayLike,
+        written_for: ArrayLike,
+        preempted: ArrayLike | None = None,
+    ) -> Censored:
         """Checked runs; ValueError for unusable input."""
         sizes = validate_sizes(n, np.size(n), "n")
+        flags = None
+        if preempted is not None:
+            flags = np.asarray(preempted)
+            if flags.dtype != np.bool_ or flags.shape != sizes.shape:
+                raise ValueError("preempted must be one true or false per run")
         return cls(
             sizes,
             validate_limits(ran, sizes.size),
             validate_limits(limit, sizes.size),
             validate_sizes(written_for, sizes.size),
+            flags,
         )
+
+    @property
+    def stopped_at_limit(self) -> FloatArray:
+        """The sizes of the runs killed at their limits (the preempted ones left out)."""
+        if self.preempted is None:
+            return self.n
+        out: FloatArray = self.n[~self.preempted]
+        return out
 
 
 def validate_sizes(sizes: ArrayLike, runs: int, name: str = "written_for") -> FloatArray:

@@ -106,7 +106,8 @@ def fit_heterogeneous(
     None when ADEPT's fit of the adjusted runs fails. `censored`: the application's runs
     stopped before they finished (killed at their limits, preempted), which count in the
     limit-use bound only, at their lower bounds (covariate.py, "killed runs count"; with
-    `written_for`). ValueError for unusable input."""
+    `written_for`), and the largest size one was killed at, not preempted, is kept as
+    `Covariate.stopped_n`. ValueError for unusable input."""
     adjusted = adjust(n, runtime, limit, written_for)
     fit = fit_observations(prepare(adjusted.n, adjusted.runtime), "adept", settings)
     if fit.status != "ok":
@@ -130,8 +131,8 @@ def fit_heterogeneous(
     if written_for is not None:
         shapes = (curve,) if curve is adepts else (curve, adepts)
         covariate = replace(covariate, use=_use(shapes, n, runtime, limit, written_for, censored))
-    if censored is not None and censored.n.size:
-        covariate = replace(covariate, stopped_n=int(censored.n.max()))
+    if censored is not None and censored.stopped_at_limit.size:
+        covariate = replace(covariate, stopped_n=int(censored.stopped_at_limit.max()))
     residual = log_residual(adjusted, curve._downey_runtime(adjusted.n.astype(float)))
     return replace(
         curve, speaker=None, residual=residual, covariate=covariate, diagnostics=diagnostics

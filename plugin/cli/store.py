@@ -313,7 +313,7 @@ def app(
     for o in censored:
         console.print(
             f"  censored {o.job_id}: at least {format_runtime(o.runtime_s)} on {o.nodes:,} "
-            f"nodes, ended {_stamp(o.end_time)}",
+            f"nodes, ended {_stamp(o.end_time)}{', preempted' if o.preempted else ''}",
             highlight=False,
         )
     for d in decisions:

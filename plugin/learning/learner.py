@@ -241,6 +241,7 @@ class Ingestor:
             user=user,
             limit_s=limit_s,
             written_for=written_for,
+            preempted=censored and job.state == "PREEMPTED",
         )
 
     def _log_rejection(self, job: JobRecord, exc: JobRejectedError) -> None:
@@ -359,7 +360,8 @@ def _fit_heterogeneous(
 ) -> tuple[predictor.Curve | None, str]:
     """The covariate curve of runs that all carry their limits (or None and the reason);
     `censored`, runs stopped before they finished, count in its limit-use bound (those that
-    carry their limits; predictor/covariate.py, "killed runs count")."""
+    carry their limits; predictor/covariate.py, "killed runs count"), and the largest size
+    one of them was killed at, not preempted, is the curve's `stopped_n`."""
     stopped = [o for o in censored if o.limit_s is not None and o.written_for is not None]
     try:
         curve = fit_heterogeneous(
@@ -372,6 +374,7 @@ def _fit_heterogeneous(
                 [o.runtime_s for o in stopped],
                 [o.limit_s or 0.0 for o in stopped],
                 [o.written_for or 0 for o in stopped],
+                [o.preempted for o in stopped],
             )
             if stopped
             else None,

@@ -103,7 +103,9 @@ class Observation:
     type when an app ran on several); `limit_s` and `written_for`, the time limit its user
     asked, in seconds, and the size that limit is read as written for (the covariate of a
     curve of heterogeneous runs, predictor/heterogeneous.py; plugin/learning/learner.py says
-    where they come from).
+    where they come from). `preempted`: a run stopped before it finished (a censored one,
+    `CurveStore.add_censored`) that was preempted, not killed at its limit; its time is a
+    lower bound all the same, but it says nothing of its limit (predictor/covariate.py).
     """
 
     job_id: str
@@ -119,6 +121,7 @@ class Observation:
     user: str | None = None
     limit_s: float | None = None
     written_for: int | None = None
+    preempted: bool = False
 
     def __post_init__(self) -> None:
         job = str(self.job_id)
@@ -158,13 +161,17 @@ class Observation:
             raise ValueError(f"node type {shown} is not a partition name [a-z0-9._-]{{1,64}}")
         if self.user is not None:
             owner_of(self.user)  # AppKeyError (a ValueError) for a name a key cannot hold
+        if not isinstance(self.preempted, bool):
+            raise ValueError(
+                f"preempted must be true or false, got {printable(repr(self.preempted))[:40]}"
+            )
 
     def to_json(self) -> str:
         """The stored form (see plugin/store/keys.py): compact, app and job id live in the
         keys; the optional fields only when set (``z`` size, ``k`` tasks, ``p`` tasks per
         node, ``y`` node type, ``u`` the user whose run it was, kept for a site key's runs,
         which many users share: plugin/learning/sharing.py; ``l`` the user's limit in
-        seconds, ``w`` the size it was written for)."""
+        seconds, ``w`` the size it was written for; ``x`` true for a preempted run)."""
         doc: dict[str, Any] = {
             "n": self.nodes,
             "t": self.runtime_s,
@@ -182,6 +189,8 @@ class Observation:
         ):
             if value is not None:
                 doc[short] = value
+        if self.preempted:
+            doc["x"] = True
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
@@ -203,6 +212,7 @@ class Observation:
             user=None if user is None else _stored_text(user),
             limit_s=None if limit is None else _stored_number(limit, "l (limit)"),
             written_for=None if written_for is None else _stored_whole(written_for, "w"),
+            preempted=_stored_flag(doc.get("x", False), "x (preempted)"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +230,7 @@ class Observation:
             "user": self.user,
             "limit_s": self.limit_s,
             "written_for": self.written_for,
+            "preempted": self.preempted,
         }
 
 
@@ -227,6 +238,12 @@ def _stored_number(value: object, key: str = "z (size)") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"stored {key} is not a number")
     return float(value)
+
+
+def _stored_flag(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"stored {key} is not true or false")
+    return value
 
 
 def _stored_text(value: object) -> str:

@@ -118,7 +118,21 @@ def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
             Observation(f"{app.name}.k{i}", app, 4, 7200.0, end, limit_s=7200.0, written_for=4)
             for i, end in enumerate(ends)
         ]
-        assert store.add_censored({app: killed}) == 30
+        # Preempted on four times the size: lower bounds too, but no limit ran out there.
+        preempted = [
+            Observation(
+                f"{app.name}.p{i}",
+                app,
+                16,
+                600.0,
+                end,
+                limit_s=7200.0,
+                written_for=4,
+                preempted=True,
+            )
+            for i, end in enumerate(ends[:3])
+        ]
+        assert store.add_censored({app: killed + preempted}) == 33
         store.add_observations(app, runs)
         assert refit_app(store, app).status == "written"
         curve = store.curve(app)
@@ -132,7 +146,7 @@ def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
     assert within.covariate.use is not None
     assert before.covariate.use is not None
     assert within.covariate.use >= 0.0 > before.covariate.use
-    # The largest size a counted run was stopped at is stored with the curve (the refused
-    # curve's range cut reads it: policies/rules.py, refused_top).
+    # The largest size a counted run was killed at, not preempted, is stored with the curve
+    # (the refused curve's range cut reads it: policies/rules.py, refused_top).
     assert (within.covariate.stopped_n, before.covariate.stopped_n) == (4, None)
     assert (within.A, within.sigma) == (before.A, before.sigma)  # the shape is the runs' alone

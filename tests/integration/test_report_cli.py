@@ -195,24 +195,28 @@ def test_the_guard_counts_and_censored_runs_in_report_and_app(
     store.record_limit_raise(LULESH, {"job_id": 2001, "from_min": 45, "to_min": 120}, 1.25, 4.0)
     store.count_for_guard(LULESH, "killed")
     stopped = Observation("4000", LULESH, 16, 2700.0, NOW - 50, "sacct")
-    assert store.add_censored({LULESH: [stopped]}) == 1
+    preempted = Observation("4001", LULESH, 32, 1200.0, NOW - 40, "sacct", preempted=True)
+    assert store.add_censored({LULESH: [stopped, preempted]}) == 2
     doc = json.loads(ok(adaptalloc("report", str(LULESH), "--format", "json", cwd=tmp_path)))
     assert doc["guard"] == {
         "limits_raised": 1,
         "killed_at_our_limit": 1,
-        "censored_runs": 1,
+        "censored_runs": 2,
         "limit_safety": 1.25,
     }
     fleet = json.loads(ok(adaptalloc("report", "--all", "--format", "json", cwd=tmp_path)))
     [row] = [r for r in fleet["apps"] if r["app"] == str(LULESH)]
-    assert (row["limits_raised"], row["killed_at_our_limit"], row["censored_runs"]) == (1, 1, 1)
+    assert (row["limits_raised"], row["killed_at_our_limit"], row["censored_runs"]) == (1, 1, 2)
     text = " ".join(ok(adaptalloc("report", str(LULESH), cwd=tmp_path)).split())
     assert "Jobs killed at a time limit adaptalloc set: 1 (should be 0)" in text
     app = json.loads(ok(adaptalloc("app", str(LULESH), "--format", "json", cwd=tmp_path)))
-    assert app["guard"]["censored_runs"] == 1
-    assert [r["job_id"] for r in app["recent_censored_runs"]] == ["4000"]
+    assert app["guard"]["censored_runs"] == 2
+    recent = [(r["job_id"], r["preempted"]) for r in app["recent_censored_runs"]]
+    assert recent == [("4001", True), ("4000", False)]
     shown = " ".join(ok(adaptalloc("app", str(LULESH), cwd=tmp_path)).split())
     assert "censored 4000: at least 2700 s on 16 nodes" in shown
+    assert "censored 4001: at least 1200 s on 32 nodes" in shown
+    assert shown.count(", preempted") == 1
 
 
 def test_the_cold_start_advice_judges_by_the_sites_policy(

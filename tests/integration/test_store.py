@@ -586,9 +586,9 @@ def test_censored_runs_are_kept_apart_and_never_fitted(store: CurveStore, clock:
     fitted = store.refit_input(anns)
     assert fitted is not None
     assert sorted(o.job_id for o in fitted.observations) == ["1", "2"]
-    assert [(r.job_id, r.nodes, r.runtime_s) for r in store.censored_runs(anns)] == [
-        ("3", 16, 600.0),
-        ("4", 16, 50.0),
+    assert [(r.job_id, r.nodes, r.runtime_s, r.preempted) for r in store.censored_runs(anns)] == [
+        ("3", 16, 600.0, False),
+        ("4", 16, 50.0, True),
     ]
     assert store.guard_counts(anns)["censored_runs"] == 2
 

@@ -84,6 +84,18 @@ def test_observation_optional_fields_round_trip_under_short_keys() -> None:
     )
     bare = Observation("9", AppKey("cg"), 4, 3.5, 0.0).to_dict()
     assert [bare[k] for k in ("size", "tasks", "tasks_per_node", "node_type")] == [None] * 4
+    assert bare["preempted"] is False
+
+
+def test_a_preempted_run_is_flagged_under_a_short_key_and_older_runs_were_not() -> None:
+    preempted = Observation("9", AppKey("cg"), 16, 50.0, 0.0, preempted=True)
+    text = preempted.to_json()
+    assert text == '{"n":16,"t":50.0,"e":0.0,"s":"sacct","x":true}'
+    assert Observation.from_json(preempted.app, "9", text) == preempted
+    older = Observation.from_json(preempted.app, "9", '{"n":16,"t":50.0,"e":0.0,"s":"sacct"}')
+    assert older.preempted is False  # read as killed at its limit, as before the flag
+    with pytest.raises(ValueError, match="preempted"):
+        Observation("9", AppKey("cg"), 16, 50.0, 0.0, preempted=1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -96,6 +108,7 @@ def test_observation_optional_fields_round_trip_under_short_keys() -> None:
         '{"n":4,"t":3.5,"e":0,"p":0}',
         '{"n":4,"t":3.5,"e":0,"y":7}',
         '{"n":4,"t":3.5,"e":0,"y":"A B"}',
+        '{"n":4,"t":3.5,"e":0,"x":1}',
     ],
 )
 def test_a_stored_observation_with_a_bad_optional_field_is_corrupt(text: str) -> None:
@@ -218,6 +231,9 @@ def test_a_run_stopped_at_a_limit_is_a_censored_observation(state: str) -> None:
     stopped = job(state=state, exit_code=0, exit_signal=9)
     obs = ingestor().observation(stopped, censored=True)
     assert (obs.nodes, obs.runtime_s) == (4, 120.0)  # at least 120 s on 4 nodes
+    # A preempted run was stopped by another job, not by its limit (the refused curve's
+    # range cut reads which: predictor/covariate.py, Covariate.stopped_n).
+    assert obs.preempted == (state == "PREEMPTED")
     with pytest.raises(JobRejectedError, match="not censored"):
         ingestor().observation(job(), censored=True)  # a completed run is not a lower bound
     with pytest.raises(JobRejectedError, match="state"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from scipy.stats import f as f_dist
 
@@ -455,9 +456,40 @@ def test_killed_runs_raise_the_limit_use_bound_and_change_nothing_else() -> None
     assert counted.covariate.stopped_n == int(asked[:k].max())
 
 
+def test_a_preempted_run_counts_in_the_limit_use_but_sets_no_stopped_size() -> None:
+    """A preempted run's time is a lower bound as a killed run's is, so it counts in the
+    limit-use bound alike; but it was stopped by another job, not by its limit, so the
+    largest size a run was killed at (the refused curve's range cut reads it) is the killed
+    runs' alone."""
+    n, t, limit, asked = moldable_runs(12, moldable=True)
+    k = n.size // 10
+    sizes = asked[:k].copy()
+    sizes[0] = 4 * sizes.max()  # one run stopped far above the others
+    stopped = (sizes, limit[:k], limit[:k], asked[:k])
+    first = np.arange(k) == 0
+
+    def fitted(preempted: npt.NDArray[np.bool_] | None) -> Covariate:
+        curve = fit_heterogeneous(n, t, limit, asked, censored=Censored.of(*stopped, preempted))
+        assert curve is not None
+        assert curve.covariate is not None
+        return curve.covariate
+
+    killed, mixed, everyone = fitted(None), fitted(first), fitted(np.ones(k, bool))
+    assert [c.stopped_n for c in (killed, mixed, everyone)] == [
+        int(sizes[0]),
+        int(sizes[1:].max()),
+        None,
+    ]
+    assert killed.use == mixed.use == everyone.use
+
+
 def test_censored_runs_are_checked() -> None:
     with pytest.raises(ValueError, match="limit"):
         Censored.of([4], [-1.0], [60.0], [4])
+    with pytest.raises(ValueError, match="preempted"):
+        Censored.of([4, 8], [60.0, 60.0], [60.0, 60.0], [4, 8], [True])
+    with pytest.raises(ValueError, match="preempted"):
+        Censored.of([4], [60.0], [60.0], [4], [1])
     with pytest.raises(ValueError, match="written_for"):
         Censored.of([4], [60.0], [60.0], [0])
     with pytest.raises(ValueError, match="one value per run"):
