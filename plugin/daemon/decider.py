@@ -561,7 +561,7 @@ class Decider:
                 decision, partition, chosen, decided_by = options
                 extra["placement"] = chosen
                 return self._outcome(
-                    job, low, high, app, None, decision, extra, partition, decided_by
+                    job, low, high, app, decided_by, decision, extra, partition, decided_by
                 )
             listed = self._admitted(listed_partitions(job.partition))
             prior: Prior | None = None
@@ -604,14 +604,27 @@ class Decider:
             )
         return self._outcome(job, low, high, app, curve, decision, extra, decided_by=curve)
 
-    def _count(self, decision: Decision, curve: Any, bound_s: float | None) -> None:
+    def _count(
+        self,
+        decision: Decision,
+        curve: Any,
+        bound_s: float | None,
+        asked: tuple[int, int] | None,
+    ) -> None:
         """Count a decision in the exploration budget (policies.ExplorationBudget): every
         decided job, left as submitted included; the predicted node-hours of a counted one
-        (`Decision.counted`) from its curve, or from `bound_s` without one."""
+        (`Decision.counted`) from its curve read for the user's limit as the policy read it
+        (`asked`: minutes, the size it is written for; a covariate curve's `for_limit`, the
+        runtime decide evaluated and the simulator counts), or from `bound_s` without one."""
         n = decision.nodes
         runtime = None
         if n is not None and decision.counted:
-            runtime = float(curve.runtime(n)) if curve is not None else bound_s
+            runtime = bound_s
+            if curve is not None:
+                limit_s, written_for = (
+                    (None, None) if asked is None else (60.0 * asked[0], asked[1])
+                )
+                runtime = float(curve.for_limit(limit_s, written_for).runtime(n))
         self.budget.count(n, runtime, decision.explored)
 
     def _second_size(
@@ -856,7 +869,7 @@ class Decider:
             **extra,
         }
         if decision.nodes is None:
-            self._count(decision, curve, bound_s)
+            self._count(decision, curve, bound_s, asked)
             kept = marks.kept_record(low, high, decision.rule, asked)
             comment = marks.admin_comment(kept, prior, app)
             return Outcome(job=job, action=KEEP, admin_comment=comment, **common)
@@ -905,7 +918,7 @@ class Decider:
         resize = Resize(job.job_id, n, top, limit, partition=moved)
         if decided_by is not None and decision.rule in CURVE_RULES:
             common["curve_doc"] = self.curves.document(decided_by)
-        self._count(decision, curve, bound_s)
+        self._count(decision, curve, bound_s, asked)
         sized = marks.sized_record(n, low, high, decision.rule, asked)
         comment = marks.admin_comment(sized, prior, app)
         return Outcome(job=job, action=RESIZE, admin_comment=comment, resize=resize, **common)

@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 from unit.plugin.runs_with_limits import runs_with_limits
 
-from plugin.appkey import AppKey
+import policies
+from plugin.appkey import AppKey, AppKeyRule
 from plugin.config import Config, LearnerConfig
+from plugin.daemon.decider import Budget, CurveSource, Decider
 from plugin.learning.learner import Ingestor, refit_app
 from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
@@ -29,6 +31,7 @@ from policies.decide import unusable_because
 from predictor.downey import relative_runtime
 
 from .daemon_harness import DaemonProcess
+from .held import held_job
 from .test_daemon_range import learn_downey
 from .testbed import SlurmCLI, SubmitJob, scratch_url
 
@@ -150,3 +153,37 @@ def test_killed_runs_in_the_store_raise_the_limit_use_bound_of_the_refit(
     # (the refused curve's range cut reads it: policies/rules.py, refused_top).
     assert (within.covariate.stopped_n, before.covariate.stopped_n) == (4, None)
     assert (within.A, within.sigma) == (before.A, before.sigma)  # the shape is the runs' alone
+
+
+def test_the_budget_counts_a_covariate_curves_runtime_at_the_jobs_own_limit(
+    redis_client: object,
+) -> None:
+    """The exploration budget's node-hours of a job sized with a covariate curve are n·T(n)
+    of the curve read for the job's limit (`Curve.for_limit`), as decide evaluated it and
+    the simulator counts it, not of the curve at its reference limit."""
+    store = CurveStore(connect(scratch_url()))
+    name = f"it-budget-{time.time_ns()}"
+    app = AppKey(name, owner="ann")  # held_job's user: the job's own key
+    store.add_observations(app, runs_with_limits(app))
+    assert refit_app(store, app).status == "written"
+    curves = CurveSource(lambda: store)
+    curves.begin_batch()
+    stored = curves.get(app)
+    assert stored is not None
+    curve = stored.curve
+    assert curve is not None
+    assert curve.covariate is not None
+    budget = Budget()
+    job = held_job(31, name, time.time(), (2, 64), 600)
+    state = policies.ClusterState(idle_nodes=64, total_nodes=64)
+    out = Decider(AppKeyRule(), policies.default_config(), curves, budget).decide(
+        job, lambda _: state
+    )
+    assert out.action == "resize", out.reason
+    assert out.resize is not None
+    n = out.resize.min_nodes
+    at_limit = n * float(curve.for_limit(600 * 60.0, 2).runtime(n)) / 3600.0
+    at_reference = n * float(curve.runtime(n)) / 3600.0
+    assert abs(at_limit - at_reference) > 0.1 * at_reference  # the job's limit matters
+    assert budget.value().jobs_decided == 1
+    assert budget.value().node_hours_decided == pytest.approx(at_limit, rel=1e-3)
