@@ -380,15 +380,15 @@ def _with_curve(
         if fitting is not None:
             return Candidate(rule, fitting, reason), candidates, None
         unusable = reason
-    top = None
+    cut = None
     if settings.fallback == "as_submitted" and allowed.sizes is None:
-        top = refused_top(curve, lo, hi)
-    if isinstance(top, tuple):
-        winner = Candidate(FALLBACK, lo, f"{unusable}, so it is {top[1]}")
+        cut = refused_top(curve, lo, hi)
+    if cut is not None and cut.top is not None:
+        winner = Candidate(FALLBACK, lo, f"{unusable}, so it is {cut.words}")
         # A top at the minimum is a pin there, not a range.
-        return winner, [*candidates, winner], top[0] if top[0] > lo else None
-    if isinstance(top, str):  # a cut its runs' kills forbid: the range stays whole
-        unusable = f"{unusable}, and {top}"
+        return winner, [*candidates, winner], cut.top if cut.top > lo else None
+    if cut is not None:  # a cut its runs' kills forbid: the range stays whole
+        unusable = f"{unusable}, and {cut.words}"
     winner = fallback_rule(request, lo, hi, unusable, settings)
     return winner, [*candidates, winner], None
 

@@ -577,16 +577,25 @@ def drawn_size(job_id: str, lo: int, hi: int, allowed: Allowed) -> int | None:
     return snap(n, inside) if inside else None
 
 
-def refused_top(curve: Curve, lo: int, hi: int) -> tuple[int, str] | str | None:
+@dataclass(frozen=True)
+class RangeCut:
+    """What a refused curve does to the range of a job left as submitted (`refused_top`):
+    `top`, the range's new top, None when the range stays whole; `words`, how or why not."""
+
+    top: int | None
+    words: str
+
+
+def refused_top(curve: Curve, lo: int, hi: int) -> RangeCut | None:
     """The top of the range a job left as submitted keeps when its curve was refused (module
     doc, fallback), and how: min(hi, max(lo, u, m)) with u the curve's maximum useful size
     and m the median of the distinct sizes its runs ran at (`Curve.observed_n`). None when
     that cuts nothing, when the curve shows no knee (u unknown: no evidence the speedup
     stops), or when one user's runs moved it (the problem USER_STEERED: its knee would let
-    that user cut other users' ranges). Why nothing is cut, when one of its runs was
-    stopped before it finished at the top or above (`Covariate.stopped_n`): a run killed
-    at its limit there says the sizes below may overrun a limit too, which the refused
-    curve cannot contradict, so the range stays whole, as Slurm's own choice has it."""
+    that user cut other users' ranges). No top, and why, when one of its runs was killed
+    at its limit at the top or above (`Covariate.stopped_n`): the sizes below may overrun
+    a limit too, which the refused curve cannot contradict, so the range stays whole, as
+    Slurm's own choice has it."""
     useful = curve.max_useful_n
     steered = any(p.problem == USER_STEERED for p in curve.diagnostics.reliability)
     if useful is None or not curve.observed_n or steered:
@@ -598,14 +607,16 @@ def refused_top(curve: Curve, lo: int, hi: int) -> tuple[int, str] | str | None:
         return None
     stopped = None if curve.covariate is None else curve.covariate.stopped_n
     if stopped is not None and stopped >= top:
-        return (
+        return RangeCut(
+            None,
             f"one of its runs was stopped before it finished on {nodes(stopped)}, at or above "
-            f"the {nodes(top)} a cut of the range would keep"
+            f"the {nodes(top)} a cut of the range would keep",
         )
     kept = f"released as {lo}-{top} nodes" if top > lo else f"given its minimum, {nodes(lo)}"
-    return top, (
+    return RangeCut(
+        top,
         f"{kept}: the curve, though not used to size the job, shows no speedup past "
-        f"{nodes(useful)}, and its runs' median size is {nodes(median)}"
+        f"{nodes(useful)}, and its runs' median size is {nodes(median)}",
     )
 
 

@@ -63,10 +63,11 @@ def test_a_decision_left_as_submitted_hands_the_range_to_the_scheduler() -> None
     unusable = replace(curve, fit_error=0.5)
     ex.curves.stored[0] = unusable
     got = sizer.allocate(0, ClusterView(0.0, 64, 0, 64))
-    top = refused_top(unusable, ex.requests.lo[0], ex.requests.hi[0])
-    assert isinstance(top, tuple)
-    assert top[0] < ex.requests.hi[0]
-    assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], top[0])
+    cut = refused_top(unusable, ex.requests.lo[0], ex.requests.hi[0])
+    assert cut is not None
+    assert cut.top is not None
+    assert cut.top < ex.requests.hi[0]
+    assert (got.min_nodes, got.max_nodes) == (ex.requests.lo[0], cut.top)
     assert got.limit == ex.requests.limit[0]
     assert got.rule == "fallback"
     assert sizer.budget == policies.ExplorationBudget(jobs_decided=1)
