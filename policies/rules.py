@@ -609,7 +609,7 @@ def refused_top(curve: Curve, lo: int, hi: int) -> RangeCut | None:
     if stopped is not None and stopped >= top:
         return RangeCut(
             None,
-            f"one of its runs was stopped before it finished on {nodes(stopped)}, at or above "
+            f"one of its runs was killed at its time limit on {nodes(stopped)}, at or above "
             f"the {nodes(top)} a cut of the range would keep",
         )
     kept = f"released as {lo}-{top} nodes" if top > lo else f"given its minimum, {nodes(lo)}"

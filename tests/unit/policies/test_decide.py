@@ -128,7 +128,7 @@ def test_an_unusable_curve_cuts_no_range_below_a_size_its_runs_were_killed_at() 
         assert (d.nodes, d.max_nodes, d.time_limit_min, d.rule) == (None, None, None, "fallback")
         assert d.reason.startswith(
             "the curve is unusable: its fitting error 40% exceeds max_fit_error 10%, and one "
-            f"of its runs was stopped before it finished on {n} nodes, at or above the 48 "
+            f"of its runs was killed at its time limit on {n} nodes, at or above the 48 "
             "nodes a cut of the range would keep, so the job is left as submitted (4-64 nodes)"
         )
 
