@@ -322,6 +322,8 @@ class Censored:
         flags = None
         if preempted is not None:
             flags = np.asarray(preempted)
+            if flags.size == 0:  # no runs: an empty list has no dtype of its own
+                flags = flags.astype(bool)
             if flags.dtype != np.bool_ or flags.shape != sizes.shape:
                 raise ValueError("preempted must be one true or false per run")
         return cls(

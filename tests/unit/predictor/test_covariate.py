@@ -490,6 +490,7 @@ def test_censored_runs_are_checked() -> None:
         Censored.of([4, 8], [60.0, 60.0], [60.0, 60.0], [4, 8], [True])
     with pytest.raises(ValueError, match="preempted"):
         Censored.of([4], [60.0], [60.0], [4], [1])
+    assert Censored.of([], [], [], [], []).stopped_at_limit.size == 0  # no runs, no flags
     with pytest.raises(ValueError, match="written_for"):
         Censored.of([4], [60.0], [60.0], [0])
     with pytest.raises(ValueError, match="one value per run"):
