@@ -117,11 +117,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 from numpy.typing import ArrayLike
 from scipy.special import fdtrc
 
-from predictor.downey import FloatArray, IntArray, relative_runtime, relative_runtime_s
+from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime, relative_runtime_s
 from predictor.grids import geomspace, linspace
 from predictor.observations import MAX_RUNTIME, MIN_RUNTIME, validate
 from predictor.segments import Segment
@@ -306,7 +305,7 @@ class Censored:
     ran: FloatArray
     limit: FloatArray
     written_for: FloatArray
-    preempted: npt.NDArray[np.bool_] | None = None
+    preempted: BoolArray | None = None
 
     @classmethod
     def of(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 from scipy.stats import f as f_dist
 
@@ -24,7 +23,7 @@ from predictor.covariate import (
     profile,
     pure_error,
 )
-from predictor.downey import FloatArray, IntArray, relative_runtime, sigma_to_s
+from predictor.downey import BoolArray, FloatArray, IntArray, relative_runtime, sigma_to_s
 from predictor.heterogeneous import fit_heterogeneous, judged_by_noise
 
 SIZES = np.array([1, 2, 4, 8, 16, 32, 64])
@@ -468,7 +467,7 @@ def test_a_preempted_run_counts_in_the_limit_use_but_sets_no_stopped_size() -> N
     stopped = (sizes, limit[:k], limit[:k], asked[:k])
     first = np.arange(k) == 0
 
-    def fitted(preempted: npt.NDArray[np.bool_] | None) -> Covariate:
+    def fitted(preempted: BoolArray | None) -> Covariate:
         curve = fit_heterogeneous(n, t, limit, asked, censored=Censored.of(*stopped, preempted))
         assert curve is not None
         assert curve.covariate is not None
