@@ -834,12 +834,16 @@ class Decider:
 
         return cap_for
 
-    def _users_limit(self, job: JobRecord, low: int, high: int) -> tuple[int, int] | None:
+    def _users_limit(
+        self, job: JobRecord, low: int, high: int, partition: str | None
+    ) -> tuple[int, int] | None:
         """(the user's limit in minutes, the size it is read as written for) for the record
-        the learner reads back (plugin/formats/daemon_record.py); None without a limit."""
+        the learner reads back (plugin/formats/daemon_record.py); None without a limit. The
+        reading is the settings' of the partition the job was decided for (`partition`, one
+        of those it lists, when the decision placed it), as decide read it."""
         if job.time_limit_min is None or job.time_limit_min < 1:
             return None
-        settings = policies.effective(self.policy, job.partition, job.account)
+        settings = policies.effective(self.policy, partition or job.partition, job.account)
         return job.time_limit_min, low if settings.time_limit_reference == "min" else high
 
     def _outcome(
@@ -860,7 +864,7 @@ class Decider:
         `decided_by`: the curve the decision was made on (its document goes into the record
         when a rule of CURVE_RULES sized the job)."""
         prior = marks.prior_text(job.admin_comment)
-        asked = self._users_limit(job, low, high)
+        asked = self._users_limit(job, low, high, partition)
         common = {
             "rule": decision.rule,
             "reason": decision.reason,

@@ -270,3 +270,27 @@ def test_decide_asks_the_store_what_the_daemon_would_do(redis_client: Any, tmp_p
 
     doc = decide("--app", "cli-weak", "--nodes", "1-8", "--scaling", "weak")
     assert (doc["rule"], doc["nodes"], doc["scaling"]) == ("weak_efficiency", 4, "weak")
+
+
+def test_a_moved_job_records_its_limit_as_the_partition_it_went_to_reads_it(
+    slurm: SlurmCLI, submit_job: SubmitJob, daemon_factory: Factory
+) -> None:
+    # The learner reads a run's limit as written for the size the record names; the record
+    # must name the size the settings of the partition the job was decided for read it at.
+    runs = [
+        {"nodes": n, "runtime_s": base / s, "node_type": kind}
+        for kind, base in (("debug", 1000.0), ("big", 400.0))
+        for n, s in LU_SPEEDUP.items()
+    ]
+    store_runs("it-types-ref", runs, refit=True)
+    policy = '[partition.big]\ntime_limit_reference = "max"\n'
+    daemon = daemon_factory(policy=policy).start()
+    job = submit_job(
+        "-p", "debug,big", "--nodes=1-4", "--time=60",
+        "--comment=adaptalloc:v1 app=it-types-ref", as_user=slurm.test_user, wrap="sleep 1",
+    )  # fmt: skip
+    decision = daemon.wait_decision(job)
+    assert decision["action"] == "resize", decision["reason"]
+    assert decision["new_partition"] == "big"
+    line = slurm.run("scontrol", "show", "job", "-o", str(job)).stdout
+    assert " limit=60 for=4" in line  # the maximum, as big reads it; debug would say for=1
