@@ -10,14 +10,21 @@ application had 20 or more ended runs were of such applications.
 `second_size` proposes one run at another size, pinned, with the user's limit untouched:
 
 * down, at the least size n of the range (n < s) where the slowest of the runs at s, slowed
-  down no more than linearly, still ends within its limit times time_limit_safety_factor:
+  down no more than linearly, still ends within its limit times time_limit_safety_factor,
+  and not below half of s:
 
-      n = max(lo, ⌈s · u · safety⌉),   u = max over the runs of runtime / user's limit.
+      n = max(lo, ⌈s/2⌉, ⌈s · u · safety⌉),   u = max over the runs of runtime / user's limit.
 
   A speedup is at most linear (no superlinear speedup: T(n) ≤ T(s)·s/n for n < s), and a
   run's share of its own limit is what the users' limits say about its input (predictor
   /covariate.py), so at n the job's run ends before its limit unless its input asks more of
-  its limit than any run seen. Fewer nodes cost the queue no more node-hours (n·T(n) ≤
+  its limit than any run seen. That happens often: of k runs whose inputs come alike, the
+  next one's share exceeds the largest of theirs with probability 1/(k+1), a quarter for
+  the three runs the rule starts from, and then only the safety factor stands between the
+  run and its limit. Half of s bounds the risk the bound cannot: at n ≥ s/2 a run slows
+  down at most twice, so it overruns only if it would have used more than half its limit
+  at s; it gives the fit the leverage of a doubling, as the run up does, and the job runs
+  at most twice as long as at s. Fewer nodes cost the queue no more node-hours (n·T(n) ≤
   s·T(s) for any speedup at most linear);
 * up, at min(hi, 2s), when no smaller size is safe and the range reaches above s: a larger
   size never runs longer under a speedup that does not fall (Downey's model), so the
@@ -97,12 +104,19 @@ def second_size(
     use = max(r.runtime_s / r.limit_s for r in limited if r.limit_s)
     bound = s * use * settings.time_limit_safety_factor
     # A limit of a denormal number of seconds makes the share infinite: no smaller size is safe.
-    down = max(lo, math.ceil(bound - 1e-9)) if math.isfinite(bound) else s
+    safe = max(lo, math.ceil(bound - 1e-9)) if math.isfinite(bound) else s
+    down = max(safe, math.ceil(s / 2))
     if down < s and down <= hi:
         n = down
+        slowest = (
+            f"its slowest run ({percent(use)} of its limit), slowed down linearly, ends within "
+            f"the limit x {settings.time_limit_safety_factor:g}"
+        )
         how = (
-            f"{nodes(n)}, the least size where its slowest run ({percent(use)} of its limit), "
-            f"slowed down linearly, ends within the limit x {settings.time_limit_safety_factor:g}"
+            f"{nodes(n)}, the least size where {slowest}"
+            if n == safe
+            else f"{nodes(n)}, half the runs' size, the least it goes to ({slowest} from "
+            f"{nodes(safe)} up)"
         )
     elif s < hi:
         n = min(hi, max(lo, 2 * s))

@@ -57,7 +57,8 @@ def test_an_app_run_at_one_size_is_explored_at_a_second(redis_client: Any) -> No
     key = AppKey("it-second", owner="ann")
     now = time.time()
     # Three runs at 8 nodes, the slowest a quarter of its limit: 8 x 0.25 x 1.2 = 2.4, so
-    # 3 nodes is the least size where it still ends within the limit x 1.2.
+    # 3 nodes is the least size where it still ends within the limit x 1.2; the run goes no
+    # further down than half the runs' size, 4 nodes.
     store.add_observations(key, [_run(i, key, 8, t, now) for i, t in enumerate((600, 900, 700))])
     assert refit_app(store, key).status == "no_curve"
     curves = CurveSource(lambda: store)
@@ -68,7 +69,7 @@ def test_an_app_run_at_one_size_is_explored_at_a_second(redis_client: Any) -> No
     assert out.action == "resize", out.reason
     assert out.rule == "exploration"
     assert out.resize is not None
-    assert (out.resize.min_nodes, out.resize.max_nodes, out.resize.time_limit_min) == (3, 3, None)
+    assert (out.resize.min_nodes, out.resize.max_nodes, out.resize.time_limit_min) == (4, 4, None)
     assert "all 3 runs of the app ran at 8 nodes" in out.reason
     assert budget.value().jobs_explored == 1
 
@@ -98,7 +99,7 @@ def test_decide_app_shows_the_second_size_with_the_daemons_budget(
     proc = adaptalloc(*job, *where, "--budget", "20,0,400,0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert (doc["rule"], doc["nodes"], doc["time_limit_min"]) == ("exploration", 3, None)
+    assert (doc["rule"], doc["nodes"], doc["time_limit_min"]) == ("exploration", 4, None)
     assert "all 3 runs of the app ran at 8 nodes" in doc["reason"]
     # Without them decide is a daemon that has decided nothing yet: left as submitted.
     proc = adaptalloc(*job, *where, cwd=tmp_path)

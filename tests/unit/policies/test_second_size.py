@@ -38,6 +38,18 @@ def test_goes_down_to_the_least_size_where_the_slowest_run_still_fits() -> None:
     assert second.runtime_s == pytest.approx(0.3 * 3600.0 * 2.0)
 
 
+def test_goes_no_further_down_than_half_the_runs_size() -> None:
+    # 16 x 0.1 x 1.2 = 1.92: by the slowest of three runs, 2 nodes would fit, but the next
+    # input may need more of its limit than all three did; at 8 nodes a run overruns only
+    # if it would have used more than half its limit at 16.
+    second = second_size(_request(lo=1), _runs([0.1, 0.05, 0.08]), IDLE, SETTINGS, ROOM)
+    assert second is not None
+    assert second.decision.nodes == 8
+    assert "8 nodes, half the runs' size" in second.decision.reason
+    assert "from 2 nodes up" in second.decision.reason
+    assert second.runtime_s == pytest.approx(0.08 * 3600.0 * 2.0)
+
+
 def test_the_safe_size_is_at_least_the_users_minimum() -> None:
     second = second_size(_request(lo=12), _runs([0.1, 0.1, 0.1]), IDLE, SETTINGS, ROOM)
     assert second is not None

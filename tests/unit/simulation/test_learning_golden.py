@@ -29,7 +29,8 @@ fit gives the shape"), and once when the figures split the mean response by key 
 (policies/simulation/metrics.py; no schedule changed), and once when an application whose
 runs all ran at one size was explored at a second (policies/second_size.py), and once
 when a job whose curve the policy refused kept its range with the top cut at the curve's
-knee or its runs' median size (policies/rules.py, refused_top): the commits say so.
+knee or its runs' median size (policies/rules.py, refused_top), and once when the run at a
+second size went no further down than half the runs' size: the commits say so.
 """
 
 from __future__ import annotations
