@@ -115,8 +115,8 @@ def second_size(
         how = (
             f"{nodes(n)}, the least size where {slowest}"
             if n == safe
-            else f"{nodes(n)}, half the runs' size, the least it goes to ({slowest} from "
-            f"{nodes(safe)} up)"
+            else f"{nodes(n)}, half the runs' size and no further down, though {slowest} "
+            f"from {nodes(safe)} up"
         )
     elif s < hi:
         n = min(hi, max(lo, 2 * s))

@@ -839,8 +839,8 @@ class Decider:
     ) -> tuple[int, int] | None:
         """(the user's limit in minutes, the size it is read as written for) for the record
         the learner reads back (plugin/formats/daemon_record.py); None without a limit. The
-        reading is the settings' of the partition the job was decided for (`partition`, one
-        of those it lists, when the decision placed it), as decide read it."""
+        size is read by the settings of the partition the job was decided for (`partition`
+        when the decision placed it on one of those it lists), as decide read it."""
         if job.time_limit_min is None or job.time_limit_min < 1:
             return None
         settings = policies.effective(self.policy, partition or job.partition, job.account)
