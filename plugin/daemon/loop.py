@@ -395,8 +395,9 @@ class Daemon:
                 elif self.wait_for_work():
                     self.fenced(self.cycle)
             self.fenced(self.drain)
-        except ForcedStop:
+        except ForcedStop as stop:
             forced = True
+            log.warning("forced_stop", signal=str(stop))
         finally:
             self.teardown()
         log.info("daemon_stopped", forced=forced)

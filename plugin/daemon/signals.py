@@ -1,10 +1,16 @@
 """Signals, the rq way: the first SIGTERM (or SIGINT) asks for a graceful stop and re-arms the
 handler so that a second one forces it; SIGHUP asks for a configuration reload.
 
-Handlers only set flags and wake the loop; the forced stop raises `ForcedStop`, a
-BaseException so that no ``except Exception`` on the decision path swallows it. Once the
-daemon tears down (`quiet`), further signals are ignored, so teardown always completes (and
-always removes the heartbeat).
+Handlers only set flags and write the signal's number to a pipe; the forced stop raises
+`ForcedStop`, a BaseException so that no ``except Exception`` on the decision path swallows
+it. Once the daemon tears down (`quiet`), further signals are ignored, so teardown always
+completes (and always removes the heartbeat).
+
+A handler takes no lock. Python runs it in the main thread, between two bytecodes of whatever
+that thread was doing, and the main thread spends its idle time inside the wake event's
+``wait`` and ``clear`` (twenty times a second): a handler calling ``wake.set()`` there waits
+for the event's lock that its own thread holds, for ever; logging (structlog's lock per file)
+likewise. So a small relay thread reads the pipe, logs what was asked and wakes the loop.
 
 The entry point (plugin/cli/__init__.py) blocks these signals before it loads the commands,
 so that one sent while the daemon starts waits for the handlers; `install` unblocks them once
@@ -14,6 +20,8 @@ the daemon's modes that install none (--once, --release-held).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable
@@ -39,6 +47,40 @@ class ForcedStop(BaseException):
     """A second stop signal: stop now, jobs in hand or not."""
 
 
+class _Relay:
+    """A thread that, for each signal number written to its pipe, logs it and sets `wake`."""
+
+    def __init__(self, wake: threading.Event) -> None:
+        self.wake = wake
+        self._read, self._write = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self._write, False)  # a handler never blocks on a full pipe
+        self._thread = threading.Thread(target=self._run, name="signal-relay", daemon=True)
+        self._thread.start()
+
+    def tell(self, signum: int) -> None:
+        """From a handler: a system call, no lock. A full pipe already holds a wake-up."""
+        with contextlib.suppress(OSError):
+            os.write(self._write, bytes([signum]))
+
+    def close(self) -> None:
+        """After the handlers are restored (none writes any more): the reader sees the end."""
+        os.close(self._write)
+        self._thread.join(timeout=5.0)
+        if not self._thread.is_alive():
+            os.close(self._read)
+
+    def _run(self) -> None:
+        while received := os.read(self._read, 64):
+            for signum in received:
+                if signum in STOP_SIGNALS:
+                    log.info(
+                        "stop_requested",
+                        signal=signal.Signals(signum).name,
+                        note="finishing the jobs in hand; again to force",
+                    )
+                self.wake.set()
+
+
 class Signals:
     """The daemon's signal state (see the module docstring)."""
 
@@ -48,11 +90,13 @@ class Signals:
         self.reload_requested = False
         self.quiet = False
         self._previous: dict[int, Any] = {}
+        self._relay: _Relay | None = None
 
     def install(self) -> None:
         """Install the handlers (main thread only; elsewhere, e.g. in tests, a no-op)."""
         if threading.current_thread() is not threading.main_thread():
             return
+        self._relay = _Relay(self.wake)
         handlers: dict[int, Callable[[int, FrameType | None], None]] = {
             signal.SIGTERM: self._on_stop,
             signal.SIGINT: self._on_stop,
@@ -66,22 +110,22 @@ class Signals:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
-
-    def request_stop(self) -> None:
-        """Ask for a graceful stop (what the first SIGTERM does)."""
-        self.stop_requested = True
-        self.wake.set()
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
 
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
         if self.quiet:
             return
         if self.stop_requested:
-            log.warning("forced_stop", signal=name)
-            raise ForcedStop(name)
-        log.info("stop_requested", signal=name, note="finishing the jobs in hand; again to force")
-        self.request_stop()
+            raise ForcedStop(signal.Signals(signum).name)  # logged where it is caught
+        self.stop_requested = True
+        self._tell(signum)
 
     def _on_reload(self, signum: int, frame: FrameType | None) -> None:
         self.reload_requested = True
-        self.wake.set()
+        self._tell(signum)
+
+    def _tell(self, signum: int) -> None:
+        if self._relay is not None:
+            self._relay.tell(signum)

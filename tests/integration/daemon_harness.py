@@ -128,7 +128,11 @@ class DaemonProcess:
             return self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            pytest.fail(f"the daemon did not stop within {timeout:.0f}s", pytrace=False)
+            pytest.fail(
+                f"the daemon did not stop within {timeout:.0f}s; its log's tail:\n"
+                + self.log_text()[-2000:],
+                pytrace=False,
+            )
 
     def kill(self) -> None:
         """SIGKILL (no teardown): the heartbeat stays behind until the test removes it."""
