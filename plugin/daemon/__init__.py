@@ -9,7 +9,8 @@ The pipeline, one module each:
 * apply.py    outcomes to Slurm in few commands (writer.py), read back on failure
 * record.py   the decision stream (once per job) and the ``decision`` log event
 * marks.py    what the daemon writes in admin_comment; reasons.py the fail-open codes
-* signals.py  SIGTERM (twice to force), SIGHUP; learning.py the learner thread
+* signals.py  SIGTERM (twice to force), SIGHUP, relayed to the loop by a thread (handlers
+              take no lock); learning.py the learner thread
 * loop.py     the loop that ties them together
 """
 
