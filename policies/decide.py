@@ -27,7 +27,9 @@ The flow (rules.py states each rule and its literature):
    runs show no knee, the largest size they ran),
    then raised, if need be, to the least size whose pessimistic runtime fits the user's own
    limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
-   says overruns it would be killed.
+   says overruns it would be killed. When no size fits, the job is left as submitted, except
+   on a heavily loaded partition, where it is pinned where the pessimistic runtime stops
+   falling (`_flat_pin`; time_limit.py, `flat_from`).
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
@@ -66,6 +68,7 @@ from policies.rules import (
     exploration_rule,
     exploration_waits,
     fallback_rule,
+    heavily_loaded,
     load_adaptive_rule,
     nodes,
     number,
@@ -74,9 +77,11 @@ from policies.rules import (
     refused_top,
 )
 from policies.time_limit import (
+    FLAT_TOLERANCE,
     fits_below,
     fits_limit,
     fitting_sizes,
+    flat_from,
     reference_size,
     time_limit,
     upper_runtimes,
@@ -245,6 +250,39 @@ def _fitting(
     )
 
 
+def _flat_pin(
+    profile: RuntimeProfile,
+    size: int,
+    reason: str,
+    request: Request,
+    cluster: ClusterState,
+    settings: PolicySettings,
+    allowed: Allowed,
+) -> tuple[int | None, str]:
+    """When no size fits the user's limit (`_fitting` gave None and `reason` says so): on a
+    heavily loaded partition, a pinned release with no listed sizes, the least size from
+    `size` up whose pessimistic runtime is within FLAT_TOLERANCE of its least over the range
+    (time_limit.py, `flat_from`); (None, reason) otherwise, or when no size from `size` up
+    comes that close, and the job is left as submitted."""
+    limit = request.time_limit_min
+    if (
+        limit is None
+        or allowed.sizes is not None
+        or settings.release != "pinned"
+        or not heavily_loaded(cluster, settings)
+    ):
+        return None, reason
+    pin = flat_from(profile, size, limit, reference_size(request, settings))
+    if pin is None:
+        return None, reason
+    return pin, (
+        f"{reason}; on a partition this busy it is pinned at {nodes(pin)} all the same, "
+        f"where its pessimistic runtime comes within {FLAT_TOLERANCE:.0%} of the least "
+        "the range allows: no size Slurm could give it is predicted to finish it sooner, and "
+        "the user's limit stands"
+    )
+
+
 def _release_range(
     size: int,
     rule: str,
@@ -377,6 +415,10 @@ def _with_curve(
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
         fitting, reason = _fitting(profile, chosen, reason, request, settings, allowed)
+        if fitting is None:
+            fitting, reason = _flat_pin(
+                profile, chosen, reason, request, cluster, settings, allowed
+            )
         if fitting is not None:
             return Candidate(rule, fitting, reason), candidates, None
         unusable = reason

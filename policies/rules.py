@@ -342,6 +342,12 @@ def lightly_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
     return cluster.idle_nodes is not None and _pressure(cluster) <= settings.light_pressure
 
 
+def heavily_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
+    """Whether the load is known and its pressure at least heavy_pressure (`load_weight`'s
+    w = 0): where the load rule gives up the larger useful size."""
+    return cluster.idle_nodes is not None and _pressure(cluster) >= settings.heavy_pressure
+
+
 def _pressure(cluster: ClusterState) -> float:
     return cluster.pending_demand_nodes / max(cluster.idle_nodes or 0, 1)
 

@@ -44,7 +44,16 @@ fits, the curve cannot say at which size the user's limit holds (a curve of hete
 runs whose noise dwarfs the limit's information, or a limit too short for any size): the job
 is left as submitted, where Slurm's own choice and the user's limit meet as they would
 without adaptalloc. Pinning it anyway, at the size the rules liked, was measured to kill
-more runs than Slurm's greedy choice (docs/science/queue-cost.md).
+more runs than Slurm's greedy choice (docs/science/queue-cost.md). Except on a heavily
+loaded partition (decide.py): there the job is pinned at the least size from the rules'
+up where the pessimistic runtime comes within FLAT_TOLERANCE of its least over the range
+(`flat_from`). No size is predicted to finish it sooner, so none that Slurm could give it
+is less at risk of the limit, and the user's limit stands. On a busy partition Slurm's
+greedy choice gives the job what happens to be free, often less; a pin where the curve
+stops paying for nodes cut the kills in excess of greedy's by a third to a half
+(docs/science/heterogeneous-runs.md, "The targets, honestly"). Not on a quieter one: there
+greedy gives the range's top, which a flat learned curve may undersell (measured: more
+kills, slower).
 
 Then bounded:
 
@@ -332,6 +341,27 @@ def fitting_sizes(
     upper = upper_runtimes(profile, limit_min, written_for)
     out: BoolArray = upper * settings.time_limit_safety_factor <= 60.0 * limit_min
     return out
+
+
+#: How close to its least over the range the pessimistic runtime must come for `flat_from`
+#: (5%). Chosen on the quick fair benchmark's choice seeds 1-10 among 0, 5% and 20% (0 pins
+#: near the range's top: mean ratio 0.900; 20% pins lower: 0.859, but twice the kills in
+#: excess of greedy's), scored on seeds 101-110 (docs/science/heterogeneous-runs.md, "The
+#: targets, honestly").
+FLAT_TOLERANCE = 0.05
+
+
+def flat_from(
+    profile: RuntimeProfile, n: int, limit_min: int, written_for: int | None = None
+) -> int | None:
+    """The least size m ≥ n of the profile's range whose `upper_runtimes` is within
+    FLAT_TOLERANCE of its least over the range: no larger size is predicted to finish the
+    job sooner, so none carries less risk of its limit (module doc). None when no size from
+    n up comes that close: the least lies below n, where the pessimistic runtime rises past
+    it (a slower later phase, or the interval widening past the runs' sizes)."""
+    upper = upper_runtimes(profile, limit_min, written_for)
+    flat = upper[n - profile.lo :] <= float(np.min(upper)) * (1.0 + FLAT_TOLERANCE)
+    return n + int(np.argmax(flat)) if flat.any() else None
 
 
 def fits_limit(

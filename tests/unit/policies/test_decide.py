@@ -20,7 +20,7 @@ from policies import (
 )
 from policies.decide import MAX_NODES
 from policies.profile import RuntimeProfile
-from policies.time_limit import time_limit
+from policies.time_limit import time_limit, upper_runtimes
 from predictor.covariate import Covariate
 from predictor.segments import Segment
 
@@ -413,11 +413,45 @@ def test_a_size_raised_to_fit_the_limit_snaps_up_onto_the_feasible_sizes() -> No
     assert_names(d.reason, "raised to 16 nodes", "powers of two")
 
 
+#: Neither light nor heavy: pressure 1, between light_pressure 0.5 and heavy_pressure 2.
+MODERATE = ClusterState(idle_nodes=64, pending_demand_nodes=64, total_nodes=64)
+
+
 def test_a_limit_no_size_fits_leaves_the_job_as_submitted() -> None:
     # Every size of 4-8 runs past 60 min: the curve cannot tell where the limit holds, so
     # Slurm sizes the job as it would without adaptalloc, and the user's limit stands.
-    d = decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY)
+    d = decide(Request(4, 8, time_limit_min=60), LONG_LU, MODERATE)
     assert (d.nodes, d.rule, d.time_limit_min) == (None, "fallback", None)
-    assert_names(d.reason, "every size from 4 nodes to 8 nodes", "60 min", "left as submitted")
+    assert_names(d.reason, "every size from 8 nodes to 8 nodes", "60 min", "left as submitted")
     # Without a limit there is nothing to overrun: the strategy's size.
     assert decide(Request(4, 64), LONG_LU, HEAVY).nodes == 4
+
+
+#: A code that stops speeding up at 11 nodes (2A - 1, A = 6): ten hours on one node.
+KNEE_AT_11 = make_curve(6.0, 0.5, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
+
+
+def test_on_a_busy_partition_a_limit_no_size_fits_pins_where_the_runtime_stops_falling() -> None:
+    """Every size of 4-64 runs past 60 min (T⁺ x 1.2 is at least 121 min). Left as submitted
+    on a busy partition, the job gets what is free when it starts, often its minimum (T⁺ 170
+    min); at 10 nodes T⁺ (103.5 min) is within 5% of the least of the range (101 min, from 11
+    up), so no size Slurm could give it is predicted to finish it sooner. The limit stands."""
+    job = Request(4, 64, time_limit_min=60)
+    d = decide(job, KNEE_AT_11, HEAVY)
+    assert (d.nodes, d.rule, d.time_limit_min) == (10, "load_adaptive", 60)
+    assert_names(d.reason, "every size from 4 nodes to 64 nodes", "pinned at 10 nodes", "within 5%")
+    upper = upper_runtimes(RuntimeProfile.of(KNEE_AT_11, 4, 64, (4, 64)), 60, 4)
+    assert upper[10 - 4] <= 1.05 * upper.min() < upper[9 - 4]  # the least such size
+    # A well-scaling code's least is the range's top: 4-8 nodes, 60 min, LU ten times longer.
+    assert decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY).nodes == 8
+    # Left as submitted on a moderately loaded partition, released as a range, or with
+    # listed sizes (a cut top aside, as any refused curve's).
+    powers = Request(4, 64, time_limit_min=60, feasible=Feasible.named("powers_of_two"))
+    others = (
+        decide(job, KNEE_AT_11, MODERATE),
+        decide(job, KNEE_AT_11, HEAVY, RANGE),
+        decide(powers, KNEE_AT_11, HEAVY),
+    )
+    for other in others:
+        assert other.rule == "fallback"
+        assert_names(other.reason, "cannot tell at which size")

@@ -30,7 +30,9 @@ fit gives the shape"), and once when the figures split the mean response by key 
 runs all ran at one size was explored at a second (policies/second_size.py), and once
 when a job whose curve the policy refused kept its range with the top cut at the curve's
 knee or its runs' median size (policies/rules.py, refused_top), and once when the run at a
-second size went no further down than half the runs' size: the commits say so.
+second size went no further down than half the runs' size, and once when a job no size of
+whose range fits its limit was pinned on a heavily loaded partition where its pessimistic
+runtime stops falling (policies/decide.py, _flat_pin): the commits say so.
 """
 
 from __future__ import annotations
