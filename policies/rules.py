@@ -328,7 +328,7 @@ def load_weight(cluster: ClusterState, settings: PolicySettings) -> Load:
     state = _state(cluster)
     if lightly_loaded(cluster, settings):
         return Load(1.0, f"the partition is lightly loaded ({state} ≤ {light:g})")
-    if pressure >= heavy:
+    if heavily_loaded(cluster, settings):
         return Load(0.0, f"the partition is heavily loaded ({state} ≥ {heavy:g})")
     return Load(
         (heavy - pressure) / (heavy - light),
@@ -343,8 +343,9 @@ def lightly_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
 
 
 def heavily_loaded(cluster: ClusterState, settings: PolicySettings) -> bool:
-    """Whether the load is known and its pressure at least heavy_pressure (`load_weight`'s
-    w = 0): where the load rule gives up the larger useful size."""
+    """Whether the load is known and its pressure at least heavy_pressure: `load_weight`'s
+    w = 0, where the load rule gives up the larger useful size, and decide.py's pin of a job
+    no size fits read the load alike."""
     return cluster.idle_nodes is not None and _pressure(cluster) >= settings.heavy_pressure
 
 
