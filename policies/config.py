@@ -14,7 +14,9 @@ Layout::
     [account.NAME]        # overrides both for jobs charged to account NAME
 
 Precedence, most specific first: ``[account.NAME]``, then ``[partition.NAME]``, then
-``[defaults]``, then the built-in defaults (`PolicySettings()`).
+``[defaults]``, then the built-in defaults (`PolicySettings()`). A job that lists several
+partitions takes the table of the one it is decided for (the caller names it: the daemon's
+choice among them, else the only one that admits the job, else the first listed).
 
 ``mode`` ("advise" or "enforce") may be set in ``[partition.NAME]`` and ``[account.NAME]``
 only: it overrides the site's ``[daemon] mode`` (adaptalloc.toml) for those jobs, with the

@@ -698,7 +698,8 @@ def decide(
         runs = _StoreRuns(app_key, redis_url)
     else:
         runs = _FileRuns(_raw(str(obs_csv), max_rows), method, problem_size)
-    settings = policies.effective(config, partition, account)
+    # Judged by the first listed, as the daemon judges a job it places on none of its list.
+    settings = policies.effective(config, listed[0] if listed else "", account)
     where = _live_queues(request, listed) if read_queue else what_if
     types = _node_types(listed, seeds)
     decision, shown = _shaped_decision(

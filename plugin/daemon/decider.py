@@ -520,8 +520,7 @@ class Decider:
         """Whether `record`'s curve may size the job (policies.decide's usability)."""
         if record is None or record.curve is None:
             return False
-        settings = policies.effective(self.policy, job.partition, job.account)
-        return not unusable_because(record.curve, settings)
+        return not unusable_because(record.curve, self._settings(job))
 
     def _apply_policy(
         self,
@@ -549,7 +548,8 @@ class Decider:
             request = policies.Request(
                 low, high, limit, job.partition, job.account, job.user, job_id=str(job.job_id)
             )
-            settings = policies.effective(self.policy, job.partition, job.account)
+            listed, where = self._judged_partition(job)
+            settings = policies.effective(self.policy, where, job.account)
             shaped = self._shaped(job, request, source, state, settings, extra)
             if shaped is not None:
                 decision, partition = shaped
@@ -563,13 +563,11 @@ class Decider:
                 return self._outcome(
                     job, low, high, app, decided_by, decision, extra, partition, decided_by
                 )
-            listed = self._admitted(listed_partitions(job.partition))
             prior: Prior | None = None
             if len(listed) == 1 and source is not None and record is not None:
                 curve, refused, prior = self._curve_on(source, listed[0], curve, job)
                 missing = refused or missing
                 extra["curve_model"] = curve.model if curve is not None else None
-            where = listed[0] if len(listed) == 1 else first_partition(job.partition)
             second = self._second_size(request, source, curve, state, settings, cap_for)
             if second is not None:
                 return self._outcome(
@@ -678,6 +676,19 @@ class Decider:
         extra["tasks_per_node"] = placed.tasks_per_node
         extra["placement"] = placed.detail
         return placed.decision, None
+
+    def _judged_partition(self, job: JobRecord) -> tuple[list[str], str]:
+        """The partitions the job lists that may take it (`_admitted`), and the one it is
+        decided for when no choice among them is made: the one that admits it, else the
+        first it lists, whose cluster state is read (cluster.first_partition)."""
+        listed = self._admitted(listed_partitions(job.partition))
+        return listed, listed[0] if len(listed) == 1 else first_partition(job.partition)
+
+    def _settings(self, job: JobRecord) -> policies.PolicySettings:
+        """The policy settings of the job's judged partition and its account
+        (policies.effective). A job listing ``a,b`` is judged by one of them: no
+        ``[partition]`` table can be named ``a,b``, so the list itself matches none."""
+        return policies.effective(self.policy, self._judged_partition(job)[1], job.account)
 
     def _admitted(self, listed: list[str]) -> list[str]:
         """The listed partitions that admit the job when that leaves one of several (the
@@ -843,7 +854,11 @@ class Decider:
         when the decision placed it on one of those it lists), as decide read it."""
         if job.time_limit_min is None or job.time_limit_min < 1:
             return None
-        settings = policies.effective(self.policy, partition or job.partition, job.account)
+        settings = (
+            policies.effective(self.policy, partition, job.account)
+            if partition
+            else self._settings(job)
+        )
         return job.time_limit_min, low if settings.time_limit_reference == "min" else high
 
     def _outcome(

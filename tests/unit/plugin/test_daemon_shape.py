@@ -414,3 +414,42 @@ def test_shapes_fitted_from_runs_and_the_fallback_carry_no_curve() -> None:
     fallback = decider(store).decide(job(partition="standard"), open_state, cpus=CURIE_CPUS.get)
     assert fallback.rule == "fallback"
     assert fallback.curve_doc is None
+
+
+def strict_debug_decider(store: Store) -> Decider:
+    """A decider whose policy sizes partition debug by the efficiency rule at 0.95, and
+    every other partition by the defaults (the load rule)."""
+    made = decider(store)
+    doc = {"partition": {"debug": {"strategy": "efficiency", "efficiency_threshold": 0.95}}}
+    made.policy = policies.parse_config(doc, "policy.toml")
+    return made
+
+
+@pytest.mark.parametrize(
+    ("listed", "known"),
+    [
+        ("ghost,debug", ["debug"]),  # debug is the one listed partition that admits it
+        ("debug,big", ["debug", "big"]),  # no queue read: no choice, judged by the first
+    ],
+)
+def test_a_job_listing_several_partitions_takes_its_judged_partitions_settings(
+    listed: str, known: list[str]
+) -> None:
+    """A job listing several partitions is sized by the [partition.NAME] table of the one it
+    is decided for; before, the list itself was looked up as a table name and matched none,
+    so the defaults sized it."""
+    store = Store([], curve_record(1000.0))
+    alone = strict_debug_decider(store).decide(job(partition="debug"), open_state)
+    other = strict_debug_decider(store).decide(job(partition="big"), open_state)
+    got = strict_debug_decider(store).decide(
+        job(partition=listed), open_state, known_partitions=lambda: known
+    )
+    assert alone.resize is not None
+    assert other.resize is not None
+    assert got.resize is not None
+    assert alone.resize.min_nodes != other.resize.min_nodes  # the table changes the size
+    assert (got.resize.min_nodes, got.resize.max_nodes) == (
+        alone.resize.min_nodes,
+        alone.resize.max_nodes,
+    )
+    assert got.rule == alone.rule
