@@ -28,8 +28,9 @@ The flow (rules.py states each rule and its literature):
    then raised, if need be, to the least size whose pessimistic runtime fits the user's own
    limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
    says overruns it would be killed. When no size fits, the job is left as submitted, except
-   on a heavily loaded partition, where it is pinned where the pessimistic runtime stops
-   falling (`_flat_pin`; time_limit.py, `flat_from`).
+   on a heavily loaded partition, where it is released from where the pessimistic runtime
+   stops falling up to FLAT_RANGE_FACTOR times that (`_flat_range`; time_limit.py,
+   `flat_from`).
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
@@ -91,6 +92,12 @@ from predictor.diagnostics import ReliabilityProblem
 from predictor.heterogeneous import judged_by_noise
 
 NO_BUDGET = ExplorationBudget()
+#: The top of the range a job no size fits is released with on a heavily loaded partition,
+#: as a multiple of its least size m (`_flat_range`): [m, min(hi, ⌊1.5·m⌋)]. Chosen on the
+#: quick fair benchmark's choice seeds 1-10 as the least of 1 (a pin at m), 1.25, 1.5, 2 and
+#: the range's top whose kills, summed over the 24 cells, are at most greedy's; scored on
+#: seeds 101-110 (docs/science/heterogeneous-runs.md, "The targets, honestly").
+FLAT_RANGE_FACTOR = 1.5
 #: The most nodes adaptalloc ever considers (2^20). No cluster has more; without a partition
 #: limit it keeps a mistyped range from making a decision evaluate the curve at 10^9 sizes.
 MAX_NODES = 1 << 20
@@ -250,7 +257,7 @@ def _fitting(
     )
 
 
-def _flat_pin(
+def _flat_range(
     profile: RuntimeProfile,
     size: int,
     reason: str,
@@ -258,12 +265,16 @@ def _flat_pin(
     cluster: ClusterState,
     settings: PolicySettings,
     allowed: Allowed,
-) -> tuple[int | None, str]:
+) -> tuple[int | None, int | None, str]:
     """When no size fits the user's limit (`_fitting` gave None and `reason` says so): on a
-    heavily loaded partition, a pinned release with no listed sizes, the least size from
-    `size` up whose pessimistic runtime is within FLAT_TOLERANCE of its least over the range
-    (time_limit.py, `flat_from`); (None, reason) otherwise, or when no size from `size` up
-    comes that close, and the job is left as submitted."""
+    heavily loaded partition, a pinned release with no listed sizes, (m, top, reason) with m
+    the least size from `size` up whose pessimistic runtime is within FLAT_TOLERANCE of its
+    least over the range (time_limit.py, `flat_from`) and top = min(hi, ⌊FLAT_RANGE_FACTOR·m⌋),
+    None when that is m (a pin). No size is predicted to finish the job sooner than m, but
+    the prediction is pessimistic and the limit tight: Slurm may give it up to top when those
+    nodes are free at its start, and a run on more nodes is less at risk of its limit.
+    (None, None, reason) otherwise, or when no size from `size` up comes that close (the
+    least lies below it): the job is left as submitted."""
     limit = request.time_limit_min
     if (
         limit is None
@@ -271,15 +282,27 @@ def _flat_pin(
         or settings.release != "pinned"
         or not heavily_loaded(cluster, settings)
     ):
-        return None, reason
-    pin = flat_from(profile, size, limit, reference_size(request, settings))
-    if pin is None:
-        return None, reason
-    return pin, (
-        f"{reason}; on a partition this busy it is pinned at {nodes(pin)} all the same, "
-        f"where its pessimistic runtime comes within {FLAT_TOLERANCE:.0%} of the least "
-        "the range allows: no size Slurm could give it is predicted to finish it sooner, and "
-        "the user's limit stands"
+        return None, None, reason
+    m = flat_from(profile, size, limit, reference_size(request, settings))
+    if m is None:
+        return None, None, reason
+    top = min(profile.hi, math.floor(FLAT_RANGE_FACTOR * m))
+    flat = (
+        f"where its pessimistic runtime comes within {FLAT_TOLERANCE:.0%} of the least the "
+        "range allows (no size Slurm could give it is predicted to finish it sooner)"
+    )
+    if top > m:
+        how = (
+            f"released as {m}-{top} nodes all the same: from {nodes(m)}, {flat}, up to "
+            f"{FLAT_RANGE_FACTOR:g}x that, which Slurm gives it when free at its start (the "
+            "prediction is pessimistic, and more nodes are less at risk of the limit)"
+        )
+    else:
+        how = f"pinned at {nodes(m)} all the same, {flat}"
+    return (
+        m,
+        top if top > m else None,
+        f"{reason}; on a partition this busy it is {how}; the user's limit stands",
     )
 
 
@@ -400,8 +423,9 @@ def _with_curve(
     budget: ExplorationBudget,
 ) -> tuple[Candidate, list[Candidate], int | None]:
     """The winning candidate with a curve (steps 4 and 5 of the flow), every candidate the
-    rules proposed for the decision's list, and the top of the range a job the curve may not
-    size keeps (`refused_top`; None: pinned, or left as submitted)."""
+    rules proposed for the decision's list, and the top of the range the job is released
+    with: the one a job the curve may not size keeps (`refused_top`), or a busy partition's
+    range for a job no size fits (`_flat_range`); None: pinned, or left as submitted."""
     lo, hi, curve = profile.lo, profile.hi, profile.curve
     efficiency = efficiency_rule(profile, settings)
     pws = pws_rule(profile)
@@ -415,12 +439,13 @@ def _with_curve(
     if not unusable:
         chosen, rule, reason = _strategy_choice({c.rule: c for c in candidates}, settings)
         fitting, reason = _fitting(profile, chosen, reason, request, settings, allowed)
+        top = None
         if fitting is None:
-            fitting, reason = _flat_pin(
+            fitting, top, reason = _flat_range(
                 profile, chosen, reason, request, cluster, settings, allowed
             )
         if fitting is not None:
-            return Candidate(rule, fitting, reason), candidates, None
+            return Candidate(rule, fitting, reason), candidates, top
         unusable = reason
     cut = None
     if settings.fallback == "as_submitted" and allowed.sizes is None:

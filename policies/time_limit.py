@@ -45,15 +45,14 @@ runs whose noise dwarfs the limit's information, or a limit too short for any si
 is left as submitted, where Slurm's own choice and the user's limit meet as they would
 without adaptalloc. Pinning it anyway, at the size the rules liked, was measured to kill
 more runs than Slurm's greedy choice (docs/science/queue-cost.md). Except on a heavily
-loaded partition (decide.py): there the job is pinned at the least size from the rules'
-up where the pessimistic runtime comes within FLAT_TOLERANCE of its least over the range
-(`flat_from`). No size is predicted to finish it sooner, so none that Slurm could give it
-is less at risk of the limit, and the user's limit stands. On a busy partition Slurm's
-greedy choice gives the job what happens to be free, often less; a pin where the curve
-stops paying for nodes cut the kills in excess of greedy's by a third to a half
-(docs/science/heterogeneous-runs.md, "The targets, honestly"). Not on a quieter one: there
-greedy gives the range's top, which a flat learned curve may undersell (measured: more
-kills, slower).
+loaded partition (decide.py, `_flat_range`): there the job is released from the least size
+m from the rules' up where the pessimistic runtime comes within FLAT_TOLERANCE of its least
+over the range (`flat_from`), up to a multiple of m. No size is predicted to finish it
+sooner than m, and the user's limit stands. On a busy partition Slurm's greedy choice gives
+the job what happens to be free, often less; starting it at m at least, and on more nodes
+when they are free, took the kills below greedy's (docs/science/heterogeneous-runs.md, "The
+targets, honestly"). Not on a quieter one: there greedy gives the range's top, which a flat
+learned curve may undersell (measured: more kills, slower).
 
 Then bounded:
 

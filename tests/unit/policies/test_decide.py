@@ -431,19 +431,28 @@ def test_a_limit_no_size_fits_leaves_the_job_as_submitted() -> None:
 KNEE_AT_11 = make_curve(6.0, 0.5, t1=36000.0, observed=(2, 4, 8, 16, 32, 64))
 
 
-def test_on_a_busy_partition_a_limit_no_size_fits_pins_where_the_runtime_stops_falling() -> None:
+def test_a_busy_partition_releases_a_job_no_size_fits_from_where_the_runtime_flattens() -> None:
     """Every size of 4-64 runs past 60 min (T⁺ x 1.2 is at least 121 min). Left as submitted
     on a busy partition, the job gets what is free when it starts, often its minimum (T⁺ 170
     min); at 10 nodes T⁺ (103.5 min) is within 5% of the least of the range (101 min, from 11
-    up), so no size Slurm could give it is predicted to finish it sooner. The limit stands."""
+    up), so no size Slurm could give it is predicted to finish it sooner. It is released as
+    10-15 nodes (1.5 x 10): Slurm gives it more when more is free at its start. The limit
+    stands."""
     job = Request(4, 64, time_limit_min=60)
     d = decide(job, KNEE_AT_11, HEAVY)
-    assert (d.nodes, d.rule, d.time_limit_min) == (10, "load_adaptive", 60)
-    assert_names(d.reason, "every size from 4 nodes to 64 nodes", "pinned at 10 nodes", "within 5%")
+    assert (d.nodes, d.max_nodes, d.rule, d.time_limit_min) == (10, 15, "load_adaptive", 60)
+    assert_names(
+        d.reason, "every size from 4 nodes to 64 nodes", "released as 10-15 nodes", "within 5%"
+    )
     upper = upper_runtimes(RuntimeProfile.of(KNEE_AT_11, 4, 64, (4, 64)), 60, 4)
     assert upper[10 - 4] <= 1.05 * upper.min() < upper[9 - 4]  # the least such size
-    # A well-scaling code's least is the range's top: 4-8 nodes, 60 min, LU ten times longer.
-    assert decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY).nodes == 8
+    # The range's top bounds it: 4-12 nodes gives 10-12.
+    assert (decide(Request(4, 12, 60), KNEE_AT_11, HEAVY).max_nodes) == 12
+    # A well-scaling code's least is the range's top, a pin there: 4-8 nodes, 60 min, LU ten
+    # times longer.
+    top = decide(Request(4, 8, time_limit_min=60), LONG_LU, HEAVY)
+    assert (top.nodes, top.max_nodes) == (8, None)
+    assert_names(top.reason, "pinned at 8 nodes all the same")
     # Left as submitted on a moderately loaded partition, released as a range, or with
     # listed sizes (a cut top aside, as any refused curve's).
     powers = Request(4, 64, time_limit_min=60, feasible=Feasible.named("powers_of_two"))

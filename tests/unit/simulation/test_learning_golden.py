@@ -32,7 +32,8 @@ when a job whose curve the policy refused kept its range with the top cut at the
 knee or its runs' median size (policies/rules.py, refused_top), and once when the run at a
 second size went no further down than half the runs' size, and once when a job no size of
 whose range fits its limit was pinned on a heavily loaded partition where its pessimistic
-runtime stops falling (policies/decide.py, _flat_pin): the commits say so.
+runtime stops falling, and once when that pin became a range up to 1.5 times it
+(policies/decide.py, _flat_range): the commits say so.
 """
 
 from __future__ import annotations
