@@ -500,7 +500,10 @@ class Decider:
             elif record.curve is None:
                 why = record.note or record.error or "none fitted yet"
                 missing = f"app {source} has no usable curve ({printable(why)[:120]})"
-        return self._apply_policy(job, low, high, app, source, record, missing, cluster(job))
+        # A job is judged by one of the partitions it lists: its state with its settings.
+        _, where = self._judged_partition(job)
+        judged = job if where == first_partition(job.partition) else replace(job, partition=where)
+        return self._apply_policy(job, low, high, app, source, record, missing, cluster(judged))
 
     def _record_for(self, app: AppKey, job: JobRecord) -> tuple[AppKey, CurveRecord | None]:
         """The key and curve record that decide the job: its user's own when that curve can

@@ -453,3 +453,28 @@ def test_a_job_listing_several_partitions_takes_its_judged_partitions_settings(
         alone.resize.max_nodes,
     )
     assert got.rule == alone.rule
+
+
+def test_a_job_listing_several_partitions_is_decided_on_its_judged_partitions_state() -> None:
+    """Listing ghost (which does not admit it) before debug, the job runs in debug and is
+    decided on debug's load, not on ghost's; before, the first listed partition's state was
+    read with the admitting one's settings."""
+    store = Store([], curve_record(1000.0))
+    crowded = policies.ClusterState(idle_nodes=0, pending_demand_nodes=64, total_nodes=16)
+
+    def state(j: JobRecord) -> policies.ClusterState:
+        return crowded if j.partition.startswith("ghost") else open_state(j)
+
+    alone = decider(store).decide(job(partition="debug"), state)
+    other = decider(store).decide(job(partition="ghost"), state)
+    got = decider(store).decide(
+        job(partition="ghost,debug"), state, known_partitions=lambda: ["debug"]
+    )
+    assert alone.resize is not None
+    assert other.resize is not None
+    assert got.resize is not None
+    assert alone.resize.min_nodes != other.resize.min_nodes  # the load changes the size
+    assert (got.resize.min_nodes, got.resize.max_nodes) == (
+        alone.resize.min_nodes,
+        alone.resize.max_nodes,
+    )
