@@ -165,6 +165,16 @@ def _range(job: JobRecord) -> tuple[int | None, int | None]:
     return job.nodes_min, job.nodes_max
 
 
+def _sizes(record: CurveRecord | None, settings: policies.PolicySettings) -> bool:
+    """Whether `record`'s curve may size a job with `settings` (policies.decide's
+    usability)."""
+    return (
+        record is not None
+        and record.curve is not None
+        and not unusable_because(record.curve, settings)
+    )
+
+
 def release_outcome(
     job: JobRecord, reason: str, detail: str, app: AppKey | None = None, **extra: Any
 ) -> Outcome:
@@ -337,6 +347,19 @@ class CurveSource:
         self.begin_batch()
 
 
+@dataclass(frozen=True)
+class Judged:
+    """The partition a job is decided for when no choice among those it lists is made, read
+    once per decision (`Decider._judged`): the listed partitions that may take it
+    (`Decider._admitted`), the judged one (the one that admits it, else the first listed,
+    cluster.first_partition) and its settings with the job's account's (policies.effective;
+    a job listing ``a,b`` matches no ``[partition]`` table as a list)."""
+
+    listed: list[str]
+    where: str
+    settings: policies.PolicySettings
+
+
 @dataclass
 class Budget:
     """The exploration counters since the daemon started (module docstring)."""
@@ -485,11 +508,12 @@ class Decider:
             app = self.app_key(job)
         except AppKeyError as exc:
             missing = f"the job has no app key ({exc})"
+        judged = self._judged(job)
         record: CurveRecord | None = None
         source = app
         if app is not None:
             try:
-                source, record = self._record_for(app, job)
+                source, record = self._record_for(app, job, judged.settings)
             except StoreError as exc:
                 return release_outcome(
                     job, reasons.STORE_UNAVAILABLE, f"the curve store is unavailable: {exc}", app
@@ -501,29 +525,26 @@ class Decider:
                 why = record.note or record.error or "none fitted yet"
                 missing = f"app {source} has no usable curve ({printable(why)[:120]})"
         # A job is judged by one of the partitions it lists: its state with its settings.
-        _, where = self._judged_partition(job)
-        judged = job if where == first_partition(job.partition) else replace(job, partition=where)
-        return self._apply_policy(job, low, high, app, source, record, missing, cluster(judged))
+        where = judged.where
+        seen = job if where == first_partition(job.partition) else replace(job, partition=where)
+        state = cluster(seen)
+        return self._apply_policy(job, low, high, app, source, record, missing, state, judged)
 
-    def _record_for(self, app: AppKey, job: JobRecord) -> tuple[AppKey, CurveRecord | None]:
+    def _record_for(
+        self, app: AppKey, job: JobRecord, settings: policies.PolicySettings
+    ) -> tuple[AppKey, CurveRecord | None]:
         """The key and curve record that decide the job: its user's own when that curve can
         size it, else the site's when that one can (plugin/appkey.py, whose runs), else the
         user's own when it has a record (which then says why not), else the site's (whose
         runs the shapes with a rule of their own read, curve or not). StoreError as
         `CurveSource.get`."""
         own = self.curves.get(app)
-        if app.owner is None or self._sizes(own, job):
+        if app.owner is None or _sizes(own, settings):
             return app, own
         site = self.curves.get(app.site)
-        if self._sizes(site, job) or own is None:
+        if _sizes(site, settings) or own is None:
             return app.site, site
         return app, own
-
-    def _sizes(self, record: CurveRecord | None, job: JobRecord) -> bool:
-        """Whether `record`'s curve may size the job (policies.decide's usability)."""
-        if record is None or record.curve is None:
-            return False
-        return not unusable_because(record.curve, self._settings(job))
 
     def _apply_policy(
         self,
@@ -535,6 +556,7 @@ class Decider:
         record: CurveRecord | None,
         missing: str,
         state: ClusterState,
+        judged: Judged,
     ) -> Outcome:
         """Decide the job of `app` with the curve of `source` (`_record_for`)."""
         curve = record.curve if record is not None else None
@@ -551,12 +573,13 @@ class Decider:
             request = policies.Request(
                 low, high, limit, job.partition, job.account, job.user, job_id=str(job.job_id)
             )
-            listed, where = self._judged_partition(job)
-            settings = policies.effective(self.policy, where, job.account)
+            listed, where, settings = judged.listed, judged.where, judged.settings
             shaped = self._shaped(job, request, source, state, settings, extra)
             if shaped is not None:
                 decision, partition = shaped
-                return self._outcome(job, low, high, app, None, decision, extra, partition)
+                return self._outcome(
+                    job, low, high, app, None, decision, extra, settings, partition
+                )
             seeds = shape.job_seeds(job)
             cap_for = self._cap_for(job, source, seeds) if seeds.master_worker else None
             options = self._partition_options(job, request, source, curve, missing, cap_for)
@@ -564,7 +587,16 @@ class Decider:
                 decision, partition, chosen, decided_by = options
                 extra["placement"] = chosen
                 return self._outcome(
-                    job, low, high, app, decided_by, decision, extra, partition, decided_by
+                    job,
+                    low,
+                    high,
+                    app,
+                    decided_by,
+                    decision,
+                    extra,
+                    settings,
+                    partition,
+                    decided_by,
                 )
             prior: Prior | None = None
             if len(listed) == 1 and source is not None and record is not None:
@@ -574,7 +606,15 @@ class Decider:
             second = self._second_size(request, source, curve, state, settings, cap_for)
             if second is not None:
                 return self._outcome(
-                    job, low, high, app, None, second.decision, extra, bound_s=second.runtime_s
+                    job,
+                    low,
+                    high,
+                    app,
+                    None,
+                    second.decision,
+                    extra,
+                    settings,
+                    bound_s=second.runtime_s,
                 )
             decision = shape.sized(
                 request,
@@ -603,7 +643,9 @@ class Decider:
                 reason=f"{decision.reason}; the curve is the site's {source} (the user's own "
                 "cannot size the job yet)",
             )
-        return self._outcome(job, low, high, app, curve, decision, extra, decided_by=curve)
+        return self._outcome(
+            job, low, high, app, curve, decision, extra, judged.settings, decided_by=curve
+        )
 
     def _count(
         self,
@@ -680,18 +722,12 @@ class Decider:
         extra["placement"] = placed.detail
         return placed.decision, None
 
-    def _judged_partition(self, job: JobRecord) -> tuple[list[str], str]:
-        """The partitions the job lists that may take it (`_admitted`), and the one it is
-        decided for when no choice among them is made: the one that admits it, else the
-        first it lists, whose cluster state is read (cluster.first_partition)."""
+    def _judged(self, job: JobRecord) -> Judged:
+        """The job's `Judged`: one read of the partitions that admit it (`_admitted`, which
+        looks up the user's groups for a job listing several)."""
         listed = self._admitted(listed_partitions(job.partition))
-        return listed, listed[0] if len(listed) == 1 else first_partition(job.partition)
-
-    def _settings(self, job: JobRecord) -> policies.PolicySettings:
-        """The policy settings of the job's judged partition and its account
-        (policies.effective). A job listing ``a,b`` is judged by one of them: no
-        ``[partition]`` table can be named ``a,b``, so the list itself matches none."""
-        return policies.effective(self.policy, self._judged_partition(job)[1], job.account)
+        where = listed[0] if len(listed) == 1 else first_partition(job.partition)
+        return Judged(listed, where, policies.effective(self.policy, where, job.account))
 
     def _admitted(self, listed: list[str]) -> list[str]:
         """The listed partitions that admit the job when that leaves one of several (the
@@ -849,19 +885,22 @@ class Decider:
         return cap_for
 
     def _users_limit(
-        self, job: JobRecord, low: int, high: int, partition: str | None
+        self,
+        job: JobRecord,
+        low: int,
+        high: int,
+        settings: policies.PolicySettings,
+        partition: str | None,
     ) -> tuple[int, int] | None:
         """(the user's limit in minutes, the size it is read as written for) for the record
         the learner reads back (plugin/formats/daemon_record.py); None without a limit. The
         size is read by the settings of the partition the job was decided for (`partition`
-        when the decision placed it on one of those it lists), as decide read it."""
+        when the decision placed it on one of those it lists, else the judged partition's
+        `settings`), as decide read it."""
         if job.time_limit_min is None or job.time_limit_min < 1:
             return None
-        settings = (
-            policies.effective(self.policy, partition, job.account)
-            if partition
-            else self._settings(job)
-        )
+        if partition:
+            settings = policies.effective(self.policy, partition, job.account)
         return job.time_limit_min, low if settings.time_limit_reference == "min" else high
 
     def _outcome(
@@ -873,16 +912,18 @@ class Decider:
         curve: Any,
         decision: Decision,
         extra: dict[str, Any],
+        settings: policies.PolicySettings,
         partition: str | None = None,
         decided_by: Any = None,
         bound_s: float | None = None,
     ) -> Outcome:
-        """The outcome of `decision`; `curve`: the curve whose runtime counts in the
+        """The outcome of `decision` under the judged partition's `settings`; `curve`: the
+        curve whose runtime counts in the
         exploration budget (`bound_s` without one: a second size's runtime bound),
         `decided_by`: the curve the decision was made on (its document goes into the record
         when a rule of CURVE_RULES sized the job)."""
         prior = marks.prior_text(job.admin_comment)
-        asked = self._users_limit(job, low, high, partition)
+        asked = self._users_limit(job, low, high, settings, partition)
         common = {
             "rule": decision.rule,
             "reason": decision.reason,
