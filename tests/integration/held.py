@@ -1,10 +1,16 @@
-"""A held job as the daemon's Decider reads it from squeue, for the tests that give the
-Decider its cluster state and need no Slurm job of their own."""
+"""A held job as the daemon's Decider reads it from squeue, and the curve its learner stored,
+for the tests that give the Decider its cluster state and need no Slurm job of their own."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from plugin.appkey import AppKey
 from plugin.daemon import marks
+from plugin.daemon.decider import CurveSource
+from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
+from plugin.store.curves import CurveRecord, CurveStore, Observation
 
 
 def held_job(
@@ -19,3 +25,18 @@ def held_job(
         nodes_min=nodes[0], nodes_max=nodes[1], time_limit_min=time_limit_min,
         submit_time=int(now), priority=0, num_tasks=2, ntasks_per_node=0,
     )  # fmt: skip
+
+
+def learned_curve(
+    store: CurveStore, key: AppKey, runs: Sequence[Observation]
+) -> tuple[CurveSource, CurveRecord]:
+    """`runs` stored and refitted by the learner into a curve; the daemon's curve source on
+    `store` (its batch begun) and the record it reads for `key`."""
+    store.add_observations(key, list(runs))
+    assert refit_app(store, key).status == "written"
+    curves = CurveSource(lambda: store)
+    curves.begin_batch()
+    stored = curves.get(key)
+    assert stored is not None
+    assert stored.curve is not None
+    return curves, stored

@@ -14,12 +14,11 @@ import pytest
 
 import policies
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.daemon.decider import Budget, CurveSource, Decider
-from plugin.learning.learner import refit_app
+from plugin.daemon.decider import Budget, Decider
 from plugin.store.curves import CurveStore, Observation, Retention
 from predictor.downey import speedup
 
-from .held import held_job
+from .held import held_job, learned_curve
 
 pytestmark = pytest.mark.integration
 
@@ -42,13 +41,8 @@ def test_a_job_no_size_fits_is_sized_on_a_busy_partition_only(redis_client: Any)
         Observation(f"{i}", key, int(n), float(t), now - 3600.0 + i, source="csv")
         for i, (n, t) in enumerate(zip(SIZES, RUNTIMES_S, strict=True))
     ]
-    store.add_observations(key, runs)
-    assert refit_app(store, key).status == "written"
-    curves = CurveSource(lambda: store)
-    curves.begin_batch()
-    stored = curves.get(key)
-    assert stored is not None
-    assert stored.curve is not None
+    curves, stored = learned_curve(store, key, runs)
+    assert stored.curve is not None  # for the type checker: learned_curve checked it
     job = held_job(31, "it-knee", now, (4, 64), LIMIT_MIN)
     config = policies.default_config()
     request = policies.Request(4, 64, LIMIT_MIN, "debug", "phys", "ann", job_id="31")

@@ -17,13 +17,12 @@ import pytest
 
 import policies
 from plugin.appkey import AppKey, AppKeyRule
-from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.daemon.decider import Budget, Decider
 from plugin.daemon.record import decision_record
-from plugin.learning.learner import refit_app
 from plugin.slurm import JobRecord
 from plugin.store.curves import CurveStore, Observation, Retention
 
-from .held import held_job
+from .held import held_job, learned_curve
 from .testbed import adaptalloc
 
 pytestmark = pytest.mark.integration
@@ -50,13 +49,8 @@ def test_a_refused_curve_cuts_the_top_of_the_range_it_leaves_to_slurm(
         Observation(f"{i}", key, n, 3000.0 / s, now - 3600.0 + i, source="csv")
         for i, (n, s) in enumerate(SPEEDUP.items())
     ]
-    store.add_observations(key, runs)
-    assert refit_app(store, key).status == "written"
-    curves = CurveSource(lambda: store)
-    curves.begin_batch()
-    stored = curves.get(key)
-    assert stored is not None
-    assert stored.curve is not None
+    curves, stored = learned_curve(store, key, runs)
+    assert stored.curve is not None  # for the type checker: learned_curve checked it
     knee = stored.curve.max_useful_n
     assert knee is not None
     assert knee < 64

@@ -15,7 +15,15 @@ import predictor
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.daemon import marks, reasons
 from plugin.daemon.apply import journal_entry, outcome_from_journal
-from plugin.daemon.decider import DIAGNOSTICS, RELEASE, RESIZE, Budget, CurveSource, Decider
+from plugin.daemon.decider import (
+    DIAGNOSTICS,
+    RELEASE,
+    RESIZE,
+    Budget,
+    CurveSource,
+    Decider,
+    Outcome,
+)
 from plugin.daemon.journal import JournalEntry
 from plugin.daemon.record import decision_record
 from plugin.slurm import JobRecord, Resize
@@ -416,6 +424,19 @@ def test_shapes_fitted_from_runs_and_the_fallback_carry_no_curve() -> None:
     assert fallback.curve_doc is None
 
 
+def assert_sized_as(got: Outcome, alone: Outcome, other: Outcome) -> None:
+    """`got` is resized to `alone`'s range, which differs from `other`'s (so what tells the
+    two apart decided `got`)."""
+    assert alone.resize is not None
+    assert other.resize is not None
+    assert got.resize is not None
+    assert alone.resize.min_nodes != other.resize.min_nodes
+    assert (got.resize.min_nodes, got.resize.max_nodes) == (
+        alone.resize.min_nodes,
+        alone.resize.max_nodes,
+    )
+
+
 def strict_debug_decider(store: Store) -> Decider:
     """A decider whose policy sizes partition debug by the efficiency rule at 0.95, and
     every other partition by the defaults (the load rule)."""
@@ -444,14 +465,7 @@ def test_a_job_listing_several_partitions_takes_its_judged_partitions_settings(
     got = strict_debug_decider(store).decide(
         job(partition=listed), open_state, known_partitions=lambda: known
     )
-    assert alone.resize is not None
-    assert other.resize is not None
-    assert got.resize is not None
-    assert alone.resize.min_nodes != other.resize.min_nodes  # the table changes the size
-    assert (got.resize.min_nodes, got.resize.max_nodes) == (
-        alone.resize.min_nodes,
-        alone.resize.max_nodes,
-    )
+    assert_sized_as(got, alone, other)  # the table changes the size
     assert got.rule == alone.rule
 
 
@@ -470,11 +484,4 @@ def test_a_job_listing_several_partitions_is_decided_on_its_judged_partitions_st
     got = decider(store).decide(
         job(partition="ghost,debug"), state, known_partitions=lambda: ["debug"]
     )
-    assert alone.resize is not None
-    assert other.resize is not None
-    assert got.resize is not None
-    assert alone.resize.min_nodes != other.resize.min_nodes  # the load changes the size
-    assert (got.resize.min_nodes, got.resize.max_nodes) == (
-        alone.resize.min_nodes,
-        alone.resize.max_nodes,
-    )
+    assert_sized_as(got, alone, other)  # the load changes the size
