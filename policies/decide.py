@@ -27,10 +27,10 @@ The flow (rules.py states each rule and its literature):
    runs show no knee, the largest size they ran),
    then raised, if need be, to the least size whose pessimistic runtime fits the user's own
    limit (time_limit.py, `fits_limit`): adaptalloc never raises a limit, so a size the curve
-   says overruns it would be killed. When no size fits, the job is left as submitted, except
-   on a heavily loaded partition, where it is released from where the pessimistic runtime
-   stops falling up to FLAT_RANGE_FACTOR times that (`_flat_range`; time_limit.py,
-   `flat_from`).
+   says overruns it would be killed. When no size fits, the job gets the fallback, except
+   on a heavily loaded partition (and a fallback other than the minimum), where it is
+   released from where the pessimistic runtime stops falling up to FLAT_RANGE_FACTOR times
+   that (`_flat_range`; time_limit.py, `flat_from`).
 6. The constraints: the size is snapped onto the feasible sizes (down to the largest not above
    it, else up to the smallest in the range); when no feasible size lies in the range the
    choice is kept and the reason says so. Every step keeps the size inside [lo, hi].
@@ -274,12 +274,15 @@ def _flat_range(
     the prediction is pessimistic and the limit tight: Slurm may give it up to top when those
     nodes are free at its start, and a run on more nodes is less at risk of its limit.
     (None, None, reason) otherwise, or when no size from `size` up comes that close (the
-    least lies below it): the job is left as submitted."""
+    least lies below it): the job gets the fallback. So does it where the fallback is the
+    user's minimum: m would give a job more nodes on a busier partition than on a quieter
+    one, against the load rule (more pressure never gives more nodes)."""
     limit = request.time_limit_min
     if (
         limit is None
         or allowed.sizes is not None
         or settings.release != "pinned"
+        or settings.fallback == "min"
         or not heavily_loaded(cluster, settings)
     ):
         return None, None, reason

@@ -464,3 +464,9 @@ def test_a_busy_partition_releases_a_job_no_size_fits_from_where_the_runtime_fla
     for other in others:
         assert other.rule == "fallback"
         assert_names(other.reason, "cannot tell at which size")
+    # A site whose fallback is the minimum gets it there on any partition: 10 nodes on a busy
+    # one would be more than on a quieter one, and more pressure never gives more nodes.
+    at_min = replace(DEFAULTS, fallback="min")
+    for cluster in (HEAVY, MODERATE):
+        d = decide(job, KNEE_AT_11, cluster, at_min)
+        assert (d.nodes, d.max_nodes, d.rule) == (4, None, "fallback"), d.reason
