@@ -21,7 +21,7 @@ from unit.plugin.runs_with_limits import runs_with_limits
 import policies
 from plugin.appkey import AppKey, AppKeyRule
 from plugin.config import Config, LearnerConfig
-from plugin.daemon.decider import Budget, CurveSource, Decider
+from plugin.daemon.decider import Budget, Decider
 from plugin.learning.learner import Ingestor, refit_app
 from plugin.slurm import CliSlurmReader
 from plugin.store.connection import connect
@@ -31,7 +31,7 @@ from policies.decide import unusable_because
 from predictor.downey import relative_runtime
 
 from .daemon_harness import DaemonProcess
-from .held import held_job
+from .held import held_job, learned_curve
 from .test_daemon_range import learn_downey
 from .testbed import SlurmCLI, SubmitJob, scratch_url
 
@@ -164,14 +164,9 @@ def test_the_budget_counts_a_covariate_curves_runtime_at_the_jobs_own_limit(
     store = CurveStore(connect(scratch_url()))
     name = f"it-budget-{time.time_ns()}"
     app = AppKey(name, owner="ann")  # held_job's user: the job's own key
-    store.add_observations(app, runs_with_limits(app))
-    assert refit_app(store, app).status == "written"
-    curves = CurveSource(lambda: store)
-    curves.begin_batch()
-    stored = curves.get(app)
-    assert stored is not None
+    curves, stored = learned_curve(store, app, runs_with_limits(app))
     curve = stored.curve
-    assert curve is not None
+    assert curve is not None  # for the type checker: learned_curve checked it
     assert curve.covariate is not None
     budget = Budget()
     job = held_job(31, name, time.time(), (2, 64), 600)
